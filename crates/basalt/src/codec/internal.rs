@@ -1,0 +1,121 @@
+//! Internal keys: a user key with the sequence number and kind of the write.
+//!
+//! Versions of one user key sort newest first: the trailer is stored as
+//! `!(seqno << 8 | kind)` big-endian when it is part of an encoded key, and
+//! compared in reverse when kept as a number.
+
+use std::cmp::Ordering;
+
+use bytes::Bytes;
+
+/// A sequence number: every write gets the next one; reads see writes up to a
+/// snapshot's seqno. At most 2^56 - 1.
+pub type SeqNo = u64;
+
+/// Largest sequence number that fits in a trailer.
+pub const SEQNO_MAX: SeqNo = (1 << 56) - 1;
+
+/// What a versioned entry says about its key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Kind {
+    /// The key was deleted at this seqno.
+    Delete = 0,
+    /// The key was set to a value at this seqno.
+    Put = 1,
+}
+
+impl Kind {
+    /// Decodes a kind byte; `None` for anything else.
+    pub fn from_u8(b: u8) -> Option<Kind> {
+        match b {
+            0 => Some(Kind::Delete),
+            1 => Some(Kind::Put),
+            _ => None,
+        }
+    }
+}
+
+/// Packs a seqno and kind into the 64-bit trailer stored beside each key.
+pub fn pack_trailer(seqno: SeqNo, kind: Kind) -> u64 {
+    debug_assert!(seqno <= SEQNO_MAX);
+    (seqno << 8) | kind as u64
+}
+
+/// Splits a trailer into seqno and kind; `None` if the kind byte is unknown.
+pub fn unpack_trailer(trailer: u64) -> Option<(SeqNo, Kind)> {
+    Kind::from_u8((trailer & 0xff) as u8).map(|k| (trailer >> 8, k))
+}
+
+/// Orders `(user key, trailer)` pairs: user key ascending, then newest first.
+pub fn compare(a_key: &[u8], a_trailer: u64, b_key: &[u8], b_trailer: u64) -> Ordering {
+    a_key.cmp(b_key).then(b_trailer.cmp(&a_trailer))
+}
+
+/// An owned internal key, ordered user key ascending then seqno descending.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct InternalKey {
+    /// The user key.
+    pub user_key: Bytes,
+    /// `seqno << 8 | kind`.
+    pub trailer: u64,
+}
+
+impl InternalKey {
+    /// Builds an internal key.
+    pub fn new(user_key: Bytes, seqno: SeqNo, kind: Kind) -> Self {
+        InternalKey { user_key, trailer: pack_trailer(seqno, kind) }
+    }
+
+    /// The sequence number of the write.
+    pub fn seqno(&self) -> SeqNo {
+        self.trailer >> 8
+    }
+
+    /// The kind of the write; unknown kinds read as `Put` never happen because
+    /// every trailer is validated when decoded.
+    pub fn kind(&self) -> Kind {
+        Kind::from_u8((self.trailer & 0xff) as u8).unwrap_or(Kind::Put)
+    }
+
+    /// The smallest internal key for `user_key` visible at `seqno`: seeking to
+    /// it lands on the newest version with seqno <= `seqno`.
+    pub fn seek_key(user_key: Bytes, seqno: SeqNo) -> Self {
+        InternalKey { user_key, trailer: pack_trailer(seqno.min(SEQNO_MAX), Kind::Put) }
+    }
+}
+
+impl Ord for InternalKey {
+    fn cmp(&self, other: &Self) -> Ordering {
+        compare(&self.user_key, self.trailer, &other.user_key, other.trailer)
+    }
+}
+
+impl PartialOrd for InternalKey {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn newer_versions_sort_first() {
+        let a = InternalKey::new(Bytes::from_static(b"k"), 5, Kind::Put);
+        let b = InternalKey::new(Bytes::from_static(b"k"), 9, Kind::Delete);
+        let c = InternalKey::new(Bytes::from_static(b"l"), 1, Kind::Put);
+        assert!(b < a);
+        assert!(a < c);
+        assert!(InternalKey::seek_key(Bytes::from_static(b"k"), 7) < a);
+        assert!(InternalKey::seek_key(Bytes::from_static(b"k"), 7) > b);
+    }
+
+    #[test]
+    fn trailer_round_trips() {
+        let t = pack_trailer(SEQNO_MAX, Kind::Delete);
+        assert_eq!(unpack_trailer(t), Some((SEQNO_MAX, Kind::Delete)));
+        assert_eq!(unpack_trailer(7 << 8 | 9), None);
+    }
+}

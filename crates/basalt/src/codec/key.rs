@@ -1,0 +1,1 @@
+//! Memcomparable key encoding (owned by the codec helper; being written).

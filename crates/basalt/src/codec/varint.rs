@@ -1,0 +1,137 @@
+//! LEB128 varints and a bounds-checked reader for decoding untrusted bytes.
+
+use std::path::Path;
+
+use crate::error::{Error, Result};
+
+/// Appends `v` as an unsigned LEB128 varint.
+pub fn put_u64(buf: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        buf.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    buf.push(v as u8);
+}
+
+/// Appends a length-prefixed byte string.
+pub fn put_bytes(buf: &mut Vec<u8>, b: &[u8]) {
+    put_u64(buf, b.len() as u64);
+    buf.extend_from_slice(b);
+}
+
+/// Reads fields from a byte slice, turning every overrun or malformed field
+/// into [`Error::Corruption`] naming the file and absolute offset.
+pub struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    base: u64,
+    file: &'a Path,
+}
+
+impl<'a> Reader<'a> {
+    /// A reader over `buf`, which starts at byte `base` of `file`.
+    pub fn new(buf: &'a [u8], file: &'a Path, base: u64) -> Self {
+        Reader { buf, pos: 0, base, file }
+    }
+
+    /// An error at the current position.
+    pub fn corrupt(&self, what: impl Into<String>) -> Error {
+        Error::corruption(self.file, self.base + self.pos as u64, what)
+    }
+
+    /// Bytes not yet read.
+    pub fn remaining(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
+    /// True when every byte was read.
+    pub fn is_empty(&self) -> bool {
+        self.remaining() == 0
+    }
+
+    /// Current position relative to the start of the slice.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// Reads `n` raw bytes.
+    pub fn bytes(&mut self, n: usize) -> Result<&'a [u8]> {
+        if n > self.remaining() {
+            return Err(self.corrupt(format!("field of {n} bytes runs past the end")));
+        }
+        let out = &self.buf[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(out)
+    }
+
+    /// Reads one byte.
+    pub fn u8(&mut self) -> Result<u8> {
+        Ok(self.bytes(1)?[0])
+    }
+
+    /// Reads a little-endian u32.
+    pub fn u32_le(&mut self) -> Result<u32> {
+        let b = self.bytes(4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    /// Reads a little-endian u64.
+    pub fn u64_le(&mut self) -> Result<u64> {
+        let b = self.bytes(8)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Ok(u64::from_le_bytes(a))
+    }
+
+    /// Reads an unsigned LEB128 varint of at most 10 bytes.
+    pub fn varint(&mut self) -> Result<u64> {
+        let mut v: u64 = 0;
+        for shift in (0..64).step_by(7) {
+            let b = self.u8()?;
+            if shift == 63 && b > 1 {
+                return Err(self.corrupt("varint overflows 64 bits"));
+            }
+            v |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(self.corrupt("varint longer than 10 bytes"))
+    }
+
+    /// Reads a varint that must fit in `usize` and be at most `max`.
+    pub fn varint_len(&mut self, max: usize) -> Result<usize> {
+        let v = self.varint()?;
+        match usize::try_from(v) {
+            Ok(n) if n <= max => Ok(n),
+            _ => Err(self.corrupt(format!("length {v} exceeds limit {max}"))),
+        }
+    }
+
+    /// Reads a varint-length-prefixed byte string.
+    pub fn len_bytes(&mut self) -> Result<&'a [u8]> {
+        let n = self.varint_len(self.remaining())?;
+        self.bytes(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varints_round_trip_and_reject_overflow() {
+        let path = Path::new("t");
+        for v in [0, 1, 127, 128, 300, u64::from(u32::MAX), u64::MAX] {
+            let mut buf = Vec::new();
+            put_u64(&mut buf, v);
+            let mut r = Reader::new(&buf, path, 0);
+            assert_eq!(r.varint().expect("decodes"), v);
+            assert!(r.is_empty());
+        }
+        let bad = [0xffu8; 11];
+        assert!(Reader::new(&bad, path, 0).varint().is_err());
+        let short = [0x80u8];
+        assert!(Reader::new(&short, path, 0).varint().is_err());
+    }
+}

@@ -1,0 +1,84 @@
+//! The one error type of the engine. Bad input and damaged files become one of
+//! these variants; the engine never panics on them.
+
+use std::path::PathBuf;
+
+/// Result alias used across the engine.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in Basalt.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The operating system refused an I/O operation.
+    #[error("I/O error on {path}: {source}")]
+    Io {
+        /// The file or directory the operation was on (empty when unknown).
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// Bytes on disk are not what Basalt wrote: a checksum mismatch, a bad
+    /// length or an impossible value.
+    #[error("corruption in {file} at offset {offset}: {what}")]
+    Corruption {
+        /// The damaged file.
+        file: PathBuf,
+        /// Byte offset of the damaged record, block or field.
+        offset: u64,
+        /// What was found to be wrong.
+        what: String,
+    },
+    /// The caller passed something Basalt cannot accept; nothing was changed.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// A record batch does not match the table's schema.
+    #[error("schema mismatch: {0}")]
+    SchemaMismatch(String),
+    /// Another handle, in this process or another, holds the database directory.
+    #[error("database at {0} is locked by another handle")]
+    Locked(PathBuf),
+    /// The database was closed, or stopped accepting writes after an I/O
+    /// error it could not recover from.
+    #[error("database is closed: {0}")]
+    Closed(String),
+    /// The operation cannot run now (for example a table in use); retry later.
+    #[error("busy: {0}")]
+    Busy(String),
+}
+
+impl Error {
+    /// Builds an [`Error::Io`] naming the path the operation was on.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io { path: path.into(), source }
+    }
+
+    /// Builds an [`Error::Corruption`].
+    pub fn corruption(file: impl Into<PathBuf>, offset: u64, what: impl Into<String>) -> Self {
+        Error::Corruption { file: file.into(), offset, what: what.into() }
+    }
+
+    /// True for [`Error::Corruption`].
+    pub fn is_corruption(&self) -> bool {
+        matches!(self, Error::Corruption { .. })
+    }
+
+    /// A copy of this error for reporting to several waiters (I/O errors are
+    /// not `Clone`, so their kind and message are kept).
+    #[must_use]
+    pub fn duplicate(&self) -> Self {
+        match self {
+            Error::Io { path, source } => Error::Io {
+                path: path.clone(),
+                source: std::io::Error::new(source.kind(), source.to_string()),
+            },
+            Error::Corruption { file, offset, what } => {
+                Error::Corruption { file: file.clone(), offset: *offset, what: what.clone() }
+            }
+            Error::InvalidArgument(s) => Error::InvalidArgument(s.clone()),
+            Error::SchemaMismatch(s) => Error::SchemaMismatch(s.clone()),
+            Error::Locked(p) => Error::Locked(p.clone()),
+            Error::Closed(s) => Error::Closed(s.clone()),
+            Error::Busy(s) => Error::Busy(s.clone()),
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! The file-system interface the engine is written against.
+//!
+//! The engine only ever creates a file, appends to it, syncs it and later
+//! reads it at random offsets; it never rewrites bytes in place. Renames and
+//! deletions are made durable by [`Fs::sync_dir`].
+
+use std::path::Path;
+
+use crate::error::Result;
+
+/// A file being written: append-only.
+pub trait WritableFile: Send + Sync {
+    /// Appends `data` to the file. It may sit in a buffer until
+    /// [`WritableFile::flush`] or [`WritableFile::sync`].
+    fn append(&mut self, data: &[u8]) -> Result<()>;
+    /// Hands buffered bytes to the operating system, so that a crash of the
+    /// process (not the machine) keeps them.
+    fn flush(&mut self) -> Result<()>;
+    /// Makes every appended byte durable (flush + fdatasync).
+    fn sync(&mut self) -> Result<()>;
+    /// Bytes appended so far.
+    fn len(&self) -> u64;
+    /// True when nothing was appended.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A file opened for reading at arbitrary offsets; shared between threads.
+pub trait RandomAccessFile: Send + Sync {
+    /// Reads exactly `len` bytes at `offset`. Reading past the end is an error.
+    fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>>;
+    /// The file's length in bytes at the time it was opened.
+    fn len(&self) -> u64;
+    /// True for an empty file.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// An exclusive lock on a file, released when dropped.
+pub trait FileLock: Send + Sync {}
+
+/// The file system: the real one or a simulated one.
+pub trait Fs: Send + Sync + std::fmt::Debug {
+    /// Creates `path` (truncating any file there) for appending.
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    /// Opens an existing file for random reads.
+    fn open(&self, path: &Path) -> Result<Box<dyn RandomAccessFile>>;
+    /// Reads a whole file.
+    fn read_all(&self, path: &Path) -> Result<Vec<u8>> {
+        let file = self.open(path)?;
+        let len = usize::try_from(file.len()).map_err(|_| {
+            crate::error::Error::InvalidArgument(format!("{} is too large", path.display()))
+        })?;
+        file.read_at(0, len)
+    }
+    /// Atomically renames `from` to `to`, replacing `to`.
+    fn rename(&self, from: &Path, to: &Path) -> Result<()>;
+    /// Deletes a file.
+    fn remove(&self, path: &Path) -> Result<()>;
+    /// Names (not paths) of the entries of a directory.
+    fn list(&self, dir: &Path) -> Result<Vec<String>>;
+    /// Whether anything exists at `path`.
+    fn exists(&self, path: &Path) -> Result<bool>;
+    /// Whether `path` is a directory (false if it does not exist).
+    fn is_dir(&self, path: &Path) -> Result<bool>;
+    /// Creates a directory and its parents.
+    fn create_dir_all(&self, path: &Path) -> Result<()>;
+    /// Makes the directory's entries (creations, renames, deletions) durable.
+    fn sync_dir(&self, path: &Path) -> Result<()>;
+    /// Takes an exclusive lock on `path` (created if missing), or fails with
+    /// [`crate::Error::Locked`] naming `dir` when another holder has it.
+    fn lock(&self, path: &Path, dir: &Path) -> Result<Box<dyn FileLock>>;
+}

@@ -1,0 +1,104 @@
+//! Every tunable of the engine, each with its unit and the reason for its
+//! default. Shaped like rust-rocksdb's `Options` where it can be.
+
+use std::sync::Arc;
+
+use crate::io::{Fs, RealFs};
+use crate::codec::internal::SeqNo;
+
+/// Per-block compression of SST data blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Compression {
+    /// Blocks are stored as they are: the fastest point lookups, and scans
+    /// can hand out the stored bytes without decoding.
+    #[default]
+    None,
+    /// LZ4 (block format). Kept only when it saves at least 1/8 of a block.
+    Lz4,
+}
+
+/// Options for opening a database.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Create the directory and an empty database when none exists.
+    pub create_if_missing: bool,
+    /// Fail if a database already exists at the path.
+    pub error_if_exists: bool,
+    /// The file system all I/O goes through.
+    pub fs: Arc<dyn Fs>,
+    /// Bytes of user data an active memtable may hold before it becomes
+    /// immutable and is flushed. 64 MiB, as RocksDB's `write_buffer_size`:
+    /// large enough that L0 files are few, small enough to flush in < 1 s.
+    pub memtable_bytes_max: usize,
+    /// Immutable memtables waiting for flush before writers wait. Two lets one
+    /// flush run while the next memtable fills.
+    pub immutable_memtables_max: usize,
+    /// Target uncompressed size of a data block. 16 KiB: columnar blocks want
+    /// many rows per block for scans, point lookups search one block only.
+    pub block_bytes_target: usize,
+    /// Bloom filter bits per key; 0 disables filters. 10 bits give ~1% false
+    /// positives, the RocksDB default.
+    pub bloom_bits_per_key: u32,
+    /// Compression of data blocks.
+    pub compression: Compression,
+    /// Byte budget of the shared block cache. 64 MiB by default; benchmarks
+    /// set it to match their peers.
+    pub block_cache_bytes: usize,
+    /// Largest key accepted, in bytes. Keys are copied into fence keys and
+    /// the memtable; 64 KiB keeps every index entry small.
+    pub key_bytes_max: usize,
+    /// Largest value accepted, in bytes. 64 MiB keeps one record well within
+    /// a WAL write and a data block.
+    pub value_bytes_max: usize,
+    /// Largest encoded write batch, in bytes; a larger batch is rejected
+    /// before anything is written. 1 GiB.
+    pub batch_bytes_max: usize,
+    /// Largest group of batches one group commit writes to the WAL in one
+    /// append. 4 MiB: big enough to amortise an fsync, small enough that a
+    /// small write never waits behind a huge group.
+    pub group_commit_bytes_max: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            create_if_missing: true,
+            error_if_exists: false,
+            fs: Arc::new(RealFs),
+            memtable_bytes_max: 64 << 20,
+            immutable_memtables_max: 2,
+            block_bytes_target: 16 << 10,
+            bloom_bits_per_key: 10,
+            compression: Compression::None,
+            block_cache_bytes: 64 << 20,
+            key_bytes_max: 64 << 10,
+            value_bytes_max: 64 << 20,
+            batch_bytes_max: 1 << 30,
+            group_commit_bytes_max: 4 << 20,
+        }
+    }
+}
+
+/// Options for one write.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WriteOptions {
+    /// Wait until the write is durable (fdatasync of the WAL) before
+    /// returning. Without it a crash of the process keeps the write, a crash
+    /// of the machine may lose the last writes (never a hole).
+    pub sync: bool,
+}
+
+impl WriteOptions {
+    /// Write options with `sync` set.
+    pub fn sync() -> Self {
+        WriteOptions { sync: true }
+    }
+}
+
+/// Options for one read.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReadOptions {
+    /// Read as of this sequence number (from [`crate::Snapshot::seqno`]);
+    /// `None` reads the latest committed state.
+    pub snapshot_seqno: Option<SeqNo>,
+}

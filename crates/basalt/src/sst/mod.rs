@@ -1,0 +1,1 @@
+//! Sorted String Tables: Basalt's one columnar on-disk format.
