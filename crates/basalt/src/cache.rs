@@ -1,1 +1,191 @@
-//! The shared block cache.
+//! The shared block cache: decoded (checksummed, decompressed) SST blocks
+//! keyed by `(file number, block offset)` and weighed by their bytes.
+//!
+//! Blocks are decoded before they are inserted, so a hit costs no checksum
+//! or decompression work, and the byte budget counts what is really held in
+//! memory. Concurrent misses on one key load it once; the others wait.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use quick_cache::Weighter;
+use quick_cache::sync::Cache;
+
+use crate::error::Result;
+use crate::sst::block::Block;
+
+/// Cache key: the SST's file number and the block's offset in it. File
+/// numbers are never reused, so a key never names two different blocks.
+pub type BlockKey = (u64, u64);
+
+/// Expected average block size, used only to size the cache's tables.
+const EXPECTED_BLOCK_BYTES: u64 = 16 << 10;
+
+#[derive(Debug, Clone, Copy)]
+struct BlockWeighter;
+
+impl Weighter<BlockKey, Arc<Block>> for BlockWeighter {
+    fn weight(&self, _key: &BlockKey, block: &Arc<Block>) -> u64 {
+        // Never zero: zero-weight items would never be evicted.
+        (block.approximate_bytes() as u64).max(1)
+    }
+}
+
+/// A sharded, byte-weighted cache of decoded blocks shared by every SST
+/// reader of a database.
+pub struct BlockCache {
+    cache: Cache<BlockKey, Arc<Block>, BlockWeighter>,
+    capacity_bytes: u64,
+    hits: AtomicU64,
+    misses: AtomicU64,
+}
+
+impl std::fmt::Debug for BlockCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BlockCache")
+            .field("capacity_bytes", &self.capacity_bytes)
+            .field("usage_bytes", &self.usage_bytes())
+            .field("hits", &self.hits())
+            .field("misses", &self.misses())
+            .finish_non_exhaustive()
+    }
+}
+
+impl BlockCache {
+    /// A cache holding up to about `capacity_bytes` of blocks. A capacity of
+    /// zero caches nothing: every lookup loads.
+    pub fn new(capacity_bytes: usize) -> BlockCache {
+        let capacity = capacity_bytes as u64;
+        let items = (capacity / EXPECTED_BLOCK_BYTES).max(16) as usize;
+        BlockCache {
+            cache: Cache::with_weighter(items, capacity, BlockWeighter),
+            capacity_bytes: capacity,
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+        }
+    }
+
+    /// The cached block for `key`, or the one `load` returns, which is then
+    /// cached. A failed load caches nothing and returns its error.
+    pub fn get_or_load(&self, key: BlockKey, load: impl FnOnce() -> Result<Block>) -> Result<Arc<Block>> {
+        let mut loaded = false;
+        let block = self.cache.get_or_insert_with(&key, || {
+            loaded = true;
+            load().map(Arc::new)
+        })?;
+        let counter = if loaded { &self.misses } else { &self.hits };
+        counter.fetch_add(1, Ordering::Relaxed);
+        Ok(block)
+    }
+
+    /// The cached block for `key`, if any; counts as a hit or a miss.
+    pub fn get(&self, key: BlockKey) -> Option<Arc<Block>> {
+        let block = self.cache.get(&key);
+        let counter = if block.is_some() { &self.hits } else { &self.misses };
+        counter.fetch_add(1, Ordering::Relaxed);
+        block
+    }
+
+    /// Drops every block of `file_number` (an SST that was deleted). It
+    /// visits the whole cache, which is fine at the rate SSTs are deleted;
+    /// skipping it would be correct too, as the blocks would age out.
+    pub fn evict_file(&self, file_number: u64) {
+        self.cache.retain(|&(file, _), _| file != file_number);
+    }
+
+    /// Lookups served from the cache.
+    pub fn hits(&self) -> u64 {
+        self.hits.load(Ordering::Relaxed)
+    }
+
+    /// Lookups that had to load.
+    pub fn misses(&self) -> u64 {
+        self.misses.load(Ordering::Relaxed)
+    }
+
+    /// Bytes of blocks held now.
+    pub fn usage_bytes(&self) -> u64 {
+        self.cache.weight()
+    }
+
+    /// The byte budget.
+    pub fn capacity_bytes(&self) -> u64 {
+        self.capacity_bytes
+    }
+
+    /// Blocks held now.
+    pub fn len(&self) -> usize {
+        self.cache.len()
+    }
+
+    /// True when no block is held.
+    pub fn is_empty(&self) -> bool {
+        self.cache.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::error::Error;
+    use crate::sst::block::BlockBuilder;
+
+    fn block(value_bytes: usize) -> Block {
+        let mut b = BlockBuilder::new();
+        b.add(b"k", 1 << 8 | 1, &vec![7u8; value_bytes]);
+        Block::decode(b.finish(), Path::new("c"), 0).expect("block")
+    }
+
+    #[test]
+    fn hits_and_misses_are_counted_and_loads_happen_once() {
+        let cache = BlockCache::new(1 << 20);
+        let mut loads = 0;
+        for _ in 0..3 {
+            let b = cache
+                .get_or_load((1, 0), || {
+                    loads += 1;
+                    Ok(block(100))
+                })
+                .expect("loads");
+            assert_eq!(b.value(0).len(), 100);
+        }
+        assert_eq!((loads, cache.hits(), cache.misses()), (1, 2, 1));
+        assert!(cache.usage_bytes() >= 100);
+        assert!(cache.get((1, 1)).is_none());
+        assert_eq!(cache.misses(), 2);
+    }
+
+    #[test]
+    fn failed_loads_are_not_cached() {
+        let cache = BlockCache::new(1 << 20);
+        let err = cache.get_or_load((1, 0), || Err(Error::corruption("f", 0, "bad"))).expect_err("fails");
+        assert!(err.is_corruption());
+        assert!(cache.is_empty());
+        assert!(cache.get_or_load((1, 0), || Ok(block(1))).is_ok());
+    }
+
+    #[test]
+    fn usage_stays_near_capacity_and_files_can_be_evicted() {
+        let cache = BlockCache::new(256 << 10);
+        for i in 0..200u64 {
+            cache.get_or_load((i % 2, i * 4096), || Ok(block(4000))).expect("loads");
+        }
+        assert!(cache.usage_bytes() <= cache.capacity_bytes() * 11 / 10, "{cache:?}");
+        assert!(!cache.is_empty());
+        cache.evict_file(0);
+        cache.evict_file(1);
+        assert_eq!(cache.len(), 0);
+    }
+
+    #[test]
+    fn zero_capacity_caches_nothing() {
+        let cache = BlockCache::new(0);
+        for _ in 0..2 {
+            cache.get_or_load((1, 0), || Ok(block(10))).expect("loads");
+        }
+        assert_eq!(cache.misses(), 2);
+        assert_eq!(cache.usage_bytes(), 0);
+    }
+}

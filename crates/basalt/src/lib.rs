@@ -8,6 +8,14 @@ mod error;
 pub mod io;
 mod options;
 pub mod sst;
+mod files;
+pub mod log;
+pub mod memtable;
+pub mod version;
+pub mod wal;
+mod db;
 
 pub use error::{Error, Result};
 pub use options::{Compression, Options, ReadOptions, WriteOptions};
+pub use db::{Db, DbIterator, Direction, LevelStats, Snapshot, Stats};
+pub use wal::batch::WriteBatch;

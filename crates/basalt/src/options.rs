@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::io::{Fs, RealFs};
-use crate::codec::internal::SeqNo;
+use crate::db::Snapshot;
 
 /// Per-block compression of SST data blocks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -97,8 +97,7 @@ impl WriteOptions {
 
 /// Options for one read.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct ReadOptions {
-    /// Read as of this sequence number (from [`crate::Snapshot::seqno`]);
-    /// `None` reads the latest committed state.
-    pub snapshot_seqno: Option<SeqNo>,
+pub struct ReadOptions<'a> {
+    /// Read as of this snapshot; `None` reads the latest committed state.
+    pub snapshot: Option<&'a Snapshot>,
 }

@@ -47,6 +47,12 @@ pub fn unpack_trailer(trailer: u64) -> Option<(SeqNo, Kind)> {
     Kind::from_u8((trailer & 0xff) as u8).map(|k| (trailer >> 8, k))
 }
 
+/// The largest trailer with seqno `seqno`: seeking to `(key, seek_trailer(s))`
+/// lands on the newest version of `key` with seqno <= `s`.
+pub fn seek_trailer(seqno: SeqNo) -> u64 {
+    (seqno.min(SEQNO_MAX) << 8) | 0xff
+}
+
 /// Orders `(user key, trailer)` pairs: user key ascending, then newest first.
 pub fn compare(a_key: &[u8], a_trailer: u64, b_key: &[u8], b_trailer: u64) -> Ordering {
     a_key.cmp(b_key).then(b_trailer.cmp(&a_trailer))
@@ -81,7 +87,7 @@ impl InternalKey {
     /// The smallest internal key for `user_key` visible at `seqno`: seeking to
     /// it lands on the newest version with seqno <= `seqno`.
     pub fn seek_key(user_key: Bytes, seqno: SeqNo) -> Self {
-        InternalKey { user_key, trailer: pack_trailer(seqno.min(SEQNO_MAX), Kind::Put) }
+        InternalKey { user_key, trailer: seek_trailer(seqno) }
     }
 }
 

@@ -21,16 +21,16 @@ pub fn put_bytes(buf: &mut Vec<u8>, b: &[u8]) {
 
 /// Reads fields from a byte slice, turning every overrun or malformed field
 /// into [`Error::Corruption`] naming the file and absolute offset.
-pub struct Reader<'a> {
+pub struct Reader<'a, 'f> {
     buf: &'a [u8],
     pos: usize,
     base: u64,
-    file: &'a Path,
+    file: &'f Path,
 }
 
-impl<'a> Reader<'a> {
+impl<'a, 'f> Reader<'a, 'f> {
     /// A reader over `buf`, which starts at byte `base` of `file`.
-    pub fn new(buf: &'a [u8], file: &'a Path, base: u64) -> Self {
+    pub fn new(buf: &'a [u8], file: &'f Path, base: u64) -> Self {
         Reader { buf, pos: 0, base, file }
     }
 

@@ -1,7 +1,1033 @@
-//! In-memory file system with crash simulation (being written).
-/// How a simulated crash treats data that was not synced.
-#[derive(Debug, Clone, Copy)]
-pub enum CrashMode {}
-/// In-memory file system.
-#[derive(Debug, Default)]
-pub struct MemFs;
+//! In-memory file system for tests, with simulated power loss.
+//!
+//! [`MemFs`] owns a tree of directories and files held in memory. Per file it
+//! tracks which bytes a `sync` made durable, and per directory which entries a
+//! `sync_dir` made durable. [`MemFs::crash`] builds the state a machine would
+//! find after power loss, in the manner of `RocksDB`'s `FaultInjectionTestFS`
+//! and Pebble's strict `MemFS`. It can also freeze (fail every mutation from
+//! some point on) and fail syncs, so tests can stop a workload at every step.
+//!
+//! Paths are keys: `.` components are dropped, `..` is not resolved.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt;
+use std::io::ErrorKind;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::fs::{FileLock, Fs, RandomAccessFile, WritableFile};
+use crate::error::{Error, Result};
+
+/// How a simulated crash treats file data that was not synced. Directory
+/// entries not made durable by `sync_dir` are always undone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CrashMode {
+    /// Every file keeps exactly its synced bytes; all unsynced appends are
+    /// lost.
+    DropUnsynced,
+    /// Every file with unsynced appends keeps its synced bytes, then a random
+    /// number of its complete unsynced appends (in order), then a random-length
+    /// prefix of the next append: the write torn by the power loss. Bytes that
+    /// were never written never appear.
+    TearLastWrite,
+    /// Like [`CrashMode::TearLastWrite`], but the torn append keeps its full
+    /// length with its lost remainder read back as zeros, as on a file system
+    /// that extended the file size but never wrote the data.
+    TearWithZeros,
+}
+
+impl CrashMode {
+    /// Every mode, for tests that try each.
+    pub const ALL: [CrashMode; 3] =
+        [CrashMode::DropUnsynced, CrashMode::TearLastWrite, CrashMode::TearWithZeros];
+}
+
+/// The error of every mutation while frozen.
+const FROZEN: &str = "simulated crash: file system frozen";
+
+/// The error of `sync` and `sync_dir` while [`MemFs::fail_syncs`] is on.
+const SYNC_FAILED: &str = "simulated fsync failure";
+
+/// A file's contents, shared by its directory entries and open handles, so a
+/// rename moves the file under any open writer.
+type InodeRef = Arc<Mutex<Inode>>;
+
+#[derive(Default)]
+struct Inode {
+    /// Live bytes, visible to readers as soon as they are appended.
+    data: Vec<u8>,
+    /// Length of the prefix of `data` made durable by a sync.
+    synced_len: usize,
+    /// End offsets of the non-empty appends since the last sync, ascending.
+    /// Invariant: the last one is `data.len()`; when empty, `data.len()` is
+    /// `synced_len`.
+    unsynced_ends: Vec<usize>,
+}
+
+impl Inode {
+    fn new_ref(data: Vec<u8>) -> InodeRef {
+        let synced_len = data.len();
+        Arc::new(Mutex::new(Inode { data, synced_len, unsynced_ends: Vec::new() }))
+    }
+
+    /// The bytes a power loss leaves of this file.
+    fn after_crash(&self, mode: CrashMode, rng: &mut SplitMix64) -> Vec<u8> {
+        let ends = &self.unsynced_ends;
+        if mode == CrashMode::DropUnsynced || ends.is_empty() {
+            return self.data[..self.synced_len].to_vec();
+        }
+        let complete = rng.up_to(ends.len());
+        let start = if complete == 0 { self.synced_len } else { ends[complete - 1] };
+        let mut out = self.data[..start].to_vec();
+        if let Some(&end) = ends.get(complete) {
+            // Appends are recorded only when non-empty, so end > start and
+            // the torn prefix is strictly shorter than the append.
+            let kept = rng.up_to(end - start - 1);
+            out.extend_from_slice(&self.data[start..start + kept]);
+            if mode == CrashMode::TearWithZeros {
+                out.resize(end, 0);
+            }
+        }
+        out
+    }
+}
+
+/// A directory: its live entries and those a crash would find.
+#[derive(Default)]
+struct Dir {
+    live: BTreeMap<String, InodeRef>,
+    /// The entries as of the last `sync_dir`.
+    durable: BTreeMap<String, InodeRef>,
+}
+
+struct State {
+    /// Every directory; directories are durable once created. Ordered so a
+    /// crash visits files in a fixed order and replays from its seed.
+    dirs: BTreeMap<PathBuf, Dir>,
+    /// Paths with a live [`FileLock`].
+    locks: HashSet<PathBuf>,
+    /// Mutating operations that succeeded so far.
+    ops: u64,
+    /// Mutations fail once `ops` reaches this.
+    freeze_at: Option<u64>,
+    /// `sync` and `sync_dir` fail while set.
+    fail_syncs: bool,
+}
+
+impl State {
+    /// A state holding `dirs` plus the roots of absolute and relative paths.
+    fn new(mut dirs: BTreeMap<PathBuf, Dir>) -> State {
+        dirs.entry(PathBuf::new()).or_default();
+        dirs.entry(PathBuf::from("/")).or_default();
+        State { dirs, locks: HashSet::new(), ops: 0, freeze_at: None, fail_syncs: false }
+    }
+
+    fn check_not_frozen(&self, path: &Path) -> Result<()> {
+        if self.freeze_at.is_some_and(|at| self.ops >= at) {
+            return Err(io_error(path, ErrorKind::Other, FROZEN));
+        }
+        Ok(())
+    }
+
+    fn check_sync(&self, path: &Path) -> Result<()> {
+        if self.fail_syncs {
+            return Err(io_error(path, ErrorKind::Other, SYNC_FAILED));
+        }
+        Ok(())
+    }
+
+    /// The directory `dir` (normalized), or `NotFound` naming `path`.
+    fn dir_mut(&mut self, dir: &Path, path: &Path) -> Result<&mut Dir> {
+        self.dirs.get_mut(dir).ok_or_else(|| not_found(path))
+    }
+
+    /// The live file at the normalized `path`, if any.
+    fn file_at(&self, path: &Path) -> Option<&InodeRef> {
+        let name = path.file_name()?.to_string_lossy();
+        self.dirs.get(path.parent()?)?.live.get(name.as_ref())
+    }
+
+    /// The live file at `path`, or `NotFound`.
+    fn lookup(&self, path: &Path) -> Result<InodeRef> {
+        self.file_at(&normalize(path)).cloned().ok_or_else(|| not_found(path))
+    }
+
+    /// Binds `name` in `dir` to `inode`; the directory must exist and `name`
+    /// must not be a subdirectory.
+    fn bind(&mut self, dir: &Path, name: String, inode: InodeRef, path: &Path) -> Result<()> {
+        if self.dirs.contains_key(&dir.join(&name)) {
+            return Err(io_error(path, ErrorKind::IsADirectory, "is a directory"));
+        }
+        self.dir_mut(dir, path)?.live.insert(name, inode);
+        Ok(())
+    }
+
+    fn create_dir_all(&mut self, path: &Path) -> Result<()> {
+        let norm = normalize(path);
+        let mut missing = Vec::new();
+        for dir in norm.ancestors() {
+            if self.dirs.contains_key(dir) {
+                break;
+            }
+            if self.file_at(dir).is_some() {
+                return Err(io_error(path, ErrorKind::NotADirectory, "not a directory"));
+            }
+            missing.push(dir.to_path_buf());
+        }
+        for dir in missing {
+            self.dirs.insert(dir, Dir::default());
+        }
+        Ok(())
+    }
+
+    fn rename(&mut self, from: &Path, to: &Path) -> Result<()> {
+        let (from_dir, from_name) = split(from)?;
+        let (to_dir, to_name) = split(to)?;
+        if !self.dirs.contains_key(&to_dir) {
+            return Err(not_found(to));
+        }
+        let inode = self.lookup(from)?;
+        if (&from_dir, &from_name) == (&to_dir, &to_name) {
+            return Ok(());
+        }
+        self.bind(&to_dir, to_name, inode, to)?;
+        self.dir_mut(&from_dir, from)?.live.remove(&from_name);
+        Ok(())
+    }
+
+    /// Names of the entries of the normalized `dir`: files and subdirectories.
+    fn list(&self, dir: &Path, path: &Path) -> Result<Vec<String>> {
+        let entries = self.dirs.get(dir).ok_or_else(|| not_found(path))?;
+        let mut names: Vec<String> = entries.live.keys().cloned().collect();
+        let subdirs = self.dirs.keys().filter(|p| p.parent() == Some(dir));
+        names.extend(subdirs.filter_map(|p| Some(p.file_name()?.to_string_lossy().into_owned())));
+        names.sort();
+        names.dedup();
+        Ok(names)
+    }
+
+    /// The state a power loss leaves: durable entries, crashed file bytes.
+    fn after_crash(&self, mode: CrashMode, seed: u64) -> State {
+        let mut rng = SplitMix64(seed);
+        // Keyed by inode address, so a file under two durable names (a rename
+        // synced in one directory only) stays one file with one tear.
+        let mut copies: HashMap<*const Mutex<Inode>, InodeRef> = HashMap::new();
+        let mut dirs = BTreeMap::new();
+        for (path, dir) in &self.dirs {
+            let mut entries = BTreeMap::new();
+            for (name, inode) in &dir.durable {
+                let copy = copies
+                    .entry(Arc::as_ptr(inode))
+                    .or_insert_with(|| Inode::new_ref(inode.lock().after_crash(mode, &mut rng)));
+                entries.insert(name.clone(), Arc::clone(copy));
+            }
+            dirs.insert(path.clone(), Dir { live: entries.clone(), durable: entries });
+        }
+        State::new(dirs)
+    }
+}
+
+/// Runs a mutating operation: fails if frozen, counts it if it succeeds.
+fn mutate<T>(
+    state: &Mutex<State>,
+    path: &Path,
+    op: impl FnOnce(&mut State) -> Result<T>,
+) -> Result<T> {
+    let mut state = state.lock();
+    state.check_not_frozen(path)?;
+    let out = op(&mut state)?;
+    state.ops += 1;
+    Ok(out)
+}
+
+fn io_error(path: &Path, kind: ErrorKind, what: &str) -> Error {
+    Error::io(path, std::io::Error::new(kind, what))
+}
+
+fn not_found(path: &Path) -> Error {
+    io_error(path, ErrorKind::NotFound, "no such file or directory")
+}
+
+/// The key of `path`: its components without `.`.
+fn normalize(path: &Path) -> PathBuf {
+    path.components().filter(|c| !matches!(c, Component::CurDir)).collect()
+}
+
+/// Splits a file path into its normalized directory and its name.
+fn split(path: &Path) -> Result<(PathBuf, String)> {
+    let norm = normalize(path);
+    match (norm.parent(), norm.file_name()) {
+        (Some(dir), Some(name)) => Ok((dir.to_path_buf(), name.to_string_lossy().into_owned())),
+        _ => Err(io_error(path, ErrorKind::InvalidInput, "not a file path")),
+    }
+}
+
+/// splitmix64: a tiny PRNG, so a crash replays from its seed without a
+/// dependency.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `0..=max`; the modulo bias does not matter for tests.
+    fn up_to(&mut self, max: usize) -> usize {
+        (self.next_u64() % (max as u64 + 1)) as usize
+    }
+}
+
+/// An in-memory file system that simulates power loss; see the module docs.
+///
+/// Clones share one file system. [`MemFs::crash`] returns an independent one.
+#[derive(Clone)]
+pub struct MemFs {
+    state: Arc<Mutex<State>>,
+}
+
+impl MemFs {
+    /// An empty file system: only the root `/` and the empty path (the root
+    /// of relative paths) exist.
+    pub fn new() -> MemFs {
+        MemFs::from_state(State::new(BTreeMap::new()))
+    }
+
+    fn from_state(state: State) -> MemFs {
+        MemFs { state: Arc::new(Mutex::new(state)) }
+    }
+
+    /// A new, independent file system holding what a machine would find after
+    /// losing power now: only directory entries made durable by `sync_dir`,
+    /// each file cut to its synced bytes and then treated as `mode` says.
+    /// Random choices come from `seed`, so a crash replays exactly. The copy
+    /// has no locks, is not frozen and counts operations from zero.
+    #[must_use]
+    pub fn crash(&self, mode: CrashMode, seed: u64) -> MemFs {
+        MemFs::from_state(self.state.lock().after_crash(mode, seed))
+    }
+
+    /// Makes every mutating operation (create, append, flush, sync, rename,
+    /// remove, `create_dir_all`, `sync_dir`) fail, as if the machine died,
+    /// once `ops` more of them have succeeded. Reads keep working.
+    pub fn freeze_after(&self, ops: u64) {
+        let mut state = self.state.lock();
+        state.freeze_at = Some(state.ops.saturating_add(ops));
+    }
+
+    /// Lifts [`MemFs::freeze_after`].
+    pub fn unfreeze(&self) {
+        self.state.lock().freeze_at = None;
+    }
+
+    /// True when mutating operations fail.
+    pub fn is_frozen(&self) -> bool {
+        let state = self.state.lock();
+        state.freeze_at.is_some_and(|at| state.ops >= at)
+    }
+
+    /// Mutating operations that succeeded so far.
+    pub fn mutating_ops(&self) -> u64 {
+        self.state.lock().ops
+    }
+
+    /// While `on`, `sync` and `sync_dir` fail with an I/O error and make
+    /// nothing durable.
+    pub fn fail_syncs(&self, on: bool) {
+        self.state.lock().fail_syncs = on;
+    }
+
+    /// Sorted names of the files (not subdirectories) in `dir`; empty when
+    /// `dir` does not exist.
+    pub fn file_names(&self, dir: &Path) -> Vec<String> {
+        let state = self.state.lock();
+        state
+            .dirs
+            .get(&normalize(dir))
+            .map(|d| d.live.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// The live bytes of the file at `path`.
+    pub fn read_file(&self, path: &Path) -> Option<Vec<u8>> {
+        let state = self.state.lock();
+        state.file_at(&normalize(path)).map(|inode| inode.lock().data.clone())
+    }
+
+    /// The live length of the file at `path`.
+    pub fn file_len(&self, path: &Path) -> Option<u64> {
+        let state = self.state.lock();
+        state.file_at(&normalize(path)).map(|inode| inode.lock().data.len() as u64)
+    }
+
+    /// Replaces the contents of the file at `path` (created, with its parent
+    /// directories, if missing) with `bytes`, made durable with its directory
+    /// entry. An existing file is rewritten in place, so open readers see the
+    /// new bytes: this is how corruption tests flip bytes on disk. Neither
+    /// frozen nor counted as an operation.
+    pub fn write_file_synced(&self, path: &Path, bytes: &[u8]) -> Result<()> {
+        let (dir, name) = split(path)?;
+        let mut state = self.state.lock();
+        state.create_dir_all(&dir)?;
+        let inode = match state.file_at(&normalize(path)) {
+            Some(inode) => Arc::clone(inode),
+            None => Inode::new_ref(Vec::new()),
+        };
+        {
+            let mut file = inode.lock();
+            file.data = bytes.to_vec();
+            file.synced_len = bytes.len();
+            file.unsynced_ends.clear();
+        }
+        state.bind(&dir, name.clone(), Arc::clone(&inode), path)?;
+        state.dir_mut(&dir, path)?.durable.insert(name, inode);
+        Ok(())
+    }
+}
+
+impl Default for MemFs {
+    fn default() -> MemFs {
+        MemFs::new()
+    }
+}
+
+impl fmt::Debug for MemFs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // File contents are left out: they can be large.
+        let state = self.state.lock();
+        let files: usize = state.dirs.values().map(|d| d.live.len()).sum();
+        f.debug_struct("MemFs")
+            .field("dirs", &state.dirs.len())
+            .field("files", &files)
+            .field("ops", &state.ops)
+            .field("freeze_at", &state.freeze_at)
+            .field("fail_syncs", &state.fail_syncs)
+            .finish_non_exhaustive()
+    }
+}
+
+struct MemWritableFile {
+    state: Arc<Mutex<State>>,
+    inode: InodeRef,
+    path: PathBuf,
+    len: u64,
+}
+
+impl WritableFile for MemWritableFile {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        mutate(&self.state, &self.path, |_| {
+            let mut file = self.inode.lock();
+            file.data.extend_from_slice(data);
+            if !data.is_empty() {
+                let end = file.data.len();
+                file.unsynced_ends.push(end);
+            }
+            Ok(())
+        })?;
+        self.len += data.len() as u64;
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        // Appended bytes are visible at once; a flush only counts.
+        mutate(&self.state, &self.path, |_| Ok(()))
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        mutate(&self.state, &self.path, |state| {
+            state.check_sync(&self.path)?;
+            let mut file = self.inode.lock();
+            file.synced_len = file.data.len();
+            file.unsynced_ends.clear();
+            Ok(())
+        })
+    }
+
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+struct MemRandomAccessFile {
+    inode: InodeRef,
+    path: PathBuf,
+    /// The length when opened; reads stop there.
+    len: u64,
+}
+
+impl RandomAccessFile for MemRandomAccessFile {
+    fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        let past_end = || {
+            Error::corruption(
+                &self.path,
+                offset,
+                format!("read of {len} bytes past end of file ({} bytes)", self.len),
+            )
+        };
+        if offset.checked_add(len as u64).is_none_or(|end| end > self.len) {
+            return Err(past_end());
+        }
+        let file = self.inode.lock();
+        // The file only shrinks under `write_file_synced`; that is past the
+        // end too.
+        let start = usize::try_from(offset).map_err(|_| past_end())?;
+        let bytes = start.checked_add(len).and_then(|end| file.data.get(start..end));
+        bytes.map(<[u8]>::to_vec).ok_or_else(past_end)
+    }
+
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+/// Releases its path in the owning file system when dropped.
+struct MemFileLock {
+    state: Arc<Mutex<State>>,
+    path: PathBuf,
+}
+
+impl FileLock for MemFileLock {}
+
+impl Drop for MemFileLock {
+    fn drop(&mut self) {
+        self.state.lock().locks.remove(&self.path);
+    }
+}
+
+impl Fs for MemFs {
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let (dir, name) = split(path)?;
+        // A new inode: writers and readers of a replaced file keep the old one.
+        let inode = Inode::new_ref(Vec::new());
+        mutate(&self.state, path, |state| state.bind(&dir, name, Arc::clone(&inode), path))?;
+        Ok(Box::new(MemWritableFile {
+            state: Arc::clone(&self.state),
+            inode,
+            path: path.to_path_buf(),
+            len: 0,
+        }))
+    }
+
+    fn open(&self, path: &Path) -> Result<Box<dyn RandomAccessFile>> {
+        let inode = self.state.lock().lookup(path)?;
+        let len = inode.lock().data.len() as u64;
+        Ok(Box::new(MemRandomAccessFile { inode, path: path.to_path_buf(), len }))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        mutate(&self.state, from, |state| state.rename(from, to))
+    }
+
+    fn remove(&self, path: &Path) -> Result<()> {
+        let (dir, name) = split(path)?;
+        mutate(&self.state, path, |state| {
+            state.dir_mut(&dir, path)?.live.remove(&name).map(|_| ()).ok_or_else(|| not_found(path))
+        })
+    }
+
+    fn list(&self, dir: &Path) -> Result<Vec<String>> {
+        self.state.lock().list(&normalize(dir), dir)
+    }
+
+    fn exists(&self, path: &Path) -> Result<bool> {
+        let norm = normalize(path);
+        let state = self.state.lock();
+        Ok(state.dirs.contains_key(&norm) || state.file_at(&norm).is_some())
+    }
+
+    fn is_dir(&self, path: &Path) -> Result<bool> {
+        Ok(self.state.lock().dirs.contains_key(&normalize(path)))
+    }
+
+    fn create_dir_all(&self, path: &Path) -> Result<()> {
+        mutate(&self.state, path, |state| state.create_dir_all(path))
+    }
+
+    fn sync_dir(&self, path: &Path) -> Result<()> {
+        let norm = normalize(path);
+        mutate(&self.state, path, |state| {
+            state.check_sync(path)?;
+            let dir = state.dir_mut(&norm, path)?;
+            dir.durable.clone_from(&dir.live);
+            Ok(())
+        })
+    }
+
+    /// Like the real lock, creates an empty file at `path` if missing; that
+    /// is neither frozen nor counted as an operation.
+    fn lock(&self, path: &Path, dir: &Path) -> Result<Box<dyn FileLock>> {
+        let (parent, name) = split(path)?;
+        let key = normalize(path);
+        let mut state = self.state.lock();
+        if state.file_at(&key).is_none() {
+            state.bind(&parent, name, Inode::new_ref(Vec::new()), path)?;
+        }
+        if !state.locks.insert(key.clone()) {
+            return Err(Error::Locked(dir.to_path_buf()));
+        }
+        Ok(Box::new(MemFileLock { state: Arc::clone(&self.state), path: key }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn path(s: &str) -> &Path {
+        Path::new(s)
+    }
+
+    fn kind(err: &Error) -> Option<ErrorKind> {
+        match err {
+            Error::Io { source, .. } => Some(source.kind()),
+            _ => None,
+        }
+    }
+
+    /// A file system with the directory `/db`, durable.
+    fn fs_with_db() -> Result<MemFs> {
+        let fs = MemFs::new();
+        fs.create_dir_all(path("/db"))?;
+        Ok(fs)
+    }
+
+    /// Creates `/db/<name>` with `data` synced, its entry durable.
+    fn synced_file(fs: &MemFs, name: &str, data: &[u8]) -> Result<Box<dyn WritableFile>> {
+        let p = Path::new("/db").join(name);
+        let mut file = fs.create(&p)?;
+        file.append(data)?;
+        file.sync()?;
+        fs.sync_dir(path("/db"))?;
+        Ok(file)
+    }
+
+    #[test]
+    fn synced_data_survives_a_crash() -> Result<()> {
+        let fs = fs_with_db()?;
+        let _file = synced_file(&fs, "a", b"hello")?;
+        for mode in CrashMode::ALL {
+            let after = fs.crash(mode, 7);
+            assert_eq!(after.read_file(path("/db/a")), Some(b"hello".to_vec()));
+            assert_eq!(after.read_all(path("/db/a"))?, b"hello");
+            assert!(after.is_dir(path("/db"))?);
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn unsynced_data_is_dropped() -> Result<()> {
+        let fs = fs_with_db()?;
+        let mut file = synced_file(&fs, "a", b"hello")?;
+        file.append(b" world")?;
+        file.flush()?;
+        assert_eq!(fs.read_file(path("/db/a")), Some(b"hello world".to_vec()));
+        let after = fs.crash(CrashMode::DropUnsynced, 1);
+        assert_eq!(after.read_file(path("/db/a")), Some(b"hello".to_vec()));
+        Ok(())
+    }
+
+    #[test]
+    fn unsynced_entries_vanish() -> Result<()> {
+        let fs = fs_with_db()?;
+        let mut file = fs.create(path("/db/new"))?;
+        file.append(b"data")?;
+        file.sync()?;
+        assert_eq!(fs.file_names(path("/db")), ["new"]);
+        assert!(fs.crash(CrashMode::DropUnsynced, 0).file_names(path("/db")).is_empty());
+        fs.sync_dir(path("/db"))?;
+        let after = fs.crash(CrashMode::DropUnsynced, 0);
+        assert_eq!(after.read_file(path("/db/new")), Some(b"data".to_vec()));
+        Ok(())
+    }
+
+    #[test]
+    fn durable_entry_of_unsynced_file_is_empty() -> Result<()> {
+        let fs = fs_with_db()?;
+        let mut file = fs.create(path("/db/a"))?;
+        fs.sync_dir(path("/db"))?;
+        file.append(b"never synced")?;
+        let after = fs.crash(CrashMode::DropUnsynced, 0);
+        assert_eq!(after.read_file(path("/db/a")), Some(Vec::new()));
+        Ok(())
+    }
+
+    #[test]
+    fn rename_reverts_without_sync_dir() -> Result<()> {
+        let fs = fs_with_db()?;
+        let _file = synced_file(&fs, "tmp", b"manifest")?;
+        fs.rename(path("/db/tmp"), path("/db/CURRENT"))?;
+        assert_eq!(fs.file_names(path("/db")), ["CURRENT"]);
+        let after = fs.crash(CrashMode::DropUnsynced, 0);
+        assert_eq!(after.file_names(path("/db")), ["tmp"]);
+        assert_eq!(after.read_file(path("/db/tmp")), Some(b"manifest".to_vec()));
+        fs.sync_dir(path("/db"))?;
+        let after = fs.crash(CrashMode::DropUnsynced, 0);
+        assert_eq!(after.file_names(path("/db")), ["CURRENT"]);
+        Ok(())
+    }
+
+    #[test]
+    fn rename_over_a_file_replaces_it_and_reverts() -> Result<()> {
+        let fs = fs_with_db()?;
+        let _old = synced_file(&fs, "CURRENT", b"old")?;
+        let _new = synced_file(&fs, "tmp", b"new")?;
+        fs.rename(path("/db/tmp"), path("/db/CURRENT"))?;
+        assert_eq!(fs.read_file(path("/db/CURRENT")), Some(b"new".to_vec()));
+        assert_eq!(fs.file_names(path("/db")), ["CURRENT"]);
+        let after = fs.crash(CrashMode::DropUnsynced, 0);
+        assert_eq!(after.read_file(path("/db/CURRENT")), Some(b"old".to_vec()));
+        assert_eq!(after.read_file(path("/db/tmp")), Some(b"new".to_vec()));
+        Ok(())
+    }
+
+    #[test]
+    fn remove_reverts_to_synced_contents_without_sync_dir() -> Result<()> {
+        let fs = fs_with_db()?;
+        let mut file = synced_file(&fs, "a", b"synced")?;
+        file.append(b"+unsynced")?;
+        fs.remove(path("/db/a"))?;
+        assert!(!fs.exists(path("/db/a"))?);
+        let after = fs.crash(CrashMode::DropUnsynced, 0);
+        assert_eq!(after.read_file(path("/db/a")), Some(b"synced".to_vec()));
+        fs.sync_dir(path("/db"))?;
+        assert!(fs.crash(CrashMode::DropUnsynced, 0).read_file(path("/db/a")).is_none());
+        Ok(())
+    }
+
+    #[test]
+    fn create_over_a_file_reverts_without_sync_dir() -> Result<()> {
+        let fs = fs_with_db()?;
+        let _old = synced_file(&fs, "a", b"old")?;
+        let mut new = fs.create(path("/db/a"))?;
+        new.append(b"new")?;
+        new.sync()?;
+        assert_eq!(fs.read_file(path("/db/a")), Some(b"new".to_vec()));
+        let after = fs.crash(CrashMode::DropUnsynced, 0);
+        assert_eq!(after.read_file(path("/db/a")), Some(b"old".to_vec()));
+        Ok(())
+    }
+
+    #[test]
+    fn writer_follows_its_file_through_a_rename() -> Result<()> {
+        let fs = fs_with_db()?;
+        let mut file = fs.create(path("/db/a"))?;
+        file.append(b"one ")?;
+        fs.rename(path("/db/a"), path("/db/b"))?;
+        file.append(b"two")?;
+        file.sync()?;
+        assert_eq!(file.len(), 7);
+        assert!(fs.read_file(path("/db/a")).is_none());
+        assert_eq!(fs.read_file(path("/db/b")), Some(b"one two".to_vec()));
+        Ok(())
+    }
+
+    /// Appends `appends` (after a synced `base`) to `/db/f` and returns the
+    /// file system and the live bytes.
+    fn unsynced_appends(base: &[u8], appends: &[&[u8]]) -> Result<(MemFs, Vec<u8>)> {
+        let fs = fs_with_db()?;
+        let mut file = synced_file(&fs, "f", base)?;
+        for data in appends {
+            file.append(data)?;
+        }
+        let live = fs.read_file(path("/db/f")).expect("file was just created");
+        Ok((fs, live))
+    }
+
+    #[test]
+    fn tear_last_write_keeps_a_prefix_of_the_unsynced_appends() -> Result<()> {
+        let appends: [&[u8]; 3] = [b"1111", b"2222", b"3333"];
+        let (fs, live) = unsynced_appends(b"base", &appends)?;
+        let mut lengths = HashSet::new();
+        for seed in 0..500 {
+            let got = fs.crash(CrashMode::TearLastWrite, seed).read_file(path("/db/f"));
+            let got = got.expect("the entry is durable");
+            assert!(got.len() >= 4, "synced bytes kept");
+            assert!(live.starts_with(&got), "only written bytes, in order");
+            lengths.insert(got.len());
+        }
+        // Every cut from "nothing unsynced" to "all appends" shows up,
+        // including cuts inside an append (torn writes).
+        assert_eq!(lengths, (4..=16).collect());
+        Ok(())
+    }
+
+    #[test]
+    fn tear_with_zeros_pads_the_torn_append() -> Result<()> {
+        let appends: [&[u8]; 2] = [b"aaaa", b"bbbbbb"];
+        let (fs, live) = unsynced_appends(b"base", &appends)?;
+        let mut torn = 0;
+        for seed in 0..500 {
+            let got = fs.crash(CrashMode::TearWithZeros, seed).read_file(path("/db/f"));
+            let got = got.expect("the entry is durable");
+            // The file ends on an append boundary.
+            assert!([4, 8, 14].contains(&got.len()), "length {}", got.len());
+            let written = got.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+            assert!(written >= 4);
+            assert_eq!(got[..written], live[..written]);
+            assert!(got[written..].iter().all(|&b| b == 0));
+            if written < got.len() {
+                torn += 1;
+                // Zeros fill only the last append kept.
+                let start = if got.len() == 8 { 4 } else { 8 };
+                assert!(written >= start);
+            }
+        }
+        assert!(torn > 0, "some seeds tear a write");
+        Ok(())
+    }
+
+    #[test]
+    fn tearing_leaves_fully_synced_files_alone() -> Result<()> {
+        let fs = fs_with_db()?;
+        let _file = synced_file(&fs, "a", b"all synced")?;
+        for mode in CrashMode::ALL {
+            for seed in 0..20 {
+                let got = fs.crash(mode, seed).read_file(path("/db/a"));
+                assert_eq!(got, Some(b"all synced".to_vec()));
+            }
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn crashes_replay_from_their_seed() -> Result<()> {
+        let fs = fs_with_db()?;
+        let mut files = Vec::new();
+        for name in ["a", "b", "c", "d"] {
+            let mut file = synced_file(&fs, name, b"base")?;
+            for i in 0..5u8 {
+                file.append(&[i + 1; 9])?;
+            }
+            files.push(file);
+        }
+        let snapshot = |fs: &MemFs| -> Vec<Option<Vec<u8>>> {
+            ["a", "b", "c", "d"].iter().map(|n| fs.read_file(&Path::new("/db").join(n))).collect()
+        };
+        for mode in [CrashMode::TearLastWrite, CrashMode::TearWithZeros] {
+            let distinct: HashSet<_> =
+                (0..20).map(|seed| snapshot(&fs.crash(mode, seed))).collect();
+            assert!(distinct.len() > 1, "seeds differ");
+            for seed in 0..20 {
+                assert_eq!(snapshot(&fs.crash(mode, seed)), snapshot(&fs.crash(mode, seed)));
+            }
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn crashed_copy_is_independent() -> Result<()> {
+        let fs = fs_with_db()?;
+        let _file = synced_file(&fs, "a", b"x")?;
+        let after = fs.crash(CrashMode::DropUnsynced, 0);
+        after.create(path("/db/b"))?.append(b"y")?;
+        after.write_file_synced(path("/db/a"), b"changed")?;
+        assert_eq!(fs.file_names(path("/db")), ["a"]);
+        assert_eq!(fs.read_file(path("/db/a")), Some(b"x".to_vec()));
+        let clone = fs.clone();
+        clone.create(path("/db/c"))?;
+        assert_eq!(fs.file_names(path("/db")), ["a", "c"]);
+        Ok(())
+    }
+
+    /// A fixed workload of 8 mutating operations.
+    fn workload(fs: &MemFs) -> Result<()> {
+        fs.create_dir_all(path("/db"))?;
+        let mut file = fs.create(path("/db/log"))?;
+        file.append(b"a")?;
+        file.flush()?;
+        file.sync()?;
+        fs.sync_dir(path("/db"))?;
+        fs.rename(path("/db/log"), path("/db/old"))?;
+        fs.remove(path("/db/old"))
+    }
+
+    #[test]
+    fn freeze_after_fails_mutations_from_the_given_point() -> Result<()> {
+        let fs = MemFs::new();
+        workload(&fs)?;
+        let total = fs.mutating_ops();
+        assert_eq!(total, 8);
+        for point in 0..total {
+            let fs = MemFs::new();
+            fs.freeze_after(point);
+            let err = workload(&fs).expect_err("frozen before the end");
+            assert_eq!(kind(&err), Some(ErrorKind::Other));
+            assert!(err.to_string().contains(FROZEN), "{err}");
+            assert_eq!(fs.mutating_ops(), point);
+            assert!(fs.is_frozen());
+        }
+        let fs = MemFs::new();
+        fs.freeze_after(total);
+        workload(&fs)?;
+        Ok(())
+    }
+
+    #[test]
+    fn frozen_fs_still_reads_and_can_unfreeze() -> Result<()> {
+        let fs = fs_with_db()?;
+        let mut file = synced_file(&fs, "a", b"data")?;
+        fs.freeze_after(0);
+        assert!(file.append(b"more").is_err());
+        assert!(file.sync().is_err());
+        assert!(fs.create(path("/db/b")).is_err());
+        assert!(fs.remove(path("/db/a")).is_err());
+        assert!(fs.sync_dir(path("/db")).is_err());
+        assert!(fs.create_dir_all(path("/x")).is_err());
+        assert_eq!(fs.read_all(path("/db/a"))?, b"data");
+        assert_eq!(fs.list(path("/db"))?, ["a"]);
+        fs.unfreeze();
+        assert!(!fs.is_frozen());
+        file.append(b"more")?;
+        assert_eq!(fs.read_file(path("/db/a")), Some(b"datamore".to_vec()));
+        Ok(())
+    }
+
+    #[test]
+    fn failed_syncs_make_nothing_durable() -> Result<()> {
+        let fs = fs_with_db()?;
+        let mut file = fs.create(path("/db/a"))?;
+        file.append(b"data")?;
+        fs.fail_syncs(true);
+        let before = fs.mutating_ops();
+        assert_eq!(file.sync().map_err(|e| kind(&e)).err(), Some(Some(ErrorKind::Other)));
+        assert!(fs.sync_dir(path("/db")).is_err());
+        assert_eq!(fs.mutating_ops(), before, "failed operations are not counted");
+        assert!(fs.crash(CrashMode::DropUnsynced, 0).file_names(path("/db")).is_empty());
+        fs.fail_syncs(false);
+        file.sync()?;
+        fs.sync_dir(path("/db"))?;
+        let after = fs.crash(CrashMode::DropUnsynced, 0);
+        assert_eq!(after.read_file(path("/db/a")), Some(b"data".to_vec()));
+        Ok(())
+    }
+
+    #[test]
+    fn locks_are_exclusive_until_dropped() -> Result<()> {
+        let fs = fs_with_db()?;
+        let guard = fs.lock(path("/db/LOCK"), path("/db"))?;
+        assert!(fs.exists(path("/db/LOCK"))?);
+        let Err(err) = fs.lock(path("/db/LOCK"), path("/db")) else {
+            panic!("second lock must fail")
+        };
+        assert!(matches!(err, Error::Locked(ref dir) if dir == path("/db")));
+        // Clones share locks; a crashed copy has none.
+        assert!(fs.clone().lock(path("/db/LOCK"), path("/db")).is_err());
+        fs.sync_dir(path("/db"))?;
+        let after = fs.crash(CrashMode::DropUnsynced, 0);
+        let _other = after.lock(path("/db/LOCK"), path("/db"))?;
+        drop(guard);
+        let _again = fs.lock(path("/db/LOCK"), path("/db"))?;
+        Ok(())
+    }
+
+    #[test]
+    fn missing_files_and_directories_are_not_found() -> Result<()> {
+        let fs = fs_with_db()?;
+        let not_found = Some(ErrorKind::NotFound);
+        assert_eq!(fs.open(path("/db/none")).err().as_ref().and_then(kind), not_found);
+        assert_eq!(fs.remove(path("/db/none")).err().as_ref().and_then(kind), not_found);
+        assert_eq!(fs.create(path("/nodir/a")).err().as_ref().and_then(kind), not_found);
+        let err = fs.rename(path("/db/none"), path("/db/b")).err();
+        assert_eq!(err.as_ref().and_then(kind), not_found);
+        assert_eq!(fs.list(path("/nodir")).err().as_ref().and_then(kind), not_found);
+        assert_eq!(fs.sync_dir(path("/nodir")).err().as_ref().and_then(kind), not_found);
+        let err = fs.lock(path("/nodir/LOCK"), path("/nodir")).err();
+        assert_eq!(err.as_ref().and_then(kind), not_found);
+        assert_eq!(fs.mutating_ops(), 1, "only create_dir_all succeeded");
+        Ok(())
+    }
+
+    #[test]
+    fn reads_past_the_end_are_corruption() -> Result<()> {
+        let fs = fs_with_db()?;
+        let mut file = synced_file(&fs, "a", b"0123456789")?;
+        let reader = fs.open(path("/db/a"))?;
+        assert_eq!(reader.len(), 10);
+        assert_eq!(reader.read_at(2, 3)?, b"234");
+        assert_eq!(reader.read_at(10, 0)?, b"");
+        // The reader keeps the length it was opened with.
+        file.append(b"abc")?;
+        assert_eq!(reader.len(), 10);
+        match reader.read_at(8, 4) {
+            Err(Error::Corruption { file, offset, .. }) => {
+                assert_eq!(file, path("/db/a"));
+                assert_eq!(offset, 8);
+            }
+            other => panic!("expected corruption, got {other:?}", other = other.map(|_| ())),
+        }
+        assert!(reader.read_at(u64::MAX, 2).is_err_and(|e| e.is_corruption()));
+        assert_eq!(fs.open(path("/db/a"))?.read_at(8, 4)?, b"89ab");
+        Ok(())
+    }
+
+    #[test]
+    fn write_file_synced_rewrites_in_place_and_is_durable() -> Result<()> {
+        let fs = fs_with_db()?;
+        let _file = synced_file(&fs, "a", b"good data")?;
+        let reader = fs.open(path("/db/a"))?;
+        let mut bytes = fs.read_file(path("/db/a")).expect("file exists");
+        bytes[0] ^= 0xff;
+        fs.write_file_synced(path("/db/a"), &bytes)?;
+        assert_eq!(reader.read_at(0, 9)?, bytes, "open readers see the flip");
+        fs.write_file_synced(path("/other/dir/b"), b"new")?;
+        assert_eq!(fs.file_len(path("/other/dir/b")), Some(3));
+        assert_eq!(fs.file_len(path("/other/dir/none")), None);
+        let after = fs.crash(CrashMode::TearLastWrite, 3);
+        assert_eq!(after.read_file(path("/db/a")), Some(bytes));
+        assert_eq!(after.read_file(path("/other/dir/b")), Some(b"new".to_vec()));
+        // Shrinking below an open reader's length reads as corruption.
+        fs.write_file_synced(path("/db/a"), b"short")?;
+        assert!(reader.read_at(0, 9).is_err_and(|e| e.is_corruption()));
+        Ok(())
+    }
+
+    #[test]
+    fn directories_list_exist_and_survive_crashes() -> Result<()> {
+        let fs = MemFs::new();
+        fs.create_dir_all(path("/db/tables/t1"))?;
+        fs.create_dir_all(path("/db/tables/t1"))?;
+        let _file = fs.create(path("/db/MANIFEST"))?;
+        assert_eq!(fs.list(path("/db"))?, ["MANIFEST", "tables"]);
+        assert_eq!(fs.file_names(path("/db")), ["MANIFEST"]);
+        assert!(fs.file_names(path("/nodir")).is_empty());
+        assert!(fs.is_dir(path("/db/tables"))?);
+        assert!(!fs.is_dir(path("/db/MANIFEST"))?);
+        assert!(fs.exists(path("/db/MANIFEST"))?);
+        assert!(!fs.exists(path("/db/none"))?);
+        let err = fs.create_dir_all(path("/db/MANIFEST/x")).expect_err("a file is in the way");
+        assert_eq!(kind(&err), Some(ErrorKind::NotADirectory));
+        let err = fs.create(path("/db/tables")).err().expect("a directory is in the way");
+        assert_eq!(kind(&err), Some(ErrorKind::IsADirectory));
+        let after = fs.crash(CrashMode::DropUnsynced, 0);
+        assert_eq!(after.list(path("/db"))?, ["tables"]);
+        assert!(after.is_dir(path("/db/tables/t1"))?);
+        Ok(())
+    }
+
+    #[test]
+    fn relative_paths_and_dot_components_are_normalized() -> Result<()> {
+        let fs = MemFs::new();
+        fs.create_dir_all(path("db"))?;
+        fs.create(path("./db/a"))?.append(b"x")?;
+        assert_eq!(fs.read_file(path("db/./a")), Some(b"x".to_vec()));
+        assert_eq!(fs.list(path("db/"))?, ["a"]);
+        assert_eq!(fs.list(path(""))?, ["db"]);
+        assert!(fs.read_file(path("/db/a")).is_none(), "absolute and relative differ");
+        Ok(())
+    }
+
+    #[test]
+    fn debug_does_not_dump_contents() -> Result<()> {
+        let fs = fs_with_db()?;
+        let _file = synced_file(&fs, "a", b"secret bytes")?;
+        let shown = format!("{fs:?}");
+        assert!(shown.starts_with("MemFs"), "{shown}");
+        assert!(!shown.contains("secret"));
+        Ok(())
+    }
+}

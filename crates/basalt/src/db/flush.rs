@@ -1,0 +1,181 @@
+//! Flushing: the background thread that turns immutable memtables into L0
+//! SSTs, logs them to the MANIFEST, and deletes files no version needs.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use super::{DbInner, SuperVersion};
+use crate::error::{Error, Result};
+use crate::files::{self, FileKind};
+use crate::memtable::Memtable;
+use crate::sst::writer::{SstWriter, SstWriterOptions};
+use crate::version::{FileMeta, VersionEdit};
+use crate::wal::batch::TreeId;
+
+/// Starts the flush thread.
+pub(crate) fn spawn(inner: Arc<DbInner>) -> Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("basalt-flush".into())
+        .spawn(move || flush_loop(&inner))
+        .map_err(|e| Error::io("", e))
+}
+
+fn flush_loop(inner: &DbInner) {
+    loop {
+        {
+            let mut bg = inner.bg.lock();
+            loop {
+                if bg.shutting_down {
+                    return;
+                }
+                if bg.error.is_none() && !inner.state.read().imms.is_empty() {
+                    break;
+                }
+                inner.bg_cv.wait(&mut bg);
+            }
+        }
+        if let Err(e) = inner.flush_oldest_imm() {
+            inner.set_bg_error(e);
+        }
+    }
+}
+
+impl DbInner {
+    /// Flushes the oldest immutable memtable and installs the result.
+    fn flush_oldest_imm(&self) -> Result<()> {
+        let (imm, next_wal) = {
+            let state = self.state.read();
+            let Some(imm) = state.imms.last().cloned() else { return Ok(()) };
+            // The memtable after this one (newer imm or the active one) owns
+            // the oldest WAL that must survive this flush.
+            let next = state.imms.iter().rev().nth(1).unwrap_or(&state.mem);
+            (imm, next.wal_number())
+        };
+        let start = Instant::now();
+        let outputs = self.write_memtable(&imm)?;
+        let bytes: u64 = outputs.iter().map(|(_, f)| f.size).sum();
+        let mut edit = VersionEdit { log_number: Some(next_wal), ..VersionEdit::default() };
+        edit.last_seqno = Some(imm.max_seqno());
+        edit.files_added = outputs.into_iter().map(|(tree, f)| (tree, 0, f)).collect();
+        let numbers: Vec<u64> = edit.files_added.iter().map(|(_, _, f)| f.number).collect();
+        {
+            let mut versions = self.versions.lock();
+            let version = versions.log_and_apply(edit)?;
+            let mut state = self.state.write();
+            let imms: Vec<_> = state.imms.iter().filter(|m| !Arc::ptr_eq(m, &imm)).cloned().collect();
+            *state = Arc::new(SuperVersion { mem: state.mem.clone(), imms, version });
+        }
+        let mut pending = self.pending_outputs.lock();
+        for n in numbers {
+            pending.remove(&n);
+        }
+        drop(pending);
+        self.counters.record_flush(bytes, start.elapsed());
+        {
+            let _bg = self.bg.lock();
+            self.bg_cv.notify_all();
+        }
+        self.delete_obsolete_files(false)
+    }
+
+    /// Writes one L0 SST per tree the memtable holds; syncs the files and the
+    /// directory, so the MANIFEST may reference them.
+    pub(crate) fn write_memtable(&self, mem: &Memtable) -> Result<Vec<(TreeId, FileMeta)>> {
+        let mut outputs = Vec::new();
+        let mut current: Option<(TreeId, u64, SstWriter)> = None;
+        for (key, value) in mem.entries() {
+            if current.as_ref().is_none_or(|(tree, _, _)| *tree != key.tree) {
+                if let Some(done) = current.take() {
+                    outputs.push(self.finish_sst(done)?);
+                }
+                current = Some(self.start_sst(key.tree)?);
+            }
+            if let Some((_, _, writer)) = current.as_mut() {
+                writer.add(&key.user_key, key.trailer, &value)?;
+            }
+        }
+        if let Some(done) = current.take() {
+            outputs.push(self.finish_sst(done)?);
+        }
+        if !outputs.is_empty() {
+            self.fs.sync_dir(&self.dir)?;
+        }
+        Ok(outputs)
+    }
+
+    fn start_sst(&self, tree: TreeId) -> Result<(TreeId, u64, SstWriter)> {
+        let number = self.versions.lock().new_file_number();
+        self.pending_outputs.lock().insert(number);
+        let path = self.dir.join(files::sst(number));
+        let file = self.fs.create(&path)?;
+        let options = SstWriterOptions {
+            block_bytes_target: self.opts.block_bytes_target,
+            bloom_bits_per_key: self.opts.bloom_bits_per_key,
+            compression: self.opts.compression,
+            tree_id: tree,
+        };
+        Ok((tree, number, SstWriter::new(file, path, &options)))
+    }
+
+    fn finish_sst(&self, (tree, number, writer): (TreeId, u64, SstWriter)) -> Result<(TreeId, FileMeta)> {
+        let s = writer.finish()?;
+        let meta = FileMeta {
+            number,
+            size: s.file_size,
+            entries: s.entries,
+            min_seqno: s.min_seqno,
+            max_seqno: s.max_seqno,
+            smallest: s.smallest,
+            largest: s.largest,
+        };
+        Ok((tree, meta))
+    }
+
+    /// Deletes SSTs no live version references, WALs below the log number
+    /// and MANIFESTs other than the live one; at open also temporary files.
+    pub(crate) fn delete_obsolete_files(&self, at_open: bool) -> Result<()> {
+        let (live, log_number, manifest) = {
+            let mut versions = self.versions.lock();
+            let live: HashSet<u64> = versions.live_files();
+            (live, versions.log_number(), versions.manifest_number())
+        };
+        let pending = self.pending_outputs.lock().clone();
+        for name in self.fs.list(&self.dir)? {
+            let obsolete = match files::parse(&name) {
+                Some(FileKind::Sst(n)) => !live.contains(&n) && !pending.contains(&n),
+                Some(FileKind::Wal(n)) => n < log_number,
+                Some(FileKind::Manifest(n)) => n != manifest,
+                Some(FileKind::Temp) => at_open,
+                _ => false,
+            };
+            if obsolete {
+                if let Some(FileKind::Sst(n)) = files::parse(&name) {
+                    self.table_cache.evict(n);
+                }
+                self.fs.remove(&self.dir.join(&name))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Switches the memtable and waits until every memtable is flushed.
+    pub(crate) fn flush_all(&self) -> Result<()> {
+        self.check_writable()?;
+        self.with_exclusive_writer(|| self.switch_memtable())?;
+        let mut bg = self.bg.lock();
+        loop {
+            if let Some(e) = &bg.error {
+                return Err(e.duplicate());
+            }
+            if self.state.read().imms.is_empty() {
+                return Ok(());
+            }
+            if bg.shutting_down {
+                return Err(Error::Closed("database is shutting down".into()));
+            }
+            self.bg_cv.wait(&mut bg);
+        }
+    }
+}

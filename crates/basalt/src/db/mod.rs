@@ -1,0 +1,242 @@
+//! The database: orchestrates the write path (group commit into the WAL and
+//! memtable), background flushes, recovery and reads. It owns no format code.
+
+mod flush;
+mod iter;
+mod open;
+mod read;
+mod snapshot;
+mod stats;
+mod table_cache;
+mod write;
+
+use std::ops::RangeBounds;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::thread::JoinHandle;
+
+use bytes::Bytes;
+use parking_lot::{Condvar, Mutex, RwLock};
+
+pub use iter::{DbIterator, Direction};
+pub use snapshot::Snapshot;
+pub use stats::{LevelStats, Stats};
+
+use crate::cache::BlockCache;
+use crate::codec::internal::SeqNo;
+use crate::error::{Error, Result};
+use crate::io::{FileLock, Fs};
+use crate::log::writer::LogWriter;
+use crate::memtable::Memtable;
+use crate::options::{Options, ReadOptions, WriteOptions};
+use crate::version::{Version, VersionSet};
+use crate::wal::batch::{DEFAULT_TREE, WriteBatch};
+use stats::Counters;
+use table_cache::TableCache;
+use write::WriteQueue;
+
+/// What readers need, swapped as one unit: the active memtable, the
+/// immutable ones waiting for flush (newest first) and the current version.
+#[derive(Debug)]
+pub(crate) struct SuperVersion {
+    pub mem: Arc<Memtable>,
+    pub imms: Vec<Arc<Memtable>>,
+    pub version: Arc<Version>,
+}
+
+/// State of the background flush thread.
+#[derive(Debug, Default)]
+pub(crate) struct BgState {
+    /// The first error of a background job or of the WAL; once set the
+    /// database refuses writes (it cannot know what reached the disk).
+    pub error: Option<Error>,
+    pub shutting_down: bool,
+}
+
+/// Everything shared between the handle, iterators, snapshots and the
+/// background thread.
+pub(crate) struct DbInner {
+    pub dir: PathBuf,
+    pub opts: Options,
+    pub fs: Arc<dyn Fs>,
+    _lock: Box<dyn FileLock>,
+    pub versions: Mutex<VersionSet>,
+    pub state: RwLock<Arc<SuperVersion>>,
+    pub write_queue: Mutex<WriteQueue>,
+    pub write_cv: Condvar,
+    /// The WAL; only the group-commit leader touches it.
+    pub wal: Mutex<LogWriter>,
+    /// Last seqno assigned by the leader.
+    pub last_seqno: AtomicU64,
+    /// Last seqno whose writes are all in the memtable: the default snapshot.
+    pub visible_seqno: AtomicU64,
+    pub bg: Mutex<BgState>,
+    pub bg_cv: Condvar,
+    pub table_cache: TableCache,
+    /// SSTs being written, not yet in any version: never obsolete.
+    pub pending_outputs: Mutex<std::collections::HashSet<u64>>,
+    pub block_cache: Arc<BlockCache>,
+    /// Live snapshots: seqno → number of handles.
+    pub snapshots: Mutex<std::collections::BTreeMap<SeqNo, usize>>,
+    pub counters: Counters,
+}
+
+/// An open database. `Send + Sync`: share it between threads by reference or
+/// in an `Arc`.
+pub struct Db {
+    inner: Arc<DbInner>,
+    flush_thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db").field("path", &self.inner.dir).finish_non_exhaustive()
+    }
+}
+
+impl Db {
+    /// Opens (or creates, with `create_if_missing`) the database at `path`.
+    pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        let inner = Arc::new(open::open(path.as_ref(), options)?);
+        let thread = flush::spawn(inner.clone())?;
+        Ok(Db { inner, flush_thread: Mutex::new(Some(thread)) })
+    }
+
+    /// The database directory.
+    pub fn path(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// Sets `key` to `value`.
+    pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        self.put_opt(key, value, &WriteOptions::default())
+    }
+
+    /// Sets `key` to `value` with explicit write options.
+    pub fn put_opt(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>, opts: &WriteOptions) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.put(key, value);
+        self.write_opt(batch, opts)
+    }
+
+    /// Deletes `key` (deleting a missing key is not an error).
+    pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
+        self.delete_opt(key, &WriteOptions::default())
+    }
+
+    /// Deletes `key` with explicit write options.
+    pub fn delete_opt(&self, key: impl AsRef<[u8]>, opts: &WriteOptions) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.delete(key);
+        self.write_opt(batch, opts)
+    }
+
+    /// Applies every write of `batch` atomically.
+    pub fn write(&self, batch: WriteBatch) -> Result<()> {
+        self.write_opt(batch, &WriteOptions::default())
+    }
+
+    /// Applies `batch` atomically with explicit write options.
+    pub fn write_opt(&self, batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
+        self.inner.write(batch, opts.sync)
+    }
+
+    /// The value of `key`, if present.
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
+        self.inner.get(DEFAULT_TREE, key.as_ref(), None)
+    }
+
+    /// The value of `key` with explicit read options (for example a snapshot).
+    pub fn get_opt(&self, key: impl AsRef<[u8]>, opts: &ReadOptions<'_>) -> Result<Option<Bytes>> {
+        self.inner.get(DEFAULT_TREE, key.as_ref(), opts.snapshot.map(Snapshot::seqno))
+    }
+
+    /// Values of several keys, in the order asked.
+    pub fn multi_get<K: AsRef<[u8]>>(&self, keys: impl IntoIterator<Item = K>) -> Vec<Result<Option<Bytes>>> {
+        keys.into_iter().map(|k| self.get(k)).collect()
+    }
+
+    /// Iterates over the keys in `range` in ascending order. Use
+    /// [`Db::iter_all`] for the whole store.
+    pub fn iter<K: AsRef<[u8]>>(&self, range: impl RangeBounds<K>) -> DbIterator {
+        self.iter_opt(range, Direction::Forward, &ReadOptions::default())
+    }
+
+    /// Iterates over the keys in `range` in descending order.
+    pub fn iter_rev<K: AsRef<[u8]>>(&self, range: impl RangeBounds<K>) -> DbIterator {
+        self.iter_opt(range, Direction::Reverse, &ReadOptions::default())
+    }
+
+    /// Iterates over every key in ascending order.
+    pub fn iter_all(&self) -> DbIterator {
+        self.iter::<&[u8]>(..)
+    }
+
+    /// Iterates over `range` in `direction` with explicit read options.
+    pub fn iter_opt<K: AsRef<[u8]>>(
+        &self,
+        range: impl RangeBounds<K>,
+        direction: Direction,
+        opts: &ReadOptions<'_>,
+    ) -> DbIterator {
+        iter::new(&self.inner, DEFAULT_TREE, iter::owned_range(&range), direction, opts.snapshot.map(Snapshot::seqno))
+    }
+
+    /// Iterates over the keys that start with `prefix`, ascending.
+    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> DbIterator {
+        let range = iter::prefix_range(prefix.as_ref());
+        iter::new(&self.inner, DEFAULT_TREE, range, Direction::Forward, None)
+    }
+
+    /// A consistent, read-only view of the database as of now.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot::new(self.inner.clone())
+    }
+
+    /// Writes the active memtable to an SST and waits until every memtable
+    /// is flushed.
+    pub fn flush(&self) -> Result<()> {
+        self.inner.flush_all()
+    }
+
+    /// Makes every write so far durable (fsync of the WAL).
+    pub fn sync_wal(&self) -> Result<()> {
+        self.inner.sync_wal()
+    }
+
+    /// Counters and the shape of the tree.
+    pub fn stats(&self) -> Stats {
+        self.inner.stats()
+    }
+
+    /// Syncs the WAL, stops the background thread and releases the
+    /// directory, reporting any error (dropping a `Db` does the same but
+    /// cannot report).
+    pub fn close(self) -> Result<()> {
+        let synced = self.inner.sync_wal();
+        self.stop_background();
+        let bg_error = self.inner.bg.lock().error.as_ref().map(Error::duplicate);
+        synced?;
+        bg_error.map_or(Ok(()), Err)
+    }
+
+    fn stop_background(&self) {
+        {
+            let mut bg = self.inner.bg.lock();
+            bg.shutting_down = true;
+            self.inner.bg_cv.notify_all();
+        }
+        if let Some(handle) = self.flush_thread.lock().take() {
+            // A panic in the flush thread is a bug; it already stopped writes
+            // by leaving no progress, and there is nothing left to clean up.
+            let _ = handle.join();
+        }
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        self.stop_background();
+    }
+}

@@ -1,0 +1,222 @@
+//! Opening a database: directory checks, the LOCK, the MANIFEST, and replay
+//! of the WALs that were not flushed.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+use parking_lot::{Condvar, Mutex, RwLock};
+
+use super::stats::Counters;
+use super::table_cache::TableCache;
+use super::write::{WriteQueue, insert_batch};
+use super::{BgState, DbInner, SuperVersion};
+use crate::cache::BlockCache;
+use crate::codec::internal::{SEQNO_MAX, SeqNo};
+use crate::error::{Error, Result};
+use crate::files::{self, FileKind};
+use crate::io::Fs;
+use crate::log::reader::read_log_file;
+use crate::log::writer::LogWriter;
+use crate::memtable::Memtable;
+use crate::options::Options;
+use crate::version::{VersionEdit, VersionSet};
+use crate::wal::batch;
+
+/// Opens or creates the database at `dir`; the flush thread is not yet
+/// running when this returns.
+pub(crate) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
+    validate_options(&opts)?;
+    let fs = opts.fs.clone();
+    let exists = prepare_dir(fs.as_ref(), dir, &opts)?;
+    let lock = fs.lock(&dir.join(files::LOCK), dir)?;
+    let names = fs.list(dir)?;
+    let max_seen = names
+        .iter()
+        .filter_map(|n| match files::parse(n) {
+            Some(FileKind::Wal(x) | FileKind::Sst(x) | FileKind::Manifest(x)) => Some(x),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    let (versions, log_number, last_seqno) = if exists {
+        let (vs, rec) = VersionSet::recover(fs.clone(), dir, max_seen)?;
+        (vs, rec.log_number, rec.last_seqno)
+    } else {
+        // Leftovers of a creation that crashed before CURRENT was written.
+        for n in &names {
+            if matches!(files::parse(n), Some(FileKind::Manifest(_) | FileKind::Temp)) {
+                fs.remove(&dir.join(n))?;
+            }
+        }
+        (VersionSet::create(fs.clone(), dir)?, 0, 0)
+    };
+    let mut wals: Vec<u64> = names
+        .iter()
+        .filter_map(|n| match files::parse(n) {
+            Some(FileKind::Wal(x)) if x >= log_number => Some(x),
+            _ => None,
+        })
+        .collect();
+    wals.sort_unstable();
+    let version = Arc::new(crate::version::Version::default());
+    let inner = DbInner {
+        dir: dir.to_path_buf(),
+        fs: fs.clone(),
+        _lock: lock,
+        versions: Mutex::new(versions),
+        state: RwLock::new(Arc::new(SuperVersion { mem: Arc::new(Memtable::new(0)), imms: Vec::new(), version })),
+        write_queue: Mutex::new(WriteQueue::default()),
+        write_cv: Condvar::new(),
+        wal: Mutex::new(LogWriter::new(dir.join("unused"), Box::new(NoFile))),
+        last_seqno: AtomicU64::new(last_seqno),
+        visible_seqno: AtomicU64::new(last_seqno),
+        bg: Mutex::new(BgState::default()),
+        bg_cv: Condvar::new(),
+        table_cache: TableCache::new(fs, dir.to_path_buf()),
+        block_cache: Arc::new(BlockCache::new(opts.block_cache_bytes)),
+        pending_outputs: Mutex::new(std::collections::HashSet::new()),
+        snapshots: Mutex::new(std::collections::BTreeMap::new()),
+        counters: Counters::default(),
+        opts,
+    };
+    inner.recover_wals(&wals, last_seqno)?;
+    inner.delete_obsolete_files(true)?;
+    Ok(inner)
+}
+
+fn validate_options(opts: &Options) -> Result<()> {
+    let bad = |what: &str| Err(Error::InvalidArgument(what.to_string()));
+    if opts.memtable_bytes_max == 0 {
+        return bad("memtable_bytes_max must be positive");
+    }
+    if opts.immutable_memtables_max == 0 {
+        return bad("immutable_memtables_max must be at least 1");
+    }
+    if opts.block_bytes_target == 0 {
+        return bad("block_bytes_target must be positive");
+    }
+    if opts.key_bytes_max == 0 || opts.value_bytes_max == 0 || opts.batch_bytes_max == 0 {
+        return bad("key, value and batch limits must be positive");
+    }
+    if opts.batch_bytes_max > crate::log::format::PAYLOAD_BYTES_MAX - 4096 {
+        return bad("batch_bytes_max may not exceed 1 GiB");
+    }
+    Ok(())
+}
+
+/// Checks what is at `dir` before anything is written there. Returns whether
+/// a database exists. A file, or a non-empty directory without CURRENT
+/// holding files Basalt did not write, is refused untouched.
+fn prepare_dir(fs: &dyn Fs, dir: &Path, opts: &Options) -> Result<bool> {
+    if !fs.exists(dir)? {
+        if !opts.create_if_missing {
+            return Err(Error::InvalidArgument(format!(
+                "{} does not exist and create_if_missing is off",
+                dir.display()
+            )));
+        }
+        fs.create_dir_all(dir)?;
+        return Ok(false);
+    }
+    if !fs.is_dir(dir)? {
+        return Err(Error::InvalidArgument(format!("{} is a file, not a database directory", dir.display())));
+    }
+    let names = fs.list(dir)?;
+    if names.iter().any(|n| n == files::CURRENT) {
+        if opts.error_if_exists {
+            return Err(Error::InvalidArgument(format!("a database already exists at {}", dir.display())));
+        }
+        return Ok(true);
+    }
+    let foreign = names
+        .iter()
+        .find(|n| !matches!(files::parse(n), Some(FileKind::Lock | FileKind::Temp | FileKind::Manifest(_))));
+    if let Some(name) = foreign {
+        return Err(Error::InvalidArgument(format!(
+            "{} is not empty ({name}) and holds no Basalt database (no CURRENT file)",
+            dir.display()
+        )));
+    }
+    if !opts.create_if_missing {
+        return Err(Error::InvalidArgument(format!(
+            "no database at {} and create_if_missing is off",
+            dir.display()
+        )));
+    }
+    Ok(false)
+}
+
+impl DbInner {
+    /// Replays the WALs into memtables, writes them to L0 SSTs, starts a
+    /// fresh WAL and records all of it in one MANIFEST edit.
+    fn recover_wals(&self, wals: &[u64], flushed_seqno: SeqNo) -> Result<()> {
+        let mut mem = Memtable::new(0);
+        let mut added = Vec::new();
+        let mut max_seqno = flushed_seqno;
+        for (i, &number) in wals.iter().enumerate() {
+            let path = self.dir.join(files::wal(number));
+            let log = read_log_file(self.fs.as_ref(), &path)?;
+            if let Some(offset) = log.torn_tail_at
+                && i + 1 < wals.len()
+            {
+                // Every WAL but the newest was synced before the next one was
+                // created, so a damaged tail here is a hole, not a torn write.
+                return Err(Error::corruption(&path, offset, "damaged record at the end of an older WAL"));
+            }
+            for (offset, payload) in log.records {
+                let decoded = batch::decode(&payload, &path, offset)?;
+                if decoded.entries.is_empty() || decoded.first_seqno <= flushed_seqno {
+                    continue;
+                }
+                let last = decoded.first_seqno.saturating_add(decoded.entries.len() as u64 - 1);
+                if last > SEQNO_MAX {
+                    return Err(Error::corruption(&path, offset, format!("seqno {last} out of range")));
+                }
+                max_seqno = max_seqno.max(last);
+                insert_batch(&mem, bytes::Bytes::from(payload));
+                if mem.approximate_bytes() >= self.opts.memtable_bytes_max {
+                    added.extend(self.write_memtable(&mem)?);
+                    mem = Memtable::new(0);
+                }
+            }
+        }
+        added.extend(self.write_memtable(&mem)?);
+        let number = self.versions.lock().new_file_number();
+        let path = self.dir.join(files::wal(number));
+        let file = self.fs.create(&path)?;
+        self.fs.sync_dir(&self.dir)?;
+        let edit = VersionEdit {
+            log_number: Some(number),
+            last_seqno: Some(max_seqno),
+            files_added: added.into_iter().map(|(tree, f)| (tree, 0, f)).collect(),
+            ..VersionEdit::default()
+        };
+        let version = self.versions.lock().log_and_apply(edit)?;
+        self.pending_outputs.lock().clear();
+        *self.wal.lock() = LogWriter::new(path, file);
+        *self.state.write() =
+            Arc::new(SuperVersion { mem: Arc::new(Memtable::new(number)), imms: Vec::new(), version });
+        self.last_seqno.store(max_seqno, std::sync::atomic::Ordering::Relaxed);
+        self.visible_seqno.store(max_seqno, std::sync::atomic::Ordering::Release);
+        Ok(())
+    }
+}
+
+/// Placeholder WAL file used only until recovery creates the real one.
+struct NoFile;
+
+impl crate::io::WritableFile for NoFile {
+    fn append(&mut self, _: &[u8]) -> Result<()> {
+        Err(Error::Closed("WAL not open yet".into()))
+    }
+    fn flush(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn sync(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn len(&self) -> u64 {
+        0
+    }
+}

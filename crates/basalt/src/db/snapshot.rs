@@ -1,0 +1,63 @@
+//! Snapshots: a seqno that reads can be pinned to. Live snapshots are
+//! registered so compaction keeps the versions they can see.
+
+use std::ops::RangeBounds;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+
+use super::iter::{self, DbIterator, Direction};
+use super::DbInner;
+use crate::codec::internal::SeqNo;
+use crate::error::Result;
+use crate::wal::batch::DEFAULT_TREE;
+
+/// A consistent read-only view of the database at one moment.
+pub struct Snapshot {
+    inner: Arc<DbInner>,
+    seqno: SeqNo,
+}
+
+impl std::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Snapshot").field("seqno", &self.seqno).finish()
+    }
+}
+
+impl Snapshot {
+    pub(crate) fn new(inner: Arc<DbInner>) -> Snapshot {
+        let mut live = inner.snapshots.lock();
+        let seqno = inner.visible_seqno.load(Ordering::Acquire);
+        *live.entry(seqno).or_insert(0) += 1;
+        drop(live);
+        Snapshot { inner, seqno }
+    }
+
+    /// The seqno this snapshot reads at.
+    pub fn seqno(&self) -> SeqNo {
+        self.seqno
+    }
+
+    /// The value of `key` as of this snapshot.
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
+        self.inner.get(DEFAULT_TREE, key.as_ref(), Some(self.seqno))
+    }
+
+    /// Iterates over `range` as of this snapshot.
+    pub fn iter<K: AsRef<[u8]>>(&self, range: impl RangeBounds<K>, direction: Direction) -> DbIterator {
+        iter::new(&self.inner, DEFAULT_TREE, iter::owned_range(&range), direction, Some(self.seqno))
+    }
+}
+
+impl Drop for Snapshot {
+    fn drop(&mut self) {
+        let mut live = self.inner.snapshots.lock();
+        if let Some(n) = live.get_mut(&self.seqno) {
+            *n -= 1;
+            if *n == 0 {
+                live.remove(&self.seqno);
+            }
+        }
+    }
+}

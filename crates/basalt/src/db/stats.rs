@@ -1,0 +1,193 @@
+//! Statistics: counters kept by the engine and the shape of the tree,
+//! returned by `Db::stats()` with a readable `Display`.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use super::DbInner;
+use crate::version::LEVELS;
+use crate::wal::batch::DEFAULT_TREE;
+
+/// Counters updated on the hot paths (relaxed atomics: they are statistics,
+/// not synchronisation).
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    batches: AtomicU64,
+    groups: AtomicU64,
+    wal_bytes: AtomicU64,
+    wal_syncs: AtomicU64,
+    gets: AtomicU64,
+    flushes: AtomicU64,
+    flush_bytes: AtomicU64,
+    flush_micros: AtomicU64,
+    stalls: AtomicU64,
+    stall_micros: AtomicU64,
+    stall_micros_max: AtomicU64,
+}
+
+impl Counters {
+    pub(crate) fn record_group(&self, batches: u64, wal_bytes: u64, synced: bool) {
+        self.batches.fetch_add(batches, Ordering::Relaxed);
+        self.groups.fetch_add(1, Ordering::Relaxed);
+        self.wal_bytes.fetch_add(wal_bytes, Ordering::Relaxed);
+        if synced {
+            self.wal_syncs.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    pub(crate) fn record_get(&self) {
+        self.gets.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn record_flush(&self, bytes: u64, took: Duration) {
+        self.flushes.fetch_add(1, Ordering::Relaxed);
+        self.flush_bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.flush_micros.fetch_add(took.as_micros() as u64, Ordering::Relaxed);
+    }
+
+    pub(crate) fn record_stall(&self, took: Duration) {
+        let us = took.as_micros() as u64;
+        self.stalls.fetch_add(1, Ordering::Relaxed);
+        self.stall_micros.fetch_add(us, Ordering::Relaxed);
+        self.stall_micros_max.fetch_max(us, Ordering::Relaxed);
+    }
+}
+
+/// Files and bytes in one level of the key-value tree.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LevelStats {
+    /// Number of SSTs.
+    pub files: usize,
+    /// Their total size.
+    pub bytes: u64,
+}
+
+/// A snapshot of the engine's statistics.
+#[derive(Debug, Clone, Default)]
+pub struct Stats {
+    /// Last seqno visible to reads.
+    pub last_seqno: u64,
+    /// Write batches committed.
+    pub batches_written: u64,
+    /// Group commits (WAL appends); batches / groups is the group size.
+    pub write_groups: u64,
+    /// Bytes appended to WALs.
+    pub wal_bytes_written: u64,
+    /// WAL fsyncs.
+    pub wal_syncs: u64,
+    /// Point lookups served.
+    pub gets: u64,
+    /// Bytes in the active memtable.
+    pub memtable_bytes: usize,
+    /// Immutable memtables waiting for flush.
+    pub immutable_memtables: usize,
+    /// Flushes completed, bytes they wrote and time they took.
+    pub flushes: u64,
+    /// Bytes written by flushes.
+    pub flush_bytes: u64,
+    /// Total flush time.
+    pub flush_time: Duration,
+    /// Times a writer waited for a flush, total and longest wait.
+    pub write_stalls: u64,
+    /// Total time writers waited.
+    pub write_stall_time: Duration,
+    /// Longest single wait.
+    pub write_stall_time_max: Duration,
+    /// Files and bytes per level of the key-value tree.
+    pub levels: Vec<LevelStats>,
+    /// Block cache hits and misses, usage and capacity in bytes.
+    pub block_cache_hits: u64,
+    /// Block cache misses.
+    pub block_cache_misses: u64,
+    /// Bytes held by the block cache.
+    pub block_cache_bytes: u64,
+    /// Byte budget of the block cache.
+    pub block_cache_capacity_bytes: u64,
+    /// SST readers open.
+    pub open_sst_readers: usize,
+    /// Live snapshots.
+    pub snapshots: usize,
+}
+
+impl DbInner {
+    pub(crate) fn stats(&self) -> Stats {
+        let c = &self.counters;
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let sv = self.state.read().clone();
+        let levels = sv.version.tree(DEFAULT_TREE).map_or_else(
+            || vec![LevelStats::default(); LEVELS],
+            |t| {
+                t.levels
+                    .iter()
+                    .map(|files| LevelStats { files: files.len(), bytes: files.iter().map(|f| f.size).sum() })
+                    .collect()
+            },
+        );
+        Stats {
+            last_seqno: self.visible_seqno.load(Ordering::Acquire),
+            batches_written: get(&c.batches),
+            write_groups: get(&c.groups),
+            wal_bytes_written: get(&c.wal_bytes),
+            wal_syncs: get(&c.wal_syncs),
+            gets: get(&c.gets),
+            memtable_bytes: sv.mem.approximate_bytes(),
+            immutable_memtables: sv.imms.len(),
+            flushes: get(&c.flushes),
+            flush_bytes: get(&c.flush_bytes),
+            flush_time: Duration::from_micros(get(&c.flush_micros)),
+            write_stalls: get(&c.stalls),
+            write_stall_time: Duration::from_micros(get(&c.stall_micros)),
+            write_stall_time_max: Duration::from_micros(get(&c.stall_micros_max)),
+            levels,
+            block_cache_hits: self.block_cache.hits(),
+            block_cache_misses: self.block_cache.misses(),
+            block_cache_bytes: self.block_cache.usage_bytes(),
+            block_cache_capacity_bytes: self.block_cache.capacity_bytes(),
+            open_sst_readers: self.table_cache.len(),
+            snapshots: self.snapshots.lock().values().sum(),
+        }
+    }
+}
+
+fn mib(b: u64) -> f64 {
+    b as f64 / (1024.0 * 1024.0)
+}
+
+impl fmt::Display for Stats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let group = if self.write_groups == 0 { 0.0 } else { self.batches_written as f64 / self.write_groups as f64 };
+        writeln!(f, "seqno {}  batches {}  groups {} ({group:.2} batches/group)", self.last_seqno, self.batches_written, self.write_groups)?;
+        writeln!(f, "wal {:.1} MiB written, {} syncs", mib(self.wal_bytes_written), self.wal_syncs)?;
+        writeln!(
+            f,
+            "memtable {:.1} MiB active, {} immutable; flushes {} ({:.1} MiB, {:.2?})",
+            mib(self.memtable_bytes as u64),
+            self.immutable_memtables,
+            self.flushes,
+            mib(self.flush_bytes),
+            self.flush_time
+        )?;
+        writeln!(
+            f,
+            "stalls {} (total {:.2?}, longest {:.2?})",
+            self.write_stalls, self.write_stall_time, self.write_stall_time_max
+        )?;
+        let lookups = self.block_cache_hits + self.block_cache_misses;
+        let hit_rate = if lookups == 0 { 0.0 } else { 100.0 * self.block_cache_hits as f64 / lookups as f64 };
+        writeln!(
+            f,
+            "block cache {:.1}/{:.1} MiB, {} hits, {} misses ({hit_rate:.1}% hits); {} gets; {} snapshots",
+            mib(self.block_cache_bytes),
+            mib(self.block_cache_capacity_bytes),
+            self.block_cache_hits,
+            self.block_cache_misses,
+            self.gets,
+            self.snapshots
+        )?;
+        for (i, l) in self.levels.iter().enumerate().filter(|(_, l)| l.files > 0) {
+            writeln!(f, "L{i}: {} files, {:.1} MiB", l.files, mib(l.bytes))?;
+        }
+        Ok(())
+    }
+}

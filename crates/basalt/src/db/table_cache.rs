@@ -1,0 +1,47 @@
+//! Open SST readers by file number. A reader keeps its file handle, fence
+//! keys and filter in memory; data blocks go through the block cache.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+
+use crate::cache::BlockCache;
+use crate::error::Result;
+use crate::files;
+use crate::io::Fs;
+use crate::sst::reader::SstReader;
+
+/// Readers of the SSTs in use, opened on first access.
+pub(crate) struct TableCache {
+    fs: Arc<dyn Fs>,
+    dir: PathBuf,
+    readers: RwLock<HashMap<u64, Arc<SstReader>>>,
+}
+
+impl TableCache {
+    pub(crate) fn new(fs: Arc<dyn Fs>, dir: PathBuf) -> Self {
+        TableCache { fs, dir, readers: RwLock::new(HashMap::new()) }
+    }
+
+    /// The reader of SST `number`, opening it if needed.
+    pub(crate) fn get(&self, number: u64, cache: &Arc<BlockCache>) -> Result<Arc<SstReader>> {
+        if let Some(r) = self.readers.read().get(&number) {
+            return Ok(r.clone());
+        }
+        let path = self.dir.join(files::sst(number));
+        let reader = SstReader::open(self.fs.as_ref(), &path, number, cache.clone())?;
+        Ok(self.readers.write().entry(number).or_insert(reader).clone())
+    }
+
+    /// Forgets a deleted SST.
+    pub(crate) fn evict(&self, number: u64) {
+        self.readers.write().remove(&number);
+    }
+
+    /// Number of open readers.
+    pub(crate) fn len(&self) -> usize {
+        self.readers.read().len()
+    }
+}

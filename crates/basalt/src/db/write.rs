@@ -1,0 +1,265 @@
+//! The write path: writers queue, one of them becomes the leader, appends
+//! the whole group to the WAL in one write, fsyncs at most once, inserts it
+//! into the memtable and publishes the new seqno (group commit).
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use bytes::Bytes;
+
+use super::{DbInner, SuperVersion};
+use crate::codec::internal::{SEQNO_MAX, pack_trailer};
+use crate::error::{Error, Result};
+use crate::files;
+use crate::log::writer::LogWriter;
+use crate::memtable::Memtable;
+use crate::wal::batch::{self, WriteBatch};
+
+/// One writer's request waiting in the queue.
+struct Request {
+    id: u64,
+    batch: WriteBatch,
+    sync: bool,
+}
+
+/// The queue of writers and the leader flag.
+#[derive(Default)]
+pub(crate) struct WriteQueue {
+    pending: VecDeque<Request>,
+    /// Someone (a group leader, or a flush switching memtables) owns the WAL
+    /// and the memtable insert path.
+    leader_active: bool,
+    results: HashMap<u64, Result<()>>,
+    next_id: u64,
+}
+
+impl DbInner {
+    /// Commits `batch`; returns once it is in the memtable (and durable, if
+    /// `sync`).
+    pub(crate) fn write(&self, batch: WriteBatch, sync: bool) -> Result<()> {
+        self.validate(&batch)?;
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let mut q = self.write_queue.lock();
+        let id = q.next_id;
+        q.next_id += 1;
+        q.pending.push_back(Request { id, batch, sync });
+        loop {
+            if let Some(result) = q.results.remove(&id) {
+                return result;
+            }
+            if q.leader_active {
+                self.write_cv.wait(&mut q);
+                continue;
+            }
+            q.leader_active = true;
+            let mut group = self.take_group(&mut q.pending);
+            let outcome = parking_lot::MutexGuard::unlocked(&mut q, || self.commit_group(&mut group));
+            for r in &group {
+                let result = match &outcome {
+                    Ok(()) => Ok(()),
+                    Err(e) => Err(e.duplicate()),
+                };
+                q.results.insert(r.id, result);
+            }
+            q.leader_active = false;
+            self.write_cv.notify_all();
+        }
+    }
+
+    /// Rejects a batch the engine cannot take, before anything is written.
+    fn validate(&self, batch: &WriteBatch) -> Result<()> {
+        if batch.encoded_len() > self.opts.batch_bytes_max {
+            return Err(Error::InvalidArgument(format!(
+                "write batch of {} bytes exceeds batch_bytes_max ({})",
+                batch.encoded_len(),
+                self.opts.batch_bytes_max
+            )));
+        }
+        let version = self.state.read().version.clone();
+        for e in batch.entries() {
+            if e.key.len() > self.opts.key_bytes_max {
+                return Err(Error::InvalidArgument(format!(
+                    "key of {} bytes exceeds key_bytes_max ({})",
+                    e.key.len(),
+                    self.opts.key_bytes_max
+                )));
+            }
+            if e.value.len() > self.opts.value_bytes_max {
+                return Err(Error::InvalidArgument(format!(
+                    "value of {} bytes exceeds value_bytes_max ({})",
+                    e.value.len(),
+                    self.opts.value_bytes_max
+                )));
+            }
+            if version.tree(e.tree).is_none() {
+                return Err(Error::InvalidArgument(format!("write to unknown tree {}", e.tree)));
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes requests from the front of the queue up to the group size
+    /// limit (always at least one).
+    fn take_group(&self, pending: &mut VecDeque<Request>) -> Vec<Request> {
+        let mut group = Vec::new();
+        let mut bytes = 0;
+        while let Some(r) = pending.front() {
+            if !group.is_empty() && bytes + r.batch.encoded_len() > self.opts.group_commit_bytes_max {
+                break;
+            }
+            bytes += r.batch.encoded_len();
+            group.extend(pending.pop_front());
+        }
+        group
+    }
+
+    /// The leader's work: room in the memtable, WAL append (+ fsync), insert,
+    /// publish.
+    fn commit_group(&self, group: &mut [Request]) -> Result<()> {
+        self.check_writable()?;
+        self.make_room()?;
+        let first = self.last_seqno.load(Ordering::Relaxed) + 1;
+        let count: u64 = group.iter().map(|r| r.batch.len() as u64).sum();
+        if first + count > SEQNO_MAX {
+            return Err(Error::InvalidArgument("sequence numbers exhausted".into()));
+        }
+        let mut seqno = first;
+        for r in group.iter_mut() {
+            r.batch.seal(seqno);
+            seqno += r.batch.len() as u64;
+        }
+        let sync = group.iter().any(|r| r.sync);
+        let wal_bytes = {
+            let mut wal = self.wal.lock();
+            let before = wal.len();
+            let appended = wal.append(group.iter().map(|r| r.batch.sealed_bytes()));
+            let synced = appended.and_then(|()| if sync { wal.sync() } else { Ok(()) });
+            if let Err(e) = synced {
+                // The WAL may now hold a partial group: no later write may be
+                // acknowledged after it, so writes stop here.
+                return Err(self.set_bg_error(e));
+            }
+            wal.len() - before
+        };
+        let mem = self.state.read().mem.clone();
+        for r in group.iter_mut() {
+            let batch = std::mem::take(&mut r.batch);
+            insert_batch(&mem, batch.into_bytes());
+        }
+        self.last_seqno.store(seqno - 1, Ordering::Relaxed);
+        self.visible_seqno.store(seqno - 1, Ordering::Release);
+        self.counters.record_group(group.len() as u64, wal_bytes, sync);
+        Ok(())
+    }
+
+    /// Fails if an earlier background or WAL error stopped writes.
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        match &self.bg.lock().error {
+            Some(e) => Err(Error::Closed(format!("writes stopped after an earlier error: {e}"))),
+            None => Ok(()),
+        }
+    }
+
+    /// Records the first fatal error and returns it.
+    pub(crate) fn set_bg_error(&self, e: Error) -> Error {
+        let mut bg = self.bg.lock();
+        if bg.error.is_none() {
+            bg.error = Some(e.duplicate());
+        }
+        self.bg_cv.notify_all();
+        e
+    }
+
+    /// Switches to a new memtable when the active one is full, waiting for a
+    /// flush first if too many immutable memtables are queued.
+    fn make_room(&self) -> Result<()> {
+        if self.state.read().mem.approximate_bytes() < self.opts.memtable_bytes_max {
+            return Ok(());
+        }
+        let mut stalled: Option<Instant> = None;
+        let mut bg = self.bg.lock();
+        while self.state.read().imms.len() >= self.opts.immutable_memtables_max {
+            if let Some(e) = &bg.error {
+                return Err(Error::Closed(format!("writes stopped after an earlier error: {e}")));
+            }
+            stalled.get_or_insert_with(Instant::now);
+            self.bg_cv.wait(&mut bg);
+        }
+        drop(bg);
+        if let Some(start) = stalled {
+            self.counters.record_stall(start.elapsed());
+        }
+        self.switch_memtable()
+    }
+
+    /// Makes the active memtable immutable and starts a new one with a new
+    /// WAL. The caller must own the write path (leader or exclusive).
+    pub(crate) fn switch_memtable(&self) -> Result<()> {
+        if self.state.read().mem.is_empty() {
+            return Ok(());
+        }
+        let number = self.versions.lock().new_file_number();
+        let path = self.dir.join(files::wal(number));
+        let created = self.fs.create(&path).and_then(|f| {
+            // The new WAL's directory entry must be durable before any synced
+            // write in it is acknowledged.
+            self.fs.sync_dir(&self.dir)?;
+            Ok(f)
+        });
+        let file = created.map_err(|e| self.set_bg_error(e))?;
+        {
+            let mut wal = self.wal.lock();
+            // Sync the old WAL so that no unsynced write in it can be lost
+            // while a later synced write in the new WAL survives (a hole).
+            wal.sync().map_err(|e| self.set_bg_error(e))?;
+            *wal = LogWriter::new(path, file);
+        }
+        let mut state = self.state.write();
+        let mut imms = Vec::with_capacity(state.imms.len() + 1);
+        imms.push(state.mem.clone());
+        imms.extend(state.imms.iter().cloned());
+        *state = Arc::new(SuperVersion { mem: Arc::new(Memtable::new(number)), imms, version: state.version.clone() });
+        drop(state);
+        let _bg = self.bg.lock();
+        self.bg_cv.notify_all();
+        Ok(())
+    }
+
+    /// Runs `f` while owning the write path: no group commits in between.
+    pub(crate) fn with_exclusive_writer<T>(&self, f: impl FnOnce() -> T) -> T {
+        let mut q = self.write_queue.lock();
+        while q.leader_active {
+            self.write_cv.wait(&mut q);
+        }
+        q.leader_active = true;
+        let out = parking_lot::MutexGuard::unlocked(&mut q, f);
+        q.leader_active = false;
+        self.write_cv.notify_all();
+        out
+    }
+
+    /// Makes every write so far durable.
+    pub(crate) fn sync_wal(&self) -> Result<()> {
+        self.with_exclusive_writer(|| self.wal.lock().sync())
+    }
+}
+
+/// Inserts a sealed, validated batch into the memtable. Keys and values are
+/// slices of the batch's buffer, so each entry costs no allocation.
+pub(crate) fn insert_batch(mem: &Memtable, rep: Bytes) {
+    let Ok(decoded) = batch::decode(&rep, std::path::Path::new(""), 0) else {
+        debug_assert!(false, "a sealed batch always decodes");
+        return;
+    };
+    let mut seqno = decoded.first_seqno;
+    for e in &decoded.entries {
+        let key = rep.slice_ref(e.key);
+        let value = if e.value.is_empty() { Bytes::new() } else { rep.slice_ref(e.value) };
+        mem.insert(e.tree, key, pack_trailer(seqno, e.kind), value);
+        seqno += 1;
+    }
+}

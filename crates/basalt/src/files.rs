@@ -1,0 +1,91 @@
+//! Names of the files in a database directory. The names are part of the
+//! on-disk format: `NNNNNN.wal`, `NNNNNN.sst`, `MANIFEST-NNNNNN`, `CURRENT`,
+//! `LOCK`, and `*.tmp` for files being written before a rename.
+
+/// A file a database directory may hold, parsed from its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    /// Write-ahead log number N.
+    Wal(u64),
+    /// Sorted string table number N.
+    Sst(u64),
+    /// Version-edit log number N.
+    Manifest(u64),
+    /// Names the live MANIFEST.
+    Current,
+    /// The lock file.
+    Lock,
+    /// A file being written, renamed into place when complete.
+    Temp,
+}
+
+/// Name of the lock file.
+pub const LOCK: &str = "LOCK";
+/// Name of the file that names the live MANIFEST.
+pub const CURRENT: &str = "CURRENT";
+
+/// Name of WAL number `n`.
+pub fn wal(n: u64) -> String {
+    format!("{n:06}.wal")
+}
+
+/// Name of SST number `n`.
+pub fn sst(n: u64) -> String {
+    format!("{n:06}.sst")
+}
+
+/// Name of MANIFEST number `n`.
+pub fn manifest(n: u64) -> String {
+    format!("MANIFEST-{n:06}")
+}
+
+/// Name of the temporary file used to replace CURRENT.
+pub fn current_temp() -> String {
+    format!("{CURRENT}.tmp")
+}
+
+fn number(digits: &str) -> Option<u64> {
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// Parses a directory entry; `None` for names Basalt never writes.
+pub fn parse(name: &str) -> Option<FileKind> {
+    match name {
+        LOCK => return Some(FileKind::Lock),
+        CURRENT => return Some(FileKind::Current),
+        _ => {}
+    }
+    if name.ends_with(".tmp") {
+        return Some(FileKind::Temp);
+    }
+    if let Some(n) = name.strip_prefix("MANIFEST-") {
+        return number(n).map(FileKind::Manifest);
+    }
+    if let Some(n) = name.strip_suffix(".wal") {
+        return number(n).map(FileKind::Wal);
+    }
+    if let Some(n) = name.strip_suffix(".sst") {
+        return number(n).map(FileKind::Sst);
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        assert_eq!(parse(&wal(7)), Some(FileKind::Wal(7)));
+        assert_eq!(parse(&sst(1_234_567)), Some(FileKind::Sst(1_234_567)));
+        assert_eq!(parse(&manifest(3)), Some(FileKind::Manifest(3)));
+        assert_eq!(parse(CURRENT), Some(FileKind::Current));
+        assert_eq!(parse(&current_temp()), Some(FileKind::Temp));
+        assert_eq!(parse("notes.txt"), None);
+        assert_eq!(parse("x.sst"), None);
+        assert_eq!(parse("MANIFEST-"), None);
+    }
+}

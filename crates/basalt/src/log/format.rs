@@ -1,0 +1,69 @@
+//! Byte layout of a log record (drawn in `docs/format.md`):
+//!
+//! ```text
+//! +---------------+-------------------+------------------+-----------------+
+//! | len: u32 LE   | payload_crc: u32  | header_crc: u32  | payload (len B) |
+//! +---------------+-------------------+------------------+-----------------+
+//! ```
+//!
+//! `payload_crc` is the masked CRC32C of the payload; `header_crc` is the
+//! masked CRC32C of the first 8 header bytes, so a damaged length is caught
+//! before it is used and a scan can recognise the start of a valid record.
+
+/// Bytes before the payload of every record.
+pub const HEADER_BYTES: usize = 12;
+
+/// Largest payload a record may carry: one write batch, capped by
+/// `Options::batch_bytes_max` (1 GiB) plus room for its header fields.
+pub const PAYLOAD_BYTES_MAX: usize = (1 << 30) + 4096;
+
+const MASK_DELTA: u32 = 0xa282_ead8;
+
+/// Masks a CRC so that a CRC stored inside checksummed data does not make the
+/// outer checksum degenerate (as LevelDB does).
+pub fn mask_crc(crc: u32) -> u32 {
+    crc.rotate_right(15).wrapping_add(MASK_DELTA)
+}
+
+/// Encodes the header of a record carrying `payload`.
+pub fn header(payload: &[u8]) -> [u8; HEADER_BYTES] {
+    let mut h = [0u8; HEADER_BYTES];
+    h[0..4].copy_from_slice(&(payload.len() as u32).to_le_bytes());
+    h[4..8].copy_from_slice(&mask_crc(crc32c::crc32c(payload)).to_le_bytes());
+    let header_crc = mask_crc(crc32c::crc32c(&h[0..8]));
+    h[8..12].copy_from_slice(&header_crc.to_le_bytes());
+    h
+}
+
+/// A header that passed its own checksum.
+#[derive(Debug, Clone, Copy)]
+pub struct Header {
+    /// Payload length in bytes.
+    pub len: usize,
+    /// Expected masked CRC32C of the payload.
+    pub payload_crc: u32,
+}
+
+fn le32(b: &[u8]) -> u32 {
+    u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+}
+
+/// Decodes a header from at least `HEADER_BYTES` bytes; `None` if its checksum
+/// fails or the length is zero or over the limit.
+pub fn parse_header(b: &[u8]) -> Option<Header> {
+    if b.len() < HEADER_BYTES || mask_crc(crc32c::crc32c(&b[0..8])) != le32(&b[8..12]) {
+        return None;
+    }
+    let len = le32(&b[0..4]) as usize;
+    if len == 0 || len > PAYLOAD_BYTES_MAX {
+        return None;
+    }
+    Some(Header { len, payload_crc: le32(&b[4..8]) })
+}
+
+/// Appends one framed record to `out`.
+pub fn encode_record(payload: &[u8], out: &mut Vec<u8>) {
+    debug_assert!(!payload.is_empty() && payload.len() <= PAYLOAD_BYTES_MAX);
+    out.extend_from_slice(&header(payload));
+    out.extend_from_slice(payload);
+}

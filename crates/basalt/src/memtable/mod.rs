@@ -1,0 +1,241 @@
+//! The memtable: recent writes of every tree, in a concurrent skiplist keyed
+//! by (tree, user key, seqno descending). One writer (the group-commit
+//! leader) inserts while any number of readers search without locks.
+
+mod cursor;
+
+use std::borrow::Borrow;
+use std::cmp::Ordering;
+use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
+
+use bytes::Bytes;
+use crossbeam_skiplist::SkipMap;
+
+pub use cursor::MemCursor;
+
+use crate::codec::internal::{SeqNo, seek_trailer};
+use crate::wal::batch::TreeId;
+
+/// Bytes charged per entry beyond its key and value: the skiplist node with
+/// its tower, the key struct and the value handle.
+const ENTRY_OVERHEAD_BYTES: usize = 96;
+
+/// A skiplist key: tree, user key, trailer (`seqno << 8 | kind`).
+#[derive(Debug, Clone)]
+pub struct MemKey {
+    /// The tree written.
+    pub tree: TreeId,
+    /// The user key.
+    pub user_key: Bytes,
+    /// `seqno << 8 | kind`.
+    pub trailer: u64,
+}
+
+/// A borrowed view of a key, so lookups need not allocate a `MemKey`.
+pub(crate) trait KeyView {
+    fn parts(&self) -> (TreeId, &[u8], u64);
+}
+
+impl KeyView for MemKey {
+    fn parts(&self) -> (TreeId, &[u8], u64) {
+        (self.tree, &self.user_key, self.trailer)
+    }
+}
+
+/// A probe key for searches.
+pub(crate) struct Probe<'a> {
+    pub tree: TreeId,
+    pub user_key: &'a [u8],
+    pub trailer: u64,
+}
+
+impl KeyView for Probe<'_> {
+    fn parts(&self) -> (TreeId, &[u8], u64) {
+        (self.tree, self.user_key, self.trailer)
+    }
+}
+
+impl Ord for dyn KeyView + '_ {
+    fn cmp(&self, other: &Self) -> Ordering {
+        let (at, ak, atr) = self.parts();
+        let (bt, bk, btr) = other.parts();
+        at.cmp(&bt).then_with(|| ak.cmp(bk)).then_with(|| btr.cmp(&atr))
+    }
+}
+
+impl PartialOrd for dyn KeyView + '_ {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for dyn KeyView + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for dyn KeyView + '_ {}
+
+impl<'a> Borrow<dyn KeyView + 'a> for MemKey {
+    fn borrow(&self) -> &(dyn KeyView + 'a) {
+        self
+    }
+}
+
+impl Ord for MemKey {
+    fn cmp(&self, other: &Self) -> Ordering {
+        (self as &dyn KeyView).cmp(other as &dyn KeyView)
+    }
+}
+
+impl PartialOrd for MemKey {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for MemKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for MemKey {}
+
+/// Recent writes, searchable while they are inserted.
+#[derive(Debug)]
+pub struct Memtable {
+    map: SkipMap<MemKey, Bytes>,
+    bytes: AtomicUsize,
+    /// The WAL that holds this memtable's writes.
+    wal_number: u64,
+    /// Largest seqno inserted (0 when empty).
+    max_seqno: AtomicU64,
+}
+
+impl Memtable {
+    /// An empty memtable whose writes go to WAL `wal_number`.
+    pub fn new(wal_number: u64) -> Self {
+        Memtable {
+            map: SkipMap::new(),
+            bytes: AtomicUsize::new(0),
+            wal_number,
+            max_seqno: AtomicU64::new(0),
+        }
+    }
+
+    /// Number of the WAL holding this memtable's writes.
+    pub fn wal_number(&self) -> u64 {
+        self.wal_number
+    }
+
+    /// Inserts one version. Only the group-commit leader (or recovery) calls
+    /// this, so inserts never race each other.
+    pub fn insert(&self, tree: TreeId, user_key: Bytes, trailer: u64, value: Bytes) {
+        let charge = user_key.len() + value.len() + ENTRY_OVERHEAD_BYTES;
+        self.map.insert(MemKey { tree, user_key, trailer }, value);
+        self.bytes.fetch_add(charge, AtomicOrdering::Relaxed);
+        self.max_seqno.fetch_max(trailer >> 8, AtomicOrdering::Relaxed);
+    }
+
+    /// The newest version of `user_key` with seqno <= `seqno`:
+    /// `(trailer, value)`, or `None` if the memtable has no such version.
+    pub fn get(&self, tree: TreeId, user_key: &[u8], seqno: SeqNo) -> Option<(u64, Bytes)> {
+        let probe = Probe { tree, user_key, trailer: seek_trailer(seqno) };
+        let entry = self.map.lower_bound(Bound::Included(&probe as &dyn KeyView))?;
+        let key = entry.key();
+        (key.tree == tree && key.user_key.as_ref() == user_key).then(|| (key.trailer, entry.value().clone()))
+    }
+
+    /// Bytes charged to this memtable.
+    pub fn approximate_bytes(&self) -> usize {
+        self.bytes.load(AtomicOrdering::Relaxed)
+    }
+
+    /// Number of versions held.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// True when nothing was inserted.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// Largest seqno inserted.
+    pub fn max_seqno(&self) -> SeqNo {
+        self.max_seqno.load(AtomicOrdering::Relaxed)
+    }
+
+    /// Every entry in order (tree, user key, newest first), for flushing.
+    pub fn entries(&self) -> impl Iterator<Item = (MemKey, Bytes)> + '_ {
+        self.map.iter().map(|e| (e.key().clone(), e.value().clone()))
+    }
+
+    /// Copies up to `max` entries of `tree` after `from` (forward) or before
+    /// it (reverse) into `out`, for cursors that must not borrow the map.
+    pub(crate) fn fill(
+        &self,
+        tree: TreeId,
+        from: Bound<&dyn KeyView>,
+        forward: bool,
+        max: usize,
+        out: &mut std::collections::VecDeque<(MemKey, Bytes)>,
+    ) {
+        let tree_start = Probe { tree, user_key: &[], trailer: u64::MAX };
+        if forward {
+            let from = match from {
+                Bound::Unbounded => Bound::Included(&tree_start as &dyn KeyView),
+                b => b,
+            };
+            for e in self.map.range::<dyn KeyView, _>((from, Bound::Unbounded)).take(max) {
+                if e.key().tree != tree {
+                    break;
+                }
+                out.push_back((e.key().clone(), e.value().clone()));
+            }
+        } else {
+            let next_tree = Probe { tree: tree.saturating_add(1), user_key: &[], trailer: u64::MAX };
+            let to = match from {
+                Bound::Unbounded => Bound::Excluded(&next_tree as &dyn KeyView),
+                b => b,
+            };
+            for e in self.map.range::<dyn KeyView, _>((Bound::Unbounded, to)).rev().take(max) {
+                if e.key().tree != tree {
+                    break;
+                }
+                out.push_back((e.key().clone(), e.value().clone()));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::internal::{Kind, pack_trailer};
+
+    fn b(s: &str) -> Bytes {
+        Bytes::copy_from_slice(s.as_bytes())
+    }
+
+    #[test]
+    fn get_sees_newest_version_at_snapshot() {
+        let m = Memtable::new(1);
+        m.insert(0, b("k"), pack_trailer(1, Kind::Put), b("v1"));
+        m.insert(0, b("k"), pack_trailer(5, Kind::Delete), b(""));
+        m.insert(0, b("k"), pack_trailer(9, Kind::Put), b("v9"));
+        m.insert(1, b("k"), pack_trailer(3, Kind::Put), b("other tree"));
+        assert_eq!(m.get(0, b"k", 0), None);
+        assert_eq!(m.get(0, b"k", 4).map(|e| e.1), Some(b("v1")));
+        assert_eq!(m.get(0, b"k", 5).map(|e| e.0 & 0xff), Some(0));
+        assert_eq!(m.get(0, b"k", 100).map(|e| e.1), Some(b("v9")));
+        assert_eq!(m.get(1, b"k", 2), None);
+        assert_eq!(m.get(0, b"j", 100), None);
+        assert_eq!(m.get(2, b"k", 100), None);
+        assert_eq!(m.max_seqno(), 9);
+        assert!(m.approximate_bytes() > 0);
+    }
+}

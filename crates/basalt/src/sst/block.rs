@@ -1,0 +1,416 @@
+//! The columnar block: rows of (user key, trailer, value) stored column by
+//! column in Arrow layout behind a generic buffer directory. Data blocks and
+//! the fence-key index block share it.
+//!
+//! [`Block::decode`] checks the directory and every offset once, so that the
+//! accessors afterwards only slice within bounds they have already checked.
+
+use std::cmp::Ordering;
+use std::ops::Range;
+use std::path::Path;
+
+use bytes::Bytes;
+
+use super::format::{
+    BLOCK_BYTES_MAX, BLOCK_HEADER_FIXED_BYTES, BUF_KEY_DATA, BUF_KEY_OFFSETS, BUF_TRAILERS,
+    BUF_VALUE_DATA, BUF_VALUE_OFFSETS, BUFFER_ALIGN_BYTES, BUFFER_ENTRY_BYTES, DATA_BLOCK_BUFFERS,
+};
+use crate::codec::internal::{compare, unpack_trailer};
+use crate::error::{Error, Result};
+
+/// Bytes of the header (fixed part plus directory) of a v1 block.
+const HEADER_BYTES: usize = BLOCK_HEADER_FIXED_BYTES + DATA_BLOCK_BUFFERS * BUFFER_ENTRY_BYTES;
+
+fn align_up(n: usize) -> usize {
+    n.div_ceil(BUFFER_ALIGN_BYTES) * BUFFER_ALIGN_BYTES
+}
+
+/// Builds one block in memory, one column at a time.
+#[derive(Debug)]
+pub struct BlockBuilder {
+    /// i32 LE offsets into `key_data`, starting with 0.
+    key_offsets: Vec<u8>,
+    key_data: Vec<u8>,
+    trailers: Vec<u8>,
+    value_offsets: Vec<u8>,
+    value_data: Vec<u8>,
+    rows: usize,
+}
+
+impl Default for BlockBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl BlockBuilder {
+    /// An empty builder.
+    pub fn new() -> Self {
+        BlockBuilder {
+            key_offsets: 0i32.to_le_bytes().to_vec(),
+            key_data: Vec::new(),
+            trailers: Vec::new(),
+            value_offsets: 0i32.to_le_bytes().to_vec(),
+            value_data: Vec::new(),
+            rows: 0,
+        }
+    }
+
+    /// Rows added since the last [`BlockBuilder::finish`].
+    pub fn len(&self) -> usize {
+        self.rows
+    }
+
+    /// True when no row was added.
+    pub fn is_empty(&self) -> bool {
+        self.rows == 0
+    }
+
+    /// The exact size [`BlockBuilder::finish`] would return now.
+    pub fn encoded_bytes(&self) -> usize {
+        Self::encoded_bytes_of(self.rows, self.key_data.len(), self.value_data.len())
+    }
+
+    fn encoded_bytes_of(rows: usize, key_bytes: usize, value_bytes: usize) -> usize {
+        let offsets = 4 * (rows + 1);
+        HEADER_BYTES
+            + align_up(offsets)
+            + align_up(key_bytes)
+            + 8 * rows
+            + align_up(offsets)
+            + value_bytes
+    }
+
+    /// Whether a row with this key and value keeps the block within
+    /// [`BLOCK_BYTES_MAX`], so that every offset fits an i32.
+    pub fn fits(&self, key_len: usize, value_len: usize) -> bool {
+        let keys = self.key_data.len().saturating_add(key_len);
+        let values = self.value_data.len().saturating_add(value_len);
+        Self::encoded_bytes_of(self.rows + 1, keys, values) <= BLOCK_BYTES_MAX
+    }
+
+    /// Appends a row. The caller keeps rows in internal-key order and checks
+    /// [`BlockBuilder::fits`] first.
+    pub fn add(&mut self, user_key: &[u8], trailer: u64, value: &[u8]) {
+        debug_assert!(self.fits(user_key.len(), value.len()));
+        self.key_data.extend_from_slice(user_key);
+        self.key_offsets.extend_from_slice(&(self.key_data.len() as i32).to_le_bytes());
+        self.trailers.extend_from_slice(&trailer.to_le_bytes());
+        self.value_data.extend_from_slice(value);
+        self.value_offsets.extend_from_slice(&(self.value_data.len() as i32).to_le_bytes());
+        self.rows += 1;
+    }
+
+    /// Encodes the block and resets the builder for the next one.
+    pub fn finish(&mut self) -> Vec<u8> {
+        let out = encode_buffers(
+            self.rows as u32,
+            &[&self.key_offsets, &self.key_data, &self.trailers, &self.value_offsets, &self.value_data],
+        );
+        debug_assert_eq!(out.len(), self.encoded_bytes());
+        *self = BlockBuilder::new();
+        out
+    }
+}
+
+/// Lays out a block: header, directory, then each buffer at an aligned
+/// offset with zero padding between them.
+fn encode_buffers(rows: u32, buffers: &[&[u8]]) -> Vec<u8> {
+    let header = BLOCK_HEADER_FIXED_BYTES + buffers.len() * BUFFER_ENTRY_BYTES;
+    let mut out = Vec::with_capacity(header + buffers.iter().map(|b| align_up(b.len())).sum::<usize>());
+    out.extend_from_slice(&rows.to_le_bytes());
+    out.extend_from_slice(&(buffers.len() as u32).to_le_bytes());
+    let mut at = align_up(header);
+    for b in buffers {
+        out.extend_from_slice(&(at as u32).to_le_bytes());
+        out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+        at = align_up(at + b.len());
+    }
+    for b in buffers {
+        out.resize(align_up(out.len()), 0);
+        out.extend_from_slice(b);
+    }
+    out
+}
+
+fn u32_at(buf: &[u8], at: usize) -> u32 {
+    let mut a = [0u8; 4];
+    a.copy_from_slice(&buf[at..at + 4]);
+    u32::from_le_bytes(a)
+}
+
+fn u64_at(buf: &[u8], at: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&buf[at..at + 8]);
+    u64::from_le_bytes(a)
+}
+
+/// A decoded, checked block. Immutable and shared through the block cache.
+#[derive(Debug, Clone)]
+pub struct Block {
+    data: Bytes,
+    rows: usize,
+    buffers: Vec<Range<usize>>,
+}
+
+impl Block {
+    /// Checks and wraps block contents (already unsealed) that came from the
+    /// block at `offset` of `file`; any problem is corruption at that offset.
+    pub fn decode(data: impl Into<Bytes>, file: &Path, offset: u64) -> Result<Block> {
+        let data = data.into();
+        let corrupt = |what: String| Error::corruption(file, offset, format!("block: {what}"));
+        let (rows, buffers) = read_directory(&data).map_err(corrupt)?;
+        let block = Block { data, rows, buffers };
+        block.check_columns().map_err(corrupt)?;
+        Ok(block)
+    }
+
+    fn check_columns(&self) -> std::result::Result<(), String> {
+        let n = self.rows;
+        check_offsets(self.buffer(BUF_KEY_OFFSETS), n, self.buffer(BUF_KEY_DATA).len(), "key")?;
+        check_offsets(self.buffer(BUF_VALUE_OFFSETS), n, self.buffer(BUF_VALUE_DATA).len(), "value")?;
+        let trailers = self.buffer(BUF_TRAILERS);
+        if trailers.len() != 8 * n {
+            return Err(format!("trailer column of {} bytes for {n} rows", trailers.len()));
+        }
+        if let Some(i) = (0..n).find(|&i| unpack_trailer(u64_at(trailers, 8 * i)).is_none()) {
+            return Err(format!("row {i} has an unknown kind"));
+        }
+        Ok(())
+    }
+
+    /// Number of rows (at least one).
+    pub fn len(&self) -> usize {
+        self.rows
+    }
+
+    /// Always false: a decoded block has at least one row.
+    pub fn is_empty(&self) -> bool {
+        self.rows == 0
+    }
+
+    /// Raw bytes of buffer `i` of the directory (for zero-copy column access).
+    ///
+    /// # Panics
+    /// If `i` is not below the buffer count.
+    pub fn buffer(&self, i: usize) -> &[u8] {
+        &self.data[self.buffers[i].clone()]
+    }
+
+    /// The whole block contents.
+    pub fn bytes(&self) -> &Bytes {
+        &self.data
+    }
+
+    fn binary(&self, offsets: usize, data: usize, i: usize) -> &[u8] {
+        let off = self.buffer(offsets);
+        let start = u32_at(off, 4 * i) as usize;
+        let end = u32_at(off, 4 * (i + 1)) as usize;
+        &self.buffer(data)[start..end]
+    }
+
+    /// User key of row `i`.
+    ///
+    /// # Panics
+    /// If `i >= len()`.
+    pub fn key(&self, i: usize) -> &[u8] {
+        self.binary(BUF_KEY_OFFSETS, BUF_KEY_DATA, i)
+    }
+
+    /// Trailer (`seqno << 8 | kind`) of row `i`.
+    ///
+    /// # Panics
+    /// If `i >= len()`.
+    pub fn trailer(&self, i: usize) -> u64 {
+        u64_at(self.buffer(BUF_TRAILERS), 8 * i)
+    }
+
+    /// Value of row `i` (empty for a delete).
+    ///
+    /// # Panics
+    /// If `i >= len()`.
+    pub fn value(&self, i: usize) -> &[u8] {
+        self.binary(BUF_VALUE_OFFSETS, BUF_VALUE_DATA, i)
+    }
+
+    /// First row whose internal key is >= `(user_key, trailer)`, or `len()`.
+    pub fn seek(&self, user_key: &[u8], trailer: u64) -> usize {
+        let (mut lo, mut hi) = (0, self.rows);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if compare(self.key(mid), self.trailer(mid), user_key, trailer) == Ordering::Less {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// Memory held by this block, for weighing it in the block cache.
+    pub fn approximate_bytes(&self) -> usize {
+        std::mem::size_of::<Self>()
+            + self.data.len()
+            + self.buffers.len() * std::mem::size_of::<Range<usize>>()
+    }
+}
+
+/// Reads the header and directory: row count, then each buffer's range,
+/// aligned, in order, past the header and within the block.
+fn read_directory(data: &[u8]) -> std::result::Result<(usize, Vec<Range<usize>>), String> {
+    if data.len() < BLOCK_HEADER_FIXED_BYTES {
+        return Err(format!("{} bytes is shorter than a block header", data.len()));
+    }
+    let rows = u32_at(data, 0) as usize;
+    let count = u32_at(data, 4) as usize;
+    if count != DATA_BLOCK_BUFFERS {
+        return Err(format!("{count} buffers, expected {DATA_BLOCK_BUFFERS}"));
+    }
+    if rows == 0 || rows > data.len() {
+        return Err(format!("impossible row count {rows}"));
+    }
+    let header = BLOCK_HEADER_FIXED_BYTES + count * BUFFER_ENTRY_BYTES;
+    if header > data.len() {
+        return Err("buffer directory runs past the block".into());
+    }
+    let mut buffers = Vec::with_capacity(count);
+    let mut end_prev = header;
+    for i in 0..count {
+        let at = BLOCK_HEADER_FIXED_BYTES + i * BUFFER_ENTRY_BYTES;
+        let start = u32_at(data, at) as usize;
+        let len = u32_at(data, at + 4) as usize;
+        let end = start.checked_add(len).filter(|&e| e <= data.len());
+        let Some(end) = end.filter(|_| start % BUFFER_ALIGN_BYTES == 0 && start >= end_prev) else {
+            return Err(format!("buffer {i} at {start}+{len} is misplaced"));
+        };
+        buffers.push(start..end);
+        end_prev = end;
+    }
+    Ok((rows, buffers))
+}
+
+/// Checks an Arrow offsets buffer: rows + 1 non-decreasing values from 0 to
+/// the data length.
+fn check_offsets(off: &[u8], rows: usize, data_len: usize, what: &str) -> std::result::Result<(), String> {
+    if off.len() != 4 * (rows + 1) {
+        return Err(format!("{what} offsets of {} bytes for {rows} rows", off.len()));
+    }
+    let mut prev = 0usize;
+    for i in 0..=rows {
+        let v = u32_at(off, 4 * i) as usize;
+        if (i == 0 && v != 0) || v < prev || v > data_len {
+            return Err(format!("{what} offset {i} is {v}, out of order or range"));
+        }
+        prev = v;
+    }
+    if prev != data_len {
+        return Err(format!("{what} offsets end at {prev}, data is {data_len} bytes"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::internal::{Kind, pack_trailer};
+
+    fn build(rows: &[(&[u8], u64, &[u8])]) -> Vec<u8> {
+        let mut b = BlockBuilder::new();
+        for (k, t, v) in rows {
+            b.add(k, *t, v);
+        }
+        assert_eq!(b.len(), rows.len());
+        b.finish()
+    }
+
+    fn sample() -> Vec<(Vec<u8>, u64, Vec<u8>)> {
+        let mut rows = Vec::new();
+        for i in 0..50u64 {
+            let key = format!("key{i:03}").into_bytes();
+            rows.push((key.clone(), pack_trailer(100 + i, Kind::Put), vec![i as u8; i as usize]));
+            rows.push((key, pack_trailer(10 + i, Kind::Delete), Vec::new()));
+        }
+        rows
+    }
+
+    fn build_sample() -> Vec<u8> {
+        let rows = sample();
+        let refs: Vec<(&[u8], u64, &[u8])> =
+            rows.iter().map(|(k, t, v)| (k.as_slice(), *t, v.as_slice())).collect();
+        build(&refs)
+    }
+
+    #[test]
+    fn rows_round_trip_and_buffers_are_aligned() {
+        let rows = sample();
+        let block = Block::decode(build_sample(), Path::new("b"), 0).expect("decodes");
+        assert_eq!(block.len(), rows.len());
+        for (i, (k, t, v)) in rows.iter().enumerate() {
+            assert_eq!((block.key(i), block.trailer(i), block.value(i)), (&k[..], *t, &v[..]));
+        }
+        for i in 0..DATA_BLOCK_BUFFERS {
+            assert_eq!(block.buffers[i].start % BUFFER_ALIGN_BYTES, 0);
+        }
+        assert_eq!(block.buffer(BUF_KEY_OFFSETS).len(), 4 * (rows.len() + 1));
+        assert!(block.approximate_bytes() > block.bytes().len());
+    }
+
+    #[test]
+    fn seek_finds_first_entry_at_or_after_target() {
+        let rows = sample();
+        let block = Block::decode(build_sample(), Path::new("b"), 0).expect("decodes");
+        let targets = [
+            (&b"key000"[..], u64::MAX),
+            (b"key000", 0),
+            (b"key010", pack_trailer(110, Kind::Put)),
+            (b"key010", pack_trailer(50, Kind::Put)),
+            (b"key0105", 0),
+            (b"a", 0),
+            (b"z", 0),
+        ];
+        for (k, t) in targets {
+            let want = rows.iter().position(|(rk, rt, _)| compare(rk, *rt, k, t).is_ge());
+            assert_eq!(block.seek(k, t), want.unwrap_or(rows.len()), "{k:?} {t}");
+        }
+    }
+
+    #[test]
+    fn single_empty_row_block_decodes() {
+        let bytes = build(&[(b"", pack_trailer(0, Kind::Delete), b"")]);
+        let block = Block::decode(bytes, Path::new("b"), 0).expect("decodes");
+        assert_eq!((block.key(0), block.value(0)), (&b""[..], &b""[..]));
+    }
+
+    #[test]
+    fn damaged_structure_is_corruption_never_a_panic() {
+        let good = build_sample();
+        for i in 0..good.len() {
+            for flip in [0x01u8, 0x80, 0xff] {
+                let mut bad = good.clone();
+                bad[i] ^= flip;
+                // Flips in key or value bytes leave a well-formed block; any
+                // other outcome must be a Corruption naming the block offset.
+                match Block::decode(bad, Path::new("b"), 4096) {
+                    Ok(block) => {
+                        for r in 0..block.len() {
+                            let _ = (block.key(r), block.trailer(r), block.value(r));
+                        }
+                    }
+                    Err(err) => assert!(matches!(err, Error::Corruption { offset: 4096, .. })),
+                }
+            }
+        }
+        for len in 0..good.len() {
+            assert!(Block::decode(good[..len].to_vec(), Path::new("b"), 0).is_err(), "len {len}");
+        }
+        assert!(Block::decode(Vec::new(), Path::new("b"), 0).is_err());
+    }
+
+    #[test]
+    fn fits_guards_the_i32_limit() {
+        let b = BlockBuilder::new();
+        assert!(b.fits(10, 10));
+        assert!(!b.fits(BLOCK_BYTES_MAX, 0));
+        assert!(!b.fits(usize::MAX, usize::MAX));
+    }
+}

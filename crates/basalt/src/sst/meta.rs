@@ -1,0 +1,246 @@
+//! The metaindex (which meta blocks a file has, and where) and the
+//! properties block (what an SST holds, for the version set and for checks
+//! against the rest of the file).
+
+use std::path::Path;
+
+use bytes::Bytes;
+
+use super::format::{
+    BlockHandle, FORMAT_VERSION, METAINDEX_ENTRIES_MAX, METAINDEX_ENTRY_BYTES,
+    METAINDEX_HEADER_BYTES, PROPERTIES_FIXED_BYTES,
+};
+use crate::codec::internal::{InternalKey, SeqNo, compare, unpack_trailer};
+use crate::codec::varint::Reader;
+use crate::error::{Error, Result};
+
+/// One metaindex entry: a kind (`META_*` in `format`) and where that block is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MetaEntry {
+    /// Which meta block this is.
+    pub kind: u8,
+    /// Where it is.
+    pub handle: BlockHandle,
+}
+
+/// Encodes the metaindex block: entry count u32 LE, then 13-byte entries.
+pub fn encode_metaindex(entries: &[MetaEntry]) -> Vec<u8> {
+    debug_assert!(entries.len() <= METAINDEX_ENTRIES_MAX);
+    let mut out = Vec::with_capacity(METAINDEX_HEADER_BYTES + entries.len() * METAINDEX_ENTRY_BYTES);
+    out.extend_from_slice(&(entries.len() as u32).to_le_bytes());
+    for e in entries {
+        out.push(e.kind);
+        e.handle.encode_to(&mut out);
+    }
+    out
+}
+
+/// Decodes the metaindex block read at `offset` of `file`. Kinds this
+/// version does not know are kept (the reader ignores them); a kind listed
+/// twice is corruption.
+pub fn decode_metaindex(data: &[u8], file: &Path, offset: u64) -> Result<Vec<MetaEntry>> {
+    let mut r = Reader::new(data, file, offset);
+    let count = r.u32_le()? as usize;
+    if count > METAINDEX_ENTRIES_MAX || count * METAINDEX_ENTRY_BYTES != r.remaining() {
+        return Err(Error::corruption(file, offset, format!("metaindex count {count} does not match its size")));
+    }
+    let mut entries: Vec<MetaEntry> = Vec::with_capacity(count);
+    for _ in 0..count {
+        let kind = r.u8()?;
+        let handle = BlockHandle::read(&mut r)?;
+        if entries.iter().any(|e| e.kind == kind) {
+            return Err(r.corrupt(format!("metaindex lists kind {kind} twice")));
+        }
+        entries.push(MetaEntry { kind, handle });
+    }
+    Ok(entries)
+}
+
+/// What an SST holds. Written once by the writer; checked against the index
+/// when the file is opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Properties {
+    /// Format version the file was written with.
+    pub format_version: u32,
+    /// The tree (table or index) whose entries the file holds.
+    pub tree_id: u32,
+    /// Entries, deletes included.
+    pub entries: u64,
+    /// Entries of kind `Delete`.
+    pub deletions: u64,
+    /// Data blocks.
+    pub data_blocks: u64,
+    /// Sum of user key lengths.
+    pub raw_key_bytes: u64,
+    /// Sum of value lengths.
+    pub raw_value_bytes: u64,
+    /// Smallest seqno of any entry.
+    pub min_seqno: SeqNo,
+    /// Largest seqno of any entry.
+    pub max_seqno: SeqNo,
+    /// First entry's internal key.
+    pub smallest: InternalKey,
+    /// Last entry's internal key.
+    pub largest: InternalKey,
+}
+
+impl Properties {
+    /// Encodes the fixed 88-byte part, then the smallest and largest user
+    /// keys, each as length u32 LE and bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(
+            PROPERTIES_FIXED_BYTES + 8 + self.smallest.user_key.len() + self.largest.user_key.len(),
+        );
+        out.extend_from_slice(&self.format_version.to_le_bytes());
+        out.extend_from_slice(&self.tree_id.to_le_bytes());
+        for v in [
+            self.entries,
+            self.deletions,
+            self.data_blocks,
+            self.raw_key_bytes,
+            self.raw_value_bytes,
+            self.min_seqno,
+            self.max_seqno,
+            self.smallest.trailer,
+            self.largest.trailer,
+        ] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        debug_assert_eq!(out.len(), PROPERTIES_FIXED_BYTES);
+        for key in [&self.smallest.user_key, &self.largest.user_key] {
+            out.extend_from_slice(&(key.len() as u32).to_le_bytes());
+            out.extend_from_slice(key);
+        }
+        out
+    }
+
+    /// Decodes and checks the properties block read at `offset` of `file`.
+    pub fn decode(data: &[u8], file: &Path, offset: u64) -> Result<Properties> {
+        let mut r = Reader::new(data, file, offset);
+        let format_version = r.u32_le()?;
+        let tree_id = r.u32_le()?;
+        let mut fixed = [0u64; 9];
+        for v in &mut fixed {
+            *v = r.u64_le()?;
+        }
+        let [entries, deletions, data_blocks, raw_key_bytes, raw_value_bytes, min_seqno, max_seqno, t_small, t_large] =
+            fixed;
+        let mut key = || -> Result<Bytes> {
+            let len = r.u32_le()? as usize;
+            Ok(Bytes::copy_from_slice(r.bytes(len)?))
+        };
+        let smallest = InternalKey { user_key: key()?, trailer: t_small };
+        let largest = InternalKey { user_key: key()?, trailer: t_large };
+        if !r.is_empty() {
+            return Err(r.corrupt("properties block has trailing bytes"));
+        }
+        let props = Properties {
+            format_version,
+            tree_id,
+            entries,
+            deletions,
+            data_blocks,
+            raw_key_bytes,
+            raw_value_bytes,
+            min_seqno,
+            max_seqno,
+            smallest,
+            largest,
+        };
+        props.check().map_err(|what| Error::corruption(file, offset, format!("properties: {what}")))?;
+        Ok(props)
+    }
+
+    /// Relations every properties block satisfies.
+    fn check(&self) -> std::result::Result<(), &'static str> {
+        if self.format_version != FORMAT_VERSION {
+            return Err("format version differs from the footer's");
+        }
+        if self.entries == 0 || self.data_blocks == 0 || self.data_blocks > self.entries {
+            return Err("impossible entry or block count");
+        }
+        if self.deletions > self.entries || self.min_seqno > self.max_seqno {
+            return Err("impossible deletion count or seqno range");
+        }
+        let (Some((s_seq, _)), Some((l_seq, _))) =
+            (unpack_trailer(self.smallest.trailer), unpack_trailer(self.largest.trailer))
+        else {
+            return Err("bounds have an unknown kind");
+        };
+        let in_range = |s: SeqNo| (self.min_seqno..=self.max_seqno).contains(&s);
+        if !in_range(s_seq) || !in_range(l_seq) {
+            return Err("bounds lie outside the seqno range");
+        }
+        let order = compare(&self.smallest.user_key, self.smallest.trailer, &self.largest.user_key, self.largest.trailer);
+        if order.is_gt() || (order.is_eq() && self.entries != 1) {
+            return Err("smallest key is not below largest");
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::internal::Kind;
+
+    fn sample() -> Properties {
+        Properties {
+            format_version: FORMAT_VERSION,
+            tree_id: 7,
+            entries: 10,
+            deletions: 2,
+            data_blocks: 3,
+            raw_key_bytes: 40,
+            raw_value_bytes: 400,
+            min_seqno: 5,
+            max_seqno: 50,
+            smallest: InternalKey::new(Bytes::from_static(b"apple"), 50, Kind::Put),
+            largest: InternalKey::new(Bytes::from_static(b"pear"), 5, Kind::Delete),
+        }
+    }
+
+    #[test]
+    fn properties_round_trip() {
+        let p = sample();
+        let bytes = p.encode();
+        assert_eq!(bytes.len(), PROPERTIES_FIXED_BYTES + 8 + 5 + 4);
+        assert_eq!(Properties::decode(&bytes, Path::new("p"), 0).expect("decodes"), p);
+    }
+
+    #[test]
+    fn inconsistent_properties_are_corruption() {
+        let mut bad = vec![];
+        let mut p = sample();
+        p.deletions = 11;
+        bad.push(p.encode());
+        let mut p = sample();
+        p.min_seqno = 51;
+        bad.push(p.encode());
+        let mut p = sample();
+        std::mem::swap(&mut p.smallest, &mut p.largest);
+        bad.push(p.encode());
+        let mut p = sample().encode();
+        p.push(0);
+        bad.push(p);
+        let p = sample().encode();
+        bad.push(p[..p.len() - 1].to_vec());
+        for b in bad {
+            assert!(Properties::decode(&b, Path::new("p"), 3).expect_err("bad").is_corruption());
+        }
+    }
+
+    #[test]
+    fn metaindex_round_trips_and_rejects_duplicates() {
+        let entries = vec![
+            MetaEntry { kind: 1, handle: BlockHandle { offset: 10, size: 20 } },
+            MetaEntry { kind: 9, handle: BlockHandle { offset: 35, size: 1 } },
+        ];
+        let bytes = encode_metaindex(&entries);
+        assert_eq!(decode_metaindex(&bytes, Path::new("m"), 0).expect("decodes"), entries);
+        let dup = encode_metaindex(&[entries[0], entries[0]]);
+        assert!(decode_metaindex(&dup, Path::new("m"), 0).is_err());
+        assert!(decode_metaindex(&bytes[..bytes.len() - 1], Path::new("m"), 0).is_err());
+        assert!(decode_metaindex(&[], Path::new("m"), 0).is_err());
+    }
+}

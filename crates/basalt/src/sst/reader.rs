@@ -1,0 +1,203 @@
+//! Opens an SST: checks the footer and every meta block, pins the fence
+//! index, filter and properties in memory, and serves point lookups and
+//! data blocks (through the shared block cache) to iterators.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::block::Block;
+use super::filter::BloomFilter;
+use super::format::{BlockHandle, FOOTER_BYTES, Footer, META_FILTER, META_INDEX, META_PROPERTIES};
+use super::index::FenceIndex;
+use super::meta::{MetaEntry, Properties, decode_metaindex};
+use super::seal::unseal;
+use crate::cache::BlockCache;
+use crate::codec::internal::{Kind, SEQNO_MAX, SeqNo, pack_trailer};
+use crate::error::{Error, Result};
+use crate::io::{Fs, RandomAccessFile};
+
+/// An open SST, shared by lookups and iterators.
+pub struct SstReader {
+    path: PathBuf,
+    file: Box<dyn RandomAccessFile>,
+    file_number: u64,
+    file_size: u64,
+    cache: Arc<BlockCache>,
+    index: FenceIndex,
+    filter: Option<BloomFilter>,
+    properties: Properties,
+}
+
+impl std::fmt::Debug for SstReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SstReader")
+            .field("path", &self.path)
+            .field("file_number", &self.file_number)
+            .field("file_size", &self.file_size)
+            .field("data_blocks", &self.index.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The meta blocks of a file, as listed by its metaindex.
+struct MetaHandles {
+    filter: Option<BlockHandle>,
+    index: BlockHandle,
+    properties: BlockHandle,
+    /// Where the first meta block starts: the end of the data blocks.
+    data_end: u64,
+}
+
+impl SstReader {
+    /// Opens the SST at `path`; its blocks are cached under `file_number`.
+    /// A damaged, truncated or foreign file is `Error::Corruption` naming the
+    /// path and the offset of the bad structure.
+    pub fn open(fs: &dyn Fs, path: &Path, file_number: u64, cache: Arc<BlockCache>) -> Result<Arc<SstReader>> {
+        let file = fs.open(path)?;
+        let file_size = file.len();
+        let Some(footer_offset) = file_size.checked_sub(FOOTER_BYTES as u64) else {
+            return Err(Error::corruption(path, 0, format!("file of {file_size} bytes is shorter than a footer")));
+        };
+        let footer = Footer::decode(&file.read_at(footer_offset, FOOTER_BYTES)?, path, footer_offset)?;
+        let metaindex = read_meta_block(file.as_ref(), path, footer.metaindex, footer_offset)?;
+        let entries = decode_metaindex(&metaindex, path, footer.metaindex.offset)?;
+        let meta = locate_meta(&entries, path, footer.metaindex)?;
+        let read = |h: BlockHandle| read_meta_block(file.as_ref(), path, h, footer.metaindex.offset);
+        let properties = Properties::decode(&read(meta.properties)?, path, meta.properties.offset)?;
+        let index_block = Block::decode(read(meta.index)?, path, meta.index.offset)?;
+        let index = FenceIndex::decode(index_block, path, meta.index.offset, meta.data_end)?;
+        check_against_index(&properties, &index, path, meta.properties.offset)?;
+        let filter = match meta.filter {
+            Some(h) => Some(BloomFilter::decode(&read(h)?, path, h.offset)?),
+            None => None,
+        };
+        Ok(Arc::new(SstReader {
+            path: path.to_path_buf(),
+            file,
+            file_number,
+            file_size,
+            cache,
+            index,
+            filter,
+            properties,
+        }))
+    }
+
+    /// False only if no entry of `user_key` can be in the file.
+    pub fn may_contain(&self, user_key: &[u8]) -> bool {
+        self.filter.as_ref().is_none_or(|f| f.may_contain(user_key))
+    }
+
+    /// The newest entry of exactly `user_key` with seqno <= `seqno`, as its
+    /// trailer and value (empty for a delete). The value is copied out of
+    /// the block, so holding it does not pin a cached block.
+    pub fn get(&self, user_key: &[u8], seqno: SeqNo) -> Result<Option<(u64, Bytes)>> {
+        if !self.may_contain(user_key) {
+            return Ok(None);
+        }
+        let target = pack_trailer(seqno.min(SEQNO_MAX), Kind::Put);
+        let Some(mut b) = self.index.find(user_key, target) else {
+            return Ok(None);
+        };
+        loop {
+            let block = self.read_block(b)?;
+            let i = block.seek(user_key, target);
+            if i < block.len() {
+                if block.key(i) != user_key {
+                    return Ok(None);
+                }
+                return Ok(Some((block.trailer(i), Bytes::copy_from_slice(block.value(i)))));
+            }
+            // Only a fence above its block's last entry gets here; the next
+            // block's entries are all above the fence, so its first is the answer.
+            b += 1;
+            if b >= self.index.len() {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// Data block `index` (0-based), from the cache or read, checked and
+    /// decompressed. A bad block is `Error::Corruption` at its offset.
+    pub fn read_block(&self, index: usize) -> Result<Arc<Block>> {
+        let Some(handle) = self.index.handle(index) else {
+            return Err(Error::InvalidArgument(format!(
+                "block {index} of {} does not exist ({} blocks)",
+                self.path.display(),
+                self.index.len()
+            )));
+        };
+        self.cache.get_or_load((self.file_number, handle.offset), || {
+            let stored = self.file.read_at(handle.offset, handle.size_with_trailer())?;
+            Block::decode(unseal(stored, &self.path, handle.offset)?, &self.path, handle.offset)
+        })
+    }
+
+    /// Number of data blocks (at least one).
+    pub fn block_count(&self) -> usize {
+        self.index.len()
+    }
+
+    /// The first data block that can hold an entry >= `(user_key, trailer)`;
+    /// `None` if every entry is below it.
+    pub fn find_block(&self, user_key: &[u8], trailer: u64) -> Option<usize> {
+        self.index.find(user_key, trailer)
+    }
+
+    /// What the file holds.
+    pub fn properties(&self) -> &Properties {
+        &self.properties
+    }
+
+    /// The file number blocks are cached under.
+    pub fn file_number(&self) -> u64 {
+        self.file_number
+    }
+
+    /// Bytes in the file.
+    pub fn file_size(&self) -> u64 {
+        self.file_size
+    }
+
+    /// Where the file is.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Memory pinned by this reader (index and filter), outside the cache.
+    pub fn pinned_bytes(&self) -> usize {
+        self.index.approximate_bytes() + self.filter.as_ref().map_or(0, BloomFilter::approximate_bytes)
+    }
+}
+
+/// Reads a meta block, which must end at or before `limit` (the start of the
+/// structure after it), and checks its trailer.
+fn read_meta_block(file: &dyn RandomAccessFile, path: &Path, h: BlockHandle, limit: u64) -> Result<Vec<u8>> {
+    if h.end_with_trailer() > limit {
+        return Err(Error::corruption(path, h.offset, format!("meta block of {} bytes runs past {limit}", h.size)));
+    }
+    unseal(file.read_at(h.offset, h.size_with_trailer())?, path, h.offset)
+}
+
+/// Finds the required meta blocks; unknown kinds are ignored, for later
+/// versions that add blocks without changing the footer.
+fn locate_meta(entries: &[MetaEntry], path: &Path, metaindex: BlockHandle) -> Result<MetaHandles> {
+    let find = |kind: u8| entries.iter().find(|e| e.kind == kind).map(|e| e.handle);
+    let missing = |what: &str| Error::corruption(path, metaindex.offset, format!("metaindex has no {what} block"));
+    let index = find(META_INDEX).ok_or_else(|| missing("index"))?;
+    let properties = find(META_PROPERTIES).ok_or_else(|| missing("properties"))?;
+    let data_end = entries.iter().map(|e| e.handle.offset).min().unwrap_or(metaindex.offset);
+    Ok(MetaHandles { filter: find(META_FILTER), index, properties, data_end })
+}
+
+/// The properties must agree with the index on the block count and the
+/// largest key.
+fn check_against_index(p: &Properties, index: &FenceIndex, path: &Path, offset: u64) -> Result<()> {
+    let (last_key, last_trailer) = index.fence(index.len() - 1);
+    if p.data_blocks != index.len() as u64 || p.largest.user_key != last_key || p.largest.trailer != last_trailer {
+        return Err(Error::corruption(path, offset, "properties disagree with the index"));
+    }
+    Ok(())
+}

@@ -1,0 +1,393 @@
+//! Whole-SST tests: write with `SstWriter`, read back with `SstReader` and
+//! `SstIter`, and compare with a sorted model; damage files byte by byte.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use super::format::{FOOTER_BYTES, FORMAT_VERSION, Footer};
+use super::test_fs::TestFs;
+use super::{SstIter, SstReader, SstSummary, SstWriter, SstWriterOptions};
+use crate::cache::BlockCache;
+use crate::codec::internal::{Kind, SEQNO_MAX, compare, pack_trailer, unpack_trailer};
+use crate::error::{Error, Result};
+use crate::io::{Fs, RealFs};
+use crate::options::Compression;
+
+/// (user key, trailer, value), sorted in internal-key order.
+type Entry = (Vec<u8>, u64, Vec<u8>);
+
+fn options(block_bytes_target: usize, compression: Compression, bloom_bits_per_key: u32) -> SstWriterOptions {
+    SstWriterOptions { block_bytes_target, bloom_bits_per_key, compression, tree_id: 3 }
+}
+
+/// The seed of a randomized test: `BASALT_TEST_SEED` if set, else `default`.
+fn seed(default: u64) -> u64 {
+    let seed = std::env::var("BASALT_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(default);
+    println!("seed {seed} (set BASALT_TEST_SEED to replay)");
+    seed
+}
+
+/// Sorts into internal-key order and keeps one entry per (key, seqno).
+fn normalize(mut entries: Vec<Entry>) -> Vec<Entry> {
+    entries.sort_by(|a, b| compare(&a.0, a.1, &b.0, b.1));
+    entries.dedup_by(|b, a| a.0 == b.0 && a.1 >> 8 == b.1 >> 8);
+    entries
+}
+
+/// Keys with 1..=4 versions each, some of them deletes, values that LZ4 likes.
+fn random_entries(rng: &mut StdRng, keys: usize) -> Vec<Entry> {
+    let mut out = Vec::new();
+    for k in 0..keys {
+        let key = format!("user/{:06}/{}", k * 7, "x".repeat(rng.random_range(0..8))).into_bytes();
+        for _ in 0..rng.random_range(1..=4) {
+            let seqno = rng.random_range(1..1000u64);
+            if rng.random_bool(0.2) {
+                out.push((key.clone(), pack_trailer(seqno, Kind::Delete), Vec::new()));
+            } else {
+                let len = rng.random_range(0..64);
+                out.push((key.clone(), pack_trailer(seqno, Kind::Put), format!("v{seqno}-").repeat(len).into_bytes()));
+            }
+        }
+    }
+    normalize(out)
+}
+
+fn write_sst(fs: &dyn Fs, path: &Path, entries: &[Entry], opts: &SstWriterOptions) -> Result<SstSummary> {
+    let mut w = SstWriter::new(fs.create(path)?, path.to_path_buf(), opts);
+    for (k, t, v) in entries {
+        w.add(k, *t, v)?;
+    }
+    w.finish()
+}
+
+fn open(fs: &dyn Fs, path: &Path) -> Result<Arc<SstReader>> {
+    SstReader::open(fs, path, 1, Arc::new(BlockCache::new(1 << 20)))
+}
+
+fn model_get(entries: &[Entry], key: &[u8], seqno: u64) -> Option<(u64, Vec<u8>)> {
+    entries.iter().find(|(k, t, _)| k == key && t >> 8 <= seqno).map(|(_, t, v)| (*t, v.clone()))
+}
+
+/// Every key of the model, plus keys between and around them.
+fn probe_keys(entries: &[Entry]) -> Vec<Vec<u8>> {
+    let mut keys: Vec<Vec<u8>> = entries.iter().map(|e| e.0.clone()).collect();
+    keys.dedup();
+    let mut more: Vec<Vec<u8>> = keys.iter().map(|k| [k.as_slice(), b"\0"].concat()).collect();
+    more.extend([Vec::new(), b"\xff\xff".to_vec()]);
+    keys.extend(more);
+    keys
+}
+
+fn check_gets(reader: &SstReader, entries: &[Entry], seqnos: &[u64]) -> Result<()> {
+    for key in probe_keys(entries) {
+        for &s in seqnos {
+            let got = reader.get(&key, s)?.map(|(t, v)| (t, v.to_vec()));
+            assert_eq!(got, model_get(entries, &key, s), "get {key:?} at {s}");
+        }
+    }
+    Ok(())
+}
+
+fn current(it: &SstIter) -> Entry {
+    (it.user_key().to_vec(), it.trailer(), it.value().to_vec())
+}
+
+fn collect_forward(reader: &Arc<SstReader>) -> Result<Vec<Entry>> {
+    let mut it = SstIter::new(Arc::clone(reader));
+    let mut out = Vec::new();
+    it.seek_to_first()?;
+    while it.valid() {
+        out.push(current(&it));
+        it.next()?;
+    }
+    Ok(out)
+}
+
+fn check_scans(reader: &Arc<SstReader>, entries: &[Entry]) -> Result<()> {
+    assert_eq!(collect_forward(reader)?, entries);
+    let mut it = SstIter::new(Arc::clone(reader));
+    it.seek_to_last()?;
+    for e in entries.iter().rev() {
+        assert_eq!(&current(&it), e);
+        it.prev()?;
+    }
+    assert!(!it.valid());
+    Ok(())
+}
+
+/// Seek targets: each entry's own key, keys just above and below it, and
+/// keys between user keys.
+fn targets(entries: &[Entry]) -> Vec<(Vec<u8>, u64)> {
+    let mut out = Vec::new();
+    for (k, t, _) in entries {
+        out.extend([(k.clone(), *t), (k.clone(), t + 1), (k.clone(), t.saturating_sub(1)), (k.clone(), u64::MAX), (k.clone(), 0)]);
+    }
+    for k in probe_keys(entries) {
+        out.push((k, pack_trailer(SEQNO_MAX, Kind::Put)));
+    }
+    out
+}
+
+fn check_seeks(reader: &Arc<SstReader>, entries: &[Entry]) -> Result<()> {
+    let mut it = SstIter::new(Arc::clone(reader));
+    for (k, t) in targets(entries) {
+        let at = entries.iter().position(|e| compare(&e.0, e.1, &k, t).is_ge());
+        it.seek(&k, t)?;
+        assert_eq!(it.valid().then(|| current(&it)), at.map(|i| entries[i].clone()), "seek {k:?}@{t:#x}");
+        if let Some(i) = at {
+            it.next()?;
+            assert_eq!(it.valid().then(|| current(&it)), entries.get(i + 1).cloned());
+        }
+        let at = entries.iter().rposition(|e| compare(&e.0, e.1, &k, t).is_le());
+        it.seek_for_prev(&k, t)?;
+        assert_eq!(it.valid().then(|| current(&it)), at.map(|i| entries[i].clone()), "seek_for_prev {k:?}@{t:#x}");
+        if let Some(i) = at {
+            it.prev()?;
+            assert_eq!(it.valid().then(|| current(&it)), i.checked_sub(1).map(|j| entries[j].clone()));
+        }
+    }
+    Ok(())
+}
+
+fn check_all(reader: &Arc<SstReader>, entries: &[Entry]) -> Result<()> {
+    let mut seqnos: Vec<u64> = entries.iter().map(|e| e.1 >> 8).flat_map(|s| [s.saturating_sub(1), s]).collect();
+    seqnos.extend([0, SEQNO_MAX, u64::MAX]);
+    seqnos.sort_unstable();
+    seqnos.dedup();
+    seqnos.truncate(40);
+    check_gets(reader, entries, &seqnos)?;
+    check_scans(reader, entries)?;
+    check_seeks(reader, entries)
+}
+
+#[test]
+fn round_trips_across_block_sizes_and_compression() -> Result<()> {
+    let mut rng = StdRng::seed_from_u64(seed(7));
+    let entries = random_entries(&mut rng, 400);
+    let fs = TestFs::default();
+    for compression in [Compression::None, Compression::Lz4] {
+        for target in [1, 200, 4096, 64 << 20] {
+            let path = PathBuf::from(format!("{compression:?}-{target}.sst"));
+            let summary = write_sst(&fs, &path, &entries, &options(target, compression, 10))?;
+            let reader = open(&fs, &path)?;
+            assert_eq!(summary.file_size, reader.file_size());
+            assert_eq!(summary.entries, entries.len() as u64);
+            let p = reader.properties();
+            assert_eq!((p.entries, p.deletions, p.tree_id, p.format_version), (summary.entries, summary.deletions, 3, FORMAT_VERSION));
+            assert_eq!((&p.smallest, &p.largest), (&summary.smallest, &summary.largest));
+            if target == 1 {
+                assert_eq!(reader.block_count(), entries.len());
+            }
+            if target == 64 << 20 {
+                assert_eq!(reader.block_count(), 1);
+            }
+            check_all(&reader, &entries)?;
+        }
+    }
+    let plain = fs.get(Path::new("None-4096.sst")).len();
+    let packed = fs.get(Path::new("Lz4-4096.sst")).len();
+    assert!(packed < plain * 3 / 4, "lz4 {packed} vs plain {plain}");
+    Ok(())
+}
+
+#[test]
+fn summary_matches_the_entries() -> Result<()> {
+    let entries = normalize(vec![
+        (b"a".to_vec(), pack_trailer(9, Kind::Put), b"1".to_vec()),
+        (b"a".to_vec(), pack_trailer(4, Kind::Delete), Vec::new()),
+        (b"b".to_vec(), pack_trailer(12, Kind::Put), b"22".to_vec()),
+    ]);
+    let fs = TestFs::default();
+    let s = write_sst(&fs, Path::new("s.sst"), &entries, &options(4096, Compression::None, 10))?;
+    assert_eq!((s.entries, s.deletions, s.min_seqno, s.max_seqno), (3, 1, 4, 12));
+    assert_eq!((&s.smallest.user_key[..], s.smallest.seqno()), (&b"a"[..], 9));
+    assert_eq!((&s.largest.user_key[..], s.largest.seqno()), (&b"b"[..], 12));
+    let p = open(&fs, Path::new("s.sst"))?.properties().clone();
+    assert_eq!((p.raw_key_bytes, p.raw_value_bytes, p.data_blocks), (3, 3, 1));
+    Ok(())
+}
+
+#[test]
+fn writer_rejects_bad_input() -> Result<()> {
+    let fs = TestFs::default();
+    let path = PathBuf::from("w.sst");
+    let opts = options(4096, Compression::None, 10);
+    let mut w = SstWriter::new(fs.create(&path)?, path.clone(), &opts);
+    w.add(b"b", pack_trailer(5, Kind::Put), b"v")?;
+    for (k, t) in [(&b"a"[..], pack_trailer(9, Kind::Put)), (b"b", pack_trailer(5, Kind::Put)), (b"b", pack_trailer(6, Kind::Put))] {
+        assert!(matches!(w.add(k, t, b""), Err(Error::InvalidArgument(_))), "{k:?} {t}");
+    }
+    assert!(matches!(w.add(b"c", 5 << 8 | 7, b""), Err(Error::InvalidArgument(_))));
+    w.add(b"b", pack_trailer(4, Kind::Delete), b"")?;
+    assert_eq!(w.entries(), 2);
+    w.finish()?;
+    let empty = SstWriter::new(fs.create(&path)?, path.clone(), &opts);
+    assert!(matches!(empty.finish(), Err(Error::InvalidArgument(_))));
+    Ok(())
+}
+
+#[test]
+fn filter_skips_absent_keys_and_can_be_disabled() -> Result<()> {
+    let mut rng = StdRng::seed_from_u64(seed(11));
+    let entries = random_entries(&mut rng, 300);
+    let fs = TestFs::default();
+    for bits in [0, 10] {
+        let path = PathBuf::from(format!("bloom{bits}.sst"));
+        write_sst(&fs, &path, &entries, &options(512, Compression::None, bits))?;
+        let reader = open(&fs, &path)?;
+        let absent = (0..1000).filter(|i| reader.may_contain(format!("absent{i}").as_bytes())).count();
+        if bits == 0 {
+            assert_eq!(absent, 1000);
+        } else {
+            assert!(absent < 50, "{absent} false positives");
+        }
+        check_gets(&reader, &entries, &[0, 500, SEQNO_MAX])?;
+    }
+    Ok(())
+}
+
+#[test]
+fn blocks_come_from_the_cache() -> Result<()> {
+    let fs = TestFs::default();
+    let entries = normalize((0..100u32).map(|i| (i.to_be_bytes().to_vec(), pack_trailer(1, Kind::Put), vec![1; 50])).collect());
+    write_sst(&fs, Path::new("c.sst"), &entries, &options(256, Compression::Lz4, 10))?;
+    let cache = Arc::new(BlockCache::new(1 << 20));
+    let reader = SstReader::open(&fs, Path::new("c.sst"), 42, Arc::clone(&cache))?;
+    let blocks = reader.block_count() as u64;
+    assert!(blocks > 5);
+    collect_forward(&reader)?;
+    assert_eq!((cache.misses(), cache.hits()), (blocks, 0));
+    collect_forward(&reader)?;
+    assert_eq!((cache.misses(), cache.hits()), (blocks, blocks));
+    assert!(reader.get(&5u32.to_be_bytes(), 1)?.is_some());
+    assert_eq!(cache.hits(), blocks + 1);
+    Ok(())
+}
+
+#[test]
+fn real_files_round_trip() -> Result<()> {
+    let dir = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+    let path = dir.path().join("000001.sst");
+    let mut rng = StdRng::seed_from_u64(seed(5));
+    let entries = random_entries(&mut rng, 200);
+    write_sst(&RealFs, &path, &entries, &options(1024, Compression::Lz4, 10))?;
+    check_all(&open(&RealFs, &path)?, &entries)
+}
+
+/// A small SST (2–4 KB) of several LZ4 and plain blocks, and its entries.
+fn small_sst(fs: &TestFs, path: &Path) -> Vec<Entry> {
+    let mut rng = StdRng::seed_from_u64(seed(3));
+    let entries = random_entries(&mut rng, 30);
+    write_sst(fs, path, &entries, &options(300, Compression::Lz4, 10)).expect("writes");
+    let len = fs.get(path).len();
+    assert!((2000..=4096).contains(&len), "small SST is {len} bytes");
+    entries
+}
+
+/// Reads everything; each answer must be right or a Corruption. Returns
+/// whether any Corruption was seen.
+fn read_everything(fs: &TestFs, path: &Path, entries: &[Entry]) -> bool {
+    let ok_or_corrupt = |r: Result<bool>| match r {
+        Ok(corrupt) => corrupt,
+        Err(e) => {
+            assert!(e.is_corruption(), "{e}");
+            true
+        }
+    };
+    let reader = match open(fs, path) {
+        Ok(reader) => reader,
+        Err(e) => return ok_or_corrupt(Err(e)),
+    };
+    let mut corrupt = false;
+    for key in probe_keys(entries) {
+        for s in [0, 300, 700, SEQNO_MAX] {
+            corrupt |= ok_or_corrupt(reader.get(&key, s).map(|got| {
+                assert_eq!(got.map(|(t, v)| (t, v.to_vec())), model_get(entries, &key, s));
+                false
+            }));
+        }
+    }
+    corrupt |= ok_or_corrupt(collect_forward(&reader).map(|got| {
+        assert_eq!(got, entries);
+        false
+    }));
+    corrupt
+}
+
+#[test]
+fn every_byte_flip_is_caught_or_harmless() {
+    let fs = TestFs::default();
+    let path = Path::new("flip.sst");
+    let entries = small_sst(&fs, path);
+    let good = fs.get(path);
+    assert!(!read_everything(&fs, path, &entries));
+    for i in 0..good.len() {
+        for mask in [0x01u8, 0x80] {
+            let mut bad = good.clone();
+            bad[i] ^= mask;
+            fs.put(path, bad);
+            // Every byte is under a checksum, so every flip must be seen.
+            assert!(read_everything(&fs, path, &entries), "flip of byte {i} by {mask:#x} went unnoticed");
+        }
+    }
+}
+
+#[test]
+fn truncated_and_foreign_files_are_corruption() {
+    let fs = TestFs::default();
+    let path = Path::new("t.sst");
+    small_sst(&fs, path);
+    let good = fs.get(path);
+    for len in 0..good.len() {
+        fs.put(path, good[..len].to_vec());
+        let err = open(&fs, path).expect_err("truncated file opens");
+        assert!(err.is_corruption(), "{len}: {err}");
+    }
+    fs.put(path, vec![0xab; 4096]);
+    let err = open(&fs, path).expect_err("foreign file opens");
+    assert!(err.to_string().contains("magic"), "{err}");
+    let mut future = good.clone();
+    let at = good.len() - FOOTER_BYTES;
+    let footer = Footer::decode(&good[at..], path, at as u64).expect("footer");
+    future[at..].copy_from_slice(&Footer { format_version: 2, ..footer }.encode());
+    fs.put(path, future);
+    let err = open(&fs, path).expect_err("future version opens");
+    assert!(matches!(&err, Error::Corruption { file, .. } if file == path), "{err}");
+    assert!(err.to_string().contains("version 2"), "{err}");
+}
+
+fn arb_entries() -> impl Strategy<Value = Vec<Entry>> {
+    let entry = (prop::collection::vec(0u8..4, 0..4), 0u64..40, any::<bool>(), prop::collection::vec(any::<u8>(), 0..24))
+        .prop_map(|(k, s, put, v)| {
+            if put { (k, pack_trailer(s, Kind::Put), v) } else { (k, pack_trailer(s, Kind::Delete), Vec::new()) }
+        });
+    prop::collection::vec(entry, 1..150).prop_map(normalize)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn random_ssts_match_the_model(
+        entries in arb_entries(),
+        target in 1usize..600,
+        lz4 in any::<bool>(),
+        bits in 0u32..12,
+    ) {
+        let fs = TestFs::default();
+        let path = Path::new("p.sst");
+        let compression = if lz4 { Compression::Lz4 } else { Compression::None };
+        write_sst(&fs, path, &entries, &options(target, compression, bits)).expect("writes");
+        let reader = open(&fs, path).expect("opens");
+        let seqnos: Vec<u64> = (0..=41).collect();
+        check_gets(&reader, &entries, &seqnos).expect("gets");
+        check_scans(&reader, &entries).expect("scans");
+        check_seeks(&reader, &entries).expect("seeks");
+        let deletes = entries.iter().filter(|e| unpack_trailer(e.1).map(|(_, k)| k) == Some(Kind::Delete)).count();
+        prop_assert_eq!(reader.properties().deletions, deletes as u64);
+    }
+}

@@ -1,0 +1,247 @@
+//! Writes one SST from entries given in internal-key order: data blocks as
+//! they fill, then the filter, index, properties and metaindex blocks and the
+//! footer, then a sync.
+
+use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
+
+use super::block::BlockBuilder;
+use super::filter::BloomBuilder;
+use super::format::{
+    BLOCK_BYTES_TARGET_MAX, BLOCK_TRAILER_BYTES, BlockHandle, ENTRY_BYTES_MAX, FORMAT_VERSION,
+    Footer, META_FILTER, META_INDEX, META_PROPERTIES,
+};
+use super::index::add_fence;
+use super::meta::{MetaEntry, Properties, encode_metaindex};
+use super::seal::seal;
+use crate::codec::internal::{InternalKey, Kind, SeqNo, compare, unpack_trailer};
+use crate::error::{Error, Result};
+use crate::io::WritableFile;
+use crate::options::{Compression, Options};
+
+/// How an SST is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SstWriterOptions {
+    /// A data block is cut once its uncompressed size reaches this
+    /// (clamped to `1..=BLOCK_BYTES_TARGET_MAX`).
+    pub block_bytes_target: usize,
+    /// Bloom filter bits per distinct user key; 0 writes no filter.
+    pub bloom_bits_per_key: u32,
+    /// Compression of data blocks (meta blocks are never compressed).
+    pub compression: Compression,
+    /// The tree whose entries the file holds, recorded in its properties.
+    pub tree_id: u32,
+}
+
+impl SstWriterOptions {
+    /// The SST settings of the database options, for tree `tree_id`.
+    pub fn from_options(options: &Options, tree_id: u32) -> Self {
+        SstWriterOptions {
+            block_bytes_target: options.block_bytes_target,
+            bloom_bits_per_key: options.bloom_bits_per_key,
+            compression: options.compression,
+            tree_id,
+        }
+    }
+}
+
+/// What a finished SST holds, for the version edit that adds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SstSummary {
+    /// Bytes in the file, footer included.
+    pub file_size: u64,
+    /// Entries, deletes included.
+    pub entries: u64,
+    /// Entries of kind `Delete`.
+    pub deletions: u64,
+    /// First entry's internal key.
+    pub smallest: InternalKey,
+    /// Last entry's internal key.
+    pub largest: InternalKey,
+    /// Smallest seqno of any entry.
+    pub min_seqno: SeqNo,
+    /// Largest seqno of any entry.
+    pub max_seqno: SeqNo,
+}
+
+/// Builds one SST. Dropping it without [`SstWriter::finish`] leaves a
+/// partial file that the caller deletes.
+pub struct SstWriter {
+    file: Box<dyn WritableFile>,
+    path: PathBuf,
+    options: SstWriterOptions,
+    block: BlockBuilder,
+    index: BlockBuilder,
+    filter: Option<BloomBuilder>,
+    /// User key and trailer of the last entry added.
+    last_key: Vec<u8>,
+    last_trailer: u64,
+    smallest: Option<InternalKey>,
+    stats: Properties,
+}
+
+impl std::fmt::Debug for SstWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SstWriter")
+            .field("path", &self.path)
+            .field("entries", &self.stats.entries)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SstWriter {
+    /// A writer appending to `file`, which is at `path` (named in errors).
+    pub fn new(file: Box<dyn WritableFile>, path: PathBuf, options: &SstWriterOptions) -> SstWriter {
+        let mut options = *options;
+        options.block_bytes_target = options.block_bytes_target.clamp(1, BLOCK_BYTES_TARGET_MAX);
+        let filter = (options.bloom_bits_per_key > 0).then(|| BloomBuilder::new(options.bloom_bits_per_key));
+        let empty = InternalKey { user_key: Bytes::new(), trailer: 0 };
+        SstWriter {
+            file,
+            path,
+            options,
+            block: BlockBuilder::new(),
+            index: BlockBuilder::new(),
+            filter,
+            last_key: Vec::new(),
+            last_trailer: 0,
+            smallest: None,
+            stats: Properties {
+                format_version: FORMAT_VERSION,
+                tree_id: options.tree_id,
+                entries: 0,
+                deletions: 0,
+                data_blocks: 0,
+                raw_key_bytes: 0,
+                raw_value_bytes: 0,
+                min_seqno: SeqNo::MAX,
+                max_seqno: 0,
+                smallest: empty.clone(),
+                largest: empty,
+            },
+        }
+    }
+
+    /// The file being written.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Entries added so far.
+    pub fn entries(&self) -> u64 {
+        self.stats.entries
+    }
+
+    /// Bytes written so far plus the pending block: what the file would
+    /// hold without its meta blocks. Compaction cuts output files on this.
+    pub fn estimated_file_bytes(&self) -> u64 {
+        self.file.len() + self.block.encoded_bytes() as u64
+    }
+
+    /// Adds an entry. Entries come in strictly increasing internal-key order
+    /// (user key ascending, trailer descending); anything else, an unknown
+    /// kind or an entry over `ENTRY_BYTES_MAX` is `InvalidArgument`.
+    pub fn add(&mut self, user_key: &[u8], trailer: u64, value: &[u8]) -> Result<()> {
+        let Some((seqno, kind)) = unpack_trailer(trailer) else {
+            return Err(Error::InvalidArgument(format!("trailer {trailer:#x} has an unknown kind")));
+        };
+        if user_key.len().saturating_add(value.len()) > ENTRY_BYTES_MAX {
+            return Err(Error::InvalidArgument(format!("entry larger than {ENTRY_BYTES_MAX} bytes")));
+        }
+        let first = self.smallest.is_none();
+        if !first && compare(&self.last_key, self.last_trailer, user_key, trailer).is_ge() {
+            return Err(Error::InvalidArgument(format!(
+                "SST entries out of order: {user_key:?}@{trailer:#x} after {:?}@{:#x}",
+                self.last_key, self.last_trailer
+            )));
+        }
+        if !self.block.fits(user_key.len(), value.len()) {
+            self.flush_block()?;
+        }
+        if let Some(filter) = &mut self.filter
+            && (first || self.last_key != user_key)
+        {
+            filter.add_key(user_key);
+        }
+        if first {
+            self.smallest = Some(InternalKey { user_key: Bytes::copy_from_slice(user_key), trailer });
+        }
+        self.block.add(user_key, trailer, value);
+        self.last_key.clear();
+        self.last_key.extend_from_slice(user_key);
+        self.last_trailer = trailer;
+        let s = &mut self.stats;
+        s.entries += 1;
+        s.deletions += u64::from(kind == Kind::Delete);
+        s.raw_key_bytes += user_key.len() as u64;
+        s.raw_value_bytes += value.len() as u64;
+        s.min_seqno = s.min_seqno.min(seqno);
+        s.max_seqno = s.max_seqno.max(seqno);
+        if self.block.encoded_bytes() >= self.options.block_bytes_target {
+            self.flush_block()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the pending data block and its fence (the last key added).
+    fn flush_block(&mut self) -> Result<()> {
+        if self.block.is_empty() {
+            return Ok(());
+        }
+        if !self.index.fits(self.last_key.len(), super::format::BLOCK_HANDLE_BYTES) {
+            return Err(Error::InvalidArgument("SST fence keys exceed the index block limit".into()));
+        }
+        let raw = self.block.finish();
+        let handle = self.write_block(raw, self.options.compression)?;
+        add_fence(&mut self.index, &self.last_key, self.last_trailer, handle);
+        self.stats.data_blocks += 1;
+        Ok(())
+    }
+
+    /// Seals and appends a block; returns its handle.
+    fn write_block(&mut self, raw: Vec<u8>, compression: Compression) -> Result<BlockHandle> {
+        let offset = self.file.len();
+        let sealed = seal(raw, compression);
+        let size = u32::try_from(sealed.len() - BLOCK_TRAILER_BYTES)
+            .map_err(|_| Error::InvalidArgument("block larger than 4 GiB".into()))?;
+        self.file.append(&sealed)?;
+        Ok(BlockHandle { offset, size })
+    }
+
+    /// Writes the meta blocks and the footer, syncs the file and returns what
+    /// it holds. An SST has at least one entry: finishing an empty writer is
+    /// `InvalidArgument` (the caller deletes the file instead).
+    pub fn finish(mut self) -> Result<SstSummary> {
+        let Some(smallest) = self.smallest.take() else {
+            return Err(Error::InvalidArgument(format!("SST {} has no entries", self.path.display())));
+        };
+        self.flush_block()?;
+        let mut meta = Vec::with_capacity(3);
+        if let Some(filter) = self.filter.take() {
+            let handle = self.write_block(filter.finish(), Compression::None)?;
+            meta.push(MetaEntry { kind: META_FILTER, handle });
+        }
+        let index = self.index.finish();
+        meta.push(MetaEntry { kind: META_INDEX, handle: self.write_block(index, Compression::None)? });
+        let largest = InternalKey { user_key: Bytes::copy_from_slice(&self.last_key), trailer: self.last_trailer };
+        self.stats.smallest = smallest;
+        self.stats.largest = largest;
+        let props = self.stats.encode();
+        meta.push(MetaEntry { kind: META_PROPERTIES, handle: self.write_block(props, Compression::None)? });
+        let metaindex = self.write_block(encode_metaindex(&meta), Compression::None)?;
+        let footer = Footer { metaindex, format_version: FORMAT_VERSION };
+        self.file.append(&footer.encode())?;
+        self.file.sync()?;
+        let s = self.stats;
+        Ok(SstSummary {
+            file_size: self.file.len(),
+            entries: s.entries,
+            deletions: s.deletions,
+            smallest: s.smallest,
+            largest: s.largest,
+            min_seqno: s.min_seqno,
+            max_seqno: s.max_seqno,
+        })
+    }
+}

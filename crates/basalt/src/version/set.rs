@@ -1,0 +1,233 @@
+//! The version set: the current [`Version`], the counters that must survive
+//! a restart (next file number, log number, last seqno) and the MANIFEST
+//! that logs every change.
+//!
+//! CURRENT names the live MANIFEST. It is replaced atomically: write
+//! `CURRENT.tmp`, fsync it, rename it over CURRENT, fsync the directory.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Weak};
+
+use super::edit::VersionEdit;
+use super::version::Version;
+use crate::codec::internal::SeqNo;
+use crate::error::{Error, Result};
+use crate::files;
+use crate::io::Fs;
+use crate::log::reader::read_log_file;
+use crate::log::writer::LogWriter;
+use crate::wal::batch::{DEFAULT_TREE, TreeId};
+
+/// A MANIFEST larger than this is replaced by a fresh one holding a single
+/// snapshot edit, so recovery never replays an unbounded log.
+const MANIFEST_BYTES_MAX: u64 = 64 << 20;
+
+/// Name of the tree behind the key-value API.
+pub const DEFAULT_TREE_NAME: &str = "default";
+
+/// The versions of one database and the MANIFEST that records them.
+pub struct VersionSet {
+    fs: Arc<dyn Fs>,
+    dir: PathBuf,
+    current: Arc<Version>,
+    /// Versions handed out that may still be in use (for obsolete-file GC).
+    handed_out: Vec<Weak<Version>>,
+    /// `None` after a failed MANIFEST write: the next edit starts a new one.
+    manifest: Option<LogWriter>,
+    manifest_number: u64,
+    next_file_number: u64,
+    log_number: u64,
+    last_seqno: SeqNo,
+}
+
+/// What recovery found in the MANIFEST.
+#[derive(Debug, Clone, Copy)]
+pub struct Recovered {
+    /// WALs numbered at or above this must be replayed.
+    pub log_number: u64,
+    /// Last seqno known to be in SSTs.
+    pub last_seqno: SeqNo,
+}
+
+impl VersionSet {
+    /// Creates the MANIFEST and CURRENT of a new database with the default tree.
+    pub fn create(fs: Arc<dyn Fs>, dir: &Path) -> Result<VersionSet> {
+        let mut vs = VersionSet::empty(fs, dir);
+        let edit = VersionEdit {
+            trees_created: vec![(DEFAULT_TREE, DEFAULT_TREE_NAME.to_string())],
+            ..VersionEdit::default()
+        };
+        vs.current = Arc::new(vs.current.apply(&edit, Path::new(files::CURRENT), 0)?);
+        vs.write_new_manifest()?;
+        Ok(vs)
+    }
+
+    fn empty(fs: Arc<dyn Fs>, dir: &Path) -> VersionSet {
+        VersionSet {
+            fs,
+            dir: dir.to_path_buf(),
+            current: Arc::new(Version::default()),
+            handed_out: Vec::new(),
+            manifest: None,
+            manifest_number: 0,
+            next_file_number: 1,
+            log_number: 0,
+            last_seqno: 0,
+        }
+    }
+
+    /// Reads CURRENT and replays the MANIFEST it names, then starts a fresh
+    /// MANIFEST holding one snapshot edit. `max_file_number_seen` is the
+    /// largest file number in the directory; new numbers start above it.
+    pub fn recover(fs: Arc<dyn Fs>, dir: &Path, max_file_number_seen: u64) -> Result<(VersionSet, Recovered)> {
+        let mut vs = VersionSet::empty(fs, dir);
+        let current_path = dir.join(files::CURRENT);
+        let current = vs.fs.read_all(&current_path)?;
+        let name = std::str::from_utf8(&current)
+            .ok()
+            .and_then(|s| s.strip_suffix('\n'))
+            .filter(|s| matches!(files::parse(s), Some(files::FileKind::Manifest(_))))
+            .ok_or_else(|| Error::corruption(&current_path, 0, "CURRENT does not name a MANIFEST"))?;
+        let manifest_path = dir.join(name);
+        let log = read_log_file(vs.fs.as_ref(), &manifest_path)?;
+        let mut version = Version::default();
+        for (offset, payload) in &log.records {
+            let edit = VersionEdit::decode(payload, &manifest_path, *offset)?;
+            version = version.apply(&edit, &manifest_path, *offset)?;
+            vs.absorb_counters(&edit);
+        }
+        if log.records.is_empty() {
+            return Err(Error::corruption(&manifest_path, 0, "MANIFEST holds no version edit"));
+        }
+        vs.next_file_number = vs.next_file_number.max(max_file_number_seen + 1);
+        vs.current = Arc::new(version);
+        for n in vs.current.file_numbers() {
+            vs.next_file_number = vs.next_file_number.max(n + 1);
+        }
+        let recovered = Recovered { log_number: vs.log_number, last_seqno: vs.last_seqno };
+        vs.write_new_manifest()?;
+        Ok((vs, recovered))
+    }
+
+    fn absorb_counters(&mut self, edit: &VersionEdit) {
+        if let Some(n) = edit.log_number {
+            self.log_number = n;
+        }
+        if let Some(n) = edit.next_file_number {
+            self.next_file_number = self.next_file_number.max(n);
+        }
+        if let Some(s) = edit.last_seqno {
+            self.last_seqno = self.last_seqno.max(s);
+        }
+    }
+
+    /// Writes a new MANIFEST holding the whole current state, points CURRENT
+    /// at it, and removes the previous one.
+    fn write_new_manifest(&mut self) -> Result<()> {
+        let number = self.new_file_number();
+        let path = self.dir.join(files::manifest(number));
+        let mut edit = self.current.snapshot_edit();
+        edit.log_number = Some(self.log_number);
+        edit.last_seqno = Some(self.last_seqno);
+        edit.next_file_number = Some(self.next_file_number);
+        let mut writer = LogWriter::new(path.clone(), self.fs.create(&path)?);
+        writer.append([edit.encode().as_slice()])?;
+        writer.sync()?;
+        self.set_current(number)?;
+        let old = std::mem::replace(&mut self.manifest_number, number);
+        self.manifest = Some(writer);
+        if old != 0 {
+            // The old MANIFEST is unreachable once CURRENT moved; failing to
+            // delete it only leaves a file the next open removes.
+            let _ = self.fs.remove(&self.dir.join(files::manifest(old)));
+        }
+        Ok(())
+    }
+
+    fn set_current(&self, manifest_number: u64) -> Result<()> {
+        let tmp = self.dir.join(files::current_temp());
+        let mut f = self.fs.create(&tmp)?;
+        f.append(format!("{}\n", files::manifest(manifest_number)).as_bytes())?;
+        f.sync()?;
+        drop(f);
+        self.fs.rename(&tmp, &self.dir.join(files::CURRENT))?;
+        self.fs.sync_dir(&self.dir)
+    }
+
+    /// Reserves a file number.
+    pub fn new_file_number(&mut self) -> u64 {
+        let n = self.next_file_number;
+        self.next_file_number += 1;
+        n
+    }
+
+    /// Logs `edit` durably to the MANIFEST, then installs the version it
+    /// produces. On error nothing is installed.
+    pub fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<Arc<Version>> {
+        let manifest_path = self.dir.join(files::manifest(self.manifest_number));
+        let next = self.current.apply(&edit, &manifest_path, 0)?;
+        edit.next_file_number = Some(self.next_file_number);
+        let too_big = self.manifest.as_ref().is_none_or(|m| m.len() > MANIFEST_BYTES_MAX);
+        let saved = (self.current.clone(), self.log_number, self.last_seqno);
+        self.current = Arc::new(next);
+        self.absorb_counters(&edit);
+        let written = if too_big {
+            self.write_new_manifest()
+        } else {
+            self.append_edit(&edit)
+        };
+        if let Err(e) = written {
+            self.manifest = None;
+            (self.current, self.log_number, self.last_seqno) = saved;
+            return Err(e);
+        }
+        Ok(self.current.clone())
+    }
+
+    fn append_edit(&mut self, edit: &VersionEdit) -> Result<()> {
+        let Some(m) = self.manifest.as_mut() else {
+            return Err(Error::Closed("MANIFEST writer is gone".into()));
+        };
+        m.append([edit.encode().as_slice()])?;
+        m.sync()
+    }
+
+    /// The current version; the set remembers it was handed out so its files
+    /// are not deleted while a reader holds it.
+    pub fn current(&mut self) -> Arc<Version> {
+        self.handed_out.retain(|w| w.strong_count() > 0);
+        self.handed_out.push(Arc::downgrade(&self.current));
+        self.current.clone()
+    }
+
+    /// File numbers referenced by the current version or any version still
+    /// held by a reader.
+    pub fn live_files(&mut self) -> std::collections::HashSet<u64> {
+        self.handed_out.retain(|w| w.strong_count() > 0);
+        let mut live: std::collections::HashSet<u64> = self.current.file_numbers().collect();
+        for v in self.handed_out.iter().filter_map(Weak::upgrade) {
+            live.extend(v.file_numbers());
+        }
+        live
+    }
+
+    /// WALs numbered below this are obsolete.
+    pub fn log_number(&self) -> u64 {
+        self.log_number
+    }
+
+    /// Number of the live MANIFEST.
+    pub fn manifest_number(&self) -> u64 {
+        self.manifest_number
+    }
+
+    /// Last seqno recorded in the MANIFEST.
+    pub fn last_seqno(&self) -> SeqNo {
+        self.last_seqno
+    }
+
+    /// Whether tree `id` exists in the current version.
+    pub fn has_tree(&self, id: TreeId) -> bool {
+        self.current.tree(id).is_some()
+    }
+}
