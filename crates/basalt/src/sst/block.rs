@@ -84,6 +84,9 @@ impl BlockBuilder {
     /// Whether a row with this key and value keeps the block within
     /// [`BLOCK_BYTES_MAX`], so that every offset fits an i32.
     pub fn fits(&self, key_len: usize, value_len: usize) -> bool {
+        if key_len > BLOCK_BYTES_MAX || value_len > BLOCK_BYTES_MAX {
+            return false;
+        }
         let keys = self.key_data.len().saturating_add(key_len);
         let values = self.value_data.len().saturating_add(value_len);
         Self::encoded_bytes_of(self.rows + 1, keys, values) <= BLOCK_BYTES_MAX
@@ -280,7 +283,7 @@ fn read_directory(data: &[u8]) -> std::result::Result<(usize, Vec<Range<usize>>)
         let start = u32_at(data, at) as usize;
         let len = u32_at(data, at + 4) as usize;
         let end = start.checked_add(len).filter(|&e| e <= data.len());
-        let Some(end) = end.filter(|_| start % BUFFER_ALIGN_BYTES == 0 && start >= end_prev) else {
+        let Some(end) = end.filter(|_| start.is_multiple_of(BUFFER_ALIGN_BYTES) && start >= end_prev) else {
             return Err(format!("buffer {i} at {start}+{len} is misplaced"));
         };
         buffers.push(start..end);

@@ -13,7 +13,7 @@ use super::format::{
 use crate::error::{Error, Result};
 
 /// Multiplier that derives each next probe from the previous one (the golden
-/// ratio in 32 bits, as RocksDB's local bloom). Odd, so it never reaches 0
+/// ratio in 32 bits, as in `RocksDB`'s local bloom). Odd, so it never reaches 0
 /// from a non-zero start.
 const PROBE_MULTIPLIER: u32 = 0x9e37_79b9;
 

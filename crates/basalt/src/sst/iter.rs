@@ -59,8 +59,12 @@ impl SstIter {
         Ok(())
     }
 
-    /// Moves to the last entry of block `b`.
-    fn enter_backward(&mut self, b: usize) -> Result<()> {
+    /// Moves to the last entry of block `b`, or before the start if `None`.
+    fn enter_backward_or_invalid(&mut self, b: Option<usize>) -> Result<()> {
+        let Some(b) = b else {
+            self.block = None;
+            return Ok(());
+        };
         self.pos = self.load(b)?.len() - 1;
         Ok(())
     }
@@ -72,13 +76,8 @@ impl SstIter {
 
     /// Moves to the last entry.
     pub fn seek_to_last(&mut self) -> Result<()> {
-        match self.reader.block_count().checked_sub(1) {
-            Some(b) => self.enter_backward(b),
-            None => {
-                self.block = None;
-                Ok(())
-            }
-        }
+        let last = self.reader.block_count().checked_sub(1);
+        self.enter_backward_or_invalid(last)
     }
 
     /// Moves to the first entry >= `(user_key, trailer)`, or past the end.
@@ -111,6 +110,7 @@ impl SstIter {
     }
 
     /// Moves to the next entry, or past the end. A no-op when invalid.
+    #[expect(clippy::should_implement_trait, reason = "a fallible cursor step, not an Iterator")]
     pub fn next(&mut self) -> Result<()> {
         let Some((b, block)) = &self.block else {
             return Ok(());
@@ -132,13 +132,8 @@ impl SstIter {
             self.pos -= 1;
             return Ok(());
         }
-        match b.checked_sub(1) {
-            Some(b) => self.enter_backward(b),
-            None => {
-                self.block = None;
-                Ok(())
-            }
-        }
+        let before = b.checked_sub(1);
+        self.enter_backward_or_invalid(before)
     }
 
     /// User key of the current entry; empty when invalid.

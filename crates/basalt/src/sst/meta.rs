@@ -85,7 +85,7 @@ pub struct Properties {
 }
 
 impl Properties {
-    /// Encodes the fixed 88-byte part, then the smallest and largest user
+    /// Encodes the fixed 80-byte part, then the smallest and largest user
     /// keys, each as length u32 LE and bytes.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(

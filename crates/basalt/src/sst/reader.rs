@@ -14,7 +14,7 @@ use super::index::FenceIndex;
 use super::meta::{MetaEntry, Properties, decode_metaindex};
 use super::seal::unseal;
 use crate::cache::BlockCache;
-use crate::codec::internal::{Kind, SEQNO_MAX, SeqNo, pack_trailer};
+use crate::codec::internal::{SeqNo, seek_trailer};
 use crate::error::{Error, Result};
 use crate::io::{Fs, RandomAccessFile};
 
@@ -97,7 +97,7 @@ impl SstReader {
         if !self.may_contain(user_key) {
             return Ok(None);
         }
-        let target = pack_trailer(seqno.min(SEQNO_MAX), Kind::Put);
+        let target = seek_trailer(seqno);
         let Some(mut b) = self.index.find(user_key, target) else {
             return Ok(None);
         };

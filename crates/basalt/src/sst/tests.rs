@@ -39,7 +39,7 @@ fn normalize(mut entries: Vec<Entry>) -> Vec<Entry> {
 }
 
 /// Keys with 1..=4 versions each, some of them deletes, values that LZ4 likes.
-fn random_entries(rng: &mut StdRng, keys: usize) -> Vec<Entry> {
+fn random_entries(rng: &mut StdRng, keys: usize, value_reps_max: usize) -> Vec<Entry> {
     let mut out = Vec::new();
     for k in 0..keys {
         let key = format!("user/{:06}/{}", k * 7, "x".repeat(rng.random_range(0..8))).into_bytes();
@@ -48,7 +48,7 @@ fn random_entries(rng: &mut StdRng, keys: usize) -> Vec<Entry> {
             if rng.random_bool(0.2) {
                 out.push((key.clone(), pack_trailer(seqno, Kind::Delete), Vec::new()));
             } else {
-                let len = rng.random_range(0..64);
+                let len = rng.random_range(0..value_reps_max);
                 out.push((key.clone(), pack_trailer(seqno, Kind::Put), format!("v{seqno}-").repeat(len).into_bytes()));
             }
         }
@@ -167,7 +167,7 @@ fn check_all(reader: &Arc<SstReader>, entries: &[Entry]) -> Result<()> {
 #[test]
 fn round_trips_across_block_sizes_and_compression() -> Result<()> {
     let mut rng = StdRng::seed_from_u64(seed(7));
-    let entries = random_entries(&mut rng, 400);
+    let entries = random_entries(&mut rng, 400, 64);
     let fs = TestFs::default();
     for compression in [Compression::None, Compression::Lz4] {
         for target in [1, 200, 4096, 64 << 20] {
@@ -233,7 +233,7 @@ fn writer_rejects_bad_input() -> Result<()> {
 #[test]
 fn filter_skips_absent_keys_and_can_be_disabled() -> Result<()> {
     let mut rng = StdRng::seed_from_u64(seed(11));
-    let entries = random_entries(&mut rng, 300);
+    let entries = random_entries(&mut rng, 300, 64);
     let fs = TestFs::default();
     for bits in [0, 10] {
         let path = PathBuf::from(format!("bloom{bits}.sst"));
@@ -273,7 +273,7 @@ fn real_files_round_trip() -> Result<()> {
     let dir = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
     let path = dir.path().join("000001.sst");
     let mut rng = StdRng::seed_from_u64(seed(5));
-    let entries = random_entries(&mut rng, 200);
+    let entries = random_entries(&mut rng, 200, 64);
     write_sst(&RealFs, &path, &entries, &options(1024, Compression::Lz4, 10))?;
     check_all(&open(&RealFs, &path)?, &entries)
 }
@@ -281,10 +281,14 @@ fn real_files_round_trip() -> Result<()> {
 /// A small SST (2–4 KB) of several LZ4 and plain blocks, and its entries.
 fn small_sst(fs: &TestFs, path: &Path) -> Vec<Entry> {
     let mut rng = StdRng::seed_from_u64(seed(3));
-    let entries = random_entries(&mut rng, 30);
+    let entries = random_entries(&mut rng, 30, 8);
     write_sst(fs, path, &entries, &options(300, Compression::Lz4, 10)).expect("writes");
     let len = fs.get(path).len();
     assert!((2000..=4096).contains(&len), "small SST is {len} bytes");
+    assert!(open(fs, path).expect("opens").block_count() >= 4);
+    let plain = Path::new("plain.sst");
+    write_sst(fs, plain, &entries, &options(300, Compression::None, 10)).expect("writes");
+    assert!(fs.get(plain).len() > len, "some blocks are compressed");
     entries
 }
 
@@ -326,7 +330,7 @@ fn every_byte_flip_is_caught_or_harmless() {
     let good = fs.get(path);
     assert!(!read_everything(&fs, path, &entries));
     for i in 0..good.len() {
-        for mask in [0x01u8, 0x80] {
+        for mask in [0x01u8, 0x10, 0x80, 0xff] {
             let mut bad = good.clone();
             bad[i] ^= mask;
             fs.put(path, bad);

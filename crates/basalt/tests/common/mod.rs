@@ -1,0 +1,113 @@
+//! Helpers shared by the whole-engine test binaries: a seeded RNG, an
+//! in-memory oracle, and readers that collect a database's contents.
+
+#![allow(dead_code, reason = "each test binary uses a different subset")]
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::Arc;
+
+use basalt::io::MemFs;
+use basalt::{Compression, Db, DbIterator, Options};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+/// Seeds for a randomized test: `BASALT_SEED` replays one case, otherwise
+/// `BASALT_CASES` (or `default_cases`) cases from a base seed.
+pub fn seeds(default_cases: u64) -> Vec<u64> {
+    if let Ok(s) = std::env::var("BASALT_SEED") {
+        return vec![s.parse().expect("BASALT_SEED must be a number")];
+    }
+    let cases = std::env::var("BASALT_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(default_cases);
+    let base: u64 = std::env::var("BASALT_BASE_SEED").ok().and_then(|c| c.parse().ok()).unwrap_or(0x5eed);
+    (0..cases).map(|i| base.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(i)).collect()
+}
+
+/// Runs `case` for every seed; on a failure, reports the seed that replays it.
+pub fn run_seeded(name: &str, default_cases: u64, case: impl Fn(u64) + std::panic::RefUnwindSafe) {
+    for seed in seeds(default_cases) {
+        if let Err(panic) = std::panic::catch_unwind(|| case(seed)) {
+            eprintln!("\n{name} failed with seed {seed}; replay with BASALT_SEED={seed}\n");
+            std::panic::resume_unwind(panic);
+        }
+    }
+}
+
+pub fn rng(seed: u64) -> StdRng {
+    StdRng::seed_from_u64(seed)
+}
+
+/// The model: key → value.
+pub type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// Options that make every mechanism run on small data: tiny memtables
+/// (many flushes and L0 files), tiny blocks (many blocks per SST), random
+/// filter and compression settings.
+pub fn small_options(fs: &MemFs, rng: &mut StdRng) -> Options {
+    Options {
+        fs: Arc::new(fs.clone()),
+        memtable_bytes_max: rng.random_range(1_000..20_000),
+        immutable_memtables_max: rng.random_range(1..4),
+        block_bytes_target: rng.random_range(32..2_048),
+        bloom_bits_per_key: [0, 4, 10][rng.random_range(0..3)],
+        compression: if rng.random_bool(0.5) { Compression::Lz4 } else { Compression::None },
+        block_cache_bytes: rng.random_range(0..256 << 10),
+        ..Options::default()
+    }
+}
+
+/// A key from a small space, so writes overwrite and delete each other;
+/// now and then one with bytes that stress ordering (0x00, 0xff, prefixes).
+pub fn random_key(rng: &mut StdRng) -> Vec<u8> {
+    match rng.random_range(0..10) {
+        0 => Vec::new(),
+        1 => {
+            let len = rng.random_range(1..4);
+            (0..len).map(|_| [0x00, 0x01, 0xfe, 0xff][rng.random_range(0..4)]).collect()
+        }
+        _ => format!("k{:03}", rng.random_range(0..150)).into_bytes(),
+    }
+}
+
+pub fn random_value(rng: &mut StdRng) -> Vec<u8> {
+    let len = if rng.random_bool(0.1) { rng.random_range(0..2_000) } else { rng.random_range(0..40) };
+    (0..len).map(|_| rng.random()).collect()
+}
+
+/// A random bound over the key space.
+pub fn random_bound(rng: &mut StdRng) -> Bound<Vec<u8>> {
+    match rng.random_range(0..3) {
+        0 => Bound::Unbounded,
+        1 => Bound::Included(random_key(rng)),
+        _ => Bound::Excluded(random_key(rng)),
+    }
+}
+
+/// What the model holds in a range, in the given order.
+pub fn model_range(model: &Model, lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>, forward: bool) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let valid = match (lo, hi) {
+        (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b) | Bound::Excluded(b)) => {
+            a < b || (a == b && matches!((lo, hi), (Bound::Included(_), Bound::Included(_))))
+        }
+        _ => true,
+    };
+    if !valid {
+        return Vec::new();
+    }
+    let it = model.range::<Vec<u8>, _>((lo.as_ref(), hi.as_ref())).map(|(k, v)| (k.clone(), v.clone()));
+    if forward { it.collect() } else { it.rev().collect() }
+}
+
+/// Everything an iterator yields; panics on an error.
+pub fn collect(it: DbIterator) -> Vec<(Vec<u8>, Vec<u8>)> {
+    it.map(|kv| {
+        let (k, v) = kv.expect("iteration failed");
+        (k.to_vec(), v.to_vec())
+    })
+    .collect()
+}
+
+/// Everything in the database.
+pub fn contents(db: &Db) -> Model {
+    collect(db.iter_all()).into_iter().collect()
+}

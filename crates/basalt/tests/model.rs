@@ -1,0 +1,117 @@
+//! Model-based test of the whole engine: random sequences of puts, deletes,
+//! batches, gets, range and prefix iteration (both directions), snapshot
+//! reads, flushes and reopens, checked step by step against a `BTreeMap`.
+//! A failure prints the seed that replays it (`BASALT_SEED=…`).
+
+mod common;
+
+use std::path::Path;
+
+use basalt::io::MemFs;
+use basalt::{Db, Direction, ReadOptions, Snapshot, WriteBatch};
+use common::{Model, collect, model_range, random_bound, random_key, random_value, rng, run_seeded, small_options};
+use rand::Rng;
+use rand::rngs::StdRng;
+
+const OPS_PER_CASE: usize = 120;
+
+struct Held {
+    snapshot: Snapshot,
+    model: Model,
+}
+
+fn check_range(db: &Db, model: &Model, rng: &mut StdRng, snapshot: Option<&Snapshot>) {
+    let (lo, hi) = (random_bound(rng), random_bound(rng));
+    let forward = rng.random_bool(0.5);
+    let direction = if forward { Direction::Forward } else { Direction::Reverse };
+    let want = model_range(model, &lo, &hi, forward);
+    let opts = ReadOptions { snapshot };
+    let got = collect(db.iter_opt((lo.clone(), hi.clone()), direction, &opts));
+    assert_eq!(got, want, "range {lo:?}..{hi:?} forward={forward}");
+}
+
+fn check_prefix(db: &Db, model: &Model, rng: &mut StdRng) {
+    let mut p = random_key(rng);
+    p.truncate(rng.random_range(0..=p.len()));
+    let want: Vec<_> = model.iter().filter(|(k, _)| k.starts_with(&p)).map(|(k, v)| (k.clone(), v.clone())).collect();
+    assert_eq!(collect(db.prefix(&p)), want, "prefix {p:?}");
+}
+
+/// Applies one random operation; returns true when the driver must reopen.
+fn step(db: &Db, model: &mut Model, held: &mut Vec<Held>, rng: &mut StdRng) -> bool {
+    match rng.random_range(0..100) {
+        0..30 => {
+            let (k, v) = (random_key(rng), random_value(rng));
+            db.put(&k, &v).expect("put");
+            model.insert(k, v);
+        }
+        30..40 => {
+            let k = random_key(rng);
+            db.delete(&k).expect("delete");
+            model.remove(&k);
+        }
+        40..50 => {
+            let mut batch = WriteBatch::new();
+            for _ in 0..rng.random_range(0..20) {
+                let k = random_key(rng);
+                if rng.random_bool(0.7) {
+                    let v = random_value(rng);
+                    batch.put(&k, &v);
+                    model.insert(k, v);
+                } else {
+                    batch.delete(&k);
+                    model.remove(&k);
+                }
+            }
+            db.write(batch).expect("batch");
+        }
+        50..65 => {
+            let k = random_key(rng);
+            assert_eq!(db.get(&k).expect("get").map(|v| v.to_vec()), model.get(&k).cloned(), "get {k:?}");
+        }
+        65..75 => check_range(db, model, rng, None),
+        75..78 => check_prefix(db, model, rng),
+        78..83 => held.push(Held { snapshot: db.snapshot(), model: model.clone() }),
+        83..90 if !held.is_empty() => {
+            let h = &held[rng.random_range(0..held.len())];
+            let k = random_key(rng);
+            let got = h.snapshot.get(&k).expect("snapshot get").map(|v| v.to_vec());
+            assert_eq!(got, h.model.get(&k).cloned(), "snapshot get {k:?}");
+            check_range(db, &h.model, rng, Some(&h.snapshot));
+        }
+        90..93 if !held.is_empty() => {
+            held.swap_remove(rng.random_range(0..held.len()));
+        }
+        93..96 => db.flush().expect("flush"),
+        96..100 => return true,
+        _ => {}
+    }
+    false
+}
+
+#[test]
+fn engine_matches_model() {
+    run_seeded("engine_matches_model", 3000, |seed| {
+        let mut rng = rng(seed);
+        let fs = MemFs::new();
+        let path = Path::new("/db");
+        let mut db = Db::open(path, small_options(&fs, &mut rng)).expect("open");
+        let mut model = Model::new();
+        let mut held = Vec::new();
+        for _ in 0..OPS_PER_CASE {
+            if step(&db, &mut model, &mut held, &mut rng) {
+                held.clear();
+                let opts = small_options(&fs, &mut rng);
+                if rng.random_bool(0.5) {
+                    db.close().expect("close");
+                } else {
+                    drop(db);
+                }
+                db = Db::open(path, opts).expect("reopen");
+                assert_eq!(common::contents(&db), model, "contents after reopen");
+            }
+        }
+        held.clear();
+        assert_eq!(common::contents(&db), model, "final contents");
+    });
+}
