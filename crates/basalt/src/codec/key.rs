@@ -506,9 +506,7 @@ impl<'a> KeyReader<'a> {
                 self.pos += 1;
                 self.read(ty).map(Some)
             }
-            Some(b) => {
-                Err(corrupt(self.pos, format!("bad null marker {b:02x} before {ty:?} part")))
-            }
+            Some(b) => Err(corrupt(self.pos, format!("bad null marker {b:02x} before {ty:?} part"))),
             None => Err(corrupt(self.pos, format!("key ends before nullable {ty:?} part"))),
         }
     }
@@ -523,15 +521,11 @@ impl<'a> KeyReader<'a> {
                 [b] => return Err(corrupt(at, format!("bad bool byte {b:02x}"))),
             },
             KeyType::I8 => OwnedKeyValue::I8((self.fixed::<1>(ty)?[0] ^ 0x80) as i8),
-            KeyType::I16 => {
-                OwnedKeyValue::I16((u16::from_be_bytes(self.fixed(ty)?) ^ 0x8000) as i16)
+            KeyType::I16 => OwnedKeyValue::I16((u16::from_be_bytes(self.fixed(ty)?) ^ 0x8000) as i16),
+            KeyType::I32 => OwnedKeyValue::I32((u32::from_be_bytes(self.fixed(ty)?) ^ 0x8000_0000) as i32),
+            KeyType::I64 => {
+                OwnedKeyValue::I64((u64::from_be_bytes(self.fixed(ty)?) ^ 0x8000_0000_0000_0000) as i64)
             }
-            KeyType::I32 => {
-                OwnedKeyValue::I32((u32::from_be_bytes(self.fixed(ty)?) ^ 0x8000_0000) as i32)
-            }
-            KeyType::I64 => OwnedKeyValue::I64(
-                (u64::from_be_bytes(self.fixed(ty)?) ^ 0x8000_0000_0000_0000) as i64,
-            ),
             KeyType::U8 => OwnedKeyValue::U8(self.fixed::<1>(ty)?[0]),
             KeyType::U16 => OwnedKeyValue::U16(u16::from_be_bytes(self.fixed(ty)?)),
             KeyType::U32 => OwnedKeyValue::U32(u32::from_be_bytes(self.fixed(ty)?)),
@@ -670,6 +664,17 @@ mod tests {
         })
     }
 
+    /// The key order of floats, written independently of the codec: IEEE
+    /// order (so `-0.0 == 0.0`) with every NaN equal and after `+inf`.
+    fn reference_cmp(a: f64, b: f64) -> Ordering {
+        match (a.is_nan(), b.is_nan()) {
+            (true, true) => Ordering::Equal,
+            (true, false) => Ordering::Greater,
+            (false, true) => Ordering::Less,
+            (false, false) => a.partial_cmp(&b).unwrap_or(Ordering::Equal),
+        }
+    }
+
     fn f32s() -> BoxedStrategy<f32> {
         prop_oneof![
             Just(0.0f32),
@@ -709,15 +714,9 @@ mod tests {
         match ty {
             KeyType::Bool => any::<bool>().prop_map(OwnedKeyValue::Bool).boxed(),
             KeyType::I8 => any::<i8>().prop_map(OwnedKeyValue::I8).boxed(),
-            KeyType::I16 => {
-                prop_oneof![-2i16..2, any::<i16>()].prop_map(OwnedKeyValue::I16).boxed()
-            }
-            KeyType::I32 => {
-                prop_oneof![-2i32..2, any::<i32>()].prop_map(OwnedKeyValue::I32).boxed()
-            }
-            KeyType::I64 => {
-                prop_oneof![-2i64..2, any::<i64>()].prop_map(OwnedKeyValue::I64).boxed()
-            }
+            KeyType::I16 => prop_oneof![-2i16..2, any::<i16>()].prop_map(OwnedKeyValue::I16).boxed(),
+            KeyType::I32 => prop_oneof![-2i32..2, any::<i32>()].prop_map(OwnedKeyValue::I32).boxed(),
+            KeyType::I64 => prop_oneof![-2i64..2, any::<i64>()].prop_map(OwnedKeyValue::I64).boxed(),
             KeyType::U8 => any::<u8>().prop_map(OwnedKeyValue::U8).boxed(),
             KeyType::U16 => prop_oneof![0u16..3, any::<u16>()].prop_map(OwnedKeyValue::U16).boxed(),
             KeyType::U32 => prop_oneof![0u32..3, any::<u32>()].prop_map(OwnedKeyValue::U32).boxed(),
@@ -725,9 +724,7 @@ mod tests {
             KeyType::F32 => f32s().prop_map(OwnedKeyValue::F32).boxed(),
             KeyType::F64 => f64s().prop_map(OwnedKeyValue::F64).boxed(),
             KeyType::Bytes => tricky_bytes().prop_map(OwnedKeyValue::Bytes).boxed(),
-            KeyType::Str => {
-                "[\\x00\\x01a\u{ff}\u{10000}]{0,4}".prop_map(OwnedKeyValue::Str).boxed()
-            }
+            KeyType::Str => "[\\x00\\x01a\u{ff}\u{10000}]{0,4}".prop_map(OwnedKeyValue::Str).boxed(),
         }
     }
 
@@ -756,8 +753,7 @@ mod tests {
     }
 
     fn nullable_pair()
-    -> impl Strategy<Value = (Vec<KeyType>, Vec<Option<OwnedKeyValue>>, Vec<Option<OwnedKeyValue>>)>
-    {
+    -> impl Strategy<Value = (Vec<KeyType>, Vec<Option<OwnedKeyValue>>, Vec<Option<OwnedKeyValue>>)> {
         signature().prop_flat_map(|types| {
             let n = types.len();
             let (a, b) = (nullable_tuple_of(&types), nullable_tuple_of(&types));
@@ -772,6 +768,15 @@ mod tests {
         #[test]
         fn byte_order_is_tuple_order((a, b) in same_signature_pair()) {
             prop_assert_eq!(a.cmp(&b), enc(&a).cmp(&enc(&b)));
+        }
+
+        #[test]
+        fn float_order_is_canonical_total_order(a in f64s(), b in f64s(), c in f32s(), d in f32s()) {
+            let ea = encode(&[KeyValue::F64(a)]);
+            prop_assert_eq!(reference_cmp(a, b), ea.cmp(&encode(&[KeyValue::F64(b)])));
+            let ec = encode(&[KeyValue::F32(c)]);
+            let reference = reference_cmp(f64::from(c), f64::from(d));
+            prop_assert_eq!(reference, ec.cmp(&encode(&[KeyValue::F32(d)])));
         }
 
         #[test]
@@ -873,10 +878,7 @@ mod tests {
         assert_eq!(encode(&[KeyValue::Str("a\0b")]), [0x61, 0x00, 0xff, 0x62, 0x00, 0x01]);
         assert_eq!(encode(&[KeyValue::Bytes(b"")]), [0x00, 0x01]);
         assert_eq!(encode(&[KeyValue::I32(i32::MIN)]), [0, 0, 0, 0]);
-        assert_eq!(
-            encode(&[KeyValue::F64(f64::NEG_INFINITY)]),
-            0x000f_ffff_ffff_ffffu64.to_be_bytes()
-        );
+        assert_eq!(encode(&[KeyValue::F64(f64::NEG_INFINITY)]), 0x000f_ffff_ffff_ffffu64.to_be_bytes());
         let tuple = encode(&[KeyValue::I32(1), KeyValue::Str("ab"), KeyValue::Bool(true)]);
         assert_eq!(tuple, [0x80, 0, 0, 1, 0x61, 0x62, 0x00, 0x01, 0x01]);
         let nullable = encode_nullable(&[None, Some(KeyValue::U8(7))]);
