@@ -38,7 +38,7 @@ struct Args {
 /// Key `i` as 24 bytes: the number zero-padded, so byte order is numeric order.
 fn key(i: usize) -> [u8; KEY_BYTES] {
     let mut k = [0u8; KEY_BYTES];
-    let s = format!("{i:0width$}", width = KEY_BYTES);
+    let s = format!("{i:0KEY_BYTES$}");
     k.copy_from_slice(s.as_bytes());
     k
 }
@@ -70,14 +70,9 @@ fn fill(db: &Db, order: &[usize], sync: bool, rng: &mut impl Rng) -> basalt::Res
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
-    let tmp;
-    let path = match &args.path {
-        Some(p) => p.clone(),
-        None => {
-            tmp = tempfile::tempdir()?;
-            tmp.path().join("tour-db")
-        }
-    };
+    // Removed when `tmp` drops at the end of main.
+    let tmp = tempfile::tempdir()?;
+    let path = args.path.clone().unwrap_or_else(|| tmp.path().join("tour-db"));
     let n = args.keys;
     let mut rng = rand::rngs::StdRng::seed_from_u64(args.seed);
     println!("basalt tour: {n} keys of {KEY_BYTES} B with {VALUE_BYTES} B values at {}", path.display());

@@ -88,7 +88,7 @@ impl DbInner {
         for (key, value) in mem.entries() {
             if current.as_ref().is_none_or(|(tree, _, _)| *tree != key.tree) {
                 if let Some(done) = current.take() {
-                    outputs.push(self.finish_sst(done)?);
+                    outputs.push(finish_sst(done)?);
                 }
                 current = Some(self.start_sst(key.tree)?);
             }
@@ -97,7 +97,7 @@ impl DbInner {
             }
         }
         if let Some(done) = current.take() {
-            outputs.push(self.finish_sst(done)?);
+            outputs.push(finish_sst(done)?);
         }
         if !outputs.is_empty() {
             self.fs.sync_dir(&self.dir)?;
@@ -119,7 +119,9 @@ impl DbInner {
         Ok((tree, number, SstWriter::new(file, path, &options)))
     }
 
-    fn finish_sst(&self, (tree, number, writer): (TreeId, u64, SstWriter)) -> Result<(TreeId, FileMeta)> {
+}
+
+fn finish_sst((tree, number, writer): (TreeId, u64, SstWriter)) -> Result<(TreeId, FileMeta)> {
         let s = writer.finish()?;
         let meta = FileMeta {
             number,
@@ -131,8 +133,9 @@ impl DbInner {
             largest: s.largest,
         };
         Ok((tree, meta))
-    }
+}
 
+impl DbInner {
     /// Deletes SSTs no live version references, WALs below the log number
     /// and MANIFESTs other than the live one; at open also temporary files.
     pub(crate) fn delete_obsolete_files(&self, at_open: bool) -> Result<()> {

@@ -79,7 +79,8 @@ impl Cursor {
 /// Iterator over `(key, value)` pairs of a range, at one seqno. It holds the
 /// memtables and SSTs it reads, so flushes and deletions do not disturb it.
 pub struct DbIterator {
-    _pin: Option<Arc<SuperVersion>>,
+    /// Keeps the memtables and SSTs being read alive.
+    pin: Option<Arc<SuperVersion>>,
     cursors: Vec<Cursor>,
     forward: bool,
     seqno: SeqNo,
@@ -92,7 +93,12 @@ pub struct DbIterator {
 
 impl std::fmt::Debug for DbIterator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DbIterator").field("seqno", &self.seqno).field("forward", &self.forward).finish()
+        f.debug_struct("DbIterator")
+            .field("seqno", &self.seqno)
+            .field("forward", &self.forward)
+            .field("range", &self.range)
+            .field("done", &self.done)
+            .finish_non_exhaustive()
     }
 }
 
@@ -107,7 +113,7 @@ pub(crate) fn new(
     let (seqno, sv) = inner.read_view(snapshot);
     let forward = direction == Direction::Forward;
     let mut it = DbIterator {
-        _pin: None,
+        pin: None,
         cursors: Vec::new(),
         forward,
         seqno,
@@ -118,7 +124,7 @@ pub(crate) fn new(
     if let Err(e) = it.open_cursors(inner, &sv, tree) {
         it.pending_error = Some(e);
     }
-    it._pin = Some(sv);
+    it.pin = Some(sv);
     it
 }
 

@@ -174,7 +174,7 @@ impl DbInner {
                     return Err(Error::corruption(&path, offset, format!("seqno {last} out of range")));
                 }
                 max_seqno = max_seqno.max(last);
-                insert_batch(&mem, bytes::Bytes::from(payload));
+                insert_batch(&mem, &bytes::Bytes::from(payload));
                 if mem.approximate_bytes() >= self.opts.memtable_bytes_max {
                     added.extend(self.write_memtable(&mem)?);
                     mem = Memtable::new(0);

@@ -21,7 +21,7 @@ pub struct Snapshot {
 
 impl std::fmt::Debug for Snapshot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Snapshot").field("seqno", &self.seqno).finish()
+        f.debug_struct("Snapshot").field("seqno", &self.seqno).finish_non_exhaustive()
     }
 }
 

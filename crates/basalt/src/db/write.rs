@@ -148,7 +148,7 @@ impl DbInner {
         let mem = self.state.read().mem.clone();
         for r in group.iter_mut() {
             let batch = std::mem::take(&mut r.batch);
-            insert_batch(&mem, batch.into_bytes());
+            insert_batch(&mem, &batch.into_bytes());
         }
         self.last_seqno.store(seqno - 1, Ordering::Relaxed);
         self.visible_seqno.store(seqno - 1, Ordering::Release);
@@ -250,16 +250,14 @@ impl DbInner {
 
 /// Inserts a sealed, validated batch into the memtable. Keys and values are
 /// slices of the batch's buffer, so each entry costs no allocation.
-pub(crate) fn insert_batch(mem: &Memtable, rep: Bytes) {
-    let Ok(decoded) = batch::decode(&rep, std::path::Path::new(""), 0) else {
+pub(crate) fn insert_batch(mem: &Memtable, rep: &Bytes) {
+    let Ok(decoded) = batch::decode(rep, std::path::Path::new(""), 0) else {
         debug_assert!(false, "a sealed batch always decodes");
         return;
     };
-    let mut seqno = decoded.first_seqno;
-    for e in &decoded.entries {
+    for (seqno, e) in (decoded.first_seqno..).zip(decoded.entries.iter()) {
         let key = rep.slice_ref(e.key);
         let value = if e.value.is_empty() { Bytes::new() } else { rep.slice_ref(e.value) };
         mem.insert(e.tree, key, pack_trailer(seqno, e.kind), value);
-        seqno += 1;
     }
 }
