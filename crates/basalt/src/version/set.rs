@@ -181,7 +181,7 @@ impl VersionSet {
             (self.current, self.log_number, self.last_seqno) = saved;
             return Err(e);
         }
-        Ok(self.current.clone())
+        Ok(self.current())
     }
 
     fn append_edit(&mut self, edit: &VersionEdit) -> Result<()> {
