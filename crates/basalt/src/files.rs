@@ -58,7 +58,10 @@ pub fn parse(name: &str) -> Option<FileKind> {
         CURRENT => return Some(FileKind::Current),
         _ => {}
     }
-    if name.len() > 4 && name.is_char_boundary(name.len() - 4) && name[name.len() - 4..].eq_ignore_ascii_case(".tmp") {
+    if name.len() > 4
+        && name.is_char_boundary(name.len() - 4)
+        && name[name.len() - 4..].eq_ignore_ascii_case(".tmp")
+    {
         return Some(FileKind::Temp);
     }
     if let Some(n) = name.strip_prefix("MANIFEST-") {

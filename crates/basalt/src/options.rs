@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use crate::io::{Fs, RealFs};
 use crate::db::Snapshot;
+use crate::io::{Fs, RealFs};
 
 /// Per-block compression of SST data blocks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

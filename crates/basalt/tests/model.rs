@@ -9,7 +9,9 @@ use std::path::Path;
 
 use basalt::io::MemFs;
 use basalt::{Db, Direction, ReadOptions, Snapshot, WriteBatch};
-use common::{Model, collect, model_range, random_bound, random_key, random_value, rng, run_seeded, small_options};
+use common::{
+    Model, collect, model_range, random_bound, random_key, random_value, rng, run_seeded, small_options,
+};
 use rand::Rng;
 use rand::rngs::StdRng;
 
@@ -33,7 +35,8 @@ fn check_range(db: &Db, model: &Model, rng: &mut StdRng, snapshot: Option<&Snaps
 fn check_prefix(db: &Db, model: &Model, rng: &mut StdRng) {
     let mut p = random_key(rng);
     p.truncate(rng.random_range(0..=p.len()));
-    let want: Vec<_> = model.iter().filter(|(k, _)| k.starts_with(&p)).map(|(k, v)| (k.clone(), v.clone())).collect();
+    let want: Vec<_> =
+        model.iter().filter(|(k, _)| k.starts_with(&p)).map(|(k, v)| (k.clone(), v.clone())).collect();
     assert_eq!(collect(db.prefix(&p)), want, "prefix {p:?}");
 }
 

@@ -118,21 +118,20 @@ impl DbInner {
         };
         Ok((tree, number, SstWriter::new(file, path, &options)))
     }
-
 }
 
 fn finish_sst((tree, number, writer): (TreeId, u64, SstWriter)) -> Result<(TreeId, FileMeta)> {
-        let s = writer.finish()?;
-        let meta = FileMeta {
-            number,
-            size: s.file_size,
-            entries: s.entries,
-            min_seqno: s.min_seqno,
-            max_seqno: s.max_seqno,
-            smallest: s.smallest,
-            largest: s.largest,
-        };
-        Ok((tree, meta))
+    let s = writer.finish()?;
+    let meta = FileMeta {
+        number,
+        size: s.file_size,
+        entries: s.entries,
+        min_seqno: s.min_seqno,
+        max_seqno: s.max_seqno,
+        smallest: s.smallest,
+        largest: s.largest,
+    };
+    Ok((tree, meta))
 }
 
 impl DbInner {

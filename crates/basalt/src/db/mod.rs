@@ -180,7 +180,13 @@ impl Db {
         direction: Direction,
         opts: &ReadOptions<'_>,
     ) -> DbIterator {
-        iter::new(&self.inner, DEFAULT_TREE, iter::owned_range(&range), direction, opts.snapshot.map(Snapshot::seqno))
+        iter::new(
+            &self.inner,
+            DEFAULT_TREE,
+            iter::owned_range(&range),
+            direction,
+            opts.snapshot.map(Snapshot::seqno),
+        )
     }
 
     /// Iterates over the keys that start with `prefix`, ascending.

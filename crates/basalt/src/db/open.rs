@@ -65,7 +65,11 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         fs: fs.clone(),
         _lock: lock,
         versions: Mutex::new(versions),
-        state: RwLock::new(Arc::new(SuperVersion { mem: Arc::new(Memtable::new(0)), imms: Vec::new(), version })),
+        state: RwLock::new(Arc::new(SuperVersion {
+            mem: Arc::new(Memtable::new(0)),
+            imms: Vec::new(),
+            version,
+        })),
         write_queue: Mutex::new(WriteQueue::default()),
         write_cv: Condvar::new(),
         wal: Mutex::new(LogWriter::new(dir.join("unused"), Box::new(NoFile))),

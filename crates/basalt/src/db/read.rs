@@ -21,7 +21,12 @@ impl DbInner {
     }
 
     /// The value of `user_key` in `tree` as of `snapshot` (or now).
-    pub(crate) fn get(&self, tree: TreeId, user_key: &[u8], snapshot: Option<SeqNo>) -> Result<Option<Bytes>> {
+    pub(crate) fn get(
+        &self,
+        tree: TreeId,
+        user_key: &[u8],
+        snapshot: Option<SeqNo>,
+    ) -> Result<Option<Bytes>> {
         let (seqno, sv) = self.read_view(snapshot);
         self.counters.record_get();
         for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {

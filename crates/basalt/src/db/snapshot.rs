@@ -7,8 +7,8 @@ use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
-use super::iter::{self, DbIterator, Direction};
 use super::DbInner;
+use super::iter::{self, DbIterator, Direction};
 use crate::codec::internal::SeqNo;
 use crate::error::Result;
 use crate::wal::batch::DEFAULT_TREE;

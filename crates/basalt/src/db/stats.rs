@@ -156,8 +156,13 @@ fn mib(b: u64) -> f64 {
 
 impl fmt::Display for Stats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let group = if self.write_groups == 0 { 0.0 } else { self.batches_written as f64 / self.write_groups as f64 };
-        writeln!(f, "seqno {}  batches {}  groups {} ({group:.2} batches/group)", self.last_seqno, self.batches_written, self.write_groups)?;
+        let group =
+            if self.write_groups == 0 { 0.0 } else { self.batches_written as f64 / self.write_groups as f64 };
+        writeln!(
+            f,
+            "seqno {}  batches {}  groups {} ({group:.2} batches/group)",
+            self.last_seqno, self.batches_written, self.write_groups
+        )?;
         writeln!(f, "wal {:.1} MiB written, {} syncs", mib(self.wal_bytes_written), self.wal_syncs)?;
         writeln!(
             f,

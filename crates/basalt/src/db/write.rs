@@ -222,7 +222,11 @@ impl DbInner {
         let mut imms = Vec::with_capacity(state.imms.len() + 1);
         imms.push(state.mem.clone());
         imms.extend(state.imms.iter().cloned());
-        *state = Arc::new(SuperVersion { mem: Arc::new(Memtable::new(number)), imms, version: state.version.clone() });
+        *state = Arc::new(SuperVersion {
+            mem: Arc::new(Memtable::new(number)),
+            imms,
+            version: state.version.clone(),
+        });
         drop(state);
         let _bg = self.bg.lock();
         self.bg_cv.notify_all();

@@ -118,12 +118,7 @@ pub struct Memtable {
 impl Memtable {
     /// An empty memtable whose writes go to WAL `wal_number`.
     pub fn new(wal_number: u64) -> Self {
-        Memtable {
-            map: SkipMap::new(),
-            bytes: AtomicUsize::new(0),
-            wal_number,
-            max_seqno: AtomicU64::new(0),
-        }
+        Memtable { map: SkipMap::new(), bytes: AtomicUsize::new(0), wal_number, max_seqno: AtomicU64::new(0) }
     }
 
     /// Number of the WAL holding this memtable's writes.

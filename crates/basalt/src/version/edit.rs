@@ -162,7 +162,8 @@ impl VersionEdit {
                     if name.len() > TREE_NAME_BYTES_MAX {
                         return Err(r.corrupt("tree name too long"));
                     }
-                    let name = String::from_utf8(name.to_vec()).map_err(|_| r.corrupt("tree name is not UTF-8"))?;
+                    let name =
+                        String::from_utf8(name.to_vec()).map_err(|_| r.corrupt("tree name is not UTF-8"))?;
                     e.trees_created.push((tree, name));
                 }
                 TAG_TREE_DROPPED => e.trees_dropped.push(read_tree(&mut r)?),
@@ -207,7 +208,15 @@ mod tests {
             files_added: vec![(
                 0,
                 0,
-                FileMeta { number: 10, size: 4096, entries: 7, min_seqno: 1, max_seqno: 9, smallest: key(b"a", 3), largest: key(b"z", 1) },
+                FileMeta {
+                    number: 10,
+                    size: 4096,
+                    entries: 7,
+                    min_seqno: 1,
+                    max_seqno: 9,
+                    smallest: key(b"a", 3),
+                    largest: key(b"z", 1),
+                },
             )],
             files_deleted: vec![(3, 1, 5)],
         }

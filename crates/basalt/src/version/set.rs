@@ -79,7 +79,11 @@ impl VersionSet {
     /// Reads CURRENT and replays the MANIFEST it names, then starts a fresh
     /// MANIFEST holding one snapshot edit. `max_file_number_seen` is the
     /// largest file number in the directory; new numbers start above it.
-    pub fn recover(fs: Arc<dyn Fs>, dir: &Path, max_file_number_seen: u64) -> Result<(VersionSet, Recovered)> {
+    pub fn recover(
+        fs: Arc<dyn Fs>,
+        dir: &Path,
+        max_file_number_seen: u64,
+    ) -> Result<(VersionSet, Recovered)> {
         let mut vs = VersionSet::empty(fs, dir);
         let current_path = dir.join(files::CURRENT);
         let current = vs.fs.read_all(&current_path)?;
@@ -171,11 +175,7 @@ impl VersionSet {
         let saved = (self.current.clone(), self.log_number, self.last_seqno);
         self.current = Arc::new(next);
         self.absorb_counters(&edit);
-        let written = if too_big {
-            self.write_new_manifest()
-        } else {
-            self.append_edit(&edit)
-        };
+        let written = if too_big { self.write_new_manifest() } else { self.append_edit(&edit) };
         if let Err(e) = written {
             self.manifest = None;
             (self.current, self.log_number, self.last_seqno) = saved;

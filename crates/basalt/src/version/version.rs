@@ -71,7 +71,8 @@ impl Version {
             next.trees.remove(id).ok_or_else(|| bad(format!("dropping unknown tree {id}")))?;
         }
         for (id, level, number) in &edit.files_deleted {
-            let tree = next.trees.get_mut(id).ok_or_else(|| bad(format!("file {number} of unknown tree {id}")))?;
+            let tree =
+                next.trees.get_mut(id).ok_or_else(|| bad(format!("file {number} of unknown tree {id}")))?;
             let files = &mut tree.levels[*level];
             let before = files.len();
             files.retain(|f| f.number != *number);
@@ -80,7 +81,10 @@ impl Version {
             }
         }
         for (id, level, meta) in &edit.files_added {
-            let tree = next.trees.get_mut(id).ok_or_else(|| bad(format!("file {} for unknown tree {id}", meta.number)))?;
+            let tree = next
+                .trees
+                .get_mut(id)
+                .ok_or_else(|| bad(format!("file {} for unknown tree {id}", meta.number)))?;
             tree.levels[*level].push(Arc::new(meta.clone()));
         }
         for tree in next.trees.values_mut() {

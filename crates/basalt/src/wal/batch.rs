@@ -132,7 +132,8 @@ pub struct DecodedBatch<'a> {
 
 fn next_entry<'a>(r: &mut Reader<'a, '_>) -> Result<BatchEntry<'a>> {
     let kind_byte = r.u8()?;
-    let kind = Kind::from_u8(kind_byte).ok_or_else(|| r.corrupt(format!("unknown entry kind {kind_byte}")))?;
+    let kind =
+        Kind::from_u8(kind_byte).ok_or_else(|| r.corrupt(format!("unknown entry kind {kind_byte}")))?;
     let tree = r.varint()?;
     let tree = TreeId::try_from(tree).map_err(|_| r.corrupt(format!("tree id {tree} out of range")))?;
     let key = r.len_bytes()?;

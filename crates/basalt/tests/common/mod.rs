@@ -84,7 +84,12 @@ pub fn random_bound(rng: &mut StdRng) -> Bound<Vec<u8>> {
 }
 
 /// What the model holds in a range, in the given order.
-pub fn model_range(model: &Model, lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>, forward: bool) -> Vec<(Vec<u8>, Vec<u8>)> {
+pub fn model_range(
+    model: &Model,
+    lo: &Bound<Vec<u8>>,
+    hi: &Bound<Vec<u8>>,
+    forward: bool,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
     let valid = match (lo, hi) {
         (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b) | Bound::Excluded(b)) => {
             a < b || (a == b && matches!((lo, hi), (Bound::Included(_), Bound::Included(_))))
