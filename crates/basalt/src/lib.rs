@@ -4,18 +4,18 @@
 
 pub mod cache;
 pub mod codec;
+mod db;
 mod error;
-pub mod io;
-mod options;
-pub mod sst;
 mod files;
+pub mod io;
 pub mod log;
 pub mod memtable;
+mod options;
+pub mod sst;
 pub mod version;
 pub mod wal;
-mod db;
 
+pub use db::{Db, DbIterator, Direction, LevelStats, Snapshot, Stats};
 pub use error::{Error, Result};
 pub use options::{Compression, Options, ReadOptions, WriteOptions};
-pub use db::{Db, DbIterator, Direction, LevelStats, Snapshot, Stats};
 pub use wal::batch::WriteBatch;

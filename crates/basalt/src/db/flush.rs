@@ -154,7 +154,7 @@ impl DbInner {
             };
             if obsolete {
                 if let Some(FileKind::Sst(n)) = files::parse(&name) {
-                    self.table_cache.evict(n);
+                    self.table_cache.evict(n, &self.block_cache);
                 }
                 self.fs.remove(&self.dir.join(&name))?;
             }

@@ -35,9 +35,10 @@ impl TableCache {
         Ok(self.readers.write().entry(number).or_insert(reader).clone())
     }
 
-    /// Forgets a deleted SST.
-    pub(crate) fn evict(&self, number: u64) {
+    /// Forgets a deleted SST and drops its cached blocks.
+    pub(crate) fn evict(&self, number: u64, cache: &BlockCache) {
         self.readers.write().remove(&number);
+        cache.evict_file(number);
     }
 
     /// Number of open readers.

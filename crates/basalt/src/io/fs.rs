@@ -50,9 +50,8 @@ pub trait Fs: Send + Sync + std::fmt::Debug {
     /// Reads a whole file.
     fn read_all(&self, path: &Path) -> Result<Vec<u8>> {
         let file = self.open(path)?;
-        let len = usize::try_from(file.len()).map_err(|_| {
-            crate::error::Error::InvalidArgument(format!("{} is too large", path.display()))
-        })?;
+        let len = usize::try_from(file.len())
+            .map_err(|_| crate::error::Error::InvalidArgument(format!("{} is too large", path.display())))?;
         file.read_at(0, len)
     }
     /// Atomically renames `from` to `to`, replacing `to`.

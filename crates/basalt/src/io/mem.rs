@@ -230,11 +230,7 @@ impl State {
 }
 
 /// Runs a mutating operation: fails if frozen, counts it if it succeeds.
-fn mutate<T>(
-    state: &Mutex<State>,
-    path: &Path,
-    op: impl FnOnce(&mut State) -> Result<T>,
-) -> Result<T> {
+fn mutate<T>(state: &Mutex<State>, path: &Path, op: impl FnOnce(&mut State) -> Result<T>) -> Result<T> {
     let mut state = state.lock();
     state.check_not_frozen(path)?;
     let out = op(&mut state)?;
@@ -346,11 +342,7 @@ impl MemFs {
     /// `dir` does not exist.
     pub fn file_names(&self, dir: &Path) -> Vec<String> {
         let state = self.state.lock();
-        state
-            .dirs
-            .get(&normalize(dir))
-            .map(|d| d.live.keys().cloned().collect())
-            .unwrap_or_default()
+        state.dirs.get(&normalize(dir)).map(|d| d.live.keys().cloned().collect()).unwrap_or_default()
     }
 
     /// The live bytes of the file at `path`.
@@ -809,8 +801,7 @@ mod tests {
             ["a", "b", "c", "d"].iter().map(|n| fs.read_file(&Path::new("/db").join(n))).collect()
         };
         for mode in [CrashMode::TearLastWrite, CrashMode::TearWithZeros] {
-            let distinct: HashSet<_> =
-                (0..20).map(|seed| snapshot(&fs.crash(mode, seed))).collect();
+            let distinct: HashSet<_> = (0..20).map(|seed| snapshot(&fs.crash(mode, seed))).collect();
             assert!(distinct.len() > 1, "seeds differ");
             for seed in 0..20 {
                 assert_eq!(snapshot(&fs.crash(mode, seed)), snapshot(&fs.crash(mode, seed)));
@@ -911,9 +902,7 @@ mod tests {
         let fs = fs_with_db()?;
         let guard = fs.lock(path("/db/LOCK"), path("/db"))?;
         assert!(fs.exists(path("/db/LOCK"))?);
-        let Err(err) = fs.lock(path("/db/LOCK"), path("/db")) else {
-            panic!("second lock must fail")
-        };
+        let Err(err) = fs.lock(path("/db/LOCK"), path("/db")) else { panic!("second lock must fail") };
         assert!(matches!(err, Error::Locked(ref dir) if dir == path("/db")));
         // Clones share locks; a crashed copy has none.
         assert!(fs.clone().lock(path("/db/LOCK"), path("/db")).is_err());

@@ -12,8 +12,8 @@ use std::path::Path;
 use bytes::Bytes;
 
 use super::format::{
-    BLOCK_BYTES_MAX, BLOCK_HEADER_FIXED_BYTES, BUF_KEY_DATA, BUF_KEY_OFFSETS, BUF_TRAILERS,
-    BUF_VALUE_DATA, BUF_VALUE_OFFSETS, BUFFER_ALIGN_BYTES, BUFFER_ENTRY_BYTES, DATA_BLOCK_BUFFERS,
+    BLOCK_BYTES_MAX, BLOCK_HEADER_FIXED_BYTES, BUF_KEY_DATA, BUF_KEY_OFFSETS, BUF_TRAILERS, BUF_VALUE_DATA,
+    BUF_VALUE_OFFSETS, BUFFER_ALIGN_BYTES, BUFFER_ENTRY_BYTES, DATA_BLOCK_BUFFERS,
 };
 use crate::codec::internal::{compare, unpack_trailer};
 use crate::error::{Error, Result};
@@ -73,12 +73,7 @@ impl BlockBuilder {
 
     fn encoded_bytes_of(rows: usize, key_bytes: usize, value_bytes: usize) -> usize {
         let offsets = 4 * (rows + 1);
-        HEADER_BYTES
-            + align_up(offsets)
-            + align_up(key_bytes)
-            + 8 * rows
-            + align_up(offsets)
-            + value_bytes
+        HEADER_BYTES + align_up(offsets) + align_up(key_bytes) + 8 * rows + align_up(offsets) + value_bytes
     }
 
     /// Whether a row with this key and value keeps the block within

@@ -7,8 +7,7 @@ use std::path::Path;
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::format::{
-    FILTER_BITS_PER_KEY_MAX, FILTER_HEADER_BYTES, FILTER_LINE_BITS, FILTER_LINE_BYTES,
-    FILTER_PROBES_MAX,
+    FILTER_BITS_PER_KEY_MAX, FILTER_HEADER_BYTES, FILTER_LINE_BITS, FILTER_LINE_BYTES, FILTER_PROBES_MAX,
 };
 use crate::error::{Error, Result};
 

@@ -231,10 +231,8 @@ mod tests {
     #[test]
     fn footer_round_trips_and_rejects_damage() {
         let path = Path::new("f.sst");
-        let footer = Footer {
-            metaindex: BlockHandle { offset: 12345, size: 77 },
-            format_version: FORMAT_VERSION,
-        };
+        let footer =
+            Footer { metaindex: BlockHandle { offset: 12345, size: 77 }, format_version: FORMAT_VERSION };
         let bytes = footer.encode();
         assert_eq!(Footer::decode(&bytes, path, 100).expect("decodes"), footer);
         for i in 0..FOOTER_BYTES {

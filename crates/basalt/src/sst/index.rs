@@ -40,16 +40,23 @@ impl FenceIndex {
             }
             let handle = BlockHandle::read(&mut Reader::new(value, file, offset))?;
             if handle.offset != expected_offset {
-                return Err(corrupt(format!("block {i} at {} should start at {expected_offset}", handle.offset)));
+                return Err(corrupt(format!(
+                    "block {i} at {} should start at {expected_offset}",
+                    handle.offset
+                )));
             }
-            if i > 0 && compare(fences.key(i - 1), fences.trailer(i - 1), fences.key(i), fences.trailer(i)).is_ge() {
+            if i > 0
+                && compare(fences.key(i - 1), fences.trailer(i - 1), fences.key(i), fences.trailer(i)).is_ge()
+            {
                 return Err(corrupt(format!("fence {i} is not above fence {}", i - 1)));
             }
             expected_offset = handle.end_with_trailer();
             handles.push(handle);
         }
         if expected_offset != data_end {
-            return Err(corrupt(format!("data blocks end at {expected_offset}, meta blocks start at {data_end}")));
+            return Err(corrupt(format!(
+                "data blocks end at {expected_offset}, meta blocks start at {data_end}"
+            )));
         }
         Ok(FenceIndex { fences, handles })
     }

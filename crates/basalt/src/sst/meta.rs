@@ -7,8 +7,8 @@ use std::path::Path;
 use bytes::Bytes;
 
 use super::format::{
-    BlockHandle, FORMAT_VERSION, METAINDEX_ENTRIES_MAX, METAINDEX_ENTRY_BYTES,
-    METAINDEX_HEADER_BYTES, PROPERTIES_FIXED_BYTES,
+    BlockHandle, FORMAT_VERSION, METAINDEX_ENTRIES_MAX, METAINDEX_ENTRY_BYTES, METAINDEX_HEADER_BYTES,
+    PROPERTIES_FIXED_BYTES,
 };
 use crate::codec::internal::{InternalKey, SeqNo, compare, unpack_trailer};
 use crate::codec::varint::Reader;
@@ -42,7 +42,11 @@ pub fn decode_metaindex(data: &[u8], file: &Path, offset: u64) -> Result<Vec<Met
     let mut r = Reader::new(data, file, offset);
     let count = r.u32_le()? as usize;
     if count > METAINDEX_ENTRIES_MAX || count * METAINDEX_ENTRY_BYTES != r.remaining() {
-        return Err(Error::corruption(file, offset, format!("metaindex count {count} does not match its size")));
+        return Err(Error::corruption(
+            file,
+            offset,
+            format!("metaindex count {count} does not match its size"),
+        ));
     }
     let mut entries: Vec<MetaEntry> = Vec::with_capacity(count);
     for _ in 0..count {
@@ -123,8 +127,17 @@ impl Properties {
         for v in &mut fixed {
             *v = r.u64_le()?;
         }
-        let [entries, deletions, data_blocks, raw_key_bytes, raw_value_bytes, min_seqno, max_seqno, t_small, t_large] =
-            fixed;
+        let [
+            entries,
+            deletions,
+            data_blocks,
+            raw_key_bytes,
+            raw_value_bytes,
+            min_seqno,
+            max_seqno,
+            t_small,
+            t_large,
+        ] = fixed;
         let mut key = || -> Result<Bytes> {
             let len = r.u32_le()? as usize;
             Ok(Bytes::copy_from_slice(r.bytes(len)?))
@@ -171,7 +184,12 @@ impl Properties {
         if !in_range(s_seq) || !in_range(l_seq) {
             return Err("bounds lie outside the seqno range");
         }
-        let order = compare(&self.smallest.user_key, self.smallest.trailer, &self.largest.user_key, self.largest.trailer);
+        let order = compare(
+            &self.smallest.user_key,
+            self.smallest.trailer,
+            &self.largest.user_key,
+            self.largest.trailer,
+        );
         if order.is_gt() || (order.is_eq() && self.entries != 1) {
             return Err("smallest key is not below largest");
         }

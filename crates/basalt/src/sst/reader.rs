@@ -54,11 +54,20 @@ impl SstReader {
     /// Opens the SST at `path`; its blocks are cached under `file_number`.
     /// A damaged, truncated or foreign file is `Error::Corruption` naming the
     /// path and the offset of the bad structure.
-    pub fn open(fs: &dyn Fs, path: &Path, file_number: u64, cache: Arc<BlockCache>) -> Result<Arc<SstReader>> {
+    pub fn open(
+        fs: &dyn Fs,
+        path: &Path,
+        file_number: u64,
+        cache: Arc<BlockCache>,
+    ) -> Result<Arc<SstReader>> {
         let file = fs.open(path)?;
         let file_size = file.len();
         let Some(footer_offset) = file_size.checked_sub(FOOTER_BYTES as u64) else {
-            return Err(Error::corruption(path, 0, format!("file of {file_size} bytes is shorter than a footer")));
+            return Err(Error::corruption(
+                path,
+                0,
+                format!("file of {file_size} bytes is shorter than a footer"),
+            ));
         };
         let footer = Footer::decode(&file.read_at(footer_offset, FOOTER_BYTES)?, path, footer_offset)?;
         let metaindex = read_meta_block(file.as_ref(), path, footer.metaindex, footer_offset)?;
@@ -176,7 +185,11 @@ impl SstReader {
 /// structure after it), and checks its trailer.
 fn read_meta_block(file: &dyn RandomAccessFile, path: &Path, h: BlockHandle, limit: u64) -> Result<Vec<u8>> {
     if h.end_with_trailer() > limit {
-        return Err(Error::corruption(path, h.offset, format!("meta block of {} bytes runs past {limit}", h.size)));
+        return Err(Error::corruption(
+            path,
+            h.offset,
+            format!("meta block of {} bytes runs past {limit}", h.size),
+        ));
     }
     unseal(file.read_at(h.offset, h.size_with_trailer())?, path, h.offset)
 }
@@ -185,7 +198,8 @@ fn read_meta_block(file: &dyn RandomAccessFile, path: &Path, h: BlockHandle, lim
 /// versions that add blocks without changing the footer.
 fn locate_meta(entries: &[MetaEntry], path: &Path, metaindex: BlockHandle) -> Result<MetaHandles> {
     let find = |kind: u8| entries.iter().find(|e| e.kind == kind).map(|e| e.handle);
-    let missing = |what: &str| Error::corruption(path, metaindex.offset, format!("metaindex has no {what} block"));
+    let missing =
+        |what: &str| Error::corruption(path, metaindex.offset, format!("metaindex has no {what} block"));
     let index = find(META_INDEX).ok_or_else(|| missing("index"))?;
     let properties = find(META_PROPERTIES).ok_or_else(|| missing("properties"))?;
     let data_end = entries.iter().map(|e| e.handle.offset).min().unwrap_or(metaindex.offset);
@@ -196,7 +210,10 @@ fn locate_meta(entries: &[MetaEntry], path: &Path, metaindex: BlockHandle) -> Re
 /// largest key.
 fn check_against_index(p: &Properties, index: &FenceIndex, path: &Path, offset: u64) -> Result<()> {
     let (last_key, last_trailer) = index.fence(index.len() - 1);
-    if p.data_blocks != index.len() as u64 || p.largest.user_key != last_key || p.largest.trailer != last_trailer {
+    if p.data_blocks != index.len() as u64
+        || p.largest.user_key != last_key
+        || p.largest.trailer != last_trailer
+    {
         return Err(Error::corruption(path, offset, "properties disagree with the index"));
     }
     Ok(())

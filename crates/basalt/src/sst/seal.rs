@@ -6,8 +6,8 @@
 use std::path::Path;
 
 use super::format::{
-    BLOCK_BYTES_MAX, BLOCK_TRAILER_BYTES, COMPRESSION_LZ4, COMPRESSION_NONE,
-    COMPRESSION_SAVING_DIVISOR, LZ4_EXPANSION_MAX, block_crc,
+    BLOCK_BYTES_MAX, BLOCK_TRAILER_BYTES, COMPRESSION_LZ4, COMPRESSION_NONE, COMPRESSION_SAVING_DIVISOR,
+    LZ4_EXPANSION_MAX, block_crc,
 };
 use crate::error::{Error, Result};
 use crate::options::Compression;
@@ -85,7 +85,8 @@ mod tests {
     #[test]
     fn blocks_round_trip_with_and_without_lz4() {
         let text: Vec<u8> = b"columnar blocks compress well ".repeat(100);
-        let noise: Vec<u8> = (0..3000u32).map(|i| xxhash_rust::xxh3::xxh3_64(&i.to_le_bytes()) as u8).collect();
+        let noise: Vec<u8> =
+            (0..3000u32).map(|i| xxhash_rust::xxh3::xxh3_64(&i.to_le_bytes()) as u8).collect();
         let zeros = vec![0u8; 1 << 20];
         for raw in [&text[..], &noise[..], &[][..], &zeros[..]] {
             assert_eq!(round_trip(raw, Compression::None), raw);

@@ -75,7 +75,11 @@ fn unsupported(what: &str) -> Error {
 impl Fs for TestFs {
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         self.put(path, Vec::new());
-        Ok(Box::new(MemWritable { path: path.to_path_buf(), buf: Vec::new(), files: Arc::clone(&self.files) }))
+        Ok(Box::new(MemWritable {
+            path: path.to_path_buf(),
+            buf: Vec::new(),
+            files: Arc::clone(&self.files),
+        }))
     }
     fn open(&self, path: &Path) -> Result<Box<dyn RandomAccessFile>> {
         let data = self.files.lock().get(path).cloned();

@@ -49,7 +49,11 @@ fn random_entries(rng: &mut StdRng, keys: usize, value_reps_max: usize) -> Vec<E
                 out.push((key.clone(), pack_trailer(seqno, Kind::Delete), Vec::new()));
             } else {
                 let len = rng.random_range(0..value_reps_max);
-                out.push((key.clone(), pack_trailer(seqno, Kind::Put), format!("v{seqno}-").repeat(len).into_bytes()));
+                out.push((
+                    key.clone(),
+                    pack_trailer(seqno, Kind::Put),
+                    format!("v{seqno}-").repeat(len).into_bytes(),
+                ));
             }
         }
     }
@@ -124,7 +128,13 @@ fn check_scans(reader: &Arc<SstReader>, entries: &[Entry]) -> Result<()> {
 fn targets(entries: &[Entry]) -> Vec<(Vec<u8>, u64)> {
     let mut out = Vec::new();
     for (k, t, _) in entries {
-        out.extend([(k.clone(), *t), (k.clone(), t + 1), (k.clone(), t.saturating_sub(1)), (k.clone(), u64::MAX), (k.clone(), 0)]);
+        out.extend([
+            (k.clone(), *t),
+            (k.clone(), t + 1),
+            (k.clone(), t.saturating_sub(1)),
+            (k.clone(), u64::MAX),
+            (k.clone(), 0),
+        ]);
     }
     for k in probe_keys(entries) {
         out.push((k, pack_trailer(SEQNO_MAX, Kind::Put)));
@@ -144,7 +154,11 @@ fn check_seeks(reader: &Arc<SstReader>, entries: &[Entry]) -> Result<()> {
         }
         let at = entries.iter().rposition(|e| compare(&e.0, e.1, &k, t).is_le());
         it.seek_for_prev(&k, t)?;
-        assert_eq!(it.valid().then(|| current(&it)), at.map(|i| entries[i].clone()), "seek_for_prev {k:?}@{t:#x}");
+        assert_eq!(
+            it.valid().then(|| current(&it)),
+            at.map(|i| entries[i].clone()),
+            "seek_for_prev {k:?}@{t:#x}"
+        );
         if let Some(i) = at {
             it.prev()?;
             assert_eq!(it.valid().then(|| current(&it)), i.checked_sub(1).map(|j| entries[j].clone()));
@@ -154,7 +168,8 @@ fn check_seeks(reader: &Arc<SstReader>, entries: &[Entry]) -> Result<()> {
 }
 
 fn check_all(reader: &Arc<SstReader>, entries: &[Entry]) -> Result<()> {
-    let mut seqnos: Vec<u64> = entries.iter().map(|e| e.1 >> 8).flat_map(|s| [s.saturating_sub(1), s]).collect();
+    let mut seqnos: Vec<u64> =
+        entries.iter().map(|e| e.1 >> 8).flat_map(|s| [s.saturating_sub(1), s]).collect();
     seqnos.extend([0, SEQNO_MAX, u64::MAX]);
     seqnos.sort_unstable();
     seqnos.dedup();
@@ -177,7 +192,10 @@ fn round_trips_across_block_sizes_and_compression() -> Result<()> {
             assert_eq!(summary.file_size, reader.file_size());
             assert_eq!(summary.entries, entries.len() as u64);
             let p = reader.properties();
-            assert_eq!((p.entries, p.deletions, p.tree_id, p.format_version), (summary.entries, summary.deletions, 3, FORMAT_VERSION));
+            assert_eq!(
+                (p.entries, p.deletions, p.tree_id, p.format_version),
+                (summary.entries, summary.deletions, 3, FORMAT_VERSION)
+            );
             assert_eq!((&p.smallest, &p.largest), (&summary.smallest, &summary.largest));
             if target == 1 {
                 assert_eq!(reader.block_count(), entries.len());
@@ -218,7 +236,11 @@ fn writer_rejects_bad_input() -> Result<()> {
     let opts = options(4096, Compression::None, 10);
     let mut w = SstWriter::new(fs.create(&path)?, path.clone(), &opts);
     w.add(b"b", pack_trailer(5, Kind::Put), b"v")?;
-    for (k, t) in [(&b"a"[..], pack_trailer(9, Kind::Put)), (b"b", pack_trailer(5, Kind::Put)), (b"b", pack_trailer(6, Kind::Put))] {
+    for (k, t) in [
+        (&b"a"[..], pack_trailer(9, Kind::Put)),
+        (b"b", pack_trailer(5, Kind::Put)),
+        (b"b", pack_trailer(6, Kind::Put)),
+    ] {
         assert!(matches!(w.add(k, t, b""), Err(Error::InvalidArgument(_))), "{k:?} {t}");
     }
     assert!(matches!(w.add(b"c", 5 << 8 | 7, b""), Err(Error::InvalidArgument(_))));
@@ -253,7 +275,9 @@ fn filter_skips_absent_keys_and_can_be_disabled() -> Result<()> {
 #[test]
 fn blocks_come_from_the_cache() -> Result<()> {
     let fs = TestFs::default();
-    let entries = normalize((0..100u32).map(|i| (i.to_be_bytes().to_vec(), pack_trailer(1, Kind::Put), vec![1; 50])).collect());
+    let entries = normalize(
+        (0..100u32).map(|i| (i.to_be_bytes().to_vec(), pack_trailer(1, Kind::Put), vec![1; 50])).collect(),
+    );
     write_sst(&fs, Path::new("c.sst"), &entries, &options(256, Compression::Lz4, 10))?;
     let cache = Arc::new(BlockCache::new(1 << 20));
     let reader = SstReader::open(&fs, Path::new("c.sst"), 42, Arc::clone(&cache))?;
@@ -364,10 +388,49 @@ fn truncated_and_foreign_files_are_corruption() {
     assert!(err.to_string().contains("version 2"), "{err}");
 }
 
+/// The one-entry file drawn in `docs/format-sst.md`, byte for byte. A change
+/// here is a format change: bump `FORMAT_VERSION` and keep this file readable.
+const V1_FIXTURE_HEX: &str = concat!(
+    "010000000500000030000000080000003800000001000000400000000800000048000000080000005000000001000000",
+    "00000000010000006b000000000000000101000000000000000000000100000076004f53f26401000000070000000000",
+    "000000000020400000000000000000000080000000000000000000000000000000000000000000000000200000002000",
+    "000000020000000000000000000100431fe4320100000005000000300000000800000038000000010000004000000008",
+    "0000004800000008000000500000000c00000000000000010000006b000000000000000101000000000000000000000c",
+    "00000000000000000000005100000000f820b2b301000000030000000100000000000000000000000000000001000000",
+    "000000000100000000000000010000000000000001000000000000000100000000000000010100000000000001010000",
+    "00000000010000006b010000006b00b1326fdb030000000156000000000000004800000002a3000000000000005c0000",
+    "000304010000000000005a000000005191087263010000000000002b000000010000000000000000000000000000005b",
+    "57005189424153414c540a",
+);
+
+fn from_hex(hex: &str) -> Vec<u8> {
+    (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex")).collect()
+}
+
+#[test]
+fn v1_fixture_is_stable_and_readable() -> Result<()> {
+    let fs = TestFs::default();
+    let entries = vec![(b"k".to_vec(), pack_trailer(1, Kind::Put), b"v".to_vec())];
+    write_sst(&fs, Path::new("new.sst"), &entries, &options(4096, Compression::None, 10))?;
+    let fixture = from_hex(V1_FIXTURE_HEX);
+    assert_eq!(fs.get(Path::new("new.sst")), fixture);
+    fs.put(Path::new("v1.sst"), fixture);
+    check_all(&open(&fs, Path::new("v1.sst"))?, &entries)
+}
+
 fn arb_entries() -> impl Strategy<Value = Vec<Entry>> {
-    let entry = (prop::collection::vec(0u8..4, 0..4), 0u64..40, any::<bool>(), prop::collection::vec(any::<u8>(), 0..24))
+    let entry = (
+        prop::collection::vec(0u8..4, 0..4),
+        0u64..40,
+        any::<bool>(),
+        prop::collection::vec(any::<u8>(), 0..24),
+    )
         .prop_map(|(k, s, put, v)| {
-            if put { (k, pack_trailer(s, Kind::Put), v) } else { (k, pack_trailer(s, Kind::Delete), Vec::new()) }
+            if put {
+                (k, pack_trailer(s, Kind::Put), v)
+            } else {
+                (k, pack_trailer(s, Kind::Delete), Vec::new())
+            }
         });
     prop::collection::vec(entry, 1..150).prop_map(normalize)
 }

@@ -9,8 +9,8 @@ use bytes::Bytes;
 use super::block::BlockBuilder;
 use super::filter::BloomBuilder;
 use super::format::{
-    BLOCK_BYTES_TARGET_MAX, BLOCK_TRAILER_BYTES, BlockHandle, ENTRY_BYTES_MAX, FORMAT_VERSION,
-    Footer, META_FILTER, META_INDEX, META_PROPERTIES,
+    BLOCK_BYTES_TARGET_MAX, BLOCK_TRAILER_BYTES, BlockHandle, ENTRY_BYTES_MAX, FORMAT_VERSION, Footer,
+    META_FILTER, META_INDEX, META_PROPERTIES,
 };
 use super::index::add_fence;
 use super::meta::{MetaEntry, Properties, encode_metaindex};
@@ -224,7 +224,8 @@ impl SstWriter {
         }
         let index = self.index.finish();
         meta.push(MetaEntry { kind: META_INDEX, handle: self.write_block(index, Compression::None)? });
-        let largest = InternalKey { user_key: Bytes::copy_from_slice(&self.last_key), trailer: self.last_trailer };
+        let largest =
+            InternalKey { user_key: Bytes::copy_from_slice(&self.last_key), trailer: self.last_trailer };
         self.stats.smallest = smallest;
         self.stats.largest = largest;
         let props = self.stats.encode();
