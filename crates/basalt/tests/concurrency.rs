@@ -42,9 +42,10 @@ fn concurrent_writers_and_readers_see_atomic_batches() {
                         assert!(values.windows(2).all(|w| w[0] == w[1]), "torn batch seen: {values:?}");
                         let scanned: Vec<_> = common::collect(db.prefix(format!("g{group:02}/")));
                         assert!(
-                            scanned.len() == 0 || scanned.len() == KEYS_PER_GROUP,
+                            scanned.is_empty() || scanned.len() == KEYS_PER_GROUP,
                             "partial group in scan"
                         );
+                        assert!(scanned.windows(2).all(|w| w[0].1 == w[1].1), "torn batch in a scan");
                         checks += 1;
                     }
                     checks
