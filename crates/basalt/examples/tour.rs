@@ -30,6 +30,9 @@ struct Args {
     /// Fsync every batch (sync = true) instead of leaving it to the OS.
     #[arg(long)]
     sync: bool,
+    /// Target data block size in bytes (default: `Options::default()`).
+    #[arg(long)]
+    block_bytes: Option<usize>,
     /// Seed of the random key order.
     #[arg(long, default_value_t = 42)]
     seed: u64,
@@ -78,7 +81,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("basalt tour: {n} keys of {KEY_BYTES} B with {VALUE_BYTES} B values at {}", path.display());
     let row = KEY_BYTES + VALUE_BYTES;
 
-    let db = Db::open(&path, Options::default())?;
+    let mut options = Options::default();
+    if let Some(b) = args.block_bytes {
+        options.block_bytes_target = b;
+    }
+    let db = Db::open(&path, options.clone())?;
     let sequential: Vec<usize> = (0..n).collect();
     let t = Instant::now();
     fill(&db, &sequential, args.sync, &mut rng)?;
@@ -92,7 +99,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let t = Instant::now();
     db.close()?;
-    let db = Db::open(&path, Options::default())?;
+    let db = Db::open(&path, options)?;
     report("close + reopen (WAL replay)", 1, t.elapsed(), 0);
 
     let mut order: Vec<usize> = (0..2 * n).collect();

@@ -33,8 +33,10 @@ pub struct Options {
     /// Immutable memtables waiting for flush before writers wait. Two lets one
     /// flush run while the next memtable fills.
     pub immutable_memtables_max: usize,
-    /// Target uncompressed size of a data block. 16 KiB: columnar blocks want
-    /// many rows per block for scans, point lookups search one block only.
+    /// Target uncompressed size of a data block. 4 KiB: a point lookup that
+    /// misses the block cache reads and checksums one block, and the tour
+    /// measured 1.5x more random reads/s than with 16 KiB blocks for a 3%
+    /// slower scan (docs/BENCHMARKS.md).
     pub block_bytes_target: usize,
     /// Bloom filter bits per key; 0 disables filters. 10 bits give ~1% false
     /// positives, the RocksDB default.
@@ -67,7 +69,7 @@ impl Default for Options {
             fs: Arc::new(RealFs),
             memtable_bytes_max: 64 << 20,
             immutable_memtables_max: 2,
-            block_bytes_target: 16 << 10,
+            block_bytes_target: 4 << 10,
             bloom_bits_per_key: 10,
             compression: Compression::None,
             block_cache_bytes: 64 << 20,
