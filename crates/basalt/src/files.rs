@@ -58,10 +58,8 @@ pub fn parse(name: &str) -> Option<FileKind> {
         CURRENT => return Some(FileKind::Current),
         _ => {}
     }
-    if name.len() > 4
-        && name.is_char_boundary(name.len() - 4)
-        && name[name.len() - 4..].eq_ignore_ascii_case(".tmp")
-    {
+    // Only names Basalt writes: a foreign `*.tmp` is not ours to delete.
+    if name == current_temp() {
         return Some(FileKind::Temp);
     }
     if let Some(n) = name.strip_prefix("MANIFEST-") {
@@ -88,6 +86,7 @@ mod tests {
         assert_eq!(parse(CURRENT), Some(FileKind::Current));
         assert_eq!(parse(&current_temp()), Some(FileKind::Temp));
         assert_eq!(parse("notes.txt"), None);
+        assert_eq!(parse("scratch.tmp"), None);
         assert_eq!(parse("x.sst"), None);
         assert_eq!(parse("MANIFEST-"), None);
     }

@@ -4,6 +4,7 @@
 
 pub mod cache;
 pub mod codec;
+pub mod compaction;
 mod db;
 mod error;
 mod files;

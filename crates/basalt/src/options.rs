@@ -33,6 +33,42 @@ pub struct Options {
     /// Immutable memtables waiting for flush before writers wait. Two lets one
     /// flush run while the next memtable fills.
     pub immutable_memtables_max: usize,
+    /// Memory budget of all memtables (active and immutable), in bytes: the
+    /// write-buffer manager's hard limit. Writers wait for a flush rather
+    /// than pass it, so memtable memory never exceeds it by more than one
+    /// batch. 256 MiB: four default memtables. The active memtable switches
+    /// at `min(memtable_bytes_max, write_buffer_bytes_max / 4)` so that
+    /// flushes stay small and frequent under a tight budget.
+    pub write_buffer_bytes_max: usize,
+    /// Above this percentage of the budget, writers are delayed in
+    /// proportion to the overshoot (up to `write_delay_max_us` per write
+    /// group), leaving CPU and disk to the flush instead of hitting the hard
+    /// limit and stopping. 75%: one memtable of headroom at the default.
+    pub write_buffer_soft_percent: u32,
+    /// Longest delay, in microseconds, given to one write group at the top
+    /// of the soft zone (or at `l0_files_slowdown`). 2 ms: long enough to
+    /// yield a core to the flush, short enough that no write waits long.
+    pub write_delay_max_us: u64,
+    /// L0 files that trigger an L0 → L1 compaction. 4, as RocksDB: fewer
+    /// files means fewer probes per lookup.
+    pub l0_compaction_trigger: usize,
+    /// L0 files at which writes start being delayed, to let compaction
+    /// catch up before reads degrade. 12.
+    pub l0_files_slowdown: usize,
+    /// L0 files at which writes stop until compaction reduces them. 20.
+    pub l0_files_stop: usize,
+    /// Target size of L1 in bytes; each deeper level is `level_size_ratio`
+    /// times larger. 256 MiB, as RocksDB's `max_bytes_for_level_base`.
+    pub level1_bytes_target: usize,
+    /// Size ratio between adjacent levels. 10: write amplification about 10
+    /// per level against space amplification about 1.1.
+    pub level_size_ratio: u32,
+    /// Target size of an SST written by compaction, in bytes. 64 MiB, as
+    /// RocksDB's `target_file_size_base`: few files, bounded compaction units.
+    pub sst_bytes_target: usize,
+    /// Run compactions automatically in a background thread. Turn off to
+    /// compact only on `compact_range` (tests, bulk loads).
+    pub auto_compaction: bool,
     /// Target uncompressed size of a data block. 4 KiB: a point lookup that
     /// misses the block cache reads and checksums one block, and the tour
     /// measured 1.5x more random reads/s than with 16 KiB blocks for a 3%
@@ -69,6 +105,16 @@ impl Default for Options {
             fs: Arc::new(RealFs),
             memtable_bytes_max: 64 << 20,
             immutable_memtables_max: 2,
+            write_buffer_bytes_max: 256 << 20,
+            write_buffer_soft_percent: 75,
+            write_delay_max_us: 2_000,
+            l0_compaction_trigger: 4,
+            l0_files_slowdown: 12,
+            l0_files_stop: 20,
+            level1_bytes_target: 256 << 20,
+            level_size_ratio: 10,
+            sst_bytes_target: 64 << 20,
+            auto_compaction: true,
             block_bytes_target: 4 << 10,
             bloom_bits_per_key: 10,
             compression: Compression::None,

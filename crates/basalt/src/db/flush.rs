@@ -66,12 +66,11 @@ impl DbInner {
             let mut state = self.state.write();
             let imms: Vec<_> = state.imms.iter().filter(|m| !Arc::ptr_eq(m, &imm)).cloned().collect();
             *state = Arc::new(SuperVersion { mem: state.mem.clone(), imms, version });
+            let mut pending = self.pending_outputs.lock();
+            for n in numbers {
+                pending.remove(&n);
+            }
         }
-        let mut pending = self.pending_outputs.lock();
-        for n in numbers {
-            pending.remove(&n);
-        }
-        drop(pending);
         self.counters.record_flush(bytes, start.elapsed());
         {
             let _bg = self.bg.lock();
@@ -105,9 +104,13 @@ impl DbInner {
         Ok(outputs)
     }
 
-    fn start_sst(&self, tree: TreeId) -> Result<(TreeId, u64, SstWriter)> {
-        let number = self.versions.lock().new_file_number();
-        self.pending_outputs.lock().insert(number);
+    pub(crate) fn start_sst(&self, tree: TreeId) -> Result<(TreeId, u64, SstWriter)> {
+        let number = {
+            let mut versions = self.versions.lock();
+            let n = versions.new_file_number();
+            self.pending_outputs.lock().insert(n);
+            n
+        };
         let path = self.dir.join(files::sst(number));
         let file = self.fs.create(&path)?;
         let options = SstWriterOptions {
@@ -120,7 +123,7 @@ impl DbInner {
     }
 }
 
-fn finish_sst((tree, number, writer): (TreeId, u64, SstWriter)) -> Result<(TreeId, FileMeta)> {
+pub(crate) fn finish_sst((tree, number, writer): (TreeId, u64, SstWriter)) -> Result<(TreeId, FileMeta)> {
     let s = writer.finish()?;
     let meta = FileMeta {
         number,
@@ -138,17 +141,28 @@ impl DbInner {
     /// Deletes SSTs no live version references, WALs below the log number
     /// and MANIFESTs other than the live one; at open also temporary files.
     pub(crate) fn delete_obsolete_files(&self, at_open: bool) -> Result<()> {
-        let (live, log_number, manifest) = {
+        // The flush and compaction threads both collect garbage; one at a
+        // time, so that neither deletes a file the other already deleted.
+        let _collecting = self.gc_lock.lock();
+        let manifest = self.versions.lock().manifest_number();
+        // List first: a file created after the listing is not touched. Then
+        // read the live and pending sets under the versions lock, which
+        // flush and compaction also hold while moving a file from pending to
+        // live, so no file is seen in neither set.
+        let names = self.fs.list(&self.dir)?;
+        let (live, pending, log_number) = {
             let mut versions = self.versions.lock();
             let live: HashSet<u64> = versions.live_files();
-            (live, versions.log_number(), versions.manifest_number())
+            (live, self.pending_outputs.lock().clone(), versions.log_number())
         };
-        let pending = self.pending_outputs.lock().clone();
-        for name in self.fs.list(&self.dir)? {
+        for name in names {
             let obsolete = match files::parse(&name) {
                 Some(FileKind::Sst(n)) => !live.contains(&n) && !pending.contains(&n),
                 Some(FileKind::Wal(n)) => n < log_number,
-                Some(FileKind::Manifest(n)) => n != manifest,
+                // At run time the version set removes the MANIFEST it replaces
+                // itself; a failed switch may leave CURRENT naming either
+                // one, so only an open (which just rewrote CURRENT) sweeps.
+                Some(FileKind::Manifest(n)) => at_open && n != manifest,
                 Some(FileKind::Temp) => at_open,
                 _ => false,
             };
@@ -156,7 +170,10 @@ impl DbInner {
                 if let Some(FileKind::Sst(n)) = files::parse(&name) {
                     self.table_cache.evict(n, &self.block_cache);
                 }
-                self.fs.remove(&self.dir.join(&name))?;
+                match self.fs.remove(&self.dir.join(&name)) {
+                    Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
+                    other => other?,
+                }
             }
         }
         Ok(())

@@ -81,6 +81,9 @@ impl Cursor {
 pub struct DbIterator {
     /// Keeps the memtables and SSTs being read alive.
     pin: Option<Arc<SuperVersion>>,
+    /// Keeps the database (and its directory lock) alive while iterating,
+    /// as snapshots do.
+    _db: Arc<DbInner>,
     cursors: Vec<Cursor>,
     forward: bool,
     seqno: SeqNo,
@@ -104,7 +107,7 @@ impl std::fmt::Debug for DbIterator {
 
 /// Builds an iterator over `range` of `tree`.
 pub(crate) fn new(
-    inner: &DbInner,
+    inner: &Arc<DbInner>,
     tree: TreeId,
     range: KeyRange,
     direction: Direction,
@@ -114,6 +117,7 @@ pub(crate) fn new(
     let forward = direction == Direction::Forward;
     let mut it = DbIterator {
         pin: None,
+        _db: inner.clone(),
         cursors: Vec::new(),
         forward,
         seqno,

@@ -1,6 +1,7 @@
 //! The database: orchestrates the write path (group commit into the WAL and
 //! memtable), background flushes, recovery and reads. It owns no format code.
 
+mod compact;
 mod flush;
 mod iter;
 mod open;
@@ -9,6 +10,7 @@ mod snapshot;
 mod stats;
 mod table_cache;
 mod write;
+mod write_buffer;
 
 use std::ops::RangeBounds;
 use std::path::{Path, PathBuf};
@@ -80,13 +82,17 @@ pub(crate) struct DbInner {
     /// Live snapshots: seqno → number of handles.
     pub snapshots: Mutex<std::collections::BTreeMap<SeqNo, usize>>,
     pub counters: Counters,
+    /// Held while a compaction runs: one at a time, automatic or manual.
+    pub compaction_lock: Mutex<()>,
+    /// Held while obsolete files are collected.
+    pub gc_lock: Mutex<()>,
 }
 
 /// An open database. `Send + Sync`: share it between threads by reference or
 /// in an `Arc`.
 pub struct Db {
     inner: Arc<DbInner>,
-    flush_thread: Mutex<Option<JoinHandle<()>>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl std::fmt::Debug for Db {
@@ -99,8 +105,11 @@ impl Db {
     /// Opens (or creates, with `create_if_missing`) the database at `path`.
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
         let inner = Arc::new(open::open(path.as_ref(), options)?);
-        let thread = flush::spawn(inner.clone())?;
-        Ok(Db { inner, flush_thread: Mutex::new(Some(thread)) })
+        let db = Db { inner: inner.clone(), threads: Mutex::new(Vec::new()) };
+        // On a failed spawn, dropping `db` stops the threads already started.
+        db.threads.lock().push(flush::spawn(inner.clone())?);
+        db.threads.lock().push(compact::spawn(inner)?);
+        Ok(db)
     }
 
     /// The database directory.
@@ -206,6 +215,13 @@ impl Db {
         self.inner.flush_all()
     }
 
+    /// Compacts every SST overlapping `range` down the levels (memtables are
+    /// flushed first): afterwards the range's data sits in the deepest
+    /// level, without overwritten versions or tombstones no snapshot needs.
+    pub fn compact_range<K: AsRef<[u8]>>(&self, range: impl RangeBounds<K>) -> Result<()> {
+        self.inner.compact_range(DEFAULT_TREE, &iter::owned_range(&range))
+    }
+
     /// Makes every write so far durable (fsync of the WAL).
     pub fn sync_wal(&self) -> Result<()> {
         self.inner.sync_wal()
@@ -233,9 +249,9 @@ impl Db {
             bg.shutting_down = true;
             self.inner.bg_cv.notify_all();
         }
-        if let Some(handle) = self.flush_thread.lock().take() {
-            // A panic in the flush thread is a bug; it already stopped writes
-            // by leaving no progress, and there is nothing left to clean up.
+        for handle in self.threads.lock().drain(..) {
+            // A panic in a background thread is a bug; it already stopped
+            // making progress, and there is nothing left to clean up.
             let _ = handle.join();
         }
     }

@@ -82,6 +82,8 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         pending_outputs: Mutex::new(std::collections::HashSet::new()),
         snapshots: Mutex::new(std::collections::BTreeMap::new()),
         counters: Counters::default(),
+        compaction_lock: Mutex::new(()),
+        gc_lock: Mutex::new(()),
         opts,
     };
     inner.recover_wals(&wals, last_seqno)?;
@@ -158,16 +160,24 @@ impl DbInner {
         let mut mem = Memtable::new(0);
         let mut added = Vec::new();
         let mut max_seqno = flushed_seqno;
-        for (i, &number) in wals.iter().enumerate() {
+        let mut logs = Vec::with_capacity(wals.len());
+        for &number in wals {
             let path = self.dir.join(files::wal(number));
             let log = read_log_file(self.fs.as_ref(), &path)?;
+            logs.push((path, log));
+        }
+        // Every WAL but the newest was synced before the next one was
+        // created, so a damaged tail is a hole unless no later WAL holds a
+        // record (a recovery that crashed leaves an empty newer WAL).
+        let last_with_records = logs.iter().rposition(|(_, log)| !log.records.is_empty());
+        for (i, (path, log)) in logs.iter().enumerate() {
             if let Some(offset) = log.torn_tail_at
-                && i + 1 < wals.len()
+                && last_with_records.is_some_and(|last| i < last)
             {
-                // Every WAL but the newest was synced before the next one was
-                // created, so a damaged tail here is a hole, not a torn write.
-                return Err(Error::corruption(&path, offset, "damaged record at the end of an older WAL"));
+                return Err(Error::corruption(path, offset, "damaged record at the end of an older WAL"));
             }
+        }
+        for (path, log) in logs {
             for (offset, payload) in log.records {
                 let decoded = batch::decode(&payload, &path, offset)?;
                 if decoded.entries.is_empty() || decoded.first_seqno <= flushed_seqno {

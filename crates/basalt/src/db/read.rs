@@ -28,21 +28,25 @@ impl DbInner {
         snapshot: Option<SeqNo>,
     ) -> Result<Option<Bytes>> {
         let (seqno, sv) = self.read_view(snapshot);
-        self.counters.record_get();
         for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
             if let Some((trailer, value)) = mem.get(tree, user_key, seqno) {
+                self.counters.record_get(0);
                 return Ok(visible(trailer, value));
             }
         }
         let Some(tree_version) = sv.version.tree(tree) else {
             return Err(Error::InvalidArgument(format!("unknown tree {tree}")));
         };
+        let mut probes = 0;
         for file in tree_version.files_for_key(user_key) {
+            probes += 1;
             let reader = self.table_cache.get(file.number, &self.block_cache)?;
             if let Some((trailer, value)) = reader.get(user_key, seqno)? {
+                self.counters.record_get(probes);
                 return Ok(visible(trailer, value));
             }
         }
+        self.counters.record_get(probes);
         Ok(None)
     }
 }

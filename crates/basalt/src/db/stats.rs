@@ -18,12 +18,22 @@ pub(crate) struct Counters {
     wal_bytes: AtomicU64,
     wal_syncs: AtomicU64,
     gets: AtomicU64,
+    sst_probes: AtomicU64,
+    ingest_bytes: AtomicU64,
     flushes: AtomicU64,
     flush_bytes: AtomicU64,
     flush_micros: AtomicU64,
     stalls: AtomicU64,
     stall_micros: AtomicU64,
     stall_micros_max: AtomicU64,
+    delayed_groups: AtomicU64,
+    delay_micros: AtomicU64,
+    memtable_bytes_peak: AtomicU64,
+    compactions: AtomicU64,
+    trivial_moves: AtomicU64,
+    compaction_read_bytes: AtomicU64,
+    compaction_written_bytes: AtomicU64,
+    compaction_micros: AtomicU64,
 }
 
 impl Counters {
@@ -31,19 +41,43 @@ impl Counters {
         self.batches.fetch_add(batches, Ordering::Relaxed);
         self.groups.fetch_add(1, Ordering::Relaxed);
         self.wal_bytes.fetch_add(wal_bytes, Ordering::Relaxed);
+        self.ingest_bytes.fetch_add(wal_bytes, Ordering::Relaxed);
         if synced {
             self.wal_syncs.fetch_add(1, Ordering::Relaxed);
         }
     }
 
-    pub(crate) fn record_get(&self) {
+    pub(crate) fn record_get(&self, sst_probes: u64) {
         self.gets.fetch_add(1, Ordering::Relaxed);
+        if sst_probes > 0 {
+            self.sst_probes.fetch_add(sst_probes, Ordering::Relaxed);
+        }
     }
 
     pub(crate) fn record_flush(&self, bytes: u64, took: Duration) {
         self.flushes.fetch_add(1, Ordering::Relaxed);
         self.flush_bytes.fetch_add(bytes, Ordering::Relaxed);
         self.flush_micros.fetch_add(took.as_micros() as u64, Ordering::Relaxed);
+    }
+
+    pub(crate) fn record_compaction(&self, read: u64, written: u64, trivial: bool, took: Duration) {
+        self.compactions.fetch_add(1, Ordering::Relaxed);
+        if trivial {
+            self.trivial_moves.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.compaction_read_bytes.fetch_add(read, Ordering::Relaxed);
+        }
+        self.compaction_written_bytes.fetch_add(written, Ordering::Relaxed);
+        self.compaction_micros.fetch_add(took.as_micros() as u64, Ordering::Relaxed);
+    }
+
+    pub(crate) fn record_delay(&self, took: Duration) {
+        self.delayed_groups.fetch_add(1, Ordering::Relaxed);
+        self.delay_micros.fetch_add(took.as_micros() as u64, Ordering::Relaxed);
+    }
+
+    pub(crate) fn record_memtable_bytes(&self, bytes: usize) {
+        self.memtable_bytes_peak.fetch_max(bytes as u64, Ordering::Relaxed);
     }
 
     pub(crate) fn record_stall(&self, took: Duration) {
@@ -78,6 +112,9 @@ pub struct Stats {
     pub wal_syncs: u64,
     /// Point lookups served.
     pub gets: u64,
+    /// SSTs searched by point lookups (after the key-range check; the bloom
+    /// filter is consulted inside); divided by `gets`, files probed per get.
+    pub sst_probes: u64,
     /// Bytes in the active memtable.
     pub memtable_bytes: usize,
     /// Immutable memtables waiting for flush.
@@ -94,6 +131,24 @@ pub struct Stats {
     pub write_stall_time: Duration,
     /// Longest single wait.
     pub write_stall_time_max: Duration,
+    /// Write groups slowed down in the soft zone, and their total delay.
+    pub delayed_groups: u64,
+    /// Total delay given in the soft zone.
+    pub write_delay_time: Duration,
+    /// Most memtable memory (active + immutable) seen after an insert.
+    pub memtable_bytes_peak: u64,
+    /// Compactions run, of which trivial moves (a MANIFEST edit only).
+    pub compactions: u64,
+    /// Compactions that only moved a file down.
+    pub trivial_moves: u64,
+    /// Bytes read and written by compactions.
+    pub compaction_read_bytes: u64,
+    /// Bytes written by compactions.
+    pub compaction_written_bytes: u64,
+    /// Total compaction time.
+    pub compaction_time: Duration,
+    /// Bytes of write batches ingested (the WAL payload).
+    pub ingest_bytes: u64,
     /// Files and bytes per level of the key-value tree.
     pub levels: Vec<LevelStats>,
     /// Block cache hits and misses, usage and capacity in bytes.
@@ -131,6 +186,16 @@ impl DbInner {
             wal_bytes_written: get(&c.wal_bytes),
             wal_syncs: get(&c.wal_syncs),
             gets: get(&c.gets),
+            sst_probes: get(&c.sst_probes),
+            delayed_groups: get(&c.delayed_groups),
+            write_delay_time: Duration::from_micros(get(&c.delay_micros)),
+            memtable_bytes_peak: get(&c.memtable_bytes_peak),
+            compactions: get(&c.compactions),
+            trivial_moves: get(&c.trivial_moves),
+            compaction_read_bytes: get(&c.compaction_read_bytes),
+            compaction_written_bytes: get(&c.compaction_written_bytes),
+            compaction_time: Duration::from_micros(get(&c.compaction_micros)),
+            ingest_bytes: get(&c.ingest_bytes),
             memtable_bytes: sv.mem.approximate_bytes(),
             immutable_memtables: sv.imms.len(),
             flushes: get(&c.flushes),
@@ -147,6 +212,30 @@ impl DbInner {
             open_sst_readers: self.table_cache.len(),
             snapshots: self.snapshots.lock().values().sum(),
         }
+    }
+}
+
+impl Stats {
+    /// Bytes written to SSTs (flushes and compactions) per byte ingested;
+    /// the WAL adds one more.
+    pub fn write_amplification(&self) -> f64 {
+        if self.ingest_bytes == 0 {
+            return 0.0;
+        }
+        (self.flush_bytes + self.compaction_written_bytes) as f64 / self.ingest_bytes as f64
+    }
+
+    /// SSTs searched per point lookup.
+    pub fn files_probed_per_get(&self) -> f64 {
+        if self.gets == 0 { 0.0 } else { self.sst_probes as f64 / self.gets as f64 }
+    }
+
+    /// Total SST bytes over the bytes of the deepest non-empty level (1.0
+    /// when all data is in one level; ~1.11 for a settled ratio-10 tree).
+    pub fn space_amplification(&self) -> f64 {
+        let total: u64 = self.levels.iter().map(|l| l.bytes).sum();
+        let last = self.levels.iter().rev().find(|l| l.bytes > 0).map_or(0, |l| l.bytes);
+        if last == 0 { 0.0 } else { total as f64 / last as f64 }
     }
 }
 
@@ -175,8 +264,29 @@ impl fmt::Display for Stats {
         )?;
         writeln!(
             f,
-            "stalls {} (total {:.2?}, longest {:.2?})",
-            self.write_stalls, self.write_stall_time, self.write_stall_time_max
+            "stalls {} (total {:.2?}, longest {:.2?}); delayed groups {} ({:.2?}); peak memtables {:.1} MiB",
+            self.write_stalls,
+            self.write_stall_time,
+            self.write_stall_time_max,
+            self.delayed_groups,
+            self.write_delay_time,
+            mib(self.memtable_bytes_peak)
+        )?;
+        writeln!(
+            f,
+            "compactions {} ({} trivial moves; {:.1} MiB read, {:.1} MiB written, {:.2?})",
+            self.compactions,
+            self.trivial_moves,
+            mib(self.compaction_read_bytes),
+            mib(self.compaction_written_bytes),
+            self.compaction_time
+        )?;
+        writeln!(
+            f,
+            "write amplification {:.2} (+1 WAL); space amplification {:.2}; files probed per get {:.2}",
+            self.write_amplification(),
+            self.space_amplification(),
+            self.files_probed_per_get()
         )?;
         let lookups = self.block_cache_hits + self.block_cache_misses;
         let hit_rate = if lookups == 0 { 0.0 } else { 100.0 * self.block_cache_hits as f64 / lookups as f64 };

@@ -9,13 +9,18 @@ use std::time::Instant;
 
 use bytes::Bytes;
 
+use super::write_buffer::{self, StallAction, WriteBufferState};
 use super::{DbInner, SuperVersion};
 use crate::codec::internal::{SEQNO_MAX, pack_trailer};
 use crate::error::{Error, Result};
 use crate::files;
 use crate::log::writer::LogWriter;
-use crate::memtable::Memtable;
+use crate::memtable::{ENTRY_OVERHEAD_BYTES, Memtable};
 use crate::wal::batch::{self, WriteBatch};
+
+/// How often a stalled writer re-checks the write-buffer state even without
+/// a notification from the background threads.
+const STALL_RECHECK: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// One writer's request waiting in the queue.
 struct Request {
@@ -121,7 +126,9 @@ impl DbInner {
     /// publish.
     fn commit_group(&self, group: &mut [Request]) -> Result<()> {
         self.check_writable()?;
-        self.make_room()?;
+        let incoming: usize =
+            group.iter().map(|r| r.batch.encoded_len() + r.batch.len() * ENTRY_OVERHEAD_BYTES).sum();
+        self.make_room(incoming)?;
         let first = self.last_seqno.load(Ordering::Relaxed) + 1;
         let count: u64 = group.iter().map(|r| r.batch.len() as u64).sum();
         if first + count > SEQNO_MAX {
@@ -150,6 +157,7 @@ impl DbInner {
             let batch = std::mem::take(&mut r.batch);
             insert_batch(&mem, &batch.into_bytes());
         }
+        self.counters.record_memtable_bytes(self.write_buffer_state(0).total_bytes);
         self.last_seqno.store(seqno - 1, Ordering::Relaxed);
         self.visible_seqno.store(seqno - 1, Ordering::Release);
         self.counters.record_group(group.len() as u64, wal_bytes, sync);
@@ -174,26 +182,55 @@ impl DbInner {
         e
     }
 
-    /// Switches to a new memtable when the active one is full, waiting for a
-    /// flush first if too many immutable memtables are queued.
-    fn make_room(&self) -> Result<()> {
-        if self.state.read().mem.approximate_bytes() < self.opts.memtable_bytes_max {
-            return Ok(());
+    /// What the write-buffer manager needs to decide on a group of
+    /// `incoming` bytes.
+    fn write_buffer_state(&self, incoming: usize) -> WriteBufferState {
+        let sv = self.state.read().clone();
+        let active = sv.mem.approximate_bytes();
+        let total = active + sv.imms.iter().map(|m| m.approximate_bytes()).sum::<usize>();
+        let l0_files = sv.version.trees.values().map(|t| t.levels[0].len()).max().unwrap_or(0);
+        WriteBufferState {
+            active_bytes: active,
+            total_bytes: total,
+            immutables: sv.imms.len(),
+            l0_files,
+            incoming_bytes: incoming,
         }
-        let mut stalled: Option<Instant> = None;
-        let mut bg = self.bg.lock();
-        while self.state.read().imms.len() >= self.opts.immutable_memtables_max {
-            if let Some(e) = &bg.error {
-                return Err(Error::Closed(format!("writes stopped after an earlier error: {e}")));
+    }
+
+    /// Applies the write-buffer policy before a group of `incoming` bytes is
+    /// inserted: switch memtables, delay, or wait for background work.
+    fn make_room(&self, incoming: usize) -> Result<()> {
+        let mut waited: Option<Instant> = None;
+        loop {
+            match write_buffer::decide(&self.write_buffer_state(incoming), &self.opts) {
+                StallAction::Proceed => break,
+                StallAction::Delay(d) => {
+                    std::thread::sleep(d);
+                    self.counters.record_delay(d);
+                    break;
+                }
+                StallAction::SwitchMemtable => self.switch_memtable()?,
+                StallAction::WaitForFlush | StallAction::WaitForCompaction => {
+                    waited.get_or_insert_with(Instant::now);
+                    let mut bg = self.bg.lock();
+                    if let Some(e) = &bg.error {
+                        return Err(Error::Closed(format!("writes stopped after an earlier error: {e}")));
+                    }
+                    // Re-check under the lock the background threads notify
+                    // under, so a wake-up cannot be missed; the timeout is a
+                    // second guard.
+                    let again = write_buffer::decide(&self.write_buffer_state(incoming), &self.opts);
+                    if matches!(again, StallAction::WaitForFlush | StallAction::WaitForCompaction) {
+                        self.bg_cv.wait_for(&mut bg, STALL_RECHECK);
+                    }
+                }
             }
-            stalled.get_or_insert_with(Instant::now);
-            self.bg_cv.wait(&mut bg);
         }
-        drop(bg);
-        if let Some(start) = stalled {
+        if let Some(start) = waited {
             self.counters.record_stall(start.elapsed());
         }
-        self.switch_memtable()
+        Ok(())
     }
 
     /// Makes the active memtable immutable and starts a new one with a new
@@ -248,7 +285,9 @@ impl DbInner {
 
     /// Makes every write so far durable.
     pub(crate) fn sync_wal(&self) -> Result<()> {
-        self.with_exclusive_writer(|| self.wal.lock().sync())
+        self.check_writable()?;
+        // A failed fsync leaves the WAL's durable state unknown: stop writes.
+        self.with_exclusive_writer(|| self.wal.lock().sync().map_err(|e| self.set_bg_error(e)))
     }
 }
 

@@ -10,6 +10,13 @@
 //! masked CRC32C of the first 8 header bytes, so a damaged length is caught
 //! before it is used and a scan can recognise the start of a valid record.
 
+/// Payload of the *seal* record that ends every append. A data record is
+/// therefore never the last record of a log once its write completed, and
+/// damage to it is followed by a valid seal: corruption, never mistaken for
+/// a torn tail. Data payloads are never exactly this byte (a WAL batch is at
+/// least 12 bytes; a version edit never starts with tag 0xff).
+pub const SEAL_PAYLOAD: &[u8] = &[0xff];
+
 /// Bytes before the payload of every record.
 pub const HEADER_BYTES: usize = 12;
 

@@ -21,7 +21,9 @@ pub struct LogContents {
 /// A record that fails its checks is a torn tail when no valid record follows
 /// it anywhere in the file: a crash can only cut short the last write. If a
 /// valid record follows, the damage is corruption, reported with the file
-/// and the offset of the damaged record.
+/// and the offset of the damaged record. Every write ends with a seal record
+/// (`format::SEAL_PAYLOAD`), so damage to a completely written data record
+/// is always followed by a valid seal; seals are not returned.
 pub fn read_log(path: &Path, data: &[u8]) -> Result<LogContents> {
     let mut records = Vec::new();
     let mut pos = 0usize;
@@ -29,7 +31,10 @@ pub fn read_log(path: &Path, data: &[u8]) -> Result<LogContents> {
         match record_at(data, pos) {
             Some((len, payload_ok)) if payload_ok => {
                 let start = pos + HEADER_BYTES;
-                records.push((pos as u64, data[start..start + len].to_vec()));
+                let payload = &data[start..start + len];
+                if payload != format::SEAL_PAYLOAD {
+                    records.push((pos as u64, payload.to_vec()));
+                }
                 pos = start + len;
             }
             damaged => {
@@ -120,6 +125,25 @@ mod tests {
         let got = read_log(Path::new("w"), &data).expect("torn");
         assert_eq!(got.records.len(), 1);
         assert!(got.torn_tail_at.is_some());
+    }
+
+    #[test]
+    fn damage_to_a_sealed_final_record_is_corruption() {
+        let mut data = log_of(&[b"first", b"last record"]);
+        format::encode_record(format::SEAL_PAYLOAD, &mut data);
+        let got = read_log(Path::new("w"), &data).expect("valid");
+        assert_eq!(got.records.len(), 2, "seals are not returned");
+        let last = HEADER_BYTES + 5;
+        for i in last..last + HEADER_BYTES + 11 {
+            let mut bad = data.clone();
+            bad[i] ^= 0x20;
+            assert!(read_log(Path::new("w"), &bad).is_err(), "flip at {i} went unnoticed");
+        }
+        // Damage to the seal itself loses nothing.
+        let mut bad = data.clone();
+        let n = bad.len();
+        bad[n - 1] ^= 0x01;
+        assert_eq!(read_log(Path::new("w"), &bad).expect("torn seal").records.len(), 2);
     }
 
     #[test]

@@ -25,8 +25,8 @@ impl LogWriter {
         &self.path
     }
 
-    /// Appends one record per payload in a single write, then hands the bytes
-    /// to the OS.
+    /// Appends one record per payload and a seal record in a single write,
+    /// then hands the bytes to the OS.
     pub fn append<'a>(&mut self, payloads: impl IntoIterator<Item = &'a [u8]>) -> Result<()> {
         self.scratch.clear();
         for p in payloads {
@@ -35,6 +35,7 @@ impl LogWriter {
         if self.scratch.is_empty() {
             return Ok(());
         }
+        format::encode_record(format::SEAL_PAYLOAD, &mut self.scratch);
         self.file.append(&self.scratch)?;
         // Keep the scratch buffer from pinning a huge allocation.
         if self.scratch.capacity() > 8 << 20 {

@@ -19,7 +19,7 @@ use crate::wal::batch::TreeId;
 
 /// Bytes charged per entry beyond its key and value: the skiplist node with
 /// its tower, the key struct and the value handle.
-const ENTRY_OVERHEAD_BYTES: usize = 96;
+pub const ENTRY_OVERHEAD_BYTES: usize = 96;
 
 /// A skiplist key: tree, user key, trailer (`seqno << 8 | kind`).
 #[derive(Debug, Clone)]

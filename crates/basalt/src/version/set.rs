@@ -93,6 +93,13 @@ impl VersionSet {
             .filter(|s| matches!(files::parse(s), Some(files::FileKind::Manifest(_))))
             .ok_or_else(|| Error::corruption(&current_path, 0, "CURRENT does not name a MANIFEST"))?;
         let manifest_path = dir.join(name);
+        if !vs.fs.exists(&manifest_path)? {
+            return Err(Error::corruption(
+                &current_path,
+                0,
+                format!("CURRENT names {name}, which does not exist"),
+            ));
+        }
         let log = read_log_file(vs.fs.as_ref(), &manifest_path)?;
         let mut version = Version::default();
         for (offset, payload) in &log.records {

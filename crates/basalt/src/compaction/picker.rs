@@ -1,0 +1,258 @@
+//! Which compaction to run next: a pure function of the version and options.
+//!
+//! Each level gets a score: L0 by file count over `l0_compaction_trigger`,
+//! deeper levels by bytes over their target (`level1_bytes_target` ×
+//! `level_size_ratio`^(n-1)). The highest score ≥ 1 is compacted: all of L0
+//! into the overlapping L1 files, or from Ln the one file whose overlap with
+//! Ln+1 is smallest relative to its size (RocksDB's "min overlapping ratio",
+//! which minimises write amplification). A file with no overlap below moves
+//! down by a MANIFEST edit alone (a trivial move).
+
+use std::sync::Arc;
+
+use crate::codec::internal::InternalKey;
+use crate::options::Options;
+use crate::version::{FileMeta, LEVELS, TreeVersion, Version};
+use crate::wal::batch::TreeId;
+
+/// One compaction: merge `inputs` (from `level`) with `overlapping` (from
+/// `level + 1`) into new files at `level + 1`.
+#[derive(Debug, Clone)]
+pub struct CompactionTask {
+    /// The tree compacted.
+    pub tree: TreeId,
+    /// The input level.
+    pub level: usize,
+    /// Files taken from `level`.
+    pub inputs: Vec<Arc<FileMeta>>,
+    /// Files of `level + 1` that overlap the inputs' key range.
+    pub overlapping: Vec<Arc<FileMeta>>,
+    /// True when the output level is the deepest holding data in the
+    /// inputs' key range: tombstones no snapshot needs can be dropped.
+    pub bottommost: bool,
+    /// The score that chose this task (≥ 1), or 0 for a manual compaction.
+    pub score: f64,
+}
+
+impl CompactionTask {
+    /// The level outputs are written to.
+    pub fn output_level(&self) -> usize {
+        self.level + 1
+    }
+
+    /// A single input with nothing to merge below moves down unchanged.
+    pub fn is_trivial_move(&self) -> bool {
+        self.level > 0 && self.inputs.len() == 1 && self.overlapping.is_empty()
+    }
+
+    /// Every input file, upper level first.
+    pub fn all_inputs(&self) -> impl Iterator<Item = &Arc<FileMeta>> {
+        self.inputs.iter().chain(self.overlapping.iter())
+    }
+
+    /// Total input bytes.
+    pub fn input_bytes(&self) -> u64 {
+        self.all_inputs().map(|f| f.size).sum()
+    }
+}
+
+/// Byte targets per level derived from the options.
+#[derive(Debug, Clone)]
+pub struct LevelTargets {
+    /// `bytes[n]` is the target size of level n (unused for L0).
+    pub bytes: [u64; LEVELS],
+}
+
+impl LevelTargets {
+    /// Targets from `level1_bytes_target` and `level_size_ratio`.
+    pub fn new(opts: &Options) -> LevelTargets {
+        let mut bytes = [0u64; LEVELS];
+        let mut target = opts.level1_bytes_target as u64;
+        for b in bytes.iter_mut().skip(1) {
+            *b = target.max(1);
+            target = target.saturating_mul(u64::from(opts.level_size_ratio.max(2)));
+        }
+        LevelTargets { bytes }
+    }
+}
+
+/// Scores of every level of a tree: > 1 means the level needs compaction.
+pub fn level_scores(tree: &TreeVersion, opts: &Options) -> [f64; LEVELS] {
+    let targets = LevelTargets::new(opts);
+    let mut scores = [0.0; LEVELS];
+    scores[0] = tree.levels[0].len() as f64 / opts.l0_compaction_trigger.max(1) as f64;
+    // The last level has nowhere to go.
+    for (level, score) in scores.iter_mut().enumerate().take(LEVELS - 1).skip(1) {
+        let bytes: u64 = tree.levels[level].iter().map(|f| f.size).sum();
+        *score = bytes as f64 / targets.bytes[level] as f64;
+    }
+    scores
+}
+
+/// The most urgent compaction across all trees, if any level scores ≥ 1.
+pub fn choose(version: &Version, opts: &Options) -> Option<CompactionTask> {
+    let mut best: Option<(f64, TreeId, usize)> = None;
+    for (&id, tree) in &version.trees {
+        for (level, &score) in level_scores(tree, opts).iter().enumerate() {
+            if score >= 1.0 && best.is_none_or(|(s, _, _)| score > s) {
+                best = Some((score, id, level));
+            }
+        }
+    }
+    let (score, id, level) = best?;
+    let tree = version.tree(id)?;
+    let inputs = if level == 0 { tree.levels[0].clone() } else { vec![pick_file(tree, level)?] };
+    let mut task = task_for(id, tree, level, inputs);
+    task.score = score;
+    Some(task)
+}
+
+/// A compaction of `inputs` from `level` of `tree` into `level + 1`.
+pub fn task_for(
+    tree_id: TreeId,
+    tree: &TreeVersion,
+    level: usize,
+    inputs: Vec<Arc<FileMeta>>,
+) -> CompactionTask {
+    debug_assert!(level + 1 < LEVELS && !inputs.is_empty());
+    let (lo, hi) = key_range(&inputs);
+    let overlapping = overlapping_files(&tree.levels[level + 1], &lo, &hi);
+    let bottommost =
+        tree.levels[level + 2..].iter().all(|files| overlapping_files(files, &lo, &hi).is_empty());
+    CompactionTask { tree: tree_id, level, inputs, overlapping, bottommost, score: 0.0 }
+}
+
+/// The file of `level` (≥ 1) that is cheapest to push down: least overlap
+/// below per byte.
+fn pick_file(tree: &TreeVersion, level: usize) -> Option<Arc<FileMeta>> {
+    let below = &tree.levels[level + 1];
+    tree.levels[level]
+        .iter()
+        .map(|f| {
+            let overlap: u64 = overlapping_files(below, &f.smallest, &f.largest).iter().map(|o| o.size).sum();
+            (overlap as f64 / f.size.max(1) as f64, f)
+        })
+        .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.number.cmp(&b.1.number)))
+        .map(|(_, f)| f.clone())
+}
+
+/// Smallest and largest internal keys over `files`.
+pub fn key_range(files: &[Arc<FileMeta>]) -> (InternalKey, InternalKey) {
+    let lo = files.iter().map(|f| &f.smallest).min().cloned();
+    let hi = files.iter().map(|f| &f.largest).max().cloned();
+    match (lo, hi) {
+        (Some(lo), Some(hi)) => (lo, hi),
+        _ => (InternalKey::seek_key(bytes::Bytes::new(), 0), InternalKey::seek_key(bytes::Bytes::new(), 0)),
+    }
+}
+
+/// Files of a level whose user-key range intersects `[lo, hi]` by user key.
+pub fn overlapping_files(files: &[Arc<FileMeta>], lo: &InternalKey, hi: &InternalKey) -> Vec<Arc<FileMeta>> {
+    files
+        .iter()
+        .filter(|f| f.largest.user_key >= lo.user_key && f.smallest.user_key <= hi.user_key)
+        .cloned()
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+
+    use super::*;
+    use crate::codec::internal::Kind;
+    use crate::version::VersionEdit;
+
+    fn file(number: u64, lo: &str, hi: &str, size: u64, seq: u64) -> FileMeta {
+        FileMeta {
+            number,
+            size,
+            entries: 1,
+            min_seqno: seq,
+            max_seqno: seq,
+            smallest: InternalKey::new(Bytes::copy_from_slice(lo.as_bytes()), seq, Kind::Put),
+            largest: InternalKey::new(Bytes::copy_from_slice(hi.as_bytes()), seq, Kind::Put),
+        }
+    }
+
+    fn version(files: &[(usize, FileMeta)]) -> Version {
+        let mut edit = VersionEdit { trees_created: vec![(0, "default".into())], ..VersionEdit::default() };
+        edit.files_added = files.iter().map(|(l, f)| (0, *l, f.clone())).collect();
+        Version::default().apply(&edit, std::path::Path::new("test"), 0).expect("valid edit")
+    }
+
+    fn opts() -> Options {
+        Options {
+            l0_compaction_trigger: 4,
+            level1_bytes_target: 1000,
+            level_size_ratio: 10,
+            ..Options::default()
+        }
+    }
+
+    #[test]
+    fn nothing_to_do_below_the_triggers() {
+        let v = version(&[(0, file(1, "a", "z", 10, 1)), (1, file(2, "a", "m", 900, 0))]);
+        assert!(choose(&v, &opts()).is_none());
+    }
+
+    #[test]
+    fn l0_compacts_all_files_into_overlapping_l1() {
+        let v = version(&[
+            (0, file(1, "c", "f", 10, 4)),
+            (0, file(2, "a", "d", 10, 5)),
+            (0, file(3, "e", "g", 10, 6)),
+            (0, file(4, "b", "c", 10, 7)),
+            (1, file(10, "a", "b", 100, 1)),
+            (1, file(11, "f", "h", 100, 1)),
+            (1, file(12, "x", "z", 100, 1)),
+        ]);
+        let t = choose(&v, &opts()).expect("L0 is at its trigger");
+        assert_eq!(t.level, 0);
+        assert_eq!(t.inputs.len(), 4);
+        let mut below: Vec<u64> = t.overlapping.iter().map(|f| f.number).collect();
+        below.sort_unstable();
+        assert_eq!(below, vec![10, 11]);
+        assert!(t.bottommost);
+        assert!(!t.is_trivial_move());
+    }
+
+    #[test]
+    fn deeper_level_picks_least_overlap_and_moves_trivially() {
+        let v = version(&[
+            (1, file(1, "a", "c", 600, 1)),
+            (1, file(2, "d", "f", 600, 1)),
+            (2, file(3, "a", "b", 5000, 0)),
+        ]);
+        let t = choose(&v, &opts()).expect("L1 is over its 1000-byte target");
+        assert_eq!(t.level, 1);
+        assert_eq!(t.inputs[0].number, 2, "file 2 overlaps nothing in L2");
+        assert!(t.is_trivial_move());
+        assert!(t.score > 1.0);
+    }
+
+    #[test]
+    fn most_urgent_level_wins_and_bottommost_sees_deeper_levels() {
+        let v = version(&[
+            (0, file(1, "a", "b", 10, 9)),
+            (0, file(2, "a", "b", 10, 8)),
+            (0, file(3, "a", "b", 10, 7)),
+            (0, file(4, "a", "b", 10, 6)),
+            (1, file(5, "a", "z", 30_000, 2)),
+            (3, file(6, "a", "a", 10, 1)),
+        ]);
+        let t = choose(&v, &opts()).expect("L1 at 30x its target");
+        assert_eq!(t.level, 1);
+        assert!(!t.bottommost, "L3 holds data in the range");
+        let l0 = task_for(0, v.tree(0).expect("tree"), 0, v.tree(0).expect("tree").levels[0].clone());
+        assert_eq!(l0.overlapping.len(), 1);
+    }
+
+    #[test]
+    fn level_targets_grow_by_the_ratio() {
+        let t = LevelTargets::new(&opts());
+        assert_eq!(t.bytes[1], 1000);
+        assert_eq!(t.bytes[2], 10_000);
+        assert_eq!(t.bytes[6], 100_000_000);
+    }
+}

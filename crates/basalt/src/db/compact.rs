@@ -1,0 +1,182 @@
+//! Running compactions: the background compaction thread, manual
+//! `compact_range`, and the executor that merges input SSTs into outputs.
+//! What to compact is decided by the pure policy in `compaction/`.
+
+use std::ops::Bound;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use super::iter::KeyRange;
+use super::{DbInner, SuperVersion};
+use crate::codec::internal::unpack_trailer;
+use crate::compaction::merge::MergedSsts;
+use crate::compaction::retain::Retention;
+use crate::compaction::{self, CompactionTask};
+use crate::error::{Error, Result};
+use crate::sst::{SstIter, SstWriter};
+use crate::version::{FileMeta, LEVELS, VersionEdit};
+use crate::wal::batch::TreeId;
+
+/// Starts the compaction thread.
+pub(crate) fn spawn(inner: Arc<DbInner>) -> Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("basalt-compact".into())
+        .spawn(move || compaction_loop(&inner))
+        .map_err(|e| Error::io("", e))
+}
+
+fn compaction_loop(inner: &DbInner) {
+    loop {
+        let task = {
+            let mut bg = inner.bg.lock();
+            loop {
+                if bg.shutting_down {
+                    return;
+                }
+                if bg.error.is_none() && inner.opts.auto_compaction {
+                    let version = inner.state.read().version.clone();
+                    if let Some(task) = compaction::choose(&version, &inner.opts) {
+                        break task;
+                    }
+                }
+                inner.bg_cv.wait(&mut bg);
+            }
+        };
+        let _running = inner.compaction_lock.lock();
+        // The version may have moved while waiting for the lock: re-choose.
+        let version = inner.state.read().version.clone();
+        let task = compaction::choose(&version, &inner.opts).unwrap_or(task);
+        if let Err(e) = inner.run_compaction(&task) {
+            inner.set_bg_error(e);
+        }
+    }
+}
+
+impl DbInner {
+    /// Compacts every file overlapping `range`, level by level, down to the
+    /// deepest level holding data; memtables are flushed first.
+    pub(crate) fn compact_range(&self, tree: TreeId, range: &KeyRange) -> Result<()> {
+        self.flush_all()?;
+        let _running = self.compaction_lock.lock();
+        let last = {
+            let version = self.state.read().version.clone();
+            let t =
+                version.tree(tree).ok_or_else(|| Error::InvalidArgument(format!("unknown tree {tree}")))?;
+            (0..LEVELS).rev().find(|&l| !t.levels[l].is_empty()).unwrap_or(0)
+        };
+        for level in 0..LEVELS - 1 {
+            let version = self.state.read().version.clone();
+            let Some(t) = version.tree(tree) else { break };
+            let inputs: Vec<_> = t.levels[level].iter().filter(|f| overlaps(f, range)).cloned().collect();
+            if !inputs.is_empty() && (level < last || level == 0) {
+                let task = compaction::picker::task_for(tree, t, level, inputs);
+                self.run_compaction(&task)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs one compaction and installs its result.
+    pub(crate) fn run_compaction(&self, task: &CompactionTask) -> Result<()> {
+        let start = Instant::now();
+        let mut edit = VersionEdit::default();
+        for f in &task.inputs {
+            edit.files_deleted.push((task.tree, task.level, f.number));
+        }
+        for f in &task.overlapping {
+            edit.files_deleted.push((task.tree, task.output_level(), f.number));
+        }
+        let mut written = 0;
+        if task.is_trivial_move() {
+            for f in &task.inputs {
+                edit.files_added.push((task.tree, task.output_level(), (**f).clone()));
+            }
+        } else {
+            let outputs = self.merge_inputs(task)?;
+            written = outputs.iter().map(|f| f.size).sum();
+            edit.files_added = outputs.into_iter().map(|f| (task.tree, task.output_level(), f)).collect();
+        }
+        let numbers: Vec<u64> = edit.files_added.iter().map(|(_, _, f)| f.number).collect();
+        {
+            let mut versions = self.versions.lock();
+            let version = versions.log_and_apply(edit)?;
+            let mut state = self.state.write();
+            *state = Arc::new(SuperVersion { mem: state.mem.clone(), imms: state.imms.clone(), version });
+            let mut pending = self.pending_outputs.lock();
+            for n in numbers {
+                pending.remove(&n);
+            }
+        }
+        self.counters.record_compaction(task.input_bytes(), written, task.is_trivial_move(), start.elapsed());
+        {
+            let _bg = self.bg.lock();
+            self.bg_cv.notify_all();
+        }
+        self.delete_obsolete_files(false)
+    }
+
+    /// Merges the inputs, keeping what `Retention` keeps, into SSTs of about
+    /// `sst_bytes_target`, cut only between user keys so that files of a
+    /// level never share a user key.
+    fn merge_inputs(&self, task: &CompactionTask) -> Result<Vec<FileMeta>> {
+        let mut cursors = Vec::new();
+        for f in task.all_inputs() {
+            cursors.push(SstIter::new(self.table_cache.get(f.number, &self.block_cache)?));
+        }
+        let mut merged = MergedSsts::new(cursors)?;
+        let snapshots: Vec<u64> = self.snapshots.lock().keys().copied().collect();
+        let mut retention = Retention::new(snapshots, task.bottommost);
+        let mut outputs = Vec::new();
+        let mut current: Option<(TreeId, u64, SstWriter)> = None;
+        let mut last_key: Vec<u8> = Vec::new();
+        while let Some((key, trailer, value)) = merged.peek() {
+            let Some((seqno, kind)) = unpack_trailer(trailer) else {
+                return Err(Error::corruption(
+                    "",
+                    0,
+                    format!("compaction input has an entry of unknown kind {trailer:#x}"),
+                ));
+            };
+            if retention.keep(key, seqno, kind) {
+                let full = current.as_ref().is_some_and(|(_, _, w)| {
+                    w.estimated_file_bytes() >= self.opts.sst_bytes_target as u64
+                        && key != last_key.as_slice()
+                });
+                if full && let Some(done) = current.take() {
+                    outputs.push(super::flush::finish_sst(done)?.1);
+                }
+                if current.is_none() {
+                    current = Some(self.start_sst(task.tree)?);
+                }
+                if let Some((_, _, w)) = current.as_mut() {
+                    w.add(key, trailer, value)?;
+                }
+                last_key.clear();
+                last_key.extend_from_slice(key);
+            }
+            merged.advance()?;
+        }
+        if let Some(done) = current.take() {
+            outputs.push(super::flush::finish_sst(done)?.1);
+        }
+        if !outputs.is_empty() {
+            self.fs.sync_dir(&self.dir)?;
+        }
+        Ok(outputs)
+    }
+}
+
+fn overlaps(f: &FileMeta, (lo, hi): &KeyRange) -> bool {
+    let below = match hi {
+        Bound::Included(k) => f.smallest.user_key.as_ref() > k.as_slice(),
+        Bound::Excluded(k) => f.smallest.user_key.as_ref() >= k.as_slice(),
+        Bound::Unbounded => false,
+    };
+    let above = match lo {
+        Bound::Included(k) => f.largest.user_key.as_ref() < k.as_slice(),
+        Bound::Excluded(k) => f.largest.user_key.as_ref() <= k.as_slice(),
+        Bound::Unbounded => false,
+    };
+    !below && !above
+}
