@@ -107,7 +107,9 @@ pub fn choose(version: &Version, opts: &Options) -> Option<CompactionTask> {
     Some(task)
 }
 
-/// A compaction of `inputs` from `level` of `tree` into `level + 1`.
+/// A compaction of `inputs` from `level` of `tree` into `level + 1`. For
+/// L0, `inputs` must be every L0 file: compacting a newer L0 file without an
+/// older one it overlaps would put the newer data below the older.
 pub fn task_for(
     tree_id: TreeId,
     tree: &TreeVersion,
@@ -117,6 +119,10 @@ pub fn task_for(
     debug_assert!(level + 1 < LEVELS && !inputs.is_empty());
     let (lo, hi) = key_range(&inputs);
     let overlapping = overlapping_files(&tree.levels[level + 1], &lo, &hi);
+    // The outputs cover the overlapping files too, which may reach beyond the
+    // inputs' range: deeper levels are checked against the whole span.
+    let all: Vec<_> = inputs.iter().chain(overlapping.iter()).cloned().collect();
+    let (lo, hi) = key_range(&all);
     let bottommost =
         tree.levels[level + 2..].iter().all(|files| overlapping_files(files, &lo, &hi).is_empty());
     CompactionTask { tree: tree_id, level, inputs, overlapping, bottommost, score: 0.0 }

@@ -28,7 +28,7 @@ pub(crate) fn spawn(inner: Arc<DbInner>) -> Result<JoinHandle<()>> {
 
 fn compaction_loop(inner: &DbInner) {
     loop {
-        let task = {
+        {
             let mut bg = inner.bg.lock();
             loop {
                 if bg.shutting_down {
@@ -36,18 +36,21 @@ fn compaction_loop(inner: &DbInner) {
                 }
                 if bg.error.is_none() && inner.opts.auto_compaction {
                     let version = inner.state.read().version.clone();
-                    if let Some(task) = compaction::choose(&version, &inner.opts) {
-                        break task;
+                    if compaction::choose(&version, &inner.opts).is_some() {
+                        break;
                     }
                 }
                 inner.bg_cv.wait(&mut bg);
             }
-        };
+        }
+        // Choose again under the compaction lock: a manual compaction may
+        // have changed the version, and a task from an older version could
+        // name files that are gone.
         let _running = inner.compaction_lock.lock();
-        // The version may have moved while waiting for the lock: re-choose.
         let version = inner.state.read().version.clone();
-        let task = compaction::choose(&version, &inner.opts).unwrap_or(task);
-        if let Err(e) = inner.run_compaction(&task) {
+        if let Some(task) = compaction::choose(&version, &inner.opts)
+            && let Err(e) = inner.run_compaction(&task)
+        {
             inner.set_bg_error(e);
         }
     }
@@ -68,7 +71,12 @@ impl DbInner {
         for level in 0..LEVELS - 1 {
             let version = self.state.read().version.clone();
             let Some(t) = version.tree(tree) else { break };
-            let inputs: Vec<_> = t.levels[level].iter().filter(|f| overlaps(f, range)).cloned().collect();
+            let inputs: Vec<_> = if level == 0 {
+                // All of L0 or none: see `task_for`.
+                if t.levels[0].iter().any(|f| overlaps(f, range)) { t.levels[0].clone() } else { Vec::new() }
+            } else {
+                t.levels[level].iter().filter(|f| overlaps(f, range)).cloned().collect()
+            };
             if !inputs.is_empty() && (level < last || level == 0) {
                 let task = compaction::picker::task_for(tree, t, level, inputs);
                 self.run_compaction(&task)?;

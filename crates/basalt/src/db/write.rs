@@ -46,7 +46,9 @@ impl DbInner {
     pub(crate) fn write(&self, batch: WriteBatch, sync: bool) -> Result<()> {
         self.validate(&batch)?;
         if batch.is_empty() {
-            return Ok(());
+            // Nothing to log, but a synced empty write still promises that
+            // every earlier write is durable.
+            return if sync { self.sync_wal() } else { self.check_writable() };
         }
         let mut q = self.write_queue.lock();
         let id = q.next_id;

@@ -52,6 +52,11 @@ pub fn small_options(fs: &MemFs, rng: &mut StdRng) -> Options {
         bloom_bits_per_key: [0, 4, 10][rng.random_range(0..3)],
         compression: if rng.random_bool(0.5) { Compression::Lz4 } else { Compression::None },
         block_cache_bytes: rng.random_range(0..256 << 10),
+        l0_compaction_trigger: rng.random_range(2..5),
+        level1_bytes_target: rng.random_range(4_000..40_000),
+        level_size_ratio: rng.random_range(2..5),
+        sst_bytes_target: rng.random_range(500..8_000),
+        auto_compaction: rng.random_bool(0.8),
         ..Options::default()
     }
 }
