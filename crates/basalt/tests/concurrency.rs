@@ -7,7 +7,7 @@ mod common;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use basalt::{Db, Options, WriteBatch, WriteOptions};
+use basalt::{Db, Direction, Options, WriteBatch, WriteOptions};
 use rand::Rng;
 
 const WRITERS: usize = 4;
@@ -115,4 +115,145 @@ fn group_commit_shares_fsyncs() {
     // Every sync write is durable, yet waiting writers share fsyncs.
     assert!(stats.wal_syncs <= stats.write_groups);
     assert!(stats.write_groups < 400, "8 concurrent sync writers never shared a group: {stats}");
+}
+
+/// Writers on overlapping keys, readers holding snapshots, and flushes and
+/// compactions (automatic and manual) all at once: every snapshot must read
+/// the same answer before, during and after the compactions, and the final
+/// state must hold each writer's last write.
+#[test]
+fn snapshots_are_stable_across_flushes_and_compactions() {
+    common::run_seeded("snapshots_are_stable_across_flushes_and_compactions", 2, |seed| {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let opts = Options {
+            memtable_bytes_max: 32 << 10,
+            block_bytes_target: 512,
+            l0_compaction_trigger: 2,
+            level1_bytes_target: 128 << 10,
+            level_size_ratio: 4,
+            sst_bytes_target: 32 << 10,
+            ..Options::default()
+        };
+        let db = Arc::new(Db::open(dir.path(), opts).expect("open"));
+        let stop = Arc::new(AtomicBool::new(false));
+        let shared_key = |i: u64| format!("shared/{:03}", i % 200).into_bytes();
+        let writers: Vec<_> = (0..3u64)
+            .map(|w| {
+                let db = db.clone();
+                std::thread::spawn(move || {
+                    let mut rng = common::rng(seed ^ (w + 1));
+                    for n in 0..1500u64 {
+                        let mut batch = WriteBatch::new();
+                        batch.put(shared_key(rng.random()), format!("{w}:{n}"));
+                        if rng.random_bool(0.2) {
+                            batch.delete(shared_key(rng.random()));
+                        }
+                        batch.put(format!("own/{w}"), n.to_string());
+                        db.write(batch).expect("write");
+                    }
+                })
+            })
+            .collect();
+        let compactor = {
+            let (db, stop) = (db.clone(), stop.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    db.compact_range::<&[u8]>(..).expect("compact_range");
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+            })
+        };
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let (db, stop) = (db.clone(), stop.clone());
+                std::thread::spawn(move || {
+                    let mut checks = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        let snap = db.snapshot();
+                        let first =
+                            common::collect(snap.iter(&b"shared/"[..]..&b"shared0"[..], Direction::Forward));
+                        std::thread::sleep(std::time::Duration::from_millis(2));
+                        let again =
+                            common::collect(snap.iter(&b"shared/"[..]..&b"shared0"[..], Direction::Forward));
+                        assert!(first == again, "a snapshot scan changed under flushes and compactions");
+                        for (k, v) in first.iter().step_by(17) {
+                            assert_eq!(
+                                snap.get(k).expect("get").as_deref(),
+                                Some(v.as_slice()),
+                                "snapshot get"
+                            );
+                        }
+                        let rev =
+                            common::collect(snap.iter(&b"shared/"[..]..&b"shared0"[..], Direction::Reverse));
+                        assert!(rev.into_iter().rev().eq(first), "reverse scan disagrees with forward");
+                        checks += 1;
+                    }
+                    checks
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().expect("writer panicked");
+        }
+        stop.store(true, Ordering::Relaxed);
+        compactor.join().expect("compactor panicked");
+        for r in readers {
+            assert!(r.join().expect("reader panicked") > 0, "readers made no checks");
+        }
+        for w in 0..3 {
+            assert_eq!(db.get(format!("own/{w}")).expect("get").as_deref(), Some(&b"1499"[..]));
+        }
+        let stats = db.stats();
+        assert!(stats.compactions > 0, "no compaction ran: {stats}");
+    });
+}
+
+/// Writing 32x the write-buffer budget: memtable memory, sampled by a
+/// separate thread and tracked by the engine, never exceeds the hard limit
+/// plus one write group.
+#[test]
+fn memtable_memory_stays_within_the_budget() {
+    const BUDGET: usize = 8 << 20;
+    const VALUE: usize = 1024;
+    const BATCH: usize = 16;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let opts = Options { write_buffer_bytes_max: BUDGET, ..Options::default() };
+    let db = Arc::new(Db::open(dir.path(), opts).expect("open"));
+    let stop = Arc::new(AtomicBool::new(false));
+    let sampler = {
+        let (db, stop) = (db.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut peak = 0;
+            while !stop.load(Ordering::Relaxed) {
+                peak = peak.max(db.stats().memtable_bytes_total);
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+            peak
+        })
+    };
+    let value = vec![7u8; VALUE];
+    let total_bytes = 32 * BUDGET;
+    let mut written = 0;
+    let mut n = 0u64;
+    while written < total_bytes {
+        let mut batch = WriteBatch::new();
+        for _ in 0..BATCH {
+            batch.put(format!("{:016x}", n.wrapping_mul(0x9e37_79b9_7f4a_7c15)), &value);
+            n += 1;
+        }
+        written += BATCH * (VALUE + 16);
+        db.write(batch).expect("write");
+    }
+    stop.store(true, Ordering::Relaxed);
+    let sampled_peak = sampler.join().expect("sampler panicked");
+    let stats = db.stats();
+    let one_group = BATCH * (VALUE + 16 + basalt::memtable::ENTRY_OVERHEAD_BYTES) + 64;
+    assert!(sampled_peak <= BUDGET + one_group, "sampled {sampled_peak} B over the {BUDGET} B budget");
+    assert!(
+        stats.memtable_bytes_peak as usize <= BUDGET + one_group,
+        "engine saw {} B over the {BUDGET} B budget",
+        stats.memtable_bytes_peak
+    );
+    assert!(stats.memtable_bytes_peak as usize > BUDGET / 2, "the budget was never approached: {stats}");
+    assert!(stats.flushes >= 8, "a small budget means many flushes: {stats}");
 }

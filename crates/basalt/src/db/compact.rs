@@ -57,6 +57,27 @@ fn compaction_loop(inner: &DbInner) {
 }
 
 impl DbInner {
+    /// Waits until no memtable waits for flush and the policy has no
+    /// compaction to run (with `auto_compaction`).
+    pub(crate) fn wait_for_background_work(&self) -> Result<()> {
+        let mut bg = self.bg.lock();
+        loop {
+            if let Some(e) = &bg.error {
+                return Err(e.duplicate());
+            }
+            let sv = self.state.read().clone();
+            let compaction_due =
+                self.opts.auto_compaction && compaction::choose(&sv.version, &self.opts).is_some();
+            if sv.imms.is_empty() && !compaction_due {
+                return Ok(());
+            }
+            if bg.shutting_down {
+                return Err(Error::Closed("database is shutting down".into()));
+            }
+            self.bg_cv.wait_for(&mut bg, std::time::Duration::from_millis(50));
+        }
+    }
+
     /// Compacts every file overlapping `range`, level by level, down to the
     /// deepest level holding data; memtables are flushed first.
     pub(crate) fn compact_range(&self, tree: TreeId, range: &KeyRange) -> Result<()> {

@@ -222,6 +222,13 @@ impl Db {
         self.inner.compact_range(DEFAULT_TREE, &iter::owned_range(&range))
     }
 
+    /// Blocks until background work is done: no memtable waits for flush
+    /// and no level needs compaction. For benchmarks and bulk loads that
+    /// want to measure a settled tree.
+    pub fn wait_for_background_work(&self) -> Result<()> {
+        self.inner.wait_for_background_work()
+    }
+
     /// Makes every write so far durable (fsync of the WAL).
     pub fn sync_wal(&self) -> Result<()> {
         self.inner.sync_wal()

@@ -117,6 +117,9 @@ pub struct Stats {
     pub sst_probes: u64,
     /// Bytes in the active memtable.
     pub memtable_bytes: usize,
+    /// Bytes in all memtables, active and immutable: what the write-buffer
+    /// budget (`write_buffer_bytes_max`) bounds.
+    pub memtable_bytes_total: usize,
     /// Immutable memtables waiting for flush.
     pub immutable_memtables: usize,
     /// Flushes completed, bytes they wrote and time they took.
@@ -197,6 +200,8 @@ impl DbInner {
             compaction_time: Duration::from_micros(get(&c.compaction_micros)),
             ingest_bytes: get(&c.ingest_bytes),
             memtable_bytes: sv.mem.approximate_bytes(),
+            memtable_bytes_total: sv.mem.approximate_bytes()
+                + sv.imms.iter().map(|m| m.approximate_bytes()).sum::<usize>(),
             immutable_memtables: sv.imms.len(),
             flushes: get(&c.flushes),
             flush_bytes: get(&c.flush_bytes),
