@@ -41,14 +41,16 @@ pub struct Options {
     /// flushes stay small and frequent under a tight budget.
     pub write_buffer_bytes_max: usize,
     /// Above this percentage of the budget, writers are delayed in
-    /// proportion to the overshoot (up to `write_delay_max_us` per write
-    /// group), leaving CPU and disk to the flush instead of hitting the hard
-    /// limit and stopping. 75%: one memtable of headroom at the default.
+    /// proportion to the overshoot, leaving CPU and disk to the flush
+    /// instead of hitting the hard limit and stopping. 75%: one memtable of
+    /// headroom at the default.
     pub write_buffer_soft_percent: u32,
-    /// Longest delay, in microseconds, given to one write group at the top
-    /// of the soft zone (or at `l0_files_slowdown`). 2 ms: long enough to
-    /// yield a core to the flush, short enough that no write waits long.
-    pub write_delay_max_us: u64,
+    /// Write rate, in bytes per second, that delays slow writers down to at
+    /// the top of the soft zone (or at `l0_files_stop - 1`). Below the top,
+    /// the delay shrinks in proportion. 16 MiB/s, RocksDB's
+    /// `delayed_write_rate`: slower than any flush or compaction here, so
+    /// background work catches up and writers rarely stop.
+    pub delayed_write_bytes_per_sec: u64,
     /// L0 files that trigger an L0 → L1 compaction. 4, as RocksDB: fewer
     /// files means fewer probes per lookup.
     pub l0_compaction_trigger: usize,
@@ -58,13 +60,17 @@ pub struct Options {
     /// L0 files at which writes stop until compaction reduces them. 20.
     pub l0_files_stop: usize,
     /// Target size of L1 in bytes; each deeper level is `level_size_ratio`
-    /// times larger. 256 MiB, as RocksDB's `max_bytes_for_level_base`.
+    /// times larger. 0 (the default) derives it as RocksDB advises: the
+    /// memtable switch size times `l0_compaction_trigger`, so that an L0 → L1
+    /// compaction merges about as much L0 data as it rewrites in L1.
     pub level1_bytes_target: usize,
     /// Size ratio between adjacent levels. 10: write amplification about 10
     /// per level against space amplification about 1.1.
     pub level_size_ratio: u32,
-    /// Target size of an SST written by compaction, in bytes. 64 MiB, as
-    /// RocksDB's `target_file_size_base`: few files, bounded compaction units.
+    /// Target size of an SST written by compaction, in bytes. 0 (the
+    /// default) uses the memtable switch size, as RocksDB's
+    /// `target_file_size_base` equals its `write_buffer_size`: compaction
+    /// units stay small enough that L0 never waits long behind one.
     pub sst_bytes_target: usize,
     /// Run compactions automatically in a background thread. Turn off to
     /// compact only on `compact_range` (tests, bulk loads).
@@ -107,13 +113,13 @@ impl Default for Options {
             immutable_memtables_max: 2,
             write_buffer_bytes_max: 256 << 20,
             write_buffer_soft_percent: 75,
-            write_delay_max_us: 2_000,
+            delayed_write_bytes_per_sec: 16 << 20,
             l0_compaction_trigger: 4,
             l0_files_slowdown: 12,
             l0_files_stop: 20,
-            level1_bytes_target: 256 << 20,
+            level1_bytes_target: 0,
             level_size_ratio: 10,
-            sst_bytes_target: 64 << 20,
+            sst_bytes_target: 0,
             auto_compaction: true,
             block_bytes_target: 4 << 10,
             bloom_bits_per_key: 10,
@@ -123,6 +129,33 @@ impl Default for Options {
             value_bytes_max: 64 << 20,
             batch_bytes_max: 1 << 30,
             group_commit_bytes_max: 4 << 20,
+        }
+    }
+}
+
+impl Options {
+    /// The size at which the active memtable becomes immutable: at most a
+    /// quarter of the write-buffer budget, so flushes stay small and
+    /// frequent under a tight budget.
+    pub fn memtable_switch_bytes(&self) -> usize {
+        self.memtable_bytes_max.min(self.write_buffer_bytes_max / 4).max(1)
+    }
+
+    /// `level1_bytes_target`, or its derived value when 0.
+    pub fn level1_bytes(&self) -> u64 {
+        match self.level1_bytes_target {
+            0 => {
+                (self.memtable_switch_bytes() as u64).saturating_mul(self.l0_compaction_trigger.max(1) as u64)
+            }
+            n => n as u64,
+        }
+    }
+
+    /// `sst_bytes_target`, or its derived value when 0.
+    pub fn sst_bytes(&self) -> u64 {
+        match self.sst_bytes_target {
+            0 => self.memtable_switch_bytes() as u64,
+            n => n as u64,
         }
     }
 }

@@ -67,7 +67,7 @@ impl LevelTargets {
     /// Targets from `level1_bytes_target` and `level_size_ratio`.
     pub fn new(opts: &Options) -> LevelTargets {
         let mut bytes = [0u64; LEVELS];
-        let mut target = opts.level1_bytes_target as u64;
+        let mut target = opts.level1_bytes();
         for b in bytes.iter_mut().skip(1) {
             *b = target.max(1);
             target = target.saturating_mul(u64::from(opts.level_size_ratio.max(2)));

@@ -169,8 +169,7 @@ impl DbInner {
             };
             if retention.keep(key, seqno, kind) {
                 let full = current.as_ref().is_some_and(|(_, _, w)| {
-                    w.estimated_file_bytes() >= self.opts.sst_bytes_target as u64
-                        && key != last_key.as_slice()
+                    w.estimated_file_bytes() >= self.opts.sst_bytes() && key != last_key.as_slice()
                 });
                 if full && let Some(done) = current.take() {
                     outputs.push(super::flush::finish_sst(done)?.1);

@@ -38,16 +38,11 @@ pub(crate) struct WriteBufferState {
     pub incoming_bytes: usize,
 }
 
-/// The size at which the active memtable becomes immutable.
-pub(crate) fn memtable_switch_bytes(opts: &Options) -> usize {
-    opts.memtable_bytes_max.min(opts.write_buffer_bytes_max / 4).max(1)
-}
-
 /// Decides what a writer must do before inserting `incoming_bytes`.
 pub(crate) fn decide(s: &WriteBufferState, opts: &Options) -> StallAction {
     let hard = opts.write_buffer_bytes_max;
     let over_hard = s.total_bytes > 0 && s.total_bytes + s.incoming_bytes > hard;
-    if over_hard || s.active_bytes >= memtable_switch_bytes(opts) {
+    if over_hard || s.active_bytes >= opts.memtable_switch_bytes() {
         // Memory is only freed by flushing immutable memtables; with none
         // queued, the active one must be switched first.
         if s.active_bytes > 0 && s.immutables < opts.immutable_memtables_max {
@@ -70,7 +65,9 @@ pub(crate) fn decide(s: &WriteBufferState, opts: &Options) -> StallAction {
         pressure = pressure.max((s.l0_files - opts.l0_files_slowdown + 1) as f64 / span as f64);
     }
     if pressure > 0.0 {
-        let us = (opts.write_delay_max_us as f64 * pressure.min(1.0)).ceil() as u64;
+        // At full pressure the group is paced to `delayed_write_bytes_per_sec`.
+        let rate = opts.delayed_write_bytes_per_sec.max(1) as f64;
+        let us = (s.incoming_bytes as f64 / rate * 1e6 * pressure.min(1.0)).ceil() as u64;
         return StallAction::Delay(Duration::from_micros(us.max(1)));
     }
     StallAction::Proceed
@@ -85,7 +82,7 @@ mod tests {
             memtable_bytes_max: 64 << 20,
             write_buffer_bytes_max: 32 << 20,
             write_buffer_soft_percent: 75,
-            write_delay_max_us: 2_000,
+            delayed_write_bytes_per_sec: 1_000_000,
             immutable_memtables_max: 3,
             l0_files_slowdown: 8,
             l0_files_stop: 12,
@@ -99,13 +96,13 @@ mod tests {
             total_bytes: total,
             immutables: imms,
             l0_files: l0,
-            incoming_bytes: 1000,
+            incoming_bytes: 4000,
         }
     }
 
     #[test]
     fn memtables_switch_at_a_quarter_of_a_small_budget() {
-        assert_eq!(memtable_switch_bytes(&opts()), 8 << 20);
+        assert_eq!(opts().memtable_switch_bytes(), 8 << 20);
         assert_eq!(decide(&state(8 << 20, 8 << 20, 0, 0), &opts()), StallAction::SwitchMemtable);
         assert_eq!(decide(&state(1 << 20, 1 << 20, 0, 0), &opts()), StallAction::Proceed);
     }
@@ -114,7 +111,8 @@ mod tests {
     fn soft_zone_delays_in_proportion() {
         let mid = 28 << 20; // halfway between 24 MiB (soft) and 32 MiB (hard)
         match decide(&state(1 << 20, mid, 2, 0), &opts()) {
-            StallAction::Delay(d) => assert_eq!(d, Duration::from_millis(1)),
+            // 4000 bytes at 1 MB/s is 4 ms; half pressure halves it.
+            StallAction::Delay(d) => assert_eq!(d, Duration::from_millis(2)),
             other => panic!("expected a delay, got {other:?}"),
         }
     }
