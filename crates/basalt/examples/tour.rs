@@ -98,6 +98,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     report("fill random", n, t.elapsed(), row);
 
     let t = Instant::now();
+    db.wait_for_background_work()?;
+    report("flush + compaction settle", 1, t.elapsed(), 0);
+    println!("\nwrite path:\n{}", db.stats());
+
+    let t = Instant::now();
     db.close()?;
     let db = Db::open(&path, options)?;
     report("close + reopen (WAL replay)", 1, t.elapsed(), 0);
@@ -141,7 +146,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let rev = db.iter_rev(key(lo)..key(hi)).take(10_000).count();
     report("reverse scan (10k)", rev, t.elapsed(), row);
 
-    println!("\n{}", db.stats());
+    println!("\nread path (after reopen):\n{}", db.stats());
     db.close()?;
     Ok(())
 }

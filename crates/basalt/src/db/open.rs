@@ -40,7 +40,9 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         .max()
         .unwrap_or(0);
     let (versions, log_number, last_seqno) = if exists {
-        let (vs, rec) = VersionSet::recover(fs.clone(), dir, max_seen)?;
+        let (mut vs, rec) = VersionSet::recover(fs.clone(), dir, max_seen)?;
+        check_files_present(fs.as_ref(), dir, &vs, &names, rec.log_number)?;
+        vs.start_new_manifest()?;
         (vs, rec.log_number, rec.last_seqno)
     } else {
         // Leftovers of a creation that crashed before CURRENT was written.
@@ -89,6 +91,45 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
     inner.recover_wals(&wals, last_seqno)?;
     inner.delete_obsolete_files(true)?;
     Ok(inner)
+}
+
+/// Checks the recovered MANIFEST against the directory before anything is
+/// written: every SST it names must exist, and so must the WAL its log number
+/// names (that WAL is only deleted after a later edit retires it, so its
+/// absence means the MANIFEST lost its last edits).
+fn check_files_present(fs: &dyn Fs, dir: &Path, vs: &VersionSet, names: &[String], log_number: u64) -> Result<()> {
+    let manifest = vs.recovered_manifest().map(Path::to_path_buf).unwrap_or_default();
+    let present: std::collections::HashSet<&str> = names.iter().map(String::as_str).collect();
+    for n in vs.current_version().file_numbers() {
+        if !present.contains(files::sst(n).as_str()) {
+            return Err(Error::corruption(&manifest, 0, format!("names SST {}, which is missing", files::sst(n))));
+        }
+    }
+    if log_number == 0 {
+        // Only the creation edit: the database was never opened to the end,
+        // so it can hold no SST and no written WAL.
+        for name in names {
+            let later = match files::parse(name) {
+                Some(FileKind::Sst(_)) => true,
+                Some(FileKind::Wal(_)) => !fs.open(&dir.join(name))?.is_empty(),
+                _ => false,
+            };
+            if later {
+                return Err(Error::corruption(
+                    &manifest,
+                    0,
+                    format!("holds only the creation edit, but {name} was written after it: the MANIFEST lost edits"),
+                ));
+            }
+        }
+    } else if !present.contains(files::wal(log_number).as_str()) {
+        return Err(Error::corruption(
+            &manifest,
+            0,
+            format!("its log number names {}, which is missing: the MANIFEST lost later edits", files::wal(log_number)),
+        ));
+    }
+    Ok(())
 }
 
 fn validate_options(opts: &Options) -> Result<()> {

@@ -35,6 +35,8 @@ pub struct VersionSet {
     /// `None` after a failed MANIFEST write: the next edit starts a new one.
     manifest: Option<LogWriter>,
     manifest_number: u64,
+    /// The MANIFEST read by recovery, until a new one is written.
+    manifest_path: Option<PathBuf>,
     next_file_number: u64,
     log_number: u64,
     last_seqno: SeqNo,
@@ -70,14 +72,16 @@ impl VersionSet {
             handed_out: Vec::new(),
             manifest: None,
             manifest_number: 0,
+            manifest_path: None,
             next_file_number: 1,
             log_number: 0,
             last_seqno: 0,
         }
     }
 
-    /// Reads CURRENT and replays the MANIFEST it names, then starts a fresh
-    /// MANIFEST holding one snapshot edit. `max_file_number_seen` is the
+    /// Reads CURRENT and replays the MANIFEST it names; writes nothing (call
+    /// [`VersionSet::start_new_manifest`] once the caller has checked the
+    /// result against the directory). `max_file_number_seen` is the
     /// largest file number in the directory; new numbers start above it.
     pub fn recover(
         fs: Arc<dyn Fs>,
@@ -116,8 +120,19 @@ impl VersionSet {
             vs.next_file_number = vs.next_file_number.max(n + 1);
         }
         let recovered = Recovered { log_number: vs.log_number, last_seqno: vs.last_seqno };
-        vs.write_new_manifest()?;
+        vs.manifest_path = Some(manifest_path);
         Ok((vs, recovered))
+    }
+
+    /// After recovery: writes a fresh MANIFEST holding the recovered state
+    /// and points CURRENT at it.
+    pub fn start_new_manifest(&mut self) -> Result<()> {
+        self.write_new_manifest()
+    }
+
+    /// The MANIFEST recovery read (before a new one is started).
+    pub fn recovered_manifest(&self) -> Option<&Path> {
+        self.manifest_path.as_deref()
     }
 
     fn absorb_counters(&mut self, edit: &VersionEdit) {
@@ -216,6 +231,11 @@ impl VersionSet {
             live.extend(v.file_numbers());
         }
         live
+    }
+
+    /// The current version, without registering it as handed out.
+    pub fn current_version(&self) -> &Version {
+        &self.current
     }
 
     /// WALs numbered below this are obsolete.
