@@ -110,7 +110,7 @@ impl Default for Options {
             error_if_exists: false,
             fs: Arc::new(RealFs),
             memtable_bytes_max: 64 << 20,
-            immutable_memtables_max: 2,
+            immutable_memtables_max: 4,
             write_buffer_bytes_max: 256 << 20,
             write_buffer_soft_percent: 75,
             delayed_write_bytes_per_sec: 16 << 20,

@@ -97,12 +97,22 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
 /// written: every SST it names must exist, and so must the WAL its log number
 /// names (that WAL is only deleted after a later edit retires it, so its
 /// absence means the MANIFEST lost its last edits).
-fn check_files_present(fs: &dyn Fs, dir: &Path, vs: &VersionSet, names: &[String], log_number: u64) -> Result<()> {
+fn check_files_present(
+    fs: &dyn Fs,
+    dir: &Path,
+    vs: &VersionSet,
+    names: &[String],
+    log_number: u64,
+) -> Result<()> {
     let manifest = vs.recovered_manifest().map(Path::to_path_buf).unwrap_or_default();
     let present: std::collections::HashSet<&str> = names.iter().map(String::as_str).collect();
     for n in vs.current_version().file_numbers() {
         if !present.contains(files::sst(n).as_str()) {
-            return Err(Error::corruption(&manifest, 0, format!("names SST {}, which is missing", files::sst(n))));
+            return Err(Error::corruption(
+                &manifest,
+                0,
+                format!("names SST {}, which is missing", files::sst(n)),
+            ));
         }
     }
     if log_number == 0 {
@@ -118,7 +128,9 @@ fn check_files_present(fs: &dyn Fs, dir: &Path, vs: &VersionSet, names: &[String
                 return Err(Error::corruption(
                     &manifest,
                     0,
-                    format!("holds only the creation edit, but {name} was written after it: the MANIFEST lost edits"),
+                    format!(
+                        "holds only the creation edit, but {name} was written after it: the MANIFEST lost edits"
+                    ),
                 ));
             }
         }
@@ -126,7 +138,10 @@ fn check_files_present(fs: &dyn Fs, dir: &Path, vs: &VersionSet, names: &[String
         return Err(Error::corruption(
             &manifest,
             0,
-            format!("its log number names {}, which is missing: the MANIFEST lost later edits", files::wal(log_number)),
+            format!(
+                "its log number names {}, which is missing: the MANIFEST lost later edits",
+                files::wal(log_number)
+            ),
         ));
     }
     Ok(())
