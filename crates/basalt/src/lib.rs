@@ -13,6 +13,7 @@ pub mod log;
 pub mod memtable;
 mod options;
 pub mod sst;
+pub mod table;
 pub mod version;
 pub mod wal;
 
