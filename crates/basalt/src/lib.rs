@@ -17,7 +17,11 @@ pub mod table;
 pub mod version;
 pub mod wal;
 
-pub use db::{Db, DbIterator, Direction, LevelStats, Snapshot, Stats};
+pub use codec::key::KeyValue;
+pub use db::{
+    Db, DbIterator, Direction, LevelStats, ScanOptions, Snapshot, Stats, Table, TableOptions, TableScan,
+};
 pub use error::{Error, Result};
 pub use options::{Compression, Options, ReadOptions, WriteOptions};
+pub use table::filter::{CmpOp, Filter, Predicate};
 pub use wal::batch::WriteBatch;

@@ -61,6 +61,11 @@ impl MergedSsts {
         Some((&h.key, h.trailer, self.cursors[h.cursor].value()))
     }
 
+    /// The cursor holding the smallest entry (for column access).
+    pub fn peek_cursor(&self) -> Option<&SstIter> {
+        self.heap.peek().map(|h| &self.cursors[h.cursor])
+    }
+
     /// Moves past the smallest entry.
     pub fn advance(&mut self) -> Result<()> {
         let Some(mut head) = self.heap.pop() else { return Ok(()) };

@@ -156,6 +156,12 @@ impl DbInner {
         let mut merged = MergedSsts::new(cursors)?;
         let snapshots: Vec<u64> = self.snapshots.lock().keys().copied().collect();
         let mut retention = Retention::new(snapshots, task.bottommost);
+        let layout = self
+            .versions
+            .lock()
+            .current_version()
+            .tree(task.tree)
+            .and_then(|t| t.table.as_ref().map(|d| d.layout.clone()));
         let mut outputs = Vec::new();
         let mut current: Option<(TreeId, u64, SstWriter)> = None;
         let mut last_key: Vec<u8> = Vec::new();
@@ -178,7 +184,21 @@ impl DbInner {
                     current = Some(self.start_sst(task.tree)?);
                 }
                 if let Some((_, _, w)) = current.as_mut() {
-                    w.add(key, trailer, value)?;
+                    match &layout {
+                        None => w.add(key, trailer, value)?,
+                        Some(layout) => {
+                            // Table rows are copied column by column from the
+                            // input block's arrays.
+                            let Some((block, i)) = merged.peek_cursor().and_then(|c| c.current()) else {
+                                return Err(Error::corruption("", 0, "compaction cursor lost its block"));
+                            };
+                            let arrays = block.arrays(layout).map_err(|e| {
+                                let path = merged.peek_cursor().map(|c| c.reader().path().to_path_buf());
+                                Error::corruption(path.unwrap_or_default(), 0, e)
+                            })?;
+                            w.add_from_arrays(key, trailer, arrays, i)?;
+                        }
+                    }
                 }
                 last_key.clear();
                 last_key.extend_from_slice(key);

@@ -84,7 +84,15 @@ impl DbInner {
     pub(crate) fn write_memtable(&self, mem: &Memtable) -> Result<Vec<(TreeId, FileMeta)>> {
         let mut outputs = Vec::new();
         let mut current: Option<(TreeId, u64, SstWriter)> = None;
+        // The version set's current version, not the installed one: during
+        // recovery nothing is installed yet.
+        let trees: std::collections::HashSet<TreeId> =
+            self.versions.lock().current_version().trees.keys().copied().collect();
         for (key, value) in mem.entries() {
+            if !trees.contains(&key.tree) {
+                // The tree was dropped: its rows go nowhere.
+                continue;
+            }
             if current.as_ref().is_none_or(|(tree, _, _)| *tree != key.tree) {
                 if let Some(done) = current.take() {
                     outputs.push(finish_sst(done)?);
@@ -113,11 +121,18 @@ impl DbInner {
         };
         let path = self.dir.join(files::sst(number));
         let file = self.fs.create(&path)?;
+        let layout = self
+            .versions
+            .lock()
+            .current_version()
+            .tree(tree)
+            .and_then(|t| t.table.as_ref().map(|d| d.layout.clone()));
         let options = SstWriterOptions {
             block_bytes_target: self.opts.block_bytes_target,
             bloom_bits_per_key: self.opts.bloom_bits_per_key,
             compression: self.opts.compression,
             tree_id: tree,
+            layout,
         };
         Ok((tree, number, SstWriter::new(file, path, &options)))
     }

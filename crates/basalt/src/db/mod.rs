@@ -6,8 +6,10 @@ mod flush;
 mod iter;
 mod open;
 mod read;
+mod scan;
 mod snapshot;
 mod stats;
+mod table;
 mod table_cache;
 mod write;
 mod write_buffer;
@@ -22,8 +24,10 @@ use bytes::Bytes;
 use parking_lot::{Condvar, Mutex, RwLock};
 
 pub use iter::{DbIterator, Direction};
+pub use scan::{ScanOptions, TableScan};
 pub use snapshot::Snapshot;
 pub use stats::{LevelStats, Stats};
+pub use table::{Table, TableOptions};
 
 use crate::cache::BlockCache;
 use crate::codec::internal::SeqNo;
@@ -86,6 +90,9 @@ pub(crate) struct DbInner {
     pub compaction_lock: Mutex<()>,
     /// Held while obsolete files are collected.
     pub gc_lock: Mutex<()>,
+    /// Live table handles by tree, to refuse dropping a table in use.
+    pub open_tables:
+        Mutex<std::collections::HashMap<crate::wal::batch::TreeId, std::sync::Weak<table::TableShared>>>,
 }
 
 /// An open database. `Send + Sync`: share it between threads by reference or

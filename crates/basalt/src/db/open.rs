@@ -86,6 +86,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         counters: Counters::default(),
         compaction_lock: Mutex::new(()),
         gc_lock: Mutex::new(()),
+        open_tables: Mutex::new(std::collections::HashMap::new()),
         opts,
     };
     inner.recover_wals(&wals, last_seqno)?;
@@ -233,18 +234,20 @@ impl DbInner {
                 return Err(Error::corruption(path, offset, "damaged record at the end of an older WAL"));
             }
         }
+        let version = self.versions.lock().current_version().clone();
         for (path, log) in logs {
             for (offset, payload) in log.records {
                 let decoded = batch::decode(&payload, &path, offset)?;
-                if decoded.entries.is_empty() || decoded.first_seqno <= flushed_seqno {
+                let seqnos: u64 = decoded.entries.iter().map(crate::wal::batch::BatchEntry::seqnos).sum();
+                if seqnos == 0 || decoded.first_seqno <= flushed_seqno {
                     continue;
                 }
-                let last = decoded.first_seqno.saturating_add(decoded.entries.len() as u64 - 1);
+                let last = decoded.first_seqno.saturating_add(seqnos - 1);
                 if last > SEQNO_MAX {
                     return Err(Error::corruption(&path, offset, format!("seqno {last} out of range")));
                 }
                 max_seqno = max_seqno.max(last);
-                insert_batch(&mem, &bytes::Bytes::from(payload));
+                insert_batch(&mem, &bytes::Bytes::from(payload), None, &version, &path, offset)?;
                 if mem.approximate_bytes() >= self.opts.memtable_bytes_max {
                     added.extend(self.write_memtable(&mem)?);
                     mem = Memtable::new(0);

@@ -11,12 +11,15 @@ use bytes::Bytes;
 
 use super::write_buffer::{self, StallAction, WriteBufferState};
 use super::{DbInner, SuperVersion};
-use crate::codec::internal::{SEQNO_MAX, pack_trailer};
+use crate::codec::internal::{Kind, SEQNO_MAX, pack_trailer};
 use crate::error::{Error, Result};
 use crate::files;
 use crate::log::writer::LogWriter;
 use crate::memtable::{ENTRY_OVERHEAD_BYTES, Memtable};
-use crate::wal::batch::{self, WriteBatch};
+use crate::table::{self, layout::TableLayout};
+use crate::version::Version;
+use crate::wal::batch::{self, EncodedRows, WriteBatch};
+use std::path::Path;
 
 /// How often a stalled writer re-checks the write-buffer state even without
 /// a notification from the background threads.
@@ -95,7 +98,7 @@ impl DbInner {
                     self.opts.key_bytes_max
                 )));
             }
-            if e.value.len() > self.opts.value_bytes_max {
+            if e.arrow_rows == 0 && e.value.len() > self.opts.value_bytes_max {
                 return Err(Error::InvalidArgument(format!(
                     "value of {} bytes exceeds value_bytes_max ({})",
                     e.value.len(),
@@ -154,10 +157,18 @@ impl DbInner {
             }
             wal.len() - before
         };
-        let mem = self.state.read().mem.clone();
+        let (mem, version) = {
+            let sv = self.state.read();
+            (sv.mem.clone(), sv.version.clone())
+        };
         for r in group.iter_mut() {
-            let batch = std::mem::take(&mut r.batch);
-            insert_batch(&mem, &batch.into_bytes());
+            let (rep, encoded) = std::mem::take(&mut r.batch).into_parts();
+            if let Err(e) = insert_batch(&mem, &rep, Some(&encoded), &version, Path::new(""), 0) {
+                // A batch that was validated and logged cannot fail to insert;
+                // if it does, the memtable no longer matches the WAL.
+                debug_assert!(false, "inserting a logged batch failed: {e}");
+                return Err(self.set_bg_error(e));
+            }
         }
         self.counters.record_memtable_bytes(self.write_buffer_state(0).total_bytes);
         self.last_seqno.store(seqno - 1, Ordering::Relaxed);
@@ -293,16 +304,62 @@ impl DbInner {
     }
 }
 
-/// Inserts a sealed, validated batch into the memtable. Keys and values are
-/// slices of the batch's buffer, so each entry costs no allocation.
-pub(crate) fn insert_batch(mem: &Memtable, rep: &Bytes) {
-    let Ok(decoded) = batch::decode(rep, std::path::Path::new(""), 0) else {
-        debug_assert!(false, "a sealed batch always decodes");
-        return;
-    };
-    for (seqno, e) in (decoded.first_seqno..).zip(decoded.entries.iter()) {
-        let key = rep.slice_ref(e.key);
-        let value = if e.value.is_empty() { Bytes::new() } else { rep.slice_ref(e.value) };
-        mem.insert(e.tree, key, pack_trailer(seqno, e.kind), value);
+/// Inserts a sealed batch into the memtable. Key entries are slices of the
+/// batch buffer, so they cost no allocation; Arrow entries use their
+/// pre-encoded rows, or, in recovery (`encoded` is `None`), rows decoded from
+/// their IPC stream with the table's layout. Rows of trees that no longer
+/// exist are skipped. Errors name the WAL record (`path`, `offset`).
+pub(crate) fn insert_batch(
+    mem: &Memtable,
+    rep: &Bytes,
+    encoded: Option<&[EncodedRows]>,
+    version: &Version,
+    path: &Path,
+    offset: u64,
+) -> Result<()> {
+    let decoded = batch::decode(rep, path, offset)?;
+    let mut seqno = decoded.first_seqno;
+    let mut arrow_index = 0;
+    for e in &decoded.entries {
+        if e.arrow_rows == 0 {
+            let key = rep.slice_ref(e.key);
+            let value = if e.value.is_empty() { Bytes::new() } else { rep.slice_ref(e.value) };
+            mem.insert(e.tree, key, pack_trailer(seqno, e.kind), value);
+            seqno += 1;
+            continue;
+        }
+        let recovered;
+        let rows = if let Some(all) = encoded {
+            all.get(arrow_index).map(|r| r.rows.as_slice()).unwrap_or_default()
+        } else {
+            let Some(layout) = version.tree(e.tree).and_then(|t| t.table.as_ref()).map(|t| t.layout.clone())
+            else {
+                seqno += u64::from(e.arrow_rows);
+                continue;
+            };
+            recovered = decode_arrow_entry(&layout, e.value, e.kind == Kind::Delete, e.arrow_rows)
+                .map_err(|err| Error::corruption(path, offset, format!("table rows: {err}")))?;
+            recovered.rows.as_slice()
+        };
+        arrow_index += 1;
+        for (k, v) in rows {
+            mem.insert(e.tree, k.clone(), pack_trailer(seqno, e.kind), v.clone());
+            seqno += 1;
+        }
     }
+    Ok(())
+}
+
+/// Re-encodes the rows of a logged Arrow entry.
+fn decode_arrow_entry(layout: &TableLayout, ipc: &[u8], delete: bool, rows: u32) -> Result<EncodedRows> {
+    let batch = table::batch_from_ipc(ipc)?;
+    if batch.num_rows() != rows as usize {
+        return Err(Error::InvalidArgument(format!("{} rows, the entry says {rows}", batch.num_rows())));
+    }
+    if delete {
+        layout.check_key_batch(&batch)?;
+    } else {
+        layout.check_batch(&batch)?;
+    }
+    table::encode_rows(layout, &batch, delete)
 }

@@ -15,8 +15,20 @@ use super::format::{
     BLOCK_BYTES_MAX, BLOCK_HEADER_FIXED_BYTES, BUF_KEY_DATA, BUF_KEY_OFFSETS, BUF_TRAILERS, BUF_VALUE_DATA,
     BUF_VALUE_OFFSETS, BUFFER_ALIGN_BYTES, BUFFER_ENTRY_BYTES, DATA_BLOCK_BUFFERS,
 };
-use crate::codec::internal::{compare, unpack_trailer};
+use std::sync::{Arc, OnceLock};
+
+use arrow_array::{Array, ArrayRef};
+use arrow_buffer::Buffer;
+
+use crate::codec::internal::{Kind, compare, unpack_trailer};
 use crate::error::{Error, Result};
+use crate::table::layout::{
+    ColumnBuilder, ColumnSource, TableLayout, array_from_buffers, builders_for, decode_row,
+};
+
+/// Most buffers a block may have: 3 + 3 per stored column, for up to 1,000
+/// columns (a bound on what a damaged header can make us allocate).
+const MAX_BUFFERS: usize = 3 + 3 * 1000;
 
 /// Bytes of the header (fixed part plus directory) of a v1 block.
 const HEADER_BYTES: usize = BLOCK_HEADER_FIXED_BYTES + DATA_BLOCK_BUFFERS * BUFFER_ENTRY_BYTES;
@@ -35,6 +47,9 @@ pub struct BlockBuilder {
     value_offsets: Vec<u8>,
     value_data: Vec<u8>,
     rows: usize,
+    /// For a table tree: the layout and one builder per column; the row
+    /// bytes are split into Arrow columns instead of one value column.
+    table: Option<(Arc<TableLayout>, Vec<ColumnBuilder>)>,
 }
 
 impl Default for BlockBuilder {
@@ -53,7 +68,15 @@ impl BlockBuilder {
             value_offsets: 0i32.to_le_bytes().to_vec(),
             value_data: Vec::new(),
             rows: 0,
+            table: None,
         }
+    }
+
+    /// A builder for a table tree's data blocks: each stored column of the
+    /// layout gets three buffers (validity, offsets, values).
+    pub fn for_table(layout: Arc<TableLayout>) -> Self {
+        let builders = builders_for(&layout);
+        BlockBuilder { table: Some((layout, builders)), ..BlockBuilder::new() }
     }
 
     /// Rows added since the last [`BlockBuilder::finish`].
@@ -68,7 +91,17 @@ impl BlockBuilder {
 
     /// The exact size [`BlockBuilder::finish`] would return now.
     pub fn encoded_bytes(&self) -> usize {
-        Self::encoded_bytes_of(self.rows, self.key_data.len(), self.value_data.len())
+        match &self.table {
+            None => Self::encoded_bytes_of(self.rows, self.key_data.len(), self.value_data.len()),
+            // Close enough for cutting blocks: column buffers plus padding.
+            Some((_, cols)) => {
+                Self::encoded_bytes_of(self.rows, self.key_data.len(), 0)
+                    + cols
+                        .iter()
+                        .map(|c| c.bytes() + 3 * (BUFFER_ENTRY_BYTES + BUFFER_ALIGN_BYTES))
+                        .sum::<usize>()
+            }
+        }
     }
 
     fn encoded_bytes_of(rows: usize, key_bytes: usize, value_bytes: usize) -> usize {
@@ -87,26 +120,94 @@ impl BlockBuilder {
         Self::encoded_bytes_of(self.rows + 1, keys, values) <= BLOCK_BYTES_MAX
     }
 
-    /// Appends a row. The caller keeps rows in internal-key order and checks
-    /// [`BlockBuilder::fits`] first.
+    /// Appends a row of a key-value (or index) block. The caller keeps rows
+    /// in internal-key order and checks [`BlockBuilder::fits`] first.
     pub fn add(&mut self, user_key: &[u8], trailer: u64, value: &[u8]) {
         debug_assert!(self.fits(user_key.len(), value.len()));
+        debug_assert!(self.table.is_none(), "table blocks take rows through add_row");
+        self.value_data.extend_from_slice(value);
+        self.value_offsets.extend_from_slice(&(self.value_data.len() as i32).to_le_bytes());
+        self.push_key(user_key, trailer);
+    }
+
+    /// Appends a row: for a table block `value` is the row bytes of a put
+    /// (`table::layout`), split into the column builders; malformed row
+    /// bytes are an error (the caller abandons the SST).
+    pub fn add_row(&mut self, user_key: &[u8], trailer: u64, value: &[u8]) -> Result<()> {
+        let Some((layout, cols)) = &mut self.table else {
+            self.add(user_key, trailer, value);
+            return Ok(());
+        };
+        let row = (unpack_trailer(trailer).map(|(_, k)| k) == Some(Kind::Put)).then_some(value);
+        decode_row(layout, row, cols)?;
+        self.push_key(user_key, trailer);
+        Ok(())
+    }
+
+    /// Appends a row of a table block copied from row `i` of another
+    /// block's arrays (compaction).
+    pub fn add_from_arrays(
+        &mut self,
+        user_key: &[u8],
+        trailer: u64,
+        arrays: &[ArrayRef],
+        i: usize,
+    ) -> Result<()> {
+        let Some((layout, cols)) = &mut self.table else {
+            return Err(Error::InvalidArgument("a key-value block takes no table rows".into()));
+        };
+        let put = unpack_trailer(trailer).map(|(_, k)| k) == Some(Kind::Put);
+        for &c in layout.stored() {
+            let array = arrays.get(c).ok_or_else(|| Error::InvalidArgument("missing column".into()))?;
+            if put && array.is_valid(i) {
+                cols[c].push_from_array(array, i)?;
+            } else {
+                cols[c].push_null();
+            }
+        }
+        self.push_key(user_key, trailer);
+        Ok(())
+    }
+
+    fn push_key(&mut self, user_key: &[u8], trailer: u64) {
         self.key_data.extend_from_slice(user_key);
         self.key_offsets.extend_from_slice(&(self.key_data.len() as i32).to_le_bytes());
         self.trailers.extend_from_slice(&trailer.to_le_bytes());
-        self.value_data.extend_from_slice(value);
-        self.value_offsets.extend_from_slice(&(self.value_data.len() as i32).to_le_bytes());
         self.rows += 1;
     }
 
     /// Encodes the block and resets the builder for the next one.
     pub fn finish(&mut self) -> Vec<u8> {
-        let out = encode_buffers(
-            self.rows as u32,
-            &[&self.key_offsets, &self.key_data, &self.trailers, &self.value_offsets, &self.value_data],
-        );
-        debug_assert_eq!(out.len(), self.encoded_bytes());
+        let out = match &mut self.table {
+            None => {
+                let out = encode_buffers(
+                    self.rows as u32,
+                    &[
+                        &self.key_offsets,
+                        &self.key_data,
+                        &self.trailers,
+                        &self.value_offsets,
+                        &self.value_data,
+                    ],
+                );
+                debug_assert_eq!(out.len(), self.encoded_bytes());
+                out
+            }
+            Some((layout, cols)) => {
+                let mut owned: Vec<Vec<u8>> = Vec::new();
+                for &i in layout.stored() {
+                    owned.extend(cols[i].take_buffers());
+                }
+                let mut buffers: Vec<&[u8]> = vec![&self.key_offsets, &self.key_data, &self.trailers];
+                buffers.extend(owned.iter().map(Vec::as_slice));
+                encode_buffers(self.rows as u32, &buffers)
+            }
+        };
+        let table = self.table.take();
         *self = BlockBuilder::new();
+        if let Some((layout, _)) = table {
+            *self = BlockBuilder::for_table(layout);
+        }
         out
     }
 }
@@ -149,6 +250,9 @@ pub struct Block {
     data: Bytes,
     rows: usize,
     buffers: Vec<Range<usize>>,
+    /// The table columns as Arrow arrays over this block's bytes, built on
+    /// first use.
+    arrays: OnceLock<std::result::Result<Vec<ArrayRef>, String>>,
 }
 
 impl Block {
@@ -158,7 +262,7 @@ impl Block {
         let data = data.into();
         let corrupt = |what: String| Error::corruption(file, offset, format!("block: {what}"));
         let (rows, buffers) = read_directory(&data).map_err(corrupt)?;
-        let block = Block { data, rows, buffers };
+        let block = Block { data, rows, buffers, arrays: OnceLock::new() };
         block.check_columns().map_err(corrupt)?;
         Ok(block)
     }
@@ -166,7 +270,9 @@ impl Block {
     fn check_columns(&self) -> std::result::Result<(), String> {
         let n = self.rows;
         check_offsets(self.buffer(BUF_KEY_OFFSETS), n, self.buffer(BUF_KEY_DATA).len(), "key")?;
-        check_offsets(self.buffer(BUF_VALUE_OFFSETS), n, self.buffer(BUF_VALUE_DATA).len(), "value")?;
+        if self.is_key_value() {
+            check_offsets(self.buffer(BUF_VALUE_OFFSETS), n, self.buffer(BUF_VALUE_DATA).len(), "value")?;
+        }
         let trailers = self.buffer(BUF_TRAILERS);
         if trailers.len() != 8 * n {
             return Err(format!("trailer column of {} bytes for {n} rows", trailers.len()));
@@ -223,12 +329,60 @@ impl Block {
         u64_at(self.buffer(BUF_TRAILERS), 8 * i)
     }
 
-    /// Value of row `i` (empty for a delete).
+    /// Whether this is a key-value block (one value column) rather than a
+    /// table block (three buffers per stored column).
+    pub fn is_key_value(&self) -> bool {
+        self.buffers.len() == DATA_BLOCK_BUFFERS
+    }
+
+    /// Value of row `i` (empty for a delete) of a key-value block; empty for
+    /// a table block, whose values are read with [`Block::arrays`].
     ///
     /// # Panics
     /// If `i >= len()`.
     pub fn value(&self, i: usize) -> &[u8] {
+        if !self.is_key_value() {
+            return &[];
+        }
         self.binary(BUF_VALUE_OFFSETS, BUF_VALUE_DATA, i)
+    }
+
+    /// Every column of the table, as Arrow arrays that point into this
+    /// block's bytes (no copy unless a buffer is misaligned). Deleted rows
+    /// hold nulls. Built and validated once per block; a mismatch with the
+    /// layout or invalid contents is reported as an error message.
+    pub fn arrays(&self, layout: &TableLayout) -> std::result::Result<&[ArrayRef], String> {
+        self.arrays
+            .get_or_init(|| self.build_arrays(layout))
+            .as_ref()
+            .map(Vec::as_slice)
+            .map_err(Clone::clone)
+    }
+
+    fn build_arrays(&self, layout: &TableLayout) -> std::result::Result<Vec<ArrayRef>, String> {
+        let kv_block = self.is_key_value();
+        let expected = if kv_block { DATA_BLOCK_BUFFERS } else { 3 + 3 * layout.stored().len() };
+        if self.buffers.len() != expected {
+            return Err(format!("{} buffers, the table layout needs {expected}", self.buffers.len()));
+        }
+        let buf = |i: usize| Buffer::from(self.data.slice(self.buffers[i].clone()));
+        let mut out = Vec::with_capacity(layout.columns().len());
+        let mut next_stored = 0;
+        for c in layout.columns() {
+            let (validity, offsets, values) = if c.source == ColumnSource::Key {
+                (Buffer::from_vec(Vec::<u8>::new()), buf(BUF_KEY_OFFSETS), buf(BUF_KEY_DATA))
+            } else if kv_block {
+                (Buffer::from_vec(Vec::<u8>::new()), buf(BUF_VALUE_OFFSETS), buf(BUF_VALUE_DATA))
+            } else {
+                let at = 3 + 3 * next_stored;
+                next_stored += 1;
+                (buf(at), buf(at + 1), buf(at + 2))
+            };
+            let array = array_from_buffers(&c.field, c.width, self.rows, validity, offsets, values)
+                .map_err(|e| e.to_string())?;
+            out.push(array);
+        }
+        Ok(out)
     }
 
     /// First row whose internal key is >= `(user_key, trailer)`, or `len()`.
@@ -250,6 +404,8 @@ impl Block {
         std::mem::size_of::<Self>()
             + self.data.len()
             + self.buffers.len() * std::mem::size_of::<Range<usize>>()
+            // Arrow arrays share the block's bytes; count their bookkeeping.
+            + self.buffers.len() * 64
     }
 }
 
@@ -261,8 +417,9 @@ fn read_directory(data: &[u8]) -> std::result::Result<(usize, Vec<Range<usize>>)
     }
     let rows = u32_at(data, 0) as usize;
     let count = u32_at(data, 4) as usize;
-    if count != DATA_BLOCK_BUFFERS {
-        return Err(format!("{count} buffers, expected {DATA_BLOCK_BUFFERS}"));
+    // A key-value block has 5 buffers; a table block 3 + 3 per stored column.
+    if count != DATA_BLOCK_BUFFERS && (count < 6 || !count.is_multiple_of(3) || count > MAX_BUFFERS) {
+        return Err(format!("{count} buffers is not a block layout"));
     }
     if rows == 0 || rows > data.len() {
         return Err(format!("impossible row count {rows}"));

@@ -103,6 +103,14 @@ impl SstReader {
     /// trailer and value (empty for a delete). The value is copied out of
     /// the block, so holding it does not pin a cached block.
     pub fn get(&self, user_key: &[u8], seqno: SeqNo) -> Result<Option<(u64, Bytes)>> {
+        Ok(self
+            .get_entry(user_key, seqno)?
+            .map(|(block, i)| (block.trailer(i), Bytes::copy_from_slice(block.value(i)))))
+    }
+
+    /// Like [`SstReader::get`], but returns the block and row index of the
+    /// entry (table rows are read from the block's columns).
+    pub fn get_entry(&self, user_key: &[u8], seqno: SeqNo) -> Result<Option<(Arc<Block>, usize)>> {
         if !self.may_contain(user_key) {
             return Ok(None);
         }
@@ -117,7 +125,7 @@ impl SstReader {
                 if block.key(i) != user_key {
                     return Ok(None);
                 }
-                return Ok(Some((block.trailer(i), Bytes::copy_from_slice(block.value(i)))));
+                return Ok(Some((block, i)));
             }
             // Only a fence above its block's last entry gets here; the next
             // block's entries are all above the fence, so its first is the answer.

@@ -21,7 +21,7 @@ use crate::options::Compression;
 type Entry = (Vec<u8>, u64, Vec<u8>);
 
 fn options(block_bytes_target: usize, compression: Compression, bloom_bits_per_key: u32) -> SstWriterOptions {
-    SstWriterOptions { block_bytes_target, bloom_bits_per_key, compression, tree_id: 3 }
+    SstWriterOptions { block_bytes_target, bloom_bits_per_key, compression, tree_id: 3, layout: None }
 }
 
 /// The seed of a randomized test: `BASALT_TEST_SEED` if set, else `default`.

@@ -21,7 +21,7 @@ use crate::io::WritableFile;
 use crate::options::{Compression, Options};
 
 /// How an SST is written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct SstWriterOptions {
     /// A data block is cut once its uncompressed size reaches this
     /// (clamped to `1..=BLOCK_BYTES_TARGET_MAX`).
@@ -32,6 +32,9 @@ pub struct SstWriterOptions {
     pub compression: Compression,
     /// The tree whose entries the file holds, recorded in its properties.
     pub tree_id: u32,
+    /// For a table tree, its layout: data blocks then hold one set of
+    /// Arrow buffers per stored column. `None` for the key-value tree.
+    pub layout: Option<std::sync::Arc<crate::table::layout::TableLayout>>,
 }
 
 impl SstWriterOptions {
@@ -42,6 +45,7 @@ impl SstWriterOptions {
             bloom_bits_per_key: options.bloom_bits_per_key,
             compression: options.compression,
             tree_id,
+            layout: None,
         }
     }
 }
@@ -93,15 +97,17 @@ impl std::fmt::Debug for SstWriter {
 impl SstWriter {
     /// A writer appending to `file`, which is at `path` (named in errors).
     pub fn new(file: Box<dyn WritableFile>, path: PathBuf, options: &SstWriterOptions) -> SstWriter {
-        let mut options = *options;
+        let mut options = options.clone();
+        let block = options.layout.clone().map_or_else(BlockBuilder::new, BlockBuilder::for_table);
         options.block_bytes_target = options.block_bytes_target.clamp(1, BLOCK_BYTES_TARGET_MAX);
         let filter = (options.bloom_bits_per_key > 0).then(|| BloomBuilder::new(options.bloom_bits_per_key));
         let empty = InternalKey { user_key: Bytes::new(), trailer: 0 };
+        let tree_id = options.tree_id;
         SstWriter {
             file,
             path,
             options,
-            block: BlockBuilder::new(),
+            block,
             index: BlockBuilder::new(),
             filter,
             last_key: Vec::new(),
@@ -109,7 +115,7 @@ impl SstWriter {
             smallest: None,
             stats: Properties {
                 format_version: FORMAT_VERSION,
-                tree_id: options.tree_id,
+                tree_id,
                 entries: 0,
                 deletions: 0,
                 data_blocks: 0,
@@ -143,10 +149,32 @@ impl SstWriter {
     /// (user key ascending, trailer descending); anything else, an unknown
     /// kind or an entry over `ENTRY_BYTES_MAX` is `InvalidArgument`.
     pub fn add(&mut self, user_key: &[u8], trailer: u64, value: &[u8]) -> Result<()> {
+        self.add_with(user_key, trailer, value.len(), |block| block.add_row(user_key, trailer, value))
+    }
+
+    /// Adds an entry of a table tree copied from row `i` of another block's
+    /// arrays (compaction), with the same order rules as [`SstWriter::add`].
+    pub fn add_from_arrays(
+        &mut self,
+        user_key: &[u8],
+        trailer: u64,
+        arrays: &[arrow_array::ArrayRef],
+        i: usize,
+    ) -> Result<()> {
+        self.add_with(user_key, trailer, 0, |block| block.add_from_arrays(user_key, trailer, arrays, i))
+    }
+
+    fn add_with(
+        &mut self,
+        user_key: &[u8],
+        trailer: u64,
+        value_len: usize,
+        add: impl FnOnce(&mut BlockBuilder) -> Result<()>,
+    ) -> Result<()> {
         let Some((seqno, kind)) = unpack_trailer(trailer) else {
             return Err(Error::InvalidArgument(format!("trailer {trailer:#x} has an unknown kind")));
         };
-        if user_key.len().saturating_add(value.len()) > ENTRY_BYTES_MAX {
+        if user_key.len().saturating_add(value_len) > ENTRY_BYTES_MAX {
             return Err(Error::InvalidArgument(format!("entry larger than {ENTRY_BYTES_MAX} bytes")));
         }
         let first = self.smallest.is_none();
@@ -156,7 +184,7 @@ impl SstWriter {
                 self.last_key, self.last_trailer
             )));
         }
-        if !self.block.fits(user_key.len(), value.len()) {
+        if !self.block.fits(user_key.len(), value_len) {
             self.flush_block()?;
         }
         if let Some(filter) = &mut self.filter
@@ -167,7 +195,7 @@ impl SstWriter {
         if first {
             self.smallest = Some(InternalKey { user_key: Bytes::copy_from_slice(user_key), trailer });
         }
-        self.block.add(user_key, trailer, value);
+        add(&mut self.block)?;
         self.last_key.clear();
         self.last_key.extend_from_slice(user_key);
         self.last_trailer = trailer;
@@ -175,7 +203,7 @@ impl SstWriter {
         s.entries += 1;
         s.deletions += u64::from(kind == Kind::Delete);
         s.raw_key_bytes += user_key.len() as u64;
-        s.raw_value_bytes += value.len() as u64;
+        s.raw_value_bytes += value_len as u64;
         s.min_seqno = s.min_seqno.min(seqno);
         s.max_seqno = s.max_seqno.max(seqno);
         if self.block.encoded_bytes() >= self.options.block_bytes_target {

@@ -84,9 +84,11 @@ pub fn width_of(data_type: &DataType) -> Option<Width> {
         DataType::Int8 | DataType::UInt8 => Width::Fixed(1),
         DataType::Int16 | DataType::UInt16 => Width::Fixed(2),
         DataType::Int32 | DataType::UInt32 | DataType::Float32 | DataType::Date32 => Width::Fixed(4),
-        DataType::Int64 | DataType::UInt64 | DataType::Float64 | DataType::Date64 | DataType::Timestamp(_, _) => {
-            Width::Fixed(8)
-        }
+        DataType::Int64
+        | DataType::UInt64
+        | DataType::Float64
+        | DataType::Date64
+        | DataType::Timestamp(_, _) => Width::Fixed(8),
         DataType::Decimal128(_, _) => Width::Fixed(16),
         DataType::Utf8 | DataType::Binary => Width::Var32,
         DataType::LargeUtf8 | DataType::LargeBinary => Width::Var64,
@@ -136,11 +138,13 @@ impl TableLayout {
         let mut columns = Vec::new();
         let mut stored = Vec::new();
         for (i, f) in schema.fields().iter().enumerate() {
-            let source = if raw_key && primary_key[0] == i { ColumnSource::Key } else { ColumnSource::Stored };
+            let source =
+                if raw_key && primary_key[0] == i { ColumnSource::Key } else { ColumnSource::Stored };
             if source == ColumnSource::Stored {
                 stored.push(i);
             }
-            let width = width_of(f.data_type()).ok_or_else(|| Error::InvalidArgument("unsupported type".into()))?;
+            let width =
+                width_of(f.data_type()).ok_or_else(|| Error::InvalidArgument("unsupported type".into()))?;
             columns.push(ColumnLayout { index: i, field: f.clone(), width, source });
         }
         let nullable_stored = stored.iter().any(|&i| schema.field(i).is_nullable());
@@ -193,7 +197,8 @@ impl TableLayout {
 
     /// Checks that `keys` holds exactly the key columns, without nulls.
     pub fn check_key_batch(&self, keys: &RecordBatch) -> Result<()> {
-        let fields: Vec<Arc<Field>> = self.primary_key.iter().map(|&i| self.schema.fields()[i].clone()).collect();
+        let fields: Vec<Arc<Field>> =
+            self.primary_key.iter().map(|&i| self.schema.fields()[i].clone()).collect();
         check_columns(&fields, keys)?;
         for (n, col) in keys.columns().iter().enumerate() {
             if col.null_count() > 0 {
@@ -227,7 +232,10 @@ fn check_columns(fields: &[Arc<Field>], batch: &RecordBatch) -> Result<()> {
             )));
         }
         if !f.is_nullable() && col.null_count() > 0 {
-            return Err(Error::SchemaMismatch(format!("column {} is not nullable but holds nulls", f.name())));
+            return Err(Error::SchemaMismatch(format!(
+                "column {} is not nullable but holds nulls",
+                f.name()
+            )));
         }
     }
     Ok(())
@@ -252,26 +260,22 @@ impl<'a> ColumnReader<'a> {
         let values = match width {
             Width::Bool => ColumnValues::Bool(array.as_boolean()),
             Width::Fixed(w) => ColumnValues::Fixed { bytes: fixed_values(array)?, width: w },
-            Width::Var32 => match array.data_type() {
-                DataType::Utf8 => {
-                    let a = array.as_string::<i32>();
-                    ColumnValues::Var32 { offsets: a.value_offsets(), data: a.value_data() }
-                }
-                _ => {
-                    let a = array.as_binary::<i32>();
-                    ColumnValues::Var32 { offsets: a.value_offsets(), data: a.value_data() }
-                }
-            },
-            Width::Var64 => match array.data_type() {
-                DataType::LargeUtf8 => {
-                    let a = array.as_string::<i64>();
-                    ColumnValues::Var64 { offsets: a.value_offsets(), data: a.value_data() }
-                }
-                _ => {
-                    let a = array.as_binary::<i64>();
-                    ColumnValues::Var64 { offsets: a.value_offsets(), data: a.value_data() }
-                }
-            },
+            Width::Var32 if array.data_type() == &DataType::Utf8 => {
+                let a = array.as_string::<i32>();
+                ColumnValues::Var32 { offsets: a.value_offsets(), data: a.value_data() }
+            }
+            Width::Var32 => {
+                let a = array.as_binary::<i32>();
+                ColumnValues::Var32 { offsets: a.value_offsets(), data: a.value_data() }
+            }
+            Width::Var64 if array.data_type() == &DataType::LargeUtf8 => {
+                let a = array.as_string::<i64>();
+                ColumnValues::Var64 { offsets: a.value_offsets(), data: a.value_data() }
+            }
+            Width::Var64 => {
+                let a = array.as_binary::<i64>();
+                ColumnValues::Var64 { offsets: a.value_offsets(), data: a.value_data() }
+            }
         };
         Ok(ColumnReader { values, nulls: array.nulls() })
     }
@@ -388,6 +392,39 @@ impl<'a> RowEncoder<'a> {
     }
 }
 
+/// Encodes the user keys of a batch holding only the key columns (deletes,
+/// point lookups).
+pub struct KeyEncoder<'a> {
+    layout: &'a TableLayout,
+    columns: Vec<ColumnReader<'a>>,
+}
+
+impl<'a> KeyEncoder<'a> {
+    /// Prepares to encode `keys`, which must have passed `check_key_batch`.
+    pub fn new(layout: &'a TableLayout, keys: &'a RecordBatch) -> Result<KeyEncoder<'a>> {
+        let columns = layout
+            .primary_key
+            .iter()
+            .enumerate()
+            .map(|(n, &i)| ColumnReader::new(keys.column(n), layout.columns[i].width))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(KeyEncoder { layout, columns })
+    }
+
+    /// Appends the user key of `row` to `out`.
+    pub fn key(&self, row: usize, out: &mut Vec<u8>) {
+        let mut scratch = [0u8; 1];
+        if self.layout.raw_key() {
+            out.extend_from_slice(self.columns[0].bytes(row, &mut scratch));
+            return;
+        }
+        for (n, &i) in self.layout.primary_key.iter().enumerate() {
+            let bytes = self.columns[n].bytes(row, &mut scratch);
+            key::put_value(out, &key_value(self.layout.columns[i].field.data_type(), bytes));
+        }
+    }
+}
+
 /// The key codec value for a key column's little-endian (or raw) bytes.
 fn key_value<'b>(data_type: &DataType, b: &'b [u8]) -> KeyValue<'b> {
     let le8 = |b: &[u8]| {
@@ -405,7 +442,9 @@ fn key_value<'b>(data_type: &DataType, b: &'b [u8]) -> KeyValue<'b> {
         DataType::Int32 | DataType::Date32 => KeyValue::I32(i32::from_le_bytes(le4(b))),
         DataType::UInt32 => KeyValue::U32(u32::from_le_bytes(le4(b))),
         DataType::Float32 => KeyValue::F32(f32::from_le_bytes(le4(b))),
-        DataType::Int64 | DataType::Date64 | DataType::Timestamp(_, _) => KeyValue::I64(i64::from_le_bytes(le8(b))),
+        DataType::Int64 | DataType::Date64 | DataType::Timestamp(_, _) => {
+            KeyValue::I64(i64::from_le_bytes(le8(b)))
+        }
         DataType::UInt64 => KeyValue::U64(u64::from_le_bytes(le8(b))),
         DataType::Float64 => KeyValue::F64(f64::from_le_bytes(le8(b))),
         DataType::Utf8 | DataType::LargeUtf8 => KeyValue::Str(std::str::from_utf8(b).unwrap_or_default()),
@@ -444,7 +483,15 @@ impl ColumnBuilder {
             Width::Var64 => 0i64.to_le_bytes().to_vec(),
             _ => Vec::new(),
         };
-        ColumnBuilder { field, width, len: 0, null_count: 0, validity: Vec::new(), offsets, values: Vec::new() }
+        ColumnBuilder {
+            field,
+            width,
+            len: 0,
+            null_count: 0,
+            validity: Vec::new(),
+            offsets,
+            values: Vec::new(),
+        }
     }
 
     /// Rows appended.
@@ -493,6 +540,18 @@ impl ColumnBuilder {
             }
         }
         self.len += 1;
+    }
+
+    /// Appends row `i` of `array` (same type as this column).
+    pub fn push_from_array(&mut self, array: &ArrayRef, i: usize) -> Result<()> {
+        if array.is_null(i) {
+            self.push_null();
+            return Ok(());
+        }
+        let reader = ColumnReader::new(array, self.width)?;
+        let mut scratch = [0u8; 1];
+        self.push(reader.bytes(i, &mut scratch));
+        Ok(())
     }
 
     /// Nulls appended.

@@ -11,6 +11,8 @@
 //! 5 tree dropped    varint id
 //! 6 file added      varint tree | u8 level | file meta
 //! 7 file deleted    varint tree | u8 level | varint number
+//! 8 tree schema     varint tree | varint n | varint key column{n}
+//!                   | varint len + Arrow IPC stream of the schema
 //! file meta := number | size | entries | min seqno | max seqno (varints)
 //!              | smallest: varint len + key | u64 LE trailer
 //!              | largest:  varint len + key | u64 LE trailer
@@ -33,6 +35,10 @@ const TAG_TREE_CREATED: u8 = 4;
 const TAG_TREE_DROPPED: u8 = 5;
 const TAG_FILE_ADDED: u8 = 6;
 const TAG_FILE_DELETED: u8 = 7;
+const TAG_TREE_SCHEMA: u8 = 8;
+
+/// Largest Arrow IPC schema accepted in a MANIFEST.
+const SCHEMA_BYTES_MAX: usize = 16 << 20;
 
 /// Longest tree name accepted in a MANIFEST.
 const TREE_NAME_BYTES_MAX: usize = 4096;
@@ -76,6 +82,8 @@ pub struct VersionEdit {
     pub trees_created: Vec<(TreeId, String)>,
     /// Trees dropped.
     pub trees_dropped: Vec<TreeId>,
+    /// Table schemas: (tree, primary key column indices, Arrow IPC schema).
+    pub tree_schemas: Vec<(TreeId, Vec<usize>, Vec<u8>)>,
     /// Files added: (tree, level, meta).
     pub files_added: Vec<(TreeId, usize, FileMeta)>,
     /// Files deleted: (tree, level, number).
@@ -124,6 +132,15 @@ impl VersionEdit {
             varint::put_u64(&mut out, u64::from(*tree));
             varint::put_bytes(&mut out, name.as_bytes());
         }
+        for (tree, key, ipc) in &self.tree_schemas {
+            out.push(TAG_TREE_SCHEMA);
+            varint::put_u64(&mut out, u64::from(*tree));
+            varint::put_u64(&mut out, key.len() as u64);
+            for &k in key {
+                varint::put_u64(&mut out, k as u64);
+            }
+            varint::put_bytes(&mut out, ipc);
+        }
         for tree in &self.trees_dropped {
             out.push(TAG_TREE_DROPPED);
             varint::put_u64(&mut out, u64::from(*tree));
@@ -167,6 +184,16 @@ impl VersionEdit {
                     e.trees_created.push((tree, name));
                 }
                 TAG_TREE_DROPPED => e.trees_dropped.push(read_tree(&mut r)?),
+                TAG_TREE_SCHEMA => {
+                    let tree = read_tree(&mut r)?;
+                    let n = r.varint_len(1024)?;
+                    let key = (0..n).map(|_| r.varint_len(1 << 16)).collect::<Result<Vec<_>>>()?;
+                    let ipc = r.len_bytes()?;
+                    if ipc.len() > SCHEMA_BYTES_MAX {
+                        return Err(r.corrupt("table schema too large"));
+                    }
+                    e.tree_schemas.push((tree, key, ipc.to_vec()));
+                }
                 TAG_FILE_ADDED => {
                     let tree = read_tree(&mut r)?;
                     let level = read_level(&mut r)?;
@@ -205,6 +232,7 @@ mod tests {
             last_seqno: Some(1000),
             trees_created: vec![(0, "default".into()), (3, "users".into())],
             trees_dropped: vec![2],
+            tree_schemas: vec![(3, vec![0, 2], vec![1, 2, 3])],
             files_added: vec![(
                 0,
                 0,

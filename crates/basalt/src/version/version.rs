@@ -6,16 +6,30 @@ use std::sync::Arc;
 
 use super::edit::{FileMeta, VersionEdit};
 use crate::error::{Error, Result};
+use crate::table::layout::TableLayout;
 use crate::wal::batch::TreeId;
 
 /// Number of levels per tree (L0 … L6), as LevelDB and RocksDB.
 pub const LEVELS: usize = 7;
+
+/// The schema of a table tree, as the catalog keeps it.
+#[derive(Debug, Clone)]
+pub struct TableDef {
+    /// The layout derived from the schema and key.
+    pub layout: Arc<TableLayout>,
+    /// Primary key column indices.
+    pub primary_key: Vec<usize>,
+    /// The schema as an Arrow IPC stream (what the MANIFEST stores).
+    pub schema_ipc: Arc<Vec<u8>>,
+}
 
 /// The SSTs of one tree.
 #[derive(Debug, Clone, Default)]
 pub struct TreeVersion {
     /// The tree's name.
     pub name: String,
+    /// For a table, its schema; `None` for the key-value tree.
+    pub table: Option<TableDef>,
     /// `levels[0]` holds overlapping files, newest first; deeper levels hold
     /// files with disjoint key ranges, sorted by smallest key.
     pub levels: Vec<Vec<Arc<FileMeta>>>,
@@ -23,7 +37,7 @@ pub struct TreeVersion {
 
 impl TreeVersion {
     fn new(name: String) -> Self {
-        TreeVersion { name, levels: vec![Vec::new(); LEVELS] }
+        TreeVersion { name, table: None, levels: vec![Vec::new(); LEVELS] }
     }
 
     /// Files that may hold `user_key`, in the order a point lookup must
@@ -67,6 +81,16 @@ impl Version {
                 return Err(bad(format!("tree {id} created twice")));
             }
         }
+        for (id, key, ipc) in &edit.tree_schemas {
+            let tree = next.trees.get_mut(id).ok_or_else(|| bad(format!("schema for unknown tree {id}")))?;
+            let schema = crate::table::schema_from_ipc(ipc).map_err(|e| bad(format!("table schema: {e}")))?;
+            let layout = TableLayout::new(schema, key).map_err(|e| bad(format!("table schema: {e}")))?;
+            tree.table = Some(TableDef {
+                layout: Arc::new(layout),
+                primary_key: key.clone(),
+                schema_ipc: Arc::new(ipc.clone()),
+            });
+        }
         for id in &edit.trees_dropped {
             next.trees.remove(id).ok_or_else(|| bad(format!("dropping unknown tree {id}")))?;
         }
@@ -104,6 +128,9 @@ impl Version {
         let mut e = VersionEdit::default();
         for (id, tree) in &self.trees {
             e.trees_created.push((*id, tree.name.clone()));
+            if let Some(t) = &tree.table {
+                e.tree_schemas.push((*id, t.primary_key.clone(), (*t.schema_ipc).clone()));
+            }
             for (level, f) in tree.all_files() {
                 e.files_added.push((*id, level, (**f).clone()));
             }

@@ -21,7 +21,10 @@ pub const DEFAULT_TREE: TreeId = 0;
 #[derive(Clone, Debug)]
 pub struct WriteBatch {
     rep: Vec<u8>,
+    /// Seqnos the batch consumes: one per key entry, one per Arrow row.
     count: u32,
+    /// Pre-encoded rows of each Arrow entry, in entry order.
+    encoded: Vec<EncodedRows>,
 }
 
 impl Default for WriteBatch {
@@ -39,14 +42,33 @@ pub struct BatchEntry<'a> {
     pub tree: TreeId,
     /// The user key.
     pub key: &'a [u8],
-    /// The value (empty for deletes).
+    /// The value (empty for deletes); for Arrow rows, the Arrow IPC stream
+    /// holding them.
     pub value: &'a [u8],
+    /// 0 for a single key; otherwise the number of Arrow rows in `value`
+    /// (upserted rows for a put, key rows for a delete), each taking a seqno.
+    pub arrow_rows: u32,
+}
+
+impl BatchEntry<'_> {
+    /// Seqnos this entry consumes.
+    pub fn seqnos(&self) -> u64 {
+        if self.arrow_rows == 0 { 1 } else { u64::from(self.arrow_rows) }
+    }
+}
+
+/// Rows of a table write, encoded before the write is queued so that the
+/// group-commit leader only appends and inserts.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct EncodedRows {
+    /// (user key, row bytes); row bytes are empty for deletes.
+    pub rows: Vec<(Bytes, Bytes)>,
 }
 
 impl WriteBatch {
     /// An empty batch.
     pub fn new() -> Self {
-        WriteBatch { rep: vec![0u8; BATCH_HEADER_BYTES], count: 0 }
+        WriteBatch { rep: vec![0u8; BATCH_HEADER_BYTES], count: 0, encoded: Vec::new() }
     }
 
     /// Sets `key` to `value` in the key-value store.
@@ -76,7 +98,18 @@ impl WriteBatch {
         self.count += 1;
     }
 
-    /// Number of entries.
+    /// Appends Arrow rows of a table: `ipc` is the Arrow IPC stream the WAL
+    /// keeps; `rows` the pre-encoded (key, row bytes) of each row.
+    pub(crate) fn put_rows(&mut self, tree: TreeId, ipc: &[u8], rows: EncodedRows, delete: bool) {
+        self.rep.push(if delete { KIND_ARROW_DELETE } else { KIND_ARROW_PUT });
+        varint::put_u64(&mut self.rep, u64::from(tree));
+        varint::put_u64(&mut self.rep, rows.rows.len() as u64);
+        varint::put_bytes(&mut self.rep, ipc);
+        self.count += rows.rows.len() as u32;
+        self.encoded.push(rows);
+    }
+
+    /// Number of seqnos the batch consumes (entries, counting each Arrow row).
     pub fn len(&self) -> usize {
         self.count as usize
     }
@@ -90,6 +123,7 @@ impl WriteBatch {
     pub fn clear(&mut self) {
         self.rep.truncate(BATCH_HEADER_BYTES);
         self.count = 0;
+        self.encoded.clear();
     }
 
     /// Size of the encoded batch in bytes.
@@ -109,15 +143,16 @@ impl WriteBatch {
         &self.rep
     }
 
-    /// Takes the encoded bytes (after [`WriteBatch::seal`]).
-    pub(crate) fn into_bytes(self) -> Bytes {
-        Bytes::from(self.rep)
+    /// Takes the encoded bytes (after [`WriteBatch::seal`]) and the
+    /// pre-encoded Arrow rows.
+    pub(crate) fn into_parts(self) -> (Bytes, Vec<EncodedRows>) {
+        (Bytes::from(self.rep), self.encoded)
     }
 
     /// Iterates over the entries of this (well-formed) batch.
     pub fn entries(&self) -> impl Iterator<Item = BatchEntry<'_>> {
         let mut reader = Reader::new(&self.rep[BATCH_HEADER_BYTES..], Path::new(""), 0);
-        (0..self.count).map_while(move |_| next_entry(&mut reader).ok())
+        std::iter::from_fn(move || if reader.is_empty() { None } else { next_entry(&mut reader).ok() })
     }
 }
 
@@ -130,15 +165,28 @@ pub struct DecodedBatch<'a> {
     pub entries: Vec<BatchEntry<'a>>,
 }
 
+/// Entry kind byte of Arrow rows upserted into a table.
+const KIND_ARROW_PUT: u8 = 2;
+/// Entry kind byte of Arrow key rows deleted from a table.
+const KIND_ARROW_DELETE: u8 = 3;
+
 fn next_entry<'a>(r: &mut Reader<'a, '_>) -> Result<BatchEntry<'a>> {
     let kind_byte = r.u8()?;
-    let kind =
-        Kind::from_u8(kind_byte).ok_or_else(|| r.corrupt(format!("unknown entry kind {kind_byte}")))?;
     let tree = r.varint()?;
     let tree = TreeId::try_from(tree).map_err(|_| r.corrupt(format!("tree id {tree} out of range")))?;
+    if matches!(kind_byte, KIND_ARROW_PUT | KIND_ARROW_DELETE) {
+        let rows = r.varint()?;
+        let rows =
+            u32::try_from(rows).ok().filter(|&n| n > 0).ok_or_else(|| r.corrupt(format!("{rows} rows")))?;
+        let ipc = r.len_bytes()?;
+        let kind = if kind_byte == KIND_ARROW_PUT { Kind::Put } else { Kind::Delete };
+        return Ok(BatchEntry { kind, tree, key: &[], value: ipc, arrow_rows: rows });
+    }
+    let kind =
+        Kind::from_u8(kind_byte).ok_or_else(|| r.corrupt(format!("unknown entry kind {kind_byte}")))?;
     let key = r.len_bytes()?;
     let value = if kind == Kind::Put { r.len_bytes()? } else { &[] };
-    Ok(BatchEntry { kind, tree, key, value })
+    Ok(BatchEntry { kind, tree, key, value, arrow_rows: 0 })
 }
 
 /// Decodes and validates a WAL payload that starts at `offset` of `file`.
@@ -147,15 +195,21 @@ pub fn decode<'a>(payload: &'a [u8], file: &Path, offset: u64) -> Result<Decoded
     let first_seqno = r.u64_le()?;
     let count = r.u32_le()?;
     // Each entry takes at least 3 bytes, which bounds the allocation.
-    if count as usize > r.remaining() / 3 {
+    if count as usize > r.remaining() / 3 && count as usize > r.remaining() {
         return Err(r.corrupt(format!("batch claims {count} entries in {} bytes", r.remaining())));
     }
-    let mut entries = Vec::with_capacity(count as usize);
-    for _ in 0..count {
-        entries.push(next_entry(&mut r)?);
+    let mut entries = Vec::new();
+    let mut seqnos = 0u64;
+    while !r.is_empty() {
+        let e = next_entry(&mut r)?;
+        seqnos += e.seqnos();
+        if seqnos > u64::from(count) {
+            return Err(r.corrupt(format!("batch holds more than its {count} entries")));
+        }
+        entries.push(e);
     }
-    if !r.is_empty() {
-        return Err(r.corrupt("bytes after the last batch entry"));
+    if seqnos != u64::from(count) {
+        return Err(r.corrupt(format!("batch holds {seqnos} entries, its header says {count}")));
     }
     Ok(DecodedBatch { first_seqno, entries })
 }
@@ -175,7 +229,10 @@ mod tests {
         let d = decode(&payload, Path::new("w"), 0).expect("valid");
         assert_eq!(d.first_seqno, 42);
         assert_eq!(d.entries.len(), 3);
-        assert_eq!(d.entries[1], BatchEntry { kind: Kind::Delete, tree: 0, key: b"b", value: b"" });
+        assert_eq!(
+            d.entries[1],
+            BatchEntry { kind: Kind::Delete, tree: 0, key: b"b", value: b"", arrow_rows: 0 }
+        );
         assert_eq!(d.entries[2].tree, 7);
         assert_eq!(b.entries().count(), 3);
     }

@@ -1,0 +1,400 @@
+//! Tables: the catalog (create, open, drop, list) and the `Table` handle that
+//! writes and reads Arrow record batches. Each table is its own tree; all
+//! share the WAL, MANIFEST, block cache and write-buffer budget.
+
+use std::sync::{Arc, Weak};
+
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::SchemaRef;
+use bytes::Bytes;
+
+use super::{Db, DbInner, SuperVersion};
+use crate::codec::internal::{Kind, SeqNo, unpack_trailer};
+use crate::codec::key::{self, KeyValue};
+use crate::error::{Error, Result};
+use crate::options::{ReadOptions, WriteOptions};
+use crate::table::layout::{ColumnBuilder, ColumnSource, TableLayout, builders_for, decode_row};
+use crate::table::{self, schema_to_ipc};
+use crate::version::VersionEdit;
+use crate::wal::batch::{DEFAULT_TREE, TreeId, WriteBatch};
+
+/// Longest table name accepted, in bytes.
+const TABLE_NAME_BYTES_MAX: usize = 255;
+
+/// Options of a table. Reserved: every table uses the database's SST and
+/// compaction settings today.
+#[derive(Debug, Clone, Default)]
+pub struct TableOptions {}
+
+/// What a `Table` handle shares with its clones; the catalog watches it to
+/// refuse dropping a table that is in use.
+#[derive(Debug)]
+pub(crate) struct TableShared {
+    pub id: TreeId,
+    pub name: String,
+    pub layout: Arc<TableLayout>,
+}
+
+/// A handle to one table. Cheap to clone; `Send + Sync`.
+#[derive(Clone)]
+pub struct Table {
+    inner: Arc<DbInner>,
+    shared: Arc<TableShared>,
+}
+
+impl std::fmt::Debug for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Table")
+            .field("name", &self.shared.name)
+            .field("id", &self.shared.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Db {
+    /// Creates a table with `schema` and a primary key of the named columns.
+    #[expect(clippy::needless_pass_by_value, reason = "a SchemaRef is an Arc; Arrow APIs take it by value")]
+    /// The key columns must not be nullable in the schema; the schema and
+    /// key are checked before anything is written.
+    pub fn create_table(
+        &self,
+        name: &str,
+        schema: SchemaRef,
+        primary_key: &[&str],
+        _options: TableOptions,
+    ) -> Result<Table> {
+        self.inner.create_table(name, &schema, primary_key)?;
+        self.table(name)
+    }
+
+    /// The table called `name` (`"default"` is the key-value store).
+    pub fn table(&self, name: &str) -> Result<Table> {
+        self.inner.open_table(name)
+    }
+
+    /// Names of every table, the key-value store's `"default"` included.
+    pub fn tables(&self) -> Vec<String> {
+        let version = self.inner.state.read().version.clone();
+        version.trees.values().map(|t| t.name.clone()).collect()
+    }
+
+    /// Drops a table and its data. Fails with [`Error::Busy`] while any
+    /// handle to it (or a scan over it) is alive, and refuses the key-value
+    /// store.
+    pub fn drop_table(&self, name: &str) -> Result<()> {
+        self.inner.drop_table(name)
+    }
+}
+
+impl DbInner {
+    fn find_tree(&self, name: &str) -> Option<(TreeId, Option<Arc<TableLayout>>)> {
+        let version = self.state.read().version.clone();
+        version
+            .trees
+            .iter()
+            .find(|(_, t)| t.name == name)
+            .map(|(id, t)| (*id, t.table.as_ref().map(|d| d.layout.clone())))
+    }
+
+    fn create_table(&self, name: &str, schema: &SchemaRef, primary_key: &[&str]) -> Result<()> {
+        if name.is_empty() || name.len() > TABLE_NAME_BYTES_MAX {
+            return Err(Error::InvalidArgument(format!(
+                "table name must be 1 to {TABLE_NAME_BYTES_MAX} bytes"
+            )));
+        }
+        let mut key = Vec::with_capacity(primary_key.len());
+        for col in primary_key {
+            let i = schema.index_of(col).map_err(|_| {
+                Error::InvalidArgument(format!("primary key column {col} is not in the schema"))
+            })?;
+            if schema.field(i).is_nullable() {
+                return Err(Error::InvalidArgument(format!("primary key column {col} must not be nullable")));
+            }
+            key.push(i);
+        }
+        TableLayout::new(schema.clone(), &key)?;
+        let ipc = schema_to_ipc(schema)?;
+        self.check_writable()?;
+        // Under the exclusive writer, so no write batch sees a half-made catalog.
+        self.with_exclusive_writer(|| {
+            if self.find_tree(name).is_some() {
+                return Err(Error::InvalidArgument(format!("table {name} already exists")));
+            }
+            let mut versions = self.versions.lock();
+            // Tree ids come from the file-number counter: never reused, so rows
+            // of a dropped table still in a WAL can never reach a new one.
+            let id = TreeId::try_from(versions.new_file_number())
+                .map_err(|_| Error::InvalidArgument("tree ids exhausted".into()))?;
+            let edit = VersionEdit {
+                trees_created: vec![(id, name.to_string())],
+                tree_schemas: vec![(id, key, ipc)],
+                ..VersionEdit::default()
+            };
+            let version = versions.log_and_apply(edit)?;
+            let mut state = self.state.write();
+            *state = Arc::new(SuperVersion { mem: state.mem.clone(), imms: state.imms.clone(), version });
+            Ok(())
+        })
+    }
+
+    fn open_table(self: &Arc<Self>, name: &str) -> Result<Table> {
+        let (id, layout) =
+            self.find_tree(name).ok_or_else(|| Error::InvalidArgument(format!("no table {name}")))?;
+        let layout = layout.unwrap_or_else(|| Arc::new(TableLayout::key_value()));
+        let mut open = self.open_tables.lock();
+        if let Some(shared) = open.get(&id).and_then(Weak::upgrade) {
+            return Ok(Table { inner: self.clone(), shared });
+        }
+        let shared = Arc::new(TableShared { id, name: name.to_string(), layout });
+        open.insert(id, Arc::downgrade(&shared));
+        Ok(Table { inner: self.clone(), shared })
+    }
+
+    fn drop_table(&self, name: &str) -> Result<()> {
+        let (id, _) =
+            self.find_tree(name).ok_or_else(|| Error::InvalidArgument(format!("no table {name}")))?;
+        if id == DEFAULT_TREE {
+            return Err(Error::InvalidArgument("the key-value store cannot be dropped".into()));
+        }
+        self.check_writable()?;
+        self.with_exclusive_writer(|| {
+            let mut open = self.open_tables.lock();
+            if open.get(&id).is_some_and(|w| w.strong_count() > 0) {
+                return Err(Error::Busy(format!("table {name} is in use by a handle or a scan")));
+            }
+            open.remove(&id);
+            let mut versions = self.versions.lock();
+            let version =
+                versions.log_and_apply(VersionEdit { trees_dropped: vec![id], ..VersionEdit::default() })?;
+            let mut state = self.state.write();
+            *state = Arc::new(SuperVersion { mem: state.mem.clone(), imms: state.imms.clone(), version });
+            Ok(())
+        })?;
+        self.delete_obsolete_files(false)
+    }
+}
+
+impl WriteBatch {
+    /// Adds an upsert of every row of `batch` into `table`: rows whose key
+    /// exists replace it; when the batch holds a key twice, the later row
+    /// wins. A batch whose schema does not match is
+    /// [`Error::SchemaMismatch`] naming the column, a null key is
+    /// [`Error::InvalidArgument`]; either way the write batch is unchanged.
+    pub fn put_table(&mut self, table: &Table, batch: &RecordBatch) -> Result<()> {
+        let layout = &table.shared.layout;
+        layout.check_batch(batch)?;
+        for &k in layout.primary_key() {
+            if batch.column(k).null_count() > 0 {
+                return Err(Error::InvalidArgument(format!(
+                    "null in primary key column {}",
+                    layout.schema().field(k).name()
+                )));
+            }
+        }
+        if batch.num_rows() == 0 {
+            return Ok(());
+        }
+        let rows = table::encode_rows(layout, batch, false)?;
+        let ipc = table::batch_to_ipc(batch)?;
+        self.put_rows(table.shared.id, &ipc, rows, false);
+        Ok(())
+    }
+
+    /// Adds a delete of the rows of `table` whose keys are in `keys` (a
+    /// batch of exactly the key columns).
+    pub fn delete_table(&mut self, table: &Table, keys: &RecordBatch) -> Result<()> {
+        let layout = &table.shared.layout;
+        layout.check_key_batch(keys)?;
+        if keys.num_rows() == 0 {
+            return Ok(());
+        }
+        let rows = table::encode_rows(layout, keys, true)?;
+        let ipc = table::batch_to_ipc(keys)?;
+        self.put_rows(table.shared.id, &ipc, rows, true);
+        Ok(())
+    }
+}
+
+impl Table {
+    /// The table's name.
+    pub fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    /// The table's schema.
+    pub fn schema(&self) -> SchemaRef {
+        self.shared.layout.schema().clone()
+    }
+
+    /// Names of the primary key columns, in key order.
+    pub fn primary_key(&self) -> Vec<String> {
+        let schema = self.shared.layout.schema();
+        self.shared.layout.primary_key().iter().map(|&i| schema.field(i).name().clone()).collect()
+    }
+
+    pub(crate) fn tree(&self) -> TreeId {
+        self.shared.id
+    }
+
+    pub(crate) fn layout(&self) -> &Arc<TableLayout> {
+        &self.shared.layout
+    }
+
+    pub(crate) fn inner(&self) -> &Arc<DbInner> {
+        &self.inner
+    }
+
+    /// Upserts every row of `batch` atomically (see
+    /// [`WriteBatch::put_table`]).
+    pub fn write(&self, batch: &RecordBatch) -> Result<()> {
+        self.write_opt(batch, &WriteOptions::default())
+    }
+
+    /// Upserts every row of `batch` with explicit write options.
+    pub fn write_opt(&self, batch: &RecordBatch, opts: &WriteOptions) -> Result<()> {
+        let mut wb = WriteBatch::new();
+        wb.put_table(self, batch)?;
+        self.inner.write(wb, opts.sync)
+    }
+
+    /// Deletes the rows whose keys are in `keys` (the key columns only).
+    pub fn delete(&self, keys: &RecordBatch) -> Result<()> {
+        let mut wb = WriteBatch::new();
+        wb.delete_table(self, keys)?;
+        self.inner.write(wb, false)
+    }
+
+    /// The row with primary key `key` (one value per key column, in key
+    /// order), as a one-row batch.
+    pub fn get(&self, key: &[KeyValue<'_>]) -> Result<Option<RecordBatch>> {
+        self.get_opt(key, &ReadOptions::default())
+    }
+
+    /// [`Table::get`] with explicit read options.
+    pub fn get_opt(&self, key: &[KeyValue<'_>], opts: &ReadOptions<'_>) -> Result<Option<RecordBatch>> {
+        let user_key = self.encode_key(key)?;
+        let seqno = opts.snapshot.map(super::Snapshot::seqno);
+        let (seqno, sv) = self.inner.read_view(seqno);
+        self.row_at(&user_key, seqno, &sv)
+    }
+
+    /// The rows whose keys are in `keys` (a batch of the key columns), in the
+    /// order asked; keys not present are left out.
+    pub fn get_many(&self, keys: &RecordBatch) -> Result<RecordBatch> {
+        let layout = &self.shared.layout;
+        layout.check_key_batch(keys)?;
+        let encoded = table::encode_rows(layout, keys, true)?;
+        let (seqno, sv) = self.inner.read_view(None);
+        let mut found = Vec::new();
+        for (k, _) in &encoded.rows {
+            if let Some(row) = self.row_at(k, seqno, &sv)? {
+                found.push(row);
+            }
+        }
+        if found.is_empty() {
+            return Ok(RecordBatch::new_empty(self.schema()));
+        }
+        arrow_select::concat::concat_batches(&self.schema(), &found)
+            .map_err(|e| Error::InvalidArgument(format!("concatenating rows: {e}")))
+    }
+
+    /// Encodes a key given as values, checking each against its column type.
+    fn encode_key(&self, key: &[KeyValue<'_>]) -> Result<Vec<u8>> {
+        let layout = &self.shared.layout;
+        let pk = layout.primary_key();
+        if key.len() != pk.len() {
+            return Err(Error::InvalidArgument(format!(
+                "the key has {} columns, {} given",
+                pk.len(),
+                key.len()
+            )));
+        }
+        for (v, &i) in key.iter().zip(pk) {
+            let field = layout.schema().field(i);
+            if !key_value_fits(v, field.data_type()) {
+                return Err(Error::SchemaMismatch(format!(
+                    "key column {} has type {}, got {v:?}",
+                    field.name(),
+                    field.data_type()
+                )));
+            }
+        }
+        if layout.raw_key() {
+            return Ok(match key[0] {
+                KeyValue::Bytes(b) => b.to_vec(),
+                KeyValue::Str(s) => s.as_bytes().to_vec(),
+                _ => unreachable!("checked above"),
+            });
+        }
+        Ok(key::encode(key))
+    }
+
+    /// The newest visible version of `user_key` as a one-row batch.
+    fn row_at(&self, user_key: &[u8], seqno: SeqNo, sv: &SuperVersion) -> Result<Option<RecordBatch>> {
+        let tree = self.shared.id;
+        for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
+            if let Some((trailer, value)) = mem.get(tree, user_key, seqno) {
+                return self.row_from_bytes(trailer, user_key, &value);
+            }
+        }
+        let Some(tv) = sv.version.tree(tree) else {
+            return Err(Error::InvalidArgument(format!("table {} was dropped", self.shared.name)));
+        };
+        for file in tv.files_for_key(user_key) {
+            let reader = self.inner.table_cache.get(file.number, &self.inner.block_cache)?;
+            if let Some((block, i)) = reader.get_entry(user_key, seqno)? {
+                if !matches!(unpack_trailer(block.trailer(i)), Some((_, Kind::Put))) {
+                    return Ok(None);
+                }
+                let arrays = block
+                    .arrays(&self.shared.layout)
+                    .map_err(|e| Error::corruption(reader.path(), 0, format!("table block: {e}")))?;
+                let row: Vec<ArrayRef> = arrays.iter().map(|a| a.slice(i, 1)).collect();
+                return RecordBatch::try_new(self.schema(), row)
+                    .map(Some)
+                    .map_err(|e| Error::corruption(reader.path(), 0, format!("table row: {e}")));
+            }
+        }
+        Ok(None)
+    }
+
+    /// A one-row batch from memtable row bytes (`None` for a delete).
+    fn row_from_bytes(&self, trailer: u64, user_key: &[u8], value: &Bytes) -> Result<Option<RecordBatch>> {
+        if !matches!(unpack_trailer(trailer), Some((_, Kind::Put))) {
+            return Ok(None);
+        }
+        let layout = &self.shared.layout;
+        let mut builders = builders_for(layout);
+        decode_row(layout, Some(value), &mut builders)?;
+        for c in layout.columns() {
+            if c.source == ColumnSource::Key {
+                builders[c.index].push(user_key);
+            }
+        }
+        let arrays = builders.iter_mut().map(ColumnBuilder::finish).collect::<Result<Vec<_>>>()?;
+        RecordBatch::try_new(self.schema(), arrays)
+            .map(Some)
+            .map_err(|e| Error::InvalidArgument(format!("table row: {e}")))
+    }
+}
+
+/// Whether a key value's variant is the key encoding of `data_type`.
+fn key_value_fits(v: &KeyValue<'_>, data_type: &arrow_schema::DataType) -> bool {
+    use arrow_schema::DataType as D;
+    matches!(
+        (v, data_type),
+        (KeyValue::Bool(_), D::Boolean)
+            | (KeyValue::I8(_), D::Int8)
+            | (KeyValue::I16(_), D::Int16)
+            | (KeyValue::I32(_), D::Int32 | D::Date32)
+            | (KeyValue::I64(_), D::Int64 | D::Date64 | D::Timestamp(_, _))
+            | (KeyValue::U8(_), D::UInt8)
+            | (KeyValue::U16(_), D::UInt16)
+            | (KeyValue::U32(_), D::UInt32)
+            | (KeyValue::U64(_), D::UInt64)
+            | (KeyValue::F32(_), D::Float32)
+            | (KeyValue::F64(_), D::Float64)
+            | (KeyValue::Str(_), D::Utf8 | D::LargeUtf8)
+            | (KeyValue::Bytes(_), D::Binary | D::LargeBinary)
+    )
+}

@@ -1,0 +1,130 @@
+//! Scan filters: a conjunction of `column op literal` predicates, evaluated
+//! with Arrow compute kernels on whole batches.
+
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, Scalar};
+use arrow_schema::Schema;
+
+use crate::error::{Error, Result};
+
+/// A comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CmpOp {
+    /// `=`
+    Eq,
+    /// `!=`
+    NotEq,
+    /// `<`
+    Lt,
+    /// `<=`
+    LtEq,
+    /// `>`
+    Gt,
+    /// `>=`
+    GtEq,
+    /// `IS NULL` (the literal is ignored)
+    IsNull,
+    /// `IS NOT NULL` (the literal is ignored)
+    IsNotNull,
+}
+
+/// `column op literal`; null values never satisfy a comparison.
+#[derive(Debug, Clone)]
+pub struct Predicate {
+    /// Column name.
+    pub column: String,
+    /// The comparison.
+    pub op: CmpOp,
+    /// A one-element array of the column's type.
+    pub literal: ArrayRef,
+}
+
+impl Predicate {
+    /// `column op literal`, with `literal` a one-element array.
+    pub fn new(column: impl Into<String>, op: CmpOp, literal: ArrayRef) -> Predicate {
+        Predicate { column: column.into(), op, literal }
+    }
+}
+
+/// Rows must satisfy every predicate.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    /// The predicates, all of which must hold.
+    pub predicates: Vec<Predicate>,
+}
+
+impl Filter {
+    /// A filter of the given predicates.
+    pub fn all(predicates: Vec<Predicate>) -> Filter {
+        Filter { predicates }
+    }
+
+    /// Checks columns and literal types against the schema.
+    pub fn check(&self, schema: &Schema) -> Result<()> {
+        for p in &self.predicates {
+            let i = schema
+                .index_of(&p.column)
+                .map_err(|_| Error::InvalidArgument(format!("filter on unknown column {}", p.column)))?;
+            let needs_literal = !matches!(p.op, CmpOp::IsNull | CmpOp::IsNotNull);
+            if needs_literal {
+                if p.literal.len() != 1 || p.literal.is_null(0) {
+                    return Err(Error::InvalidArgument(format!(
+                        "filter on {} needs one non-null literal",
+                        p.column
+                    )));
+                }
+                if p.literal.data_type() != schema.field(i).data_type() {
+                    return Err(Error::SchemaMismatch(format!(
+                        "filter literal for {} has type {}, the column {}",
+                        p.column,
+                        p.literal.data_type(),
+                        schema.field(i).data_type()
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The rows of `batch` that satisfy every predicate.
+    pub fn evaluate(&self, batch: &RecordBatch) -> Result<BooleanArray> {
+        let mut mask = BooleanArray::from(vec![true; batch.num_rows()]);
+        for p in &self.predicates {
+            let col = batch
+                .column_by_name(&p.column)
+                .ok_or_else(|| Error::InvalidArgument(format!("filter on unknown column {}", p.column)))?;
+            let m = predicate_mask(col, p)?;
+            mask = arrow_arith::boolean::and(&mask, &m).map_err(|e| Error::InvalidArgument(e.to_string()))?;
+        }
+        Ok(mask)
+    }
+}
+
+fn predicate_mask(col: &ArrayRef, p: &Predicate) -> Result<BooleanArray> {
+    use arrow_ord::cmp;
+    let lit = Scalar::new(Arc::clone(&p.literal));
+    let r = match p.op {
+        CmpOp::Eq => cmp::eq(col, &lit),
+        CmpOp::NotEq => cmp::neq(col, &lit),
+        CmpOp::Lt => cmp::lt(col, &lit),
+        CmpOp::LtEq => cmp::lt_eq(col, &lit),
+        CmpOp::Gt => cmp::gt(col, &lit),
+        CmpOp::GtEq => cmp::gt_eq(col, &lit),
+        CmpOp::IsNull => {
+            return arrow_arith::boolean::is_null(col).map_err(|e| Error::InvalidArgument(e.to_string()));
+        }
+        CmpOp::IsNotNull => {
+            return arrow_arith::boolean::is_not_null(col).map_err(|e| Error::InvalidArgument(e.to_string()));
+        }
+    };
+    let m = r.map_err(|e| Error::InvalidArgument(format!("filter on {}: {e}", p.column)))?;
+    // Nulls in the comparison result mean "unknown": not selected.
+    Ok(match m.nulls() {
+        None => m,
+        Some(n) => {
+            let values = m.values() & n.inner();
+            BooleanArray::new(values, None)
+        }
+    })
+}
