@@ -20,6 +20,7 @@ use crate::memtable::MemCursor;
 use crate::sst::SstIter;
 use crate::table::filter::Filter;
 use crate::table::layout::{ColumnBuilder, ColumnSource, TableLayout, builders_for, decode_row};
+use crate::table::zone;
 
 /// Rows per output batch unless the scan asks otherwise.
 const BATCH_ROWS_DEFAULT: usize = 8192;
@@ -107,6 +108,8 @@ pub struct TableScan {
     /// The last key handed out without copying: older versions of it in the
     /// next block must be skipped, not merged.
     last_zero_copy_key: Option<Vec<u8>>,
+    /// Blocks the zone maps ruled out.
+    blocks_skipped: u64,
 }
 
 impl std::fmt::Debug for TableScan {
@@ -162,6 +165,7 @@ impl Table {
             zero_copy_rows: 0,
             merged_rows: 0,
             last_zero_copy_key: None,
+            blocks_skipped: 0,
         })
     }
 }
@@ -251,6 +255,11 @@ impl TableScan {
         (self.zero_copy_rows, self.merged_rows)
     }
 
+    /// Blocks skipped because their zone maps ruled out the filter.
+    pub fn blocks_skipped(&self) -> u64 {
+        self.blocks_skipped
+    }
+
     fn past_upper(&self, key: &[u8]) -> bool {
         match &self.upper {
             Bound::Included(k) => key > k.as_slice(),
@@ -313,6 +322,19 @@ impl TableScan {
         }
         if end == start || (end < n && end - start < 16) {
             return Ok(0);
+        }
+        // The rows are this block's alone: its zone map may rule them out.
+        if let (Some(filter), Some(b)) = (&self.filter, cursor.block_index())
+            && cursor.reader().zones(b).is_some_and(|z| !zone::may_match(&self.layout, z, n, filter))
+        {
+            self.last_zero_copy_key = Some(block.key(end - 1).to_vec());
+            self.blocks_skipped += 1;
+            if let Source::Sst(cursor) = &mut self.sources[i] {
+                for _ in start..end {
+                    cursor.next()?;
+                }
+            }
+            return Ok(end - start);
         }
         let arrays = block.arrays(&self.layout).map_err(|e| self.corrupt(i, &e))?;
         let slice: Vec<ArrayRef> = arrays.iter().map(|a| a.slice(start, end - start)).collect();

@@ -50,6 +50,8 @@ pub struct BlockBuilder {
     /// For a table tree: the layout and one builder per column; the row
     /// bytes are split into Arrow columns instead of one value column.
     table: Option<(Arc<TableLayout>, Vec<ColumnBuilder>)>,
+    /// Zones of the stored columns of the last finished table block.
+    last_zones: Option<Vec<crate::table::zone::Zone>>,
 }
 
 impl Default for BlockBuilder {
@@ -69,6 +71,7 @@ impl BlockBuilder {
             value_data: Vec::new(),
             rows: 0,
             table: None,
+            last_zones: None,
         }
     }
 
@@ -169,6 +172,11 @@ impl BlockBuilder {
         Ok(())
     }
 
+    /// The zones of the block last returned by `finish` (table blocks).
+    pub fn take_zones(&mut self) -> Option<Vec<crate::table::zone::Zone>> {
+        self.last_zones.take()
+    }
+
     fn push_key(&mut self, user_key: &[u8], trailer: u64) {
         self.key_data.extend_from_slice(user_key);
         self.key_offsets.extend_from_slice(&(self.key_data.len() as i32).to_le_bytes());
@@ -194,6 +202,8 @@ impl BlockBuilder {
                 out
             }
             Some((layout, cols)) => {
+                let zones = layout.stored().iter().map(|&i| crate::table::zone::zone_of(&cols[i])).collect();
+                self.last_zones = Some(zones);
                 let mut owned: Vec<Vec<u8>> = Vec::new();
                 for &i in layout.stored() {
                     owned.extend(cols[i].take_buffers());
@@ -204,10 +214,12 @@ impl BlockBuilder {
             }
         };
         let table = self.table.take();
+        let zones = self.last_zones.take();
         *self = BlockBuilder::new();
         if let Some((layout, _)) = table {
             *self = BlockBuilder::for_table(layout);
         }
+        self.last_zones = zones;
         out
     }
 }

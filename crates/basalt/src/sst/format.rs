@@ -91,6 +91,8 @@ pub const META_FILTER: u8 = 1;
 pub const META_INDEX: u8 = 2;
 /// Metaindex kind: the properties block.
 pub const META_PROPERTIES: u8 = 3;
+/// Metaindex kind of the zone-map block (table trees only).
+pub const META_ZONES: u8 = 4;
 /// One metaindex entry: kind u8, offset u64 LE, size u32 LE.
 pub const METAINDEX_ENTRY_BYTES: usize = 13;
 /// Metaindex header: entry count u32 LE.

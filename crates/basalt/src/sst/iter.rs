@@ -153,6 +153,11 @@ impl SstIter {
 
     /// The current block and position, for callers that read columns
     /// directly; `None` when invalid.
+    pub fn block_index(&self) -> Option<usize> {
+        self.block.as_ref().map(|(i, _)| *i)
+    }
+
+    /// The current block and the row index in it.
     pub fn current(&self) -> Option<(&Arc<Block>, usize)> {
         self.block.as_ref().map(|(_, block)| (block, self.pos))
     }

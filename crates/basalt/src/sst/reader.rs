@@ -9,7 +9,9 @@ use bytes::Bytes;
 
 use super::block::Block;
 use super::filter::BloomFilter;
-use super::format::{BlockHandle, FOOTER_BYTES, Footer, META_FILTER, META_INDEX, META_PROPERTIES};
+use super::format::{
+    BlockHandle, FOOTER_BYTES, Footer, META_FILTER, META_INDEX, META_PROPERTIES, META_ZONES,
+};
 use super::index::FenceIndex;
 use super::meta::{MetaEntry, Properties, decode_metaindex};
 use super::seal::unseal;
@@ -28,6 +30,8 @@ pub struct SstReader {
     index: FenceIndex,
     filter: Option<BloomFilter>,
     properties: Properties,
+    /// Zone maps per data block (table trees).
+    zones: Option<Vec<Vec<crate::table::zone::Zone>>>,
 }
 
 impl std::fmt::Debug for SstReader {
@@ -48,6 +52,7 @@ struct MetaHandles {
     properties: BlockHandle,
     /// Where the first meta block starts: the end of the data blocks.
     data_end: u64,
+    zones: Option<BlockHandle>,
 }
 
 impl SstReader {
@@ -78,6 +83,10 @@ impl SstReader {
         let index_block = Block::decode(read(meta.index)?, path, meta.index.offset)?;
         let index = FenceIndex::decode(index_block, path, meta.index.offset, meta.data_end)?;
         check_against_index(&properties, &index, path, meta.properties.offset)?;
+        let zones = match meta.zones {
+            Some(h) => Some(crate::table::zone::decode(&read(h)?, path, h.offset, index.len())?),
+            None => None,
+        };
         let filter = match meta.filter {
             Some(h) => Some(BloomFilter::decode(&read(h)?, path, h.offset)?),
             None => None,
@@ -90,6 +99,7 @@ impl SstReader {
             cache,
             index,
             filter,
+            zones,
             properties,
         }))
     }
@@ -152,6 +162,11 @@ impl SstReader {
         })
     }
 
+    /// The zones of data block `index`'s stored columns, if recorded.
+    pub fn zones(&self, index: usize) -> Option<&[crate::table::zone::Zone]> {
+        self.zones.as_ref().and_then(|z| z.get(index)).map(Vec::as_slice)
+    }
+
     /// Number of data blocks (at least one).
     pub fn block_count(&self) -> usize {
         self.index.len()
@@ -211,7 +226,7 @@ fn locate_meta(entries: &[MetaEntry], path: &Path, metaindex: BlockHandle) -> Re
     let index = find(META_INDEX).ok_or_else(|| missing("index"))?;
     let properties = find(META_PROPERTIES).ok_or_else(|| missing("properties"))?;
     let data_end = entries.iter().map(|e| e.handle.offset).min().unwrap_or(metaindex.offset);
-    Ok(MetaHandles { filter: find(META_FILTER), index, properties, data_end })
+    Ok(MetaHandles { filter: find(META_FILTER), index, properties, zones: find(META_ZONES), data_end })
 }
 
 /// The properties must agree with the index on the block count and the

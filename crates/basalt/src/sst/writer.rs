@@ -10,7 +10,7 @@ use super::block::BlockBuilder;
 use super::filter::BloomBuilder;
 use super::format::{
     BLOCK_BYTES_TARGET_MAX, BLOCK_TRAILER_BYTES, BlockHandle, ENTRY_BYTES_MAX, FORMAT_VERSION, Footer,
-    META_FILTER, META_INDEX, META_PROPERTIES,
+    META_FILTER, META_INDEX, META_PROPERTIES, META_ZONES,
 };
 use super::index::add_fence;
 use super::meta::{MetaEntry, Properties, encode_metaindex};
@@ -83,6 +83,8 @@ pub struct SstWriter {
     last_trailer: u64,
     smallest: Option<InternalKey>,
     stats: Properties,
+    /// Zone maps of the data blocks written so far (table trees).
+    zones: Vec<Vec<crate::table::zone::Zone>>,
 }
 
 impl std::fmt::Debug for SstWriter {
@@ -113,6 +115,7 @@ impl SstWriter {
             last_key: Vec::new(),
             last_trailer: 0,
             smallest: None,
+            zones: Vec::new(),
             stats: Properties {
                 format_version: FORMAT_VERSION,
                 tree_id,
@@ -221,6 +224,9 @@ impl SstWriter {
             return Err(Error::InvalidArgument("SST fence keys exceed the index block limit".into()));
         }
         let raw = self.block.finish();
+        if let Some(z) = self.block.take_zones() {
+            self.zones.push(z);
+        }
         let handle = self.write_block(raw, self.options.compression)?;
         add_fence(&mut self.index, &self.last_key, self.last_trailer, handle);
         self.stats.data_blocks += 1;
@@ -249,6 +255,10 @@ impl SstWriter {
         if let Some(filter) = self.filter.take() {
             let handle = self.write_block(filter.finish(), Compression::None)?;
             meta.push(MetaEntry { kind: META_FILTER, handle });
+        }
+        if let Some(layout) = &self.options.layout {
+            let zones = crate::table::zone::encode(&self.zones, layout.stored().len());
+            meta.push(MetaEntry { kind: META_ZONES, handle: self.write_block(zones, Compression::None)? });
         }
         let index = self.index.finish();
         meta.push(MetaEntry { kind: META_INDEX, handle: self.write_block(index, Compression::None)? });

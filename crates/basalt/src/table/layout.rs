@@ -425,6 +425,19 @@ impl<'a> KeyEncoder<'a> {
     }
 }
 
+/// Appends the key-codec encoding of a value given as row bytes.
+pub fn key_bytes_of(data_type: &DataType, bytes: &[u8], out: &mut Vec<u8>) {
+    key::put_value(out, &key_value(data_type, bytes));
+}
+
+/// Appends the row bytes of element `i` of `array` (non-null).
+pub fn value_bytes(array: &ArrayRef, width: Width, i: usize, out: &mut Vec<u8>) -> Result<()> {
+    let reader = ColumnReader::new(array, width)?;
+    let mut scratch = [0u8; 1];
+    out.extend_from_slice(reader.bytes(i, &mut scratch));
+    Ok(())
+}
+
 /// The key codec value for a key column's little-endian (or raw) bytes.
 fn key_value<'b>(data_type: &DataType, b: &'b [u8]) -> KeyValue<'b> {
     let le8 = |b: &[u8]| {
@@ -552,6 +565,41 @@ impl ColumnBuilder {
         let mut scratch = [0u8; 1];
         self.push(reader.bytes(i, &mut scratch));
         Ok(())
+    }
+
+    /// The row bytes of row `i`, or `None` if it is null.
+    pub fn value_at<'s>(&'s self, i: usize, scratch: &'s mut [u8; 1]) -> Option<&'s [u8]> {
+        if self.validity.get(i / 8).is_none_or(|b| b & (1 << (i % 8)) == 0) {
+            return None;
+        }
+        let off = |at: usize, wide: bool| -> usize {
+            if wide {
+                let mut a = [0u8; 8];
+                a.copy_from_slice(&self.offsets[8 * at..8 * at + 8]);
+                u64::from_le_bytes(a) as usize
+            } else {
+                u32::from_le_bytes([
+                    self.offsets[4 * at],
+                    self.offsets[4 * at + 1],
+                    self.offsets[4 * at + 2],
+                    self.offsets[4 * at + 3],
+                ]) as usize
+            }
+        };
+        Some(match self.width {
+            Width::Fixed(w) => &self.values[i * w..(i + 1) * w],
+            Width::Bool => {
+                scratch[0] = (self.values[i / 8] >> (i % 8)) & 1;
+                &scratch[..]
+            }
+            Width::Var32 => &self.values[off(i, false)..off(i + 1, false)],
+            Width::Var64 => &self.values[off(i, true)..off(i + 1, true)],
+        })
+    }
+
+    /// The column's Arrow field.
+    pub fn field(&self) -> &Field {
+        &self.field
     }
 
     /// Nulls appended.

@@ -3,6 +3,7 @@
 
 pub mod filter;
 pub mod layout;
+pub mod zone;
 
 use std::io::Cursor;
 
