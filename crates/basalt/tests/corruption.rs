@@ -25,12 +25,12 @@ use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Once};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use basalt::io::{CrashMode, Fs, MemFs, RealFs};
 use basalt::{Compression, Db, DbIterator, Error, Options, WriteBatch, WriteOptions};
+use common::guard::{Watchdog, panic_message, record_background_panics, take_background_panics};
 use common::{Model, rng, run_seeded};
 use rand::Rng;
 
@@ -325,36 +325,6 @@ fn judge(observed: &Observed, allowed: &Allowed, expected: &Model, file: &str) -
     Err(first_disagreement.unwrap_or_else(|| "no allowed contents".into()))
 }
 
-/// Panics of the engine's own threads (named `basalt-…`): `Db::drop` joins
-/// the flush thread and drops its panic, so the hook records them.
-static BACKGROUND_PANICS: Mutex<Vec<String>> = Mutex::new(Vec::new());
-
-fn record_background_panics() {
-    static HOOK: Once = Once::new();
-    HOOK.call_once(|| {
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            let thread = std::thread::current();
-            let name = thread.name().unwrap_or("");
-            if name.starts_with("basalt") {
-                BACKGROUND_PANICS
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .push(format!("{name}: {info}"));
-            }
-            previous(info);
-        }));
-    });
-}
-
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<String>()
-        .cloned()
-        .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_string()))
-        .unwrap_or_default()
-}
-
 fn trial(fixture: &Fixture, file: &str, damage: Damage, allowed: &Allowed) -> Result<Verdict, String> {
     let fs = fixture.fs.crash(CrashMode::DropUnsynced, 0);
     let path = db_path().join(file);
@@ -368,50 +338,11 @@ fn trial(fixture: &Fixture, file: &str, damage: Damage, allowed: &Allowed) -> Re
     let observed =
         std::panic::catch_unwind(AssertUnwindSafe(|| observe(&fs, &fixture.options, &fixture.keys, limit)))
             .map_err(|p| format!("panic: {}", panic_message(p.as_ref())))?;
-    let background = std::mem::take(&mut *BACKGROUND_PANICS.lock().expect("panic list"));
+    let background = take_background_panics();
     if !background.is_empty() {
         return Err(format!("panic in a background thread: {background:?}"));
     }
     judge(&observed, allowed, &fixture.expected, file)
-}
-
-/// Aborts the process when one trial runs too long: a hang is a failure.
-struct Watchdog {
-    current: Arc<Mutex<(Instant, String)>>,
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Watchdog {
-    fn new(limit: Duration) -> Watchdog {
-        let current = Arc::new(Mutex::new((Instant::now(), String::new())));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (c, s) = (current.clone(), stop.clone());
-        let thread = std::thread::spawn(move || {
-            while !s.load(Ordering::SeqCst) {
-                std::thread::sleep(Duration::from_millis(100));
-                let (since, what) = &*c.lock().expect("watchdog lock");
-                if since.elapsed() > limit {
-                    eprintln!("hang: {what} ran for over {limit:?}");
-                    std::process::abort();
-                }
-            }
-        });
-        Watchdog { current, stop, thread: Some(thread) }
-    }
-
-    fn start(&self, what: String) {
-        *self.current.lock().expect("watchdog lock") = (Instant::now(), what);
-    }
-}
-
-impl Drop for Watchdog {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
 }
 
 #[derive(Default)]

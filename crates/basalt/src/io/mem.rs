@@ -5,7 +5,8 @@
 //! `sync_dir` made durable. [`MemFs::crash`] builds the state a machine would
 //! find after power loss, in the manner of `RocksDB`'s `FaultInjectionTestFS`
 //! and Pebble's strict `MemFS`. It can also freeze (fail every mutation from
-//! some point on) and fail syncs, so tests can stop a workload at every step.
+//! some point on), fail syncs, and fail the n-th call of any kind of operation
+//! once or forever (see [`Fault`]), so tests can stop a workload at every step.
 //!
 //! Paths are keys: `.` components are dropped, `..` is not resolved.
 
@@ -17,6 +18,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use super::faults::{Fault, FaultError, Faults, OpKind};
 use super::fs::{FileLock, Fs, RandomAccessFile, WritableFile};
 use crate::error::{Error, Result};
 
@@ -114,6 +116,8 @@ struct State {
     freeze_at: Option<u64>,
     /// `sync` and `sync_dir` fail while set.
     fail_syncs: bool,
+    /// Call counters and injected faults.
+    faults: Faults,
 }
 
 impl State {
@@ -121,7 +125,33 @@ impl State {
     fn new(mut dirs: BTreeMap<PathBuf, Dir>) -> State {
         dirs.entry(PathBuf::new()).or_default();
         dirs.entry(PathBuf::from("/")).or_default();
-        State { dirs, locks: HashSet::new(), ops: 0, freeze_at: None, fail_syncs: false }
+        State {
+            dirs,
+            locks: HashSet::new(),
+            ops: 0,
+            freeze_at: None,
+            fail_syncs: false,
+            faults: Faults::default(),
+        }
+    }
+
+    /// Counts a call of `op` on `path`; fails it if a fault targets it.
+    /// With `BASALT_FAULT_TRACE` set, prints where each injected failure
+    /// happened, to find the engine code that mishandled it.
+    fn check_fault(&mut self, op: OpKind, path: &Path) -> Result<()> {
+        match self.faults.on_call(op) {
+            Some(error) => {
+                if std::env::var_os("BASALT_FAULT_TRACE").is_some() {
+                    eprintln!(
+                        "injected fault: {op:?} {}: {}",
+                        path.display(),
+                        std::backtrace::Backtrace::force_capture()
+                    );
+                }
+                Err(fault_error(path, error))
+            }
+            None => Ok(()),
+        }
     }
 
     fn check_not_frozen(&self, path: &Path) -> Result<()> {
@@ -208,6 +238,24 @@ impl State {
         Ok(names)
     }
 
+    /// The state a crash of the process (not the machine) leaves: every live
+    /// entry and every appended byte, now all durable.
+    fn after_process_crash(&self) -> State {
+        let mut copies: HashMap<*const Mutex<Inode>, InodeRef> = HashMap::new();
+        let mut dirs = BTreeMap::new();
+        for (path, dir) in &self.dirs {
+            let mut entries = BTreeMap::new();
+            for (name, inode) in &dir.live {
+                let copy = copies
+                    .entry(Arc::as_ptr(inode))
+                    .or_insert_with(|| Inode::new_ref(inode.lock().data.clone()));
+                entries.insert(name.clone(), Arc::clone(copy));
+            }
+            dirs.insert(path.clone(), Dir { live: entries.clone(), durable: entries });
+        }
+        State::new(dirs)
+    }
+
     /// The state a power loss leaves: durable entries, crashed file bytes.
     fn after_crash(&self, mode: CrashMode, seed: u64) -> State {
         let mut rng = SplitMix64(seed);
@@ -229,13 +277,25 @@ impl State {
     }
 }
 
-/// Runs a mutating operation: fails if frozen, counts it if it succeeds.
-fn mutate<T>(state: &Mutex<State>, path: &Path, op: impl FnOnce(&mut State) -> Result<T>) -> Result<T> {
+/// Runs a mutating operation of kind `kind`: fails if frozen or if a fault
+/// targets it, counts it if it succeeds.
+fn mutate<T>(
+    state: &Mutex<State>,
+    kind: OpKind,
+    path: &Path,
+    op: impl FnOnce(&mut State) -> Result<T>,
+) -> Result<T> {
     let mut state = state.lock();
     state.check_not_frozen(path)?;
+    state.check_fault(kind, path)?;
     let out = op(&mut state)?;
     state.ops += 1;
     Ok(out)
+}
+
+fn fault_error(path: &Path, error: FaultError) -> Error {
+    let (kind, what) = error.kind_and_message();
+    io_error(path, kind, what)
 }
 
 fn io_error(path: &Path, kind: ErrorKind, what: &str) -> Error {
@@ -308,6 +368,15 @@ impl MemFs {
         MemFs::from_state(self.state.lock().after_crash(mode, seed))
     }
 
+    /// A new, independent file system holding what the disk holds after the
+    /// process died now and the operating system wrote its cache back: every
+    /// live entry and every appended byte, all durable. Like
+    /// [`MemFs::crash`], the copy has no locks, faults or freeze.
+    #[must_use]
+    pub fn process_crash(&self) -> MemFs {
+        MemFs::from_state(self.state.lock().after_process_crash())
+    }
+
     /// Makes every mutating operation (create, append, flush, sync, rename,
     /// remove, `create_dir_all`, `sync_dir`) fail, as if the machine died,
     /// once `ops` more of them have succeeded. Reads keep working.
@@ -336,6 +405,32 @@ impl MemFs {
     /// nothing durable.
     pub fn fail_syncs(&self, on: bool) {
         self.state.lock().fail_syncs = on;
+    }
+
+    /// Arms `fault`: its `nth` counts calls of its kind from now on. Several
+    /// faults may be armed at once; the first that matches a call fails it.
+    pub fn inject(&self, fault: Fault) {
+        self.state.lock().faults.inject(fault);
+    }
+
+    /// Disarms every injected fault (counters keep counting).
+    pub fn clear_faults(&self) {
+        self.state.lock().faults.clear();
+    }
+
+    /// Calls of kind `op` so far, failed ones included.
+    pub fn calls(&self, op: OpKind) -> u64 {
+        self.state.lock().faults.calls(op)
+    }
+
+    /// Calls failed by injected faults so far.
+    pub fn faults_fired(&self) -> u64 {
+        self.state.lock().faults.fired()
+    }
+
+    /// Calls of a sync kind (`sync`, `sync_dir`) failed by injected faults.
+    pub fn sync_faults_fired(&self) -> u64 {
+        self.state.lock().faults.fired_syncs()
     }
 
     /// Sorted names of the files (not subdirectories) in `dir`; empty when
@@ -399,6 +494,7 @@ impl fmt::Debug for MemFs {
             .field("ops", &state.ops)
             .field("freeze_at", &state.freeze_at)
             .field("fail_syncs", &state.fail_syncs)
+            .field("faults_fired", &state.faults.fired())
             .finish_non_exhaustive()
     }
 }
@@ -412,26 +508,29 @@ struct MemWritableFile {
 
 impl WritableFile for MemWritableFile {
     fn append(&mut self, data: &[u8]) -> Result<()> {
-        mutate(&self.state, &self.path, |_| {
-            let mut file = self.inode.lock();
-            file.data.extend_from_slice(data);
-            if !data.is_empty() {
-                let end = file.data.len();
-                file.unsynced_ends.push(end);
-            }
+        let appended = mutate(&self.state, OpKind::Append, &self.path, |_| {
+            append_to(&self.inode, data);
             Ok(())
-        })?;
+        });
+        if let Err(e) = appended {
+            if is_no_space(&e) {
+                // A write cut short by a full disk: its first half landed.
+                // `len` stays, as the real file's does after a failed write.
+                append_to(&self.inode, &data[..data.len() / 2]);
+            }
+            return Err(e);
+        }
         self.len += data.len() as u64;
         Ok(())
     }
 
     fn flush(&mut self) -> Result<()> {
         // Appended bytes are visible at once; a flush only counts.
-        mutate(&self.state, &self.path, |_| Ok(()))
+        mutate(&self.state, OpKind::Flush, &self.path, |_| Ok(()))
     }
 
     fn sync(&mut self) -> Result<()> {
-        mutate(&self.state, &self.path, |state| {
+        mutate(&self.state, OpKind::Sync, &self.path, |state| {
             state.check_sync(&self.path)?;
             let mut file = self.inode.lock();
             file.synced_len = file.data.len();
@@ -445,7 +544,23 @@ impl WritableFile for MemWritableFile {
     }
 }
 
+/// Appends `data` to a file as one unsynced write.
+fn append_to(inode: &InodeRef, data: &[u8]) {
+    let mut file = inode.lock();
+    file.data.extend_from_slice(data);
+    if !data.is_empty() {
+        let end = file.data.len();
+        file.unsynced_ends.push(end);
+    }
+}
+
+/// Whether `e` is an injected out-of-space error.
+fn is_no_space(e: &Error) -> bool {
+    matches!(e, Error::Io { source, .. } if source.kind() == ErrorKind::StorageFull)
+}
+
 struct MemRandomAccessFile {
+    state: Arc<Mutex<State>>,
     inode: InodeRef,
     path: PathBuf,
     /// The length when opened; reads stop there.
@@ -461,6 +576,7 @@ impl RandomAccessFile for MemRandomAccessFile {
                 format!("read of {len} bytes past end of file ({} bytes)", self.len),
             )
         };
+        self.state.lock().check_fault(OpKind::Read, &self.path)?;
         if offset.checked_add(len as u64).is_none_or(|end| end > self.len) {
             return Err(past_end());
         }
@@ -496,7 +612,7 @@ impl Fs for MemFs {
         let (dir, name) = split(path)?;
         // A new inode: writers and readers of a replaced file keep the old one.
         let inode = Inode::new_ref(Vec::new());
-        mutate(&self.state, path, |state| state.bind(&dir, name, Arc::clone(&inode), path))?;
+        mutate(&self.state, OpKind::Create, path, |state| state.bind(&dir, name, Arc::clone(&inode), path))?;
         Ok(Box::new(MemWritableFile {
             state: Arc::clone(&self.state),
             inode,
@@ -506,43 +622,57 @@ impl Fs for MemFs {
     }
 
     fn open(&self, path: &Path) -> Result<Box<dyn RandomAccessFile>> {
-        let inode = self.state.lock().lookup(path)?;
+        let inode = {
+            let mut state = self.state.lock();
+            state.check_fault(OpKind::Open, path)?;
+            state.lookup(path)?
+        };
         let len = inode.lock().data.len() as u64;
-        Ok(Box::new(MemRandomAccessFile { inode, path: path.to_path_buf(), len }))
+        Ok(Box::new(MemRandomAccessFile {
+            state: Arc::clone(&self.state),
+            inode,
+            path: path.to_path_buf(),
+            len,
+        }))
     }
 
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
-        mutate(&self.state, from, |state| state.rename(from, to))
+        mutate(&self.state, OpKind::Rename, from, |state| state.rename(from, to))
     }
 
     fn remove(&self, path: &Path) -> Result<()> {
         let (dir, name) = split(path)?;
-        mutate(&self.state, path, |state| {
+        mutate(&self.state, OpKind::Remove, path, |state| {
             state.dir_mut(&dir, path)?.live.remove(&name).map(|_| ()).ok_or_else(|| not_found(path))
         })
     }
 
     fn list(&self, dir: &Path) -> Result<Vec<String>> {
-        self.state.lock().list(&normalize(dir), dir)
+        let mut state = self.state.lock();
+        state.check_fault(OpKind::List, dir)?;
+        state.list(&normalize(dir), dir)
     }
 
     fn exists(&self, path: &Path) -> Result<bool> {
         let norm = normalize(path);
-        let state = self.state.lock();
+        let mut state = self.state.lock();
+        state.check_fault(OpKind::Stat, path)?;
         Ok(state.dirs.contains_key(&norm) || state.file_at(&norm).is_some())
     }
 
     fn is_dir(&self, path: &Path) -> Result<bool> {
-        Ok(self.state.lock().dirs.contains_key(&normalize(path)))
+        let mut state = self.state.lock();
+        state.check_fault(OpKind::Stat, path)?;
+        Ok(state.dirs.contains_key(&normalize(path)))
     }
 
     fn create_dir_all(&self, path: &Path) -> Result<()> {
-        mutate(&self.state, path, |state| state.create_dir_all(path))
+        mutate(&self.state, OpKind::CreateDir, path, |state| state.create_dir_all(path))
     }
 
     fn sync_dir(&self, path: &Path) -> Result<()> {
         let norm = normalize(path);
-        mutate(&self.state, path, |state| {
+        mutate(&self.state, OpKind::SyncDir, path, |state| {
             state.check_sync(path)?;
             let dir = state.dir_mut(&norm, path)?;
             dir.durable.clone_from(&dir.live);
@@ -551,11 +681,12 @@ impl Fs for MemFs {
     }
 
     /// Like the real lock, creates an empty file at `path` if missing; that
-    /// is neither frozen nor counted as an operation.
+    /// is neither frozen nor counted as a mutating operation.
     fn lock(&self, path: &Path, dir: &Path) -> Result<Box<dyn FileLock>> {
         let (parent, name) = split(path)?;
         let key = normalize(path);
         let mut state = self.state.lock();
+        state.check_fault(OpKind::Lock, path)?;
         if state.file_at(&key).is_none() {
             state.bind(&parent, name, Inode::new_ref(Vec::new()), path)?;
         }
@@ -811,6 +942,25 @@ mod tests {
     }
 
     #[test]
+    fn process_crash_keeps_every_appended_byte() -> Result<()> {
+        let fs = fs_with_db()?;
+        let mut file = synced_file(&fs, "a", b"synced")?;
+        file.append(b"+unsynced")?;
+        fs.create(path("/db/b"))?.append(b"new")?;
+        fs.rename(path("/db/a"), path("/db/c"))?;
+        fs.inject(Fault::forever(OpKind::Append, 0));
+        let after = fs.process_crash();
+        assert_eq!(after.file_names(path("/db")), ["b", "c"]);
+        assert_eq!(after.read_file(path("/db/c")), Some(b"synced+unsynced".to_vec()));
+        // All of it is durable now, and the copy has no faults.
+        let again = after.crash(CrashMode::DropUnsynced, 0);
+        assert_eq!(again.read_file(path("/db/b")), Some(b"new".to_vec()));
+        after.create(path("/db/d"))?.append(b"x")?;
+        assert!(!fs.exists(path("/db/d"))?);
+        Ok(())
+    }
+
+    #[test]
     fn crashed_copy_is_independent() -> Result<()> {
         let fs = fs_with_db()?;
         let _file = synced_file(&fs, "a", b"x")?;
@@ -894,6 +1044,78 @@ mod tests {
         fs.sync_dir(path("/db"))?;
         let after = fs.crash(CrashMode::DropUnsynced, 0);
         assert_eq!(after.read_file(path("/db/a")), Some(b"data".to_vec()));
+        Ok(())
+    }
+
+    #[test]
+    fn injected_faults_fail_the_nth_call_of_their_kind() -> Result<()> {
+        let fs = fs_with_db()?;
+        let mut file = fs.create(path("/db/a"))?;
+        file.append(b"0")?;
+        fs.inject(Fault::once(OpKind::Append, 1));
+        file.append(b"1")?;
+        let err = file.append(b"2").expect_err("the second append from now fails");
+        assert_eq!(kind(&err), Some(ErrorKind::Other));
+        file.append(b"3")?;
+        assert_eq!(fs.read_file(path("/db/a")), Some(b"013".to_vec()), "a failed append writes nothing");
+        assert_eq!(fs.calls(OpKind::Append), 4);
+        assert_eq!(fs.faults_fired(), 1);
+        fs.inject(Fault::forever(OpKind::Sync, 0));
+        assert!(file.sync().is_err());
+        assert!(file.sync().is_err());
+        assert_eq!(fs.sync_faults_fired(), 2);
+        assert!(fs.crash(CrashMode::DropUnsynced, 0).read_file(path("/db/a")).is_none());
+        fs.clear_faults();
+        file.sync()?;
+        assert_eq!(fs.faults_fired(), 3);
+        Ok(())
+    }
+
+    #[test]
+    fn every_kind_of_call_can_fail() -> Result<()> {
+        let fs = fs_with_db()?;
+        let _file = synced_file(&fs, "a", b"data")?;
+        let reader = fs.open(path("/db/a"))?;
+        for op in OpKind::ALL {
+            fs.inject(Fault::once(op, 0));
+        }
+        let mut results = vec![
+            (OpKind::Create, fs.create(path("/db/b")).map(|_| ())),
+            (OpKind::Open, fs.open(path("/db/a")).map(|_| ())),
+            (OpKind::Read, reader.read_at(0, 1).map(|_| ())),
+            (OpKind::Rename, fs.rename(path("/db/a"), path("/db/c"))),
+            (OpKind::Remove, fs.remove(path("/db/a"))),
+            (OpKind::List, fs.list(path("/db")).map(|_| ())),
+            (OpKind::Stat, fs.exists(path("/db/a")).map(|_| ())),
+            (OpKind::CreateDir, fs.create_dir_all(path("/x"))),
+            (OpKind::SyncDir, fs.sync_dir(path("/db"))),
+            (OpKind::Lock, fs.lock(path("/db/LOCK"), path("/db")).map(|_| ())),
+        ];
+        let mut file = fs.create(path("/db/b"))?;
+        results.push((OpKind::Append, file.append(b"x")));
+        results.push((OpKind::Flush, file.flush()));
+        results.push((OpKind::Sync, file.sync()));
+        let mut failed: Vec<OpKind> = results.iter().filter(|(_, r)| r.is_err()).map(|(op, _)| *op).collect();
+        failed.sort();
+        assert_eq!(failed, OpKind::ALL);
+        assert_eq!(fs.faults_fired(), OpKind::ALL.len() as u64);
+        // Each fault fired once: everything works again.
+        assert_eq!(fs.list(path("/db"))?, ["a", "b"]);
+        assert_eq!(reader.read_at(0, 4)?, b"data");
+        Ok(())
+    }
+
+    #[test]
+    fn out_of_space_append_keeps_half_the_write() -> Result<()> {
+        let fs = fs_with_db()?;
+        let mut file = synced_file(&fs, "a", b"base")?;
+        fs.inject(Fault::once(OpKind::Append, 0).with_error(FaultError::NoSpace));
+        let err = file.append(b"12345678").expect_err("disk full");
+        assert_eq!(kind(&err), Some(ErrorKind::StorageFull));
+        assert_eq!(fs.read_file(path("/db/a")), Some(b"base1234".to_vec()));
+        assert_eq!(file.len(), 4, "the failed write is not counted");
+        // The half write is unsynced: a crash may drop or tear it.
+        assert_eq!(fs.crash(CrashMode::DropUnsynced, 0).read_file(path("/db/a")), Some(b"base".to_vec()));
         Ok(())
     }
 

@@ -3,6 +3,9 @@
 
 #![allow(dead_code, reason = "each test binary uses a different subset")]
 
+pub mod guard;
+pub mod history;
+
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::Arc;
