@@ -3,6 +3,11 @@
 //! compaction and a reopen — and the key-value store reads as the table
 //! `default`.
 
+#![expect(
+    clippy::from_iter_instead_of_collect,
+    reason = "typed Arrow arrays read best built by from_iter here"
+)]
+
 use std::sync::Arc;
 
 use arrow_array::types::{
@@ -114,7 +119,11 @@ fn every_type_round_trips_through_every_level() {
     assert_eq!(row, batch.slice(73, 1), "get from the memtable");
     db.flush().expect("flush");
     assert_eq!(scan_all(&t), batch, "from L0");
-    assert_eq!(t.get(&[KeyValue::I64(11)]).expect("get").expect("present"), batch.slice(73, 1), "get from L0");
+    assert_eq!(
+        t.get(&[KeyValue::I64(11)]).expect("get").expect("present"),
+        batch.slice(73, 1),
+        "get from L0"
+    );
     db.compact_range::<&[u8]>(..).expect("compact");
     drop(t);
     db.close().expect("close");
@@ -122,7 +131,11 @@ fn every_type_round_trips_through_every_level() {
     let t = db.table("all").expect("table");
     assert_eq!(t.schema(), batch.schema(), "the schema survives a reopen, time zones included");
     assert_eq!(scan_all(&t), batch, "from a deeper level after reopen");
-    assert_eq!(t.get(&[KeyValue::I64(11)]).expect("get").expect("present"), batch.slice(73, 1), "get, deeper");
+    assert_eq!(
+        t.get(&[KeyValue::I64(11)]).expect("get").expect("present"),
+        batch.slice(73, 1),
+        "get, deeper"
+    );
 }
 
 #[test]
