@@ -331,16 +331,13 @@ fn fault_loops() {
     assert!(violations.is_empty(), "{} violations (a sample is printed above)", violations.len());
 }
 
-/// Found by `fault_loops`: when the fsync of a `compact_range` output fails,
-/// `compact_range` returns the error but the database goes on acknowledging
-/// writes, while a failed flush or background compaction stops them (the
-/// error never reaches `set_bg_error`). Acknowledged writes are not lost
-/// (the outputs were never installed), but the promise that a failed fsync
-/// stops writes does not hold, and the failed outputs stay on disk until
-/// the next open.
+/// Regression, found by `fault_loops`: when the fsync of a `compact_range`
+/// output failed, `compact_range` returned the error but the database went
+/// on acknowledging writes, while a failed flush or background compaction
+/// stopped them (the error never reached `set_bg_error`). Now it stops
+/// writes like every other failed fsync.
 #[test]
-#[ignore = "engine bug, see docs/RELIABILITY.md: remove this once compact_range errors stop writes"]
-fn manual_compaction_failure_does_not_stop_writes() {
+fn manual_compaction_failure_stops_writes() {
     let fs = MemFs::new();
     let options = Options {
         auto_compaction: false,

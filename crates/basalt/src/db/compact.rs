@@ -100,7 +100,9 @@ impl DbInner {
             };
             if !inputs.is_empty() && (level < last || level == 0) {
                 let task = compaction::picker::task_for(tree, t, level, inputs);
-                self.run_compaction(&task)?;
+                // A failed compaction may have failed an fsync: as with
+                // background compactions, writes stop.
+                self.run_compaction(&task).map_err(|e| self.set_bg_error(e))?;
             }
         }
         Ok(())
