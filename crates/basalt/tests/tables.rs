@@ -282,3 +282,37 @@ fn zone_maps_skip_blocks_and_keep_answers_right() {
         ["score", "id"]
     );
 }
+
+fn scan(t: &Table, snapshot: Option<&basalt::Snapshot>) -> Vec<(i64, Row)> {
+    let opts = ScanOptions { snapshot, ..ScanOptions::default() };
+    rows_of(&t.scan(opts).expect("scan").map(|b| b.expect("batch")).collect::<Vec<_>>())
+}
+
+#[test]
+fn batches_across_tables_are_atomic_and_snapshots_pin_scans() {
+    let fs = MemFs::new();
+    let opts = || basalt::Options { fs: Arc::new(fs.clone()), ..basalt::Options::default() };
+    let db = Db::open("/db", opts()).expect("open");
+    let a = db.create_table("a", schema(), &["id"], TableOptions::default()).expect("a");
+    let b = db.create_table("b", schema(), &["id"], TableOptions::default()).expect("b");
+    a.write(&batch_of(&[(1, (None, 1.0, None))])).expect("write");
+    let snap = db.snapshot();
+    let mut wb = basalt::WriteBatch::new();
+    wb.put_table(&a, &batch_of(&[(2, (Some("x".into()), 2.0, Some(1)))])).expect("rows for a");
+    wb.put_table(&b, &batch_of(&[(3, (None, 3.0, None))])).expect("rows for b");
+    wb.delete_table(&a, &keys_of(&[1])).expect("delete in a");
+    wb.put(b"kv", b"also");
+    db.write_opt(wb, &basalt::WriteOptions::sync()).expect("one atomic write");
+    assert_eq!(scan(&a, Some(&snap)), vec![(1, (None, 1.0, None))], "the snapshot sees the old table");
+    assert_eq!(scan(&a, None), vec![(2, (Some("x".into()), 2.0, Some(1)))]);
+    assert_eq!(scan(&b, None).len(), 1);
+    drop((snap, a, b));
+    drop(db);
+    // The synced multi-table batch survives a power loss as a whole.
+    let image = fs.crash(basalt::io::CrashMode::DropUnsynced, 7);
+    let db = Db::open("/db", basalt::Options { fs: Arc::new(image), ..basalt::Options::default() })
+        .expect("reopen");
+    assert_eq!(scan(&db.table("a").expect("a"), None), vec![(2, (Some("x".into()), 2.0, Some(1)))]);
+    assert_eq!(scan(&db.table("b").expect("b"), None), vec![(3, (None, 3.0, None))]);
+    assert_eq!(db.get(b"kv").expect("get").as_deref(), Some(&b"also"[..]));
+}
