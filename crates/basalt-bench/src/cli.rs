@@ -1,0 +1,351 @@
+//! The command line: one subcommand per workload. The parent process plans
+//! the jobs, runs each in a child process of this same binary, shows
+//! progress, and writes the results (JSON lines, Markdown, SVG charts)
+//! under `bench-results/`.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::datagen::Distribution;
+use crate::engine::{Kind, Result};
+use crate::measure::Machine;
+use crate::report;
+use crate::result::{self, Record};
+use crate::workload::{self, Job, Workload, ycsb};
+
+/// Seed 002's write-buffer budget for the back-pressure run.
+pub const BACKPRESSURE_BUDGET_BYTES: usize = 32 << 20;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "basalt-bench",
+    about = "Basalt side by side with SQLite, LMDB, redb, fjall, RocksDB and LevelDB"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Seeds 001/004: bulk insert (sequential and random 8-byte keys), then
+    /// random point lookups of present and missing keys.
+    Omendb(Common),
+    /// Seed 002: 512-byte records: write, lookups, scan, unindexed equality
+    /// search, range queries, memory; and the 32 MiB back-pressure run.
+    Marbledb(Common),
+    /// YCSB workloads A–F: load, then each run phase with 1 and 2 threads.
+    Ycsb(YcsbArgs),
+    /// A small mix of the above that finishes in minutes: the main job.
+    Quick(Common),
+    /// Runs one job in this process (used by the parent).
+    #[command(hide = true)]
+    Child {
+        /// The job, as JSON.
+        job: String,
+    },
+}
+
+#[derive(Debug, Args)]
+struct Common {
+    /// Rows to load, one or more (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    scale: Vec<u64>,
+    /// Engines to run (default: every engine built in).
+    #[arg(long, value_delimiter = ',')]
+    engines: Vec<String>,
+    /// Key orders (omendb) or request distributions: sequential, random,
+    /// lognormal, zipfian, latest.
+    #[arg(long, value_delimiter = ',')]
+    distribution: Vec<String>,
+    /// Operations per timed phase (default: the workload's).
+    #[arg(long)]
+    ops: Option<u64>,
+    /// Value size in bytes (default: the workload's).
+    #[arg(long)]
+    value_bytes: Option<usize>,
+    /// Block/page cache of every engine, MiB.
+    #[arg(long, default_value_t = 64)]
+    cache_mib: usize,
+    /// Repeat every job this many times and report medians.
+    #[arg(long, default_value_t = 1)]
+    runs: usize,
+    /// Seed of every generator.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Where results go (a new subdirectory per invocation).
+    #[arg(long, default_value = "bench-results")]
+    out: PathBuf,
+    /// Where databases are created (default: <out>/data).
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+struct YcsbArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Workloads to run.
+    #[arg(long, value_delimiter = ',', default_value = "a,b,c,d,e,f")]
+    workloads: Vec<char>,
+    /// Client thread counts.
+    #[arg(long, value_delimiter = ',', default_value = "1,2")]
+    threads: Vec<usize>,
+}
+
+/// Entry point of the binary.
+pub fn main() -> std::process::ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("basalt-bench: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
+    let (name, common, jobs) = match cli.cmd {
+        Cmd::Child { job } => return child(&job),
+        Cmd::Omendb(c) => {
+            let jobs = plan_omendb(&c, &c.scale_or(&[1_000_000]), None)?;
+            ("omendb", c, jobs)
+        }
+        Cmd::Marbledb(c) => {
+            let jobs = plan_marbledb(&c, &c.scale_or(&[100_000]))?;
+            ("marbledb", c, jobs)
+        }
+        Cmd::Ycsb(y) => {
+            let jobs = plan_ycsb(&y.common, &y.common.scale_or(&[100_000]), &y.workloads, &y.threads, None)?;
+            ("ycsb", y.common, jobs)
+        }
+        Cmd::Quick(c) => {
+            let base = c.scale_or(&[100_000])[0];
+            let mut jobs = plan_omendb(&c, &[base], Some(base))?;
+            jobs.extend(plan_marbledb(&c, &[base / 5])?);
+            jobs.extend(plan_ycsb(&c, &[base / 2], &['a', 'c', 'e'], &[1], Some(base / 2))?);
+            ("quick", c, jobs)
+        }
+    };
+    execute(name, &common, &jobs)
+}
+
+impl Common {
+    fn scale_or(&self, default: &[u64]) -> Vec<u64> {
+        if self.scale.is_empty() { default.to_vec() } else { self.scale.clone() }
+    }
+
+    fn engines(&self) -> Result<Vec<Kind>> {
+        if self.engines.is_empty() {
+            return Ok(Kind::built());
+        }
+        self.engines
+            .iter()
+            .map(|name| {
+                let kind = Kind::parse(name).ok_or_else(|| format!("unknown engine {name}"))?;
+                if kind.is_built() {
+                    Ok(kind)
+                } else {
+                    Err(format!("engine {name} is not built in: add `--features {name}` to cargo run").into())
+                }
+            })
+            .collect()
+    }
+
+    fn distributions(&self, default: &[Distribution]) -> Result<Vec<Distribution>> {
+        if self.distribution.is_empty() {
+            return Ok(default.to_vec());
+        }
+        self.distribution
+            .iter()
+            .map(|d| Distribution::parse(d).ok_or_else(|| format!("unknown distribution {d}").into()))
+            .collect()
+    }
+
+    fn job(&self, workload: Workload, engine: Kind, scale: u64, distribution: Distribution) -> Job {
+        Job {
+            workload,
+            engine,
+            scale,
+            distribution,
+            threads: vec![1],
+            ycsb: Vec::new(),
+            ops: 0,
+            value_bytes: 0,
+            cache_bytes: self.cache_mib << 20,
+            budget_bytes: None,
+            seed: self.seed,
+            data_dir: self.data_dir.clone().unwrap_or_else(|| self.out.join("data")),
+            machine: Machine::default(),
+        }
+    }
+}
+
+fn plan_omendb(c: &Common, scales: &[u64], ops: Option<u64>) -> Result<Vec<Job>> {
+    let mut jobs = Vec::new();
+    for &scale in scales {
+        for dist in c.distributions(&[Distribution::Sequential, Distribution::Random])? {
+            for engine in c.engines()? {
+                let mut job = c.job(Workload::Omendb, engine, scale, dist);
+                job.ops = c.ops.or(ops).unwrap_or_else(|| scale.clamp(100_000, 1_000_000));
+                job.value_bytes = c.value_bytes.unwrap_or(16);
+                jobs.push(job);
+            }
+        }
+    }
+    Ok(jobs)
+}
+
+fn plan_marbledb(c: &Common, scales: &[u64]) -> Result<Vec<Job>> {
+    let mut jobs = Vec::new();
+    for &scale in scales {
+        for dist in c.distributions(&[Distribution::Random])? {
+            for engine in c.engines()? {
+                let mut job = c.job(Workload::Marbledb, engine, scale, dist);
+                job.ops = c.ops.unwrap_or(100_000);
+                job.value_bytes = c.value_bytes.unwrap_or(512);
+                let mut bp = job.clone();
+                bp.workload = Workload::Backpressure;
+                bp.distribution = Distribution::Sequential;
+                bp.budget_bytes = Some(BACKPRESSURE_BUDGET_BYTES);
+                jobs.push(job);
+                jobs.push(bp);
+            }
+        }
+    }
+    Ok(jobs)
+}
+
+fn plan_ycsb(
+    c: &Common,
+    scales: &[u64],
+    workloads: &[char],
+    threads: &[usize],
+    ops: Option<u64>,
+) -> Result<Vec<Job>> {
+    let workloads: Vec<char> = workloads.iter().map(char::to_ascii_lowercase).collect();
+    if let Some(w) = workloads.iter().find(|w| !ycsb::ORDER.contains(w)) {
+        return Err(format!("unknown YCSB workload {w}").into());
+    }
+    let mut jobs = Vec::new();
+    for &scale in scales {
+        for dist in c.distributions(&[Distribution::Zipfian])? {
+            for engine in c.engines()? {
+                let mut job = c.job(Workload::Ycsb, engine, scale, dist);
+                job.ops = c.ops.or(ops).unwrap_or(scale.max(100_000));
+                job.value_bytes = c.value_bytes.unwrap_or(1000);
+                job.threads = threads.to_vec();
+                job.ycsb.clone_from(&workloads);
+                jobs.push(job);
+            }
+        }
+    }
+    Ok(jobs)
+}
+
+fn child(job_json: &str) -> Result<()> {
+    let job: Job = serde_json::from_str(job_json)?;
+    let records = workload::run(&job)?;
+    let mut out = String::new();
+    for r in &records {
+        out.push_str(&serde_json::to_string(r)?);
+        out.push('\n');
+    }
+    print!("{out}");
+    Ok(())
+}
+
+fn execute(name: &str, common: &Common, jobs: &[Job]) -> Result<()> {
+    let machine = Machine::detect();
+    let stamp: String = machine.date.chars().filter(char::is_ascii_alphanumeric).collect();
+    let dir = common.out.join(format!("{name}-{stamp}"));
+    std::fs::create_dir_all(&dir)?;
+    let command = std::iter::once("basalt-bench".to_string())
+        .chain(std::env::args().skip(1))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let total = jobs.len() * common.runs.max(1);
+    let bar = ProgressBar::new(total as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:32}] {pos}/{len} {msg}")
+            .map_err(|e| e.to_string())?
+            .progress_chars("=> "),
+    );
+    bar.enable_steady_tick(Duration::from_millis(200));
+    let exe = std::env::current_exe()?;
+    let mut raw: Vec<Record> = Vec::new();
+    let mut failures = Vec::new();
+    for run in 0..common.runs.max(1) {
+        for job in jobs {
+            let mut job = job.clone();
+            job.machine = machine.clone();
+            bar.set_message(format!("run {}: {}", run + 1, job.label()));
+            match run_child(&exe, &job) {
+                Ok(records) => raw.extend(records),
+                Err(e) => {
+                    let msg = format!("{}: {e}", job.label());
+                    bar.suspend(|| eprintln!("FAILED {msg}"));
+                    failures.push(msg);
+                }
+            }
+            bar.inc(1);
+        }
+    }
+    bar.finish_and_clear();
+    result::write_jsonl(&dir.join("runs.jsonl"), &raw)?;
+    let mut records = result::medians(&raw);
+    add_kept_ratio(&mut records);
+    result::add_speedups(&mut records);
+    result::write_jsonl(&dir.join("results.jsonl"), &records)?;
+    let charts = report::charts(&records, &dir)?;
+    std::fs::write(dir.join("report.md"), report::markdown(&records, &command, &charts, &failures))?;
+    println!("{}", report::terminal_table(&records));
+    println!(
+        "\nresults: {}/results.jsonl, report: {}/report.md, {} charts",
+        dir.display(),
+        dir.display(),
+        charts.len()
+    );
+    if failures.is_empty() { Ok(()) } else { Err(format!("{} job(s) failed", failures.len()).into()) }
+}
+
+fn run_child(exe: &std::path::Path, job: &Job) -> Result<Vec<Record>> {
+    let out = Command::new(exe).arg("child").arg(serde_json::to_string(job)?).output()?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        return Err(err.trim().lines().last().unwrap_or("child failed").to_string().into());
+    }
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).map_err(Into::into))
+        .collect()
+}
+
+/// `throughput_kept_ratio`: insert throughput under the back-pressure
+/// budget over the same engine's throughput without it.
+fn add_kept_ratio(records: &mut Vec<Record>) {
+    let mut extra = Vec::new();
+    for bp in
+        records.iter().filter(|r| r.workload == "marbledb-backpressure" && r.metric == "insert_rows_per_s")
+    {
+        let free = records.iter().find(|r| {
+            r.workload == "marbledb"
+                && r.engine == bp.engine
+                && r.scale == bp.scale
+                && r.metric == "insert_rows_per_s"
+        });
+        if let Some(free) = free {
+            let mut r = bp.clone();
+            r.metric = "throughput_kept_ratio".to_string();
+            r.value = bp.value / free.value;
+            r.unit = "ratio".to_string();
+            extra.push(r);
+        }
+    }
+    records.extend(extra);
+}

@@ -1,0 +1,366 @@
+//! Workload generators: key encodings, value layouts and the request
+//! distributions (sequential, uniform, lognormal, zipfian, latest). Every
+//! generator is a pure function of its seed, so two engines see the same
+//! keys in the same order and a run can be replayed.
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+/// The request distributions the workloads understand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Distribution {
+    /// Item 0, 1, 2, … in order.
+    Sequential,
+    /// Uniform over the items ("random").
+    Random,
+    /// Lognormal with σ = 1, scaled so that e^(3σ) (the 99.87th percentile)
+    /// maps to the last item; hot items are the low ones.
+    Lognormal,
+    /// Zipfian with θ = 0.99 (YCSB's constant), ranks scrambled over the
+    /// key space by FNV-1a so hot items are spread out.
+    Zipfian,
+    /// Zipfian over recency: the most recently inserted item is the
+    /// hottest (YCSB workload D).
+    Latest,
+}
+
+impl Distribution {
+    /// The name used on the command line and in result files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Distribution::Sequential => "sequential",
+            Distribution::Random => "random",
+            Distribution::Lognormal => "lognormal",
+            Distribution::Zipfian => "zipfian",
+            Distribution::Latest => "latest",
+        }
+    }
+
+    /// Parses a name from the command line (`uniform` is an alias of
+    /// `random`).
+    pub fn parse(s: &str) -> Option<Distribution> {
+        Some(match s {
+            "sequential" => Distribution::Sequential,
+            "random" | "uniform" => Distribution::Random,
+            "lognormal" => Distribution::Lognormal,
+            "zipfian" => Distribution::Zipfian,
+            "latest" => Distribution::Latest,
+            _ => return None,
+        })
+    }
+}
+
+/// A deterministic random number generator for `seed` and `stream` (a
+/// thread or a phase), so parallel generators do not repeat each other.
+pub fn rng(seed: u64, stream: u64) -> SmallRng {
+    SmallRng::seed_from_u64(mix64(seed ^ mix64(stream.wrapping_add(0x9e37_79b9_7f4a_7c15))))
+}
+
+/// `SplitMix64`'s finaliser: a bijection on `u64` that scatters neighbours.
+pub fn mix64(mut x: u64) -> u64 {
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// FNV-1a over the 8 bytes of `x`, as YCSB hashes its item numbers.
+pub fn fnv64(x: u64) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in x.to_le_bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// How item numbers become 8-byte keys (big-endian, so byte order is the
+/// order of the encoded number).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyOrder {
+    /// Item `i` is the number `2i`: keys arrive in ascending order, and the
+    /// odd numbers between them are missing keys inside the key range (so a
+    /// bloom filter, not a range check, must reject them).
+    Sequential,
+    /// Item `i` is `mix64(i)`: keys arrive in random order. Item `n + i` is a
+    /// missing key for a store of `n` items.
+    Random,
+}
+
+impl KeyOrder {
+    /// The key number of item `i`.
+    pub fn key_number(self, i: u64) -> u64 {
+        match self {
+            KeyOrder::Sequential => i * 2,
+            KeyOrder::Random => mix64(i),
+        }
+    }
+
+    /// The key number of the `i`-th missing key of a store with `n` items.
+    pub fn missing_number(self, i: u64, n: u64) -> u64 {
+        match self {
+            KeyOrder::Sequential => (i % n.max(1)) * 2 + 1,
+            KeyOrder::Random => mix64(n + i),
+        }
+    }
+}
+
+/// An 8-byte big-endian key.
+pub fn u64_key(number: u64) -> [u8; 8] {
+    number.to_be_bytes()
+}
+
+/// YCSB's key for item `i`: `user` followed by the FNV hash of `i` in
+/// decimal (hashed insert order, YCSB's default).
+pub fn ycsb_key(i: u64) -> Vec<u8> {
+    format!("user{:019}", fnv64(i) >> 1).into_bytes()
+}
+
+/// A pool of random bytes that values are cut from: generating values
+/// costs a copy, not random-number generation, and they do not compress.
+#[derive(Debug, Clone)]
+pub struct ValuePool {
+    bytes: Vec<u8>,
+}
+
+impl ValuePool {
+    const POOL_BYTES: usize = 1 << 20;
+
+    /// A pool drawn from `seed`.
+    pub fn new(seed: u64) -> ValuePool {
+        let mut bytes = vec![0u8; Self::POOL_BYTES];
+        rng(seed, u64::MAX).fill(&mut bytes[..]);
+        ValuePool { bytes }
+    }
+
+    /// Writes the value of item `id` (version `version`) into `out`:
+    /// `value_bytes` bytes whose first 8 are `id` (little-endian), so a
+    /// reader checks that it got the right row.
+    pub fn fill(&self, id: u64, version: u64, value_bytes: usize, out: &mut Vec<u8>) {
+        out.clear();
+        let len = self.bytes.len() - value_bytes.max(16);
+        let start = (mix64(id ^ version.rotate_left(32)) as usize) % len;
+        out.extend_from_slice(&self.bytes[start..start + value_bytes.max(8)]);
+        out[..8].copy_from_slice(&id.to_le_bytes());
+        out.truncate(value_bytes.max(8));
+    }
+}
+
+/// The id stamped in the first 8 bytes of a value.
+pub fn value_id(value: &[u8]) -> Option<u64> {
+    Some(u64::from_le_bytes(value.get(..8)?.try_into().ok()?))
+}
+
+/// YCSB's zipfian generator (Gray et al., "Quickly generating billion-record
+/// synthetic databases"): ranks 0..n, rank 0 hottest, θ = `theta`.
+#[derive(Debug, Clone)]
+pub struct Zipfian {
+    items: u64,
+    theta: f64,
+    alpha: f64,
+    zetan: f64,
+    eta: f64,
+    half_pow_theta: f64,
+}
+
+impl Zipfian {
+    /// YCSB's default skew.
+    pub const THETA: f64 = 0.99;
+
+    /// A generator over `items` ranks (at least 1).
+    pub fn new(items: u64, theta: f64) -> Zipfian {
+        let items = items.max(1);
+        let zetan = zeta(items, theta);
+        let zeta_two = zeta(2, theta);
+        let alpha = 1.0 / (1.0 - theta);
+        let eta = (1.0 - (2.0 / items as f64).powf(1.0 - theta)) / (1.0 - zeta_two / zetan);
+        Zipfian { items, theta, alpha, zetan, eta, half_pow_theta: 1.0 + 0.5f64.powf(theta) }
+    }
+
+    /// The next rank in `0..items`.
+    pub fn next(&self, rng: &mut impl Rng) -> u64 {
+        let u: f64 = rng.random();
+        let uz = u * self.zetan;
+        if uz < 1.0 {
+            return 0;
+        }
+        if uz < self.half_pow_theta {
+            return 1.min(self.items - 1);
+        }
+        let rank = (self.items as f64 * (self.eta * u - self.eta + 1.0).powf(self.alpha)) as u64;
+        rank.min(self.items - 1)
+    }
+
+    /// The number of ranks.
+    pub fn items(&self) -> u64 {
+        self.items
+    }
+
+    /// The skew.
+    pub fn theta(&self) -> f64 {
+        self.theta
+    }
+}
+
+fn zeta(n: u64, theta: f64) -> f64 {
+    (1..=n).map(|i| 1.0 / (i as f64).powf(theta)).sum()
+}
+
+/// Picks item numbers in `0..items` for one distribution.
+#[derive(Debug, Clone)]
+pub struct Chooser {
+    dist: Distribution,
+    items: u64,
+    zipf: Option<Zipfian>,
+    next_sequential: u64,
+}
+
+impl Chooser {
+    /// A chooser over `items` items (at least 1).
+    pub fn new(dist: Distribution, items: u64) -> Chooser {
+        let zipf = matches!(dist, Distribution::Zipfian | Distribution::Latest)
+            .then(|| Zipfian::new(items, Zipfian::THETA));
+        Chooser { dist, items: items.max(1), zipf, next_sequential: 0 }
+    }
+
+    /// The next item. `inserted` is the number of items present now (for
+    /// `Latest`, whose hottest item is the newest; others ignore it beyond
+    /// the chooser's own item count).
+    pub fn next(&mut self, rng: &mut impl Rng, inserted: u64) -> u64 {
+        let n = self.items;
+        match self.dist {
+            Distribution::Sequential => {
+                let i = self.next_sequential % n;
+                self.next_sequential += 1;
+                i
+            }
+            Distribution::Random => rng.random_range(0..n),
+            Distribution::Lognormal => {
+                let z = standard_normal(rng);
+                let x = z.exp() / 3f64.exp();
+                ((x * n as f64) as u64).min(n - 1)
+            }
+            Distribution::Zipfian => {
+                let rank = self.zipf.as_ref().map_or(0, |z| z.next(rng));
+                fnv64(rank) % n
+            }
+            Distribution::Latest => {
+                let present = inserted.max(1);
+                let back = self.zipf.as_ref().map_or(0, |z| z.next(rng));
+                present - 1 - back.min(present - 1)
+            }
+        }
+    }
+}
+
+/// One standard normal sample (Box–Muller).
+fn standard_normal(rng: &mut impl Rng) -> f64 {
+    let u1: f64 = rng.random::<f64>().max(f64::MIN_POSITIVE);
+    let u2: f64 = rng.random();
+    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generators_are_deterministic_by_seed() {
+        for dist in [
+            Distribution::Sequential,
+            Distribution::Random,
+            Distribution::Lognormal,
+            Distribution::Zipfian,
+            Distribution::Latest,
+        ] {
+            let draw = |seed| {
+                let mut r = rng(seed, 1);
+                let mut c = Chooser::new(dist, 1000);
+                (0..100).map(|_| c.next(&mut r, 1000)).collect::<Vec<_>>()
+            };
+            assert_eq!(draw(7), draw(7), "{dist:?}");
+            if dist != Distribution::Sequential {
+                assert_ne!(draw(7), draw(8), "{dist:?}");
+            }
+        }
+        assert_ne!(rng(1, 0).random::<u64>(), rng(1, 1).random::<u64>());
+    }
+
+    #[test]
+    fn choices_stay_in_range() {
+        for dist in
+            [Distribution::Random, Distribution::Lognormal, Distribution::Zipfian, Distribution::Latest]
+        {
+            let mut r = rng(3, 0);
+            let mut c = Chooser::new(dist, 50);
+            for _ in 0..10_000 {
+                assert!(c.next(&mut r, 50) < 50, "{dist:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn zipfian_is_skewed_like_ycsb() {
+        let n = 10_000u64;
+        let z = Zipfian::new(n, Zipfian::THETA);
+        let mut r = rng(5, 0);
+        let mut counts = vec![0u32; n as usize];
+        let draws = 200_000;
+        for _ in 0..draws {
+            counts[z.next(&mut r) as usize] += 1;
+        }
+        // With θ = 0.99 over 10K items the hottest rank takes ~10% of draws
+        // and the top 1% of ranks take about half.
+        let top: u32 = counts[..100].iter().sum();
+        assert!(counts[0] > draws / 20, "rank 0 got {}", counts[0]);
+        assert!(f64::from(top) / f64::from(draws) > 0.4, "top 1% got {top}");
+        assert!(counts[0] > counts[1] && counts[1] > counts[10]);
+    }
+
+    #[test]
+    fn latest_prefers_recent_items() {
+        let mut c = Chooser::new(Distribution::Latest, 10_000);
+        let mut r = rng(9, 0);
+        let recent = (0..10_000).filter(|_| c.next(&mut r, 10_000) >= 9_900).count();
+        assert!(recent > 4_000, "{recent}");
+    }
+
+    #[test]
+    fn lognormal_is_skewed_to_low_items() {
+        let mut c = Chooser::new(Distribution::Lognormal, 1_000);
+        let mut r = rng(11, 0);
+        let low = (0..10_000).filter(|_| c.next(&mut r, 1_000) < 100).count();
+        assert!(low > 5_000, "{low}");
+    }
+
+    #[test]
+    fn missing_keys_never_collide_with_present_ones() {
+        for order in [KeyOrder::Sequential, KeyOrder::Random] {
+            let n = 5_000;
+            let present: std::collections::HashSet<u64> = (0..n).map(|i| order.key_number(i)).collect();
+            assert_eq!(present.len() as u64, n);
+            assert!((0..n).all(|i| !present.contains(&order.missing_number(i, n))), "{order:?}");
+        }
+    }
+
+    #[test]
+    fn values_carry_their_id_and_size() {
+        let pool = ValuePool::new(1);
+        let mut v = Vec::new();
+        for (id, size) in [(0u64, 8usize), (17, 16), (123_456, 512), (9, 1000)] {
+            pool.fill(id, 0, size, &mut v);
+            assert_eq!(v.len(), size);
+            assert_eq!(value_id(&v), Some(id));
+        }
+        let mut w = Vec::new();
+        pool.fill(9, 1, 1000, &mut w);
+        assert_ne!(v, w, "a new version has new bytes");
+    }
+
+    #[test]
+    fn ycsb_keys_are_distinct_and_fixed_width() {
+        let keys: std::collections::HashSet<Vec<u8>> = (0..10_000).map(ycsb_key).collect();
+        assert_eq!(keys.len(), 10_000);
+        assert!(keys.iter().all(|k| k.len() == 23));
+    }
+}

@@ -1,0 +1,256 @@
+//! The engines under test behind one trait. Every adapter gets the same
+//! rows, the same durability (each batch is one atomic write handed to the
+//! OS without an fsync; `settle` makes everything durable), the same cache
+//! budget where the engine has one, and is tuned as its own documentation
+//! advises (docs/BENCHMARKS.md lists every setting).
+
+mod basalt;
+mod fjall;
+#[cfg(feature = "leveldb")]
+mod leveldb;
+mod lmdb;
+mod redb;
+#[cfg(feature = "rocksdb")]
+mod rocksdb;
+mod sqlite;
+
+use std::path::Path;
+
+/// Errors of the harness and of every engine, boxed.
+pub type Error = Box<dyn std::error::Error + Send + Sync>;
+/// Result of the harness.
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// One row: key and value.
+pub type Row = (Vec<u8>, Vec<u8>);
+
+/// What the harness asks of every engine.
+#[derive(Debug, Clone, Copy)]
+pub struct Config {
+    /// Block or page cache budget, in bytes, for engines that have one.
+    pub cache_bytes: usize,
+    /// Write-buffer (memtable) memory budget, for engines that have one.
+    pub write_buffer_budget_bytes: Option<usize>,
+    /// Keys are 8-byte big-endian integers (SQLite then uses an `INTEGER
+    /// PRIMARY KEY` table, as its documentation advises for integer keys).
+    pub int_keys: bool,
+}
+
+/// An open engine. `Send + Sync`: YCSB shares it between threads.
+pub trait Engine: Send + Sync {
+    /// Writes `rows` as one atomic batch (one transaction), without fsync.
+    fn write(&self, rows: &[Row]) -> Result<()>;
+
+    /// A reader: a read transaction, a connection, or a plain handle. Each
+    /// thread takes its own.
+    fn reader(&self) -> Result<Box<dyn Reader + '_>>;
+
+    /// Makes every write durable and waits for background work (memtable
+    /// flushes, compactions), so reads run against a settled store.
+    fn settle(&self) -> Result<()>;
+
+    /// Whether `Config::write_buffer_budget_bytes` is honoured.
+    fn has_write_buffer_budget(&self) -> bool {
+        false
+    }
+}
+
+/// Reads of one thread.
+pub trait Reader {
+    /// Looks `key` up and hands the value to `check` (borrowed or copied,
+    /// as the engine returns it). Returns whether the key was found.
+    fn get(&mut self, key: &[u8], check: &mut dyn FnMut(&[u8])) -> Result<bool>;
+
+    /// Visits up to `limit` rows with keys in `[start, end)` (`end` `None`:
+    /// unbounded) in ascending order. Returns the number visited.
+    fn scan(
+        &mut self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: usize,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<usize>;
+}
+
+/// The engines this build knows, in report order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// Basalt, this project.
+    Basalt,
+    /// SQLite through rusqlite (bundled).
+    Sqlite,
+    /// LMDB through heed.
+    Lmdb,
+    /// redb.
+    Redb,
+    /// fjall.
+    Fjall,
+    /// RocksDB through rust-rocksdb (feature `rocksdb`).
+    Rocksdb,
+    /// LevelDB through the `leveldb` crate (feature `leveldb`).
+    Leveldb,
+}
+
+impl Kind {
+    /// Every engine, built or not.
+    pub const ALL: [Kind; 7] =
+        [Kind::Basalt, Kind::Sqlite, Kind::Lmdb, Kind::Redb, Kind::Fjall, Kind::Rocksdb, Kind::Leveldb];
+
+    /// The name on the command line and in result files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Basalt => "basalt",
+            Kind::Sqlite => "sqlite",
+            Kind::Lmdb => "lmdb",
+            Kind::Redb => "redb",
+            Kind::Fjall => "fjall",
+            Kind::Rocksdb => "rocksdb",
+            Kind::Leveldb => "leveldb",
+        }
+    }
+
+    /// Parses a name.
+    pub fn parse(s: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.name() == s)
+    }
+
+    /// Whether this build includes the engine (RocksDB and LevelDB are cargo
+    /// features).
+    pub fn is_built(self) -> bool {
+        !matches!(self, Kind::Rocksdb if !cfg!(feature = "rocksdb"))
+            && !matches!(self, Kind::Leveldb if !cfg!(feature = "leveldb"))
+    }
+
+    /// The engines built into this binary.
+    pub fn built() -> Vec<Kind> {
+        Kind::ALL.into_iter().filter(|k| k.is_built()).collect()
+    }
+
+    /// The engine's version (of the library the crate wraps, where it says).
+    pub fn version(self) -> String {
+        match self {
+            Kind::Basalt => format!("basalt {}", env!("CARGO_PKG_VERSION")),
+            Kind::Sqlite => sqlite::version(),
+            Kind::Lmdb => lmdb::version(),
+            Kind::Redb => format!("redb {}", env!("BENCH_VERSION_REDB")),
+            Kind::Fjall => format!("fjall {}", env!("BENCH_VERSION_FJALL")),
+            Kind::Rocksdb => format!("rust-rocksdb {}", env!("BENCH_VERSION_ROCKSDB")),
+            Kind::Leveldb => format!("leveldb crate {}", env!("BENCH_VERSION_LEVELDB")),
+        }
+    }
+
+    /// The settings this adapter opens the engine with, for the report.
+    pub fn options(self, cfg: &Config) -> String {
+        let cache = cfg.cache_bytes >> 20;
+        let budget = cfg.write_buffer_budget_bytes.map(|b| b >> 20);
+        match self {
+            Kind::Basalt => basalt::options(cfg),
+            Kind::Sqlite => sqlite::options(cfg),
+            Kind::Lmdb => lmdb::OPTIONS.to_string(),
+            Kind::Redb => format!("cache {cache} MiB; Durability::None per batch, Immediate on settle"),
+            Kind::Fjall => format!(
+                "cache {cache} MiB; default keyspace options; journal flushed to the OS per batch; \
+                 no write-buffer budget knob{}",
+                if budget.is_some() { " (budget ignored)" } else { "" }
+            ),
+            Kind::Rocksdb => format!(
+                "block cache {cache} MiB (LRU), 16 KiB blocks, 10-bit bloom, index and filter in cache \
+                 with L0 pinned, 256 MiB memtables, LZ4 (ZSTD bottommost), sync=false{}",
+                budget.map_or(String::new(), |b| format!(", db_write_buffer_size {b} MiB"))
+            ),
+            Kind::Leveldb => format!(
+                "LRU cache {cache} MiB, no bloom filter (the binding has no filter policy), no compression, \
+                 sync=false; settle = full compact_range"
+            ),
+        }
+    }
+}
+
+/// Opens engine `kind` in the empty directory `dir`.
+pub fn open(kind: Kind, dir: &Path, cfg: &Config) -> Result<Box<dyn Engine>> {
+    std::fs::create_dir_all(dir)?;
+    Ok(match kind {
+        Kind::Basalt => Box::new(basalt::BasaltEngine::open(dir, cfg)?),
+        Kind::Sqlite => Box::new(sqlite::SqliteEngine::open(dir, cfg)?),
+        Kind::Lmdb => Box::new(lmdb::LmdbEngine::open(dir, cfg)?),
+        Kind::Redb => Box::new(redb::RedbEngine::open(dir, cfg)?),
+        Kind::Fjall => Box::new(fjall::FjallEngine::open(dir, cfg)?),
+        #[cfg(feature = "rocksdb")]
+        Kind::Rocksdb => Box::new(rocksdb::RocksEngine::open(dir, cfg)?),
+        #[cfg(feature = "leveldb")]
+        Kind::Leveldb => Box::new(leveldb::LevelEngine::open(dir, cfg)?),
+        #[allow(unreachable_patterns, reason = "which arms exist depends on the features")]
+        other => {
+            return Err(format!(
+                "engine {} is not built into this binary: rebuild with `--features {}`",
+                other.name(),
+                other.name()
+            )
+            .into());
+        }
+    })
+}
+
+/// Writes `n` rows, reads them back, scans a range and checks a missing
+/// key: the correctness check every adapter passes before it is timed.
+pub fn check(engine: &dyn Engine, n: u64) -> Result<()> {
+    let key = |i: u64| (i * 2).to_be_bytes().to_vec();
+    let rows: Vec<Row> = (0..n).map(|i| (key(i), format!("value-{i:08}-padding").into_bytes())).collect();
+    for chunk in rows.chunks(97) {
+        engine.write(chunk)?;
+    }
+    engine.settle()?;
+    let mut reader = engine.reader()?;
+    for (k, v) in &rows {
+        let mut got = None;
+        if !reader.get(k, &mut |value| got = Some(value.to_vec()))? || got.as_ref() != Some(v) {
+            return Err(format!("check: key {k:?} read back {got:?}").into());
+        }
+    }
+    if reader.get(&1u64.to_be_bytes(), &mut |_| {})? {
+        return Err("check: a missing key was found".into());
+    }
+    let (lo, hi) = (n / 4, n / 2);
+    let mut seen = Vec::new();
+    let count =
+        reader.scan(&key(lo), Some(&key(hi)), usize::MAX, &mut |k, v| seen.push((k.to_vec(), v.to_vec())))?;
+    let expected = &rows[lo as usize..hi as usize];
+    if count != expected.len() || seen != expected {
+        return Err(format!("check: scan [{lo}, {hi}) gave {count} rows, expected {}", expected.len()).into());
+    }
+    let mut all = 0;
+    if reader.scan(&[], None, usize::MAX, &mut |_, _| all += 1)? != rows.len() || all != rows.len() {
+        return Err(format!("check: a full scan gave {all} rows, expected {n}").into());
+    }
+    let limited = reader.scan(&key(lo), None, 5, &mut |_, _| {})?;
+    if limited != 5.min(n as usize - lo as usize) {
+        return Err(format!("check: limited scan gave {limited} rows").into());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_built_engine_passes_the_check() {
+        for kind in Kind::built() {
+            for int_keys in [false, true] {
+                let dir = tempfile::tempdir().expect("tempdir");
+                let cfg = Config { cache_bytes: 8 << 20, write_buffer_budget_bytes: None, int_keys };
+                let engine = open(kind, dir.path(), &cfg).expect("open");
+                check(engine.as_ref(), 1_000).unwrap_or_else(|e| panic!("{}: {e}", kind.name()));
+            }
+        }
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for kind in Kind::ALL {
+            assert_eq!(Kind::parse(kind.name()), Some(kind));
+        }
+        assert!(Kind::built().contains(&Kind::Basalt));
+    }
+}

@@ -1,0 +1,179 @@
+//! SQLite through rusqlite (bundled): WAL journal, `synchronous=NORMAL` (no
+//! fsync per commit in WAL mode), statements prepared once per connection
+//! and reused (`prepare_cached`), one transaction per batch, a `WITHOUT
+//! ROWID` table for byte-string keys and an `INTEGER PRIMARY KEY` table for
+//! 8-byte integer keys. One writer connection; readers take connections
+//! from a pool, one per thread, each with the same page-cache budget.
+
+use std::path::{Path, PathBuf};
+
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use rusqlite::{Connection, params};
+
+use super::{Config, Engine, Reader, Result, Row};
+
+/// Locks `m`, ignoring poisoning: the harness stops at the first error.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The SQLite library version.
+pub fn version() -> String {
+    format!("SQLite {} (rusqlite {})", rusqlite::version(), env!("BENCH_VERSION_RUSQLITE"))
+}
+
+/// The settings, for the report.
+pub fn options(cfg: &Config) -> String {
+    format!(
+        "journal_mode=WAL, synchronous=NORMAL, cache_size {} MiB per connection, {} table, \
+         prepared statements cached, one transaction per batch",
+        cfg.cache_bytes >> 20,
+        if cfg.int_keys { "INTEGER PRIMARY KEY" } else { "WITHOUT ROWID" }
+    )
+}
+
+/// An open SQLite database.
+pub struct SqliteEngine {
+    path: PathBuf,
+    cfg: Config,
+    writer: Mutex<Connection>,
+    readers: Mutex<Vec<Connection>>,
+}
+
+impl SqliteEngine {
+    /// Creates the database file in `dir`.
+    pub fn open(dir: &Path, cfg: &Config) -> Result<SqliteEngine> {
+        let path = dir.join("bench.sqlite");
+        let writer = connect(&path, cfg)?;
+        writer.pragma_update_and_check(None, "journal_mode", "WAL", |_| Ok(()))?;
+        let table = if cfg.int_keys {
+            "CREATE TABLE IF NOT EXISTS kv (k INTEGER PRIMARY KEY, v BLOB NOT NULL)"
+        } else {
+            "CREATE TABLE IF NOT EXISTS kv (k BLOB PRIMARY KEY, v BLOB NOT NULL) WITHOUT ROWID"
+        };
+        writer.execute_batch(table)?;
+        Ok(SqliteEngine { path, cfg: *cfg, writer: Mutex::new(writer), readers: Mutex::new(Vec::new()) })
+    }
+}
+
+fn connect(path: &Path, cfg: &Config) -> Result<Connection> {
+    let conn = Connection::open(path)?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    // Negative: a size in KiB rather than in pages.
+    conn.pragma_update(None, "cache_size", -((cfg.cache_bytes >> 10) as i64))?;
+    conn.busy_timeout(std::time::Duration::from_secs(60))?;
+    conn.set_prepared_statement_cache_capacity(16);
+    Ok(conn)
+}
+
+/// An 8-byte big-endian key as an `i64` in the same order (sign bit
+/// flipped); the empty key (a scan from the start) is the smallest.
+fn int_key(key: &[u8]) -> Result<i64> {
+    if key.is_empty() {
+        return Ok(i64::MIN);
+    }
+    let bytes: [u8; 8] = key.try_into().map_err(|_| "SQLite integer keys must be 8 bytes")?;
+    Ok((u64::from_be_bytes(bytes) ^ (1 << 63)) as i64)
+}
+
+fn int_key_bytes(k: i64) -> [u8; 8] {
+    ((k as u64) ^ (1 << 63)).to_be_bytes()
+}
+
+impl Engine for SqliteEngine {
+    fn write(&self, rows: &[Row]) -> Result<()> {
+        let mut conn = lock(&self.writer);
+        let tx = conn.transaction()?;
+        {
+            let mut stmt = tx.prepare_cached("INSERT OR REPLACE INTO kv (k, v) VALUES (?1, ?2)")?;
+            for (k, v) in rows {
+                if self.cfg.int_keys {
+                    stmt.execute(params![int_key(k)?, v])?;
+                } else {
+                    stmt.execute(params![k, v])?;
+                }
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn reader(&self) -> Result<Box<dyn Reader + '_>> {
+        let conn = match lock(&self.readers).pop() {
+            Some(c) => c,
+            None => connect(&self.path, &self.cfg)?,
+        };
+        Ok(Box::new(SqliteReader { engine: self, conn: Some(conn) }))
+    }
+
+    fn settle(&self) -> Result<()> {
+        // Copy the WAL into the database file and fsync it.
+        let conn = lock(&self.writer);
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        Ok(())
+    }
+}
+
+struct SqliteReader<'a> {
+    engine: &'a SqliteEngine,
+    conn: Option<Connection>,
+}
+
+impl Drop for SqliteReader<'_> {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            lock(&self.engine.readers).push(conn);
+        }
+    }
+}
+
+impl Reader for SqliteReader<'_> {
+    fn get(&mut self, key: &[u8], check: &mut dyn FnMut(&[u8])) -> Result<bool> {
+        let conn = self.conn.as_ref().ok_or("reader closed")?;
+        let mut stmt = conn.prepare_cached("SELECT v FROM kv WHERE k = ?1")?;
+        let mut rows =
+            if self.engine.cfg.int_keys { stmt.query([int_key(key)?])? } else { stmt.query([key])? };
+        let found =
+            rows.next()?.map(|row| row.get_ref(0).map(|v| v.as_blob().map(&mut *check))).transpose()?;
+        match found {
+            Some(r) => r.map(|()| true).map_err(Into::into),
+            None => Ok(false),
+        }
+    }
+
+    fn scan(
+        &mut self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: usize,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<usize> {
+        let conn = self.conn.as_ref().ok_or("reader closed")?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let int = self.engine.cfg.int_keys;
+        let mut stmt = match end {
+            Some(_) => {
+                conn.prepare_cached("SELECT k, v FROM kv WHERE k >= ?1 AND k < ?2 ORDER BY k LIMIT ?3")?
+            }
+            None => conn.prepare_cached("SELECT k, v FROM kv WHERE k >= ?1 ORDER BY k LIMIT ?3")?,
+        };
+        let mut rows = match (int, end) {
+            (true, Some(end)) => stmt.query(params![int_key(start)?, int_key(end)?, limit])?,
+            (true, None) => stmt.query(params![int_key(start)?, rusqlite::types::Null, limit])?,
+            (false, Some(end)) => stmt.query(params![start, end, limit])?,
+            (false, None) => stmt.query(params![start, rusqlite::types::Null, limit])?,
+        };
+        let mut n = 0;
+        while let Some(row) = rows.next()? {
+            let v = row.get_ref(1)?.as_blob()?;
+            if int {
+                visit(&int_key_bytes(row.get::<_, i64>(0)?), v);
+            } else {
+                visit(row.get_ref(0)?.as_blob()?, v);
+            }
+            n += 1;
+        }
+        Ok(n)
+    }
+}

@@ -1,0 +1,11 @@
+//! `basalt-bench`: the benchmark suite that decides whether Basalt is
+//! winning. Every engine gets the same data, the same durability, the same
+//! cache memory and release builds; see docs/BENCHMARKS.md for the method.
+
+pub mod cli;
+pub mod datagen;
+pub mod engine;
+pub mod measure;
+pub mod report;
+pub mod result;
+pub mod workload;

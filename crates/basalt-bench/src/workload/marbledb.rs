@@ -1,0 +1,134 @@
+//! Seed 002 (MarbleDB): N records (100,000 by default) with 512-byte
+//! values, written in key order; point lookups; a full sequential scan; an
+//! equality search on a field inside the value with no index (a full scan
+//! that decodes the field); 100-row range queries; memory used. The
+//! back-pressure run repeats the write phase under a write-buffer budget.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use rand::Rng;
+
+use super::{Job, Sink, disk_bytes, load, rate};
+use crate::datagen::{self, ValuePool};
+use crate::engine::{self, Engine, Result};
+use crate::measure::Latencies;
+
+/// Rows per write batch: small, so the longest batch shows a stall.
+pub const BATCH_ROWS: usize = 100;
+/// Rows per range query.
+pub const RANGE_ROWS: usize = 100;
+/// Distinct values of the searched field: each equality query matches ~1%.
+pub const CATEGORIES: u64 = 100;
+/// Equality queries timed (the median is reported).
+pub const EQUALITY_QUERIES: u64 = 5;
+/// The shortest time a scan measurement repeats for.
+const SCAN_MIN: Duration = Duration::from_millis(500);
+
+/// The searched field of record `id`: bytes 8..16 of its value.
+pub fn category(id: u64) -> u64 {
+    datagen::mix64(id ^ 0x5eed) % CATEGORIES
+}
+
+fn write_records(job: &Job, engine: &dyn Engine, sink: &mut Sink, metrics: bool) -> Result<()> {
+    let pool = ValuePool::new(job.seed);
+    let stats = load(engine, job.scale, BATCH_ROWS, |i, (k, v)| {
+        k.clear();
+        k.extend_from_slice(&datagen::u64_key(i));
+        pool.fill(i, 0, job.value_bytes.max(16), v);
+        v[8..16].copy_from_slice(&category(i).to_le_bytes());
+    })?;
+    if metrics {
+        sink.put("insert_rows_per_s", rate(job.scale, stats.took), "rows/s");
+        sink.put("stall_max_ms", stats.batch_max.as_secs_f64() * 1e3, "ms");
+    }
+    Ok(())
+}
+
+/// The main run: write, lookups, scan, unindexed equality, ranges, memory.
+pub fn run(job: &Job, dir: &Path, sink: &mut Sink) -> Result<()> {
+    let n = job.scale;
+    let engine = engine::open(job.engine, dir, &job.config(true))?;
+    write_records(job, engine.as_ref(), sink, true)?;
+    sink.put_peak_memory("write_peak_memory_bytes");
+    engine.settle()?;
+    sink.put("disk_bytes", disk_bytes(dir) as f64, "bytes");
+
+    let mut rng = datagen::rng(job.seed, 2);
+    let mut chooser = datagen::Chooser::new(job.distribution, n);
+    let mut lat = Latencies::new(4);
+    let mut bad = 0u64;
+    let mut reader = engine.reader()?;
+    let t = Instant::now();
+    for _ in 0..job.ops {
+        let i = chooser.next(&mut rng, n);
+        let found = lat.time(|| {
+            reader.get(&datagen::u64_key(i), &mut |v| bad += u64::from(datagen::value_id(v) != Some(i)))
+        })?;
+        bad += u64::from(!found);
+    }
+    sink.put("get_ops_per_s", rate(job.ops, t.elapsed()), "ops/s");
+    sink.put_latency("get", &mut lat);
+
+    let (mut rows, mut passes) = (0u64, 0u32);
+    let t = Instant::now();
+    while passes < 3 || t.elapsed() < SCAN_MIN {
+        let mut next = 0u64;
+        rows += reader.scan(&[], None, usize::MAX, &mut |_, v| {
+            bad += u64::from(datagen::value_id(v) != Some(next));
+            next += 1;
+        })? as u64;
+        passes += 1;
+    }
+    sink.put("scan_rows_per_s", rate(rows, t.elapsed()), "rows/s");
+
+    let mut query_us = Vec::new();
+    for target in 0..EQUALITY_QUERIES {
+        let expected = (0..n).filter(|&i| category(i) == target).count();
+        let mut matches = 0usize;
+        let t = Instant::now();
+        reader.scan(&[], None, usize::MAX, &mut |_, v| {
+            matches += usize::from(
+                v.get(8..16).map(|f| u64::from_le_bytes(f.try_into().unwrap_or_default())) == Some(target),
+            );
+        })?;
+        query_us.push(t.elapsed().as_secs_f64() * 1e6);
+        bad += u64::from(matches != expected);
+    }
+    query_us.sort_by(f64::total_cmp);
+    sink.put("index_query_us", query_us[query_us.len() / 2], "us");
+
+    let queries = (job.ops / 10).max(1000);
+    let mut range_rows = 0u64;
+    let t = Instant::now();
+    for _ in 0..queries {
+        let start = rng.random_range(0..n);
+        let mut next = start;
+        range_rows += reader.scan(&datagen::u64_key(start), None, RANGE_ROWS, &mut |_, v| {
+            bad += u64::from(datagen::value_id(v) != Some(next));
+            next += 1;
+        })? as u64;
+    }
+    sink.put("range_scan_ops_per_s", rate(queries, t.elapsed()), "ops/s");
+    drop(reader);
+    if bad > 0 || range_rows == 0 {
+        return Err(format!("marbledb: {bad} wrong or missing rows").into());
+    }
+    sink.put_peak_memory("peak_memory_bytes");
+    Ok(())
+}
+
+/// The back-pressure run: the write phase under the job's budget. Engines
+/// without a budget knob report memory only.
+pub fn run_backpressure(job: &Job, dir: &Path, sink: &mut Sink) -> Result<()> {
+    let engine = engine::open(job.engine, dir, &job.config(true))?;
+    let budget = engine.has_write_buffer_budget();
+    write_records(job, engine.as_ref(), sink, budget)?;
+    sink.put_peak_memory("peak_memory_bytes");
+    let t = Instant::now();
+    engine.settle()?;
+    if budget {
+        sink.put("settle_ms", t.elapsed().as_secs_f64() * 1e3, "ms");
+    }
+    Ok(())
+}

@@ -1,0 +1,75 @@
+//! The README's main command at a tiny scale: `quick` runs every workload
+//! for Basalt and one peer in child processes, and its result files parse
+//! and hold the metrics the schema promises.
+
+use std::process::Command;
+
+use basalt_bench::result::read_jsonl;
+
+#[test]
+fn quick_at_tiny_scale_writes_parseable_results() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let run = Command::new(env!("CARGO_BIN_EXE_basalt-bench"))
+        .args(["quick", "--scale", "2000", "--engines", "basalt,sqlite", "--out"])
+        .arg(out.path())
+        .output()
+        .expect("run basalt-bench");
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "quick failed: {}\n{stdout}\n{}",
+        run.status,
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(stdout.contains("omendb") && stdout.contains("get_ops_per_s"), "the terminal table: {stdout}");
+
+    let dirs: Vec<_> = std::fs::read_dir(out.path())
+        .expect("out dir")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("quick-")))
+        .collect();
+    assert_eq!(dirs.len(), 1, "one result directory");
+    let dir = &dirs[0];
+    let records = read_jsonl(&dir.join("results.jsonl")).expect("results parse");
+    let has = |workload: &str, engine: &str, metric: &str| {
+        records.iter().any(|r| {
+            r.workload == workload && r.engine == engine && r.metric == metric && r.value.is_finite()
+        })
+    };
+    for engine in ["basalt", "sqlite"] {
+        for metric in [
+            "insert_rows_per_s",
+            "get_ops_per_s",
+            "get_missing_ops_per_s",
+            "get_p50_us",
+            "get_p99_us",
+            "peak_memory_bytes",
+        ] {
+            assert!(has("omendb", engine, metric), "omendb {engine} {metric}");
+        }
+        for metric in [
+            "insert_rows_per_s",
+            "scan_rows_per_s",
+            "range_scan_ops_per_s",
+            "index_query_us",
+            "peak_memory_bytes",
+        ] {
+            assert!(has("marbledb", engine, metric), "marbledb {engine} {metric}");
+        }
+        for workload in ["ycsb-a", "ycsb-c", "ycsb-e"] {
+            assert!(has(workload, engine, "ops_per_s"), "{workload} {engine}");
+        }
+        assert!(has("marbledb-backpressure", engine, "peak_memory_bytes"));
+    }
+    assert!(has("marbledb-backpressure", "basalt", "throughput_kept_ratio"));
+    assert!(has("marbledb-backpressure", "basalt", "stall_max_ms"));
+    assert!(has("omendb", "sqlite", "basalt_speedup_get_ops_per_s"));
+    let r = &records[0];
+    assert!(!r.env.machine.cpu.is_empty() && r.env.machine.cores > 0 && r.env.machine.memory_bytes > 0);
+    assert!(!r.env.engine_version.is_empty() && !r.env.engine_options.is_empty());
+    assert!(read_jsonl(&dir.join("runs.jsonl")).is_ok());
+    let report = std::fs::read_to_string(dir.join("report.md")).expect("report");
+    assert!(report.contains("| get_ops_per_s"));
+    assert!(dir.join("omendb-get_ops_per_s.svg").exists());
+}
