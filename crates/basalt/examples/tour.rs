@@ -33,6 +33,12 @@ struct Args {
     /// Target data block size in bytes (default: `Options::default()`).
     #[arg(long)]
     block_bytes: Option<usize>,
+    /// Switch the learned index off (lookups binary-search fence keys).
+    #[arg(long)]
+    fences: bool,
+    /// Block cache in MiB (default: `Options::default()`).
+    #[arg(long)]
+    cache_mib: Option<usize>,
     /// Seed of the random key order.
     #[arg(long, default_value_t = 42)]
     seed: u64,
@@ -85,6 +91,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Some(b) = args.block_bytes {
         options.block_bytes_target = b;
     }
+    if let Some(m) = args.cache_mib {
+        options.block_cache_bytes = m << 20;
+    }
+    options.learned_index = !args.fences;
     let db = Db::open(&path, options.clone())?;
     let sequential: Vec<usize> = (0..n).collect();
     let t = Instant::now();

@@ -75,6 +75,14 @@ pub struct Options {
     /// `target_file_size_base` equals its `write_buffer_size`: compaction
     /// units stay small enough that L0 never waits long behind one.
     pub sst_bytes_target: usize,
+    /// Build a learned index (an ε-bounded piecewise-linear model from key
+    /// to position) into every SST and use it for point lookups; off, SSTs
+    /// carry none and lookups binary-search the fence keys.
+    pub learned_index: bool,
+    /// The model's error bound in entries: a lookup searches about
+    /// `2ε + 1` entries. 8, as Bourbon: the window stays within one or two
+    /// 4 KiB blocks while the model stays around a few bytes per key.
+    pub learned_index_epsilon: u32,
     /// Run compactions automatically in a background thread. Turn off to
     /// compact only on `compact_range` (tests, bulk loads).
     pub auto_compaction: bool,
@@ -124,6 +132,8 @@ impl Default for Options {
             level_size_ratio: 10,
             sst_bytes_target: 0,
             auto_compaction: true,
+            learned_index: true,
+            learned_index_epsilon: 8,
             block_bytes_target: 4 << 10,
             bloom_bits_per_key: 10,
             compression: Compression::None,

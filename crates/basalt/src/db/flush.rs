@@ -133,6 +133,7 @@ impl DbInner {
             compression: self.opts.compression,
             tree_id: tree,
             layout,
+            learned_index_epsilon: self.opts.learned_index.then_some(self.opts.learned_index_epsilon),
         };
         Ok((tree, number, SstWriter::new(file, path, &options)))
     }

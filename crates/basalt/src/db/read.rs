@@ -9,6 +9,7 @@ use bytes::Bytes;
 use super::{DbInner, SuperVersion};
 use crate::codec::internal::{Kind, SeqNo, unpack_trailer};
 use crate::error::{Error, Result};
+use crate::sst::reader::LookupTrace;
 use crate::wal::batch::TreeId;
 
 impl DbInner {
@@ -41,9 +42,12 @@ impl DbInner {
         for file in tree_version.files_for_key(user_key) {
             probes += 1;
             let reader = self.table_cache.get(file.number, &self.block_cache)?;
-            if let Some((trailer, value)) = reader.get(user_key, seqno)? {
+            let mut trace = LookupTrace::default();
+            let found = reader.get_entry_traced(user_key, seqno, &mut trace)?;
+            self.counters.record_lookup(&trace);
+            if let Some((block, i)) = found {
                 self.counters.record_get(probes);
-                return Ok(visible(trailer, value));
+                return Ok(visible(block.trailer(i), Bytes::copy_from_slice(block.value(i))));
             }
         }
         self.counters.record_get(probes);

@@ -19,6 +19,10 @@ pub(crate) struct Counters {
     wal_syncs: AtomicU64,
     gets: AtomicU64,
     sst_probes: AtomicU64,
+    lookups_filtered: AtomicU64,
+    lookups_by_model: AtomicU64,
+    lookups_by_fences: AtomicU64,
+    model_window_sum: AtomicU64,
     ingest_bytes: AtomicU64,
     flushes: AtomicU64,
     flush_bytes: AtomicU64,
@@ -45,6 +49,18 @@ impl Counters {
         if synced {
             self.wal_syncs.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    pub(crate) fn record_lookup(&self, trace: &crate::sst::reader::LookupTrace) {
+        let counter = if trace.filtered {
+            &self.lookups_filtered
+        } else if trace.by_model && !trace.by_fences {
+            self.model_window_sum.fetch_add(trace.window, Ordering::Relaxed);
+            &self.lookups_by_model
+        } else {
+            &self.lookups_by_fences
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
     }
 
     pub(crate) fn record_get(&self, sst_probes: u64) {
@@ -134,6 +150,17 @@ pub struct Stats {
     pub write_stall_time: Duration,
     /// Longest single wait.
     pub write_stall_time_max: Duration,
+    /// SST probes the bloom filter answered ("not here").
+    pub lookups_filtered: u64,
+    /// SST probes the learned index answered.
+    pub lookups_by_model: u64,
+    /// SST probes the fence keys answered (no model, or a key whose
+    /// versions ran past the model's window).
+    pub lookups_by_fences: u64,
+    /// Average entries in the model's search window.
+    pub model_window_avg: f64,
+    /// Bytes of learned models per entry, over the SSTs open now.
+    pub model_bytes_per_key: f64,
     /// Write groups slowed down in the soft zone, and their total delay.
     pub delayed_groups: u64,
     /// Total delay given in the soft zone.
@@ -190,6 +217,14 @@ impl DbInner {
             wal_syncs: get(&c.wal_syncs),
             gets: get(&c.gets),
             sst_probes: get(&c.sst_probes),
+            lookups_filtered: get(&c.lookups_filtered),
+            lookups_by_model: get(&c.lookups_by_model),
+            lookups_by_fences: get(&c.lookups_by_fences),
+            model_window_avg: {
+                let n = get(&c.lookups_by_model);
+                if n == 0 { 0.0 } else { get(&c.model_window_sum) as f64 / n as f64 }
+            },
+            model_bytes_per_key: self.table_cache.model_bytes_per_key(),
             delayed_groups: get(&c.delayed_groups),
             write_delay_time: Duration::from_micros(get(&c.delay_micros)),
             memtable_bytes_peak: get(&c.memtable_bytes_peak),
@@ -304,6 +339,15 @@ impl fmt::Display for Stats {
             self.block_cache_misses,
             self.gets,
             self.snapshots
+        )?;
+        writeln!(
+            f,
+            "SST probes: {} filtered, {} by learned index (window {:.1} entries), {} by fences; model {:.2} B/key",
+            self.lookups_filtered,
+            self.lookups_by_model,
+            self.model_window_avg,
+            self.lookups_by_fences,
+            self.model_bytes_per_key
         )?;
         for (i, l) in self.levels.iter().enumerate().filter(|(_, l)| l.files > 0) {
             writeln!(f, "L{i}: {} files, {:.1} MiB", l.files, mib(l.bytes))?;

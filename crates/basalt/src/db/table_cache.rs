@@ -41,6 +41,15 @@ impl TableCache {
         cache.evict_file(number);
     }
 
+    /// Bytes of learned models per SST entry, over the open readers.
+    pub(crate) fn model_bytes_per_key(&self) -> f64 {
+        let readers = self.readers.read();
+        let (bytes, entries) = readers.values().fold((0usize, 0u64), |(b, e), r| {
+            (b + r.model().map_or(0, crate::sst::model::Model::bytes), e + r.properties().entries)
+        });
+        if entries == 0 { 0.0 } else { bytes as f64 / entries as f64 }
+    }
+
     /// Number of open readers.
     pub(crate) fn len(&self) -> usize {
         self.readers.read().len()

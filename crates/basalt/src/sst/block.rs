@@ -411,6 +411,21 @@ impl Block {
         lo
     }
 
+    /// Within rows `range`, the offset (from `range.start`) of the first row
+    /// whose internal key is >= `(user_key, trailer)`, or `range.len()`.
+    pub fn seek_in(&self, range: Range<usize>, user_key: &[u8], trailer: u64) -> usize {
+        let (start, mut lo, mut hi) = (range.start, range.start, range.end.min(self.rows));
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if compare(self.key(mid), self.trailer(mid), user_key, trailer) == Ordering::Less {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo - start
+    }
+
     /// Memory held by this block, for weighing it in the block cache.
     pub fn approximate_bytes(&self) -> usize {
         std::mem::size_of::<Self>()

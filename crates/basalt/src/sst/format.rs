@@ -93,6 +93,8 @@ pub const META_INDEX: u8 = 2;
 pub const META_PROPERTIES: u8 = 3;
 /// Metaindex kind of the zone-map block (table trees only).
 pub const META_ZONES: u8 = 4;
+/// Metaindex kind of the learned-index model block.
+pub const META_MODEL: u8 = 5;
 /// One metaindex entry: kind u8, offset u64 LE, size u32 LE.
 pub const METAINDEX_ENTRY_BYTES: usize = 13;
 /// Metaindex header: entry count u32 LE.

@@ -9,6 +9,7 @@ pub mod format;
 pub mod index;
 pub mod iter;
 pub mod meta;
+pub mod model;
 pub mod reader;
 mod seal;
 pub mod writer;

@@ -10,10 +10,11 @@ use bytes::Bytes;
 use super::block::Block;
 use super::filter::BloomFilter;
 use super::format::{
-    BlockHandle, FOOTER_BYTES, Footer, META_FILTER, META_INDEX, META_PROPERTIES, META_ZONES,
+    BlockHandle, FOOTER_BYTES, Footer, META_FILTER, META_INDEX, META_MODEL, META_PROPERTIES, META_ZONES,
 };
 use super::index::FenceIndex;
 use super::meta::{MetaEntry, Properties, decode_metaindex};
+use super::model::Model;
 use super::seal::unseal;
 use crate::cache::BlockCache;
 use crate::codec::internal::{SeqNo, seek_trailer};
@@ -32,6 +33,8 @@ pub struct SstReader {
     properties: Properties,
     /// Zone maps per data block (table trees).
     zones: Option<Vec<Vec<crate::table::zone::Zone>>>,
+    /// The learned index, when the SST has one.
+    model: Option<Model>,
 }
 
 impl std::fmt::Debug for SstReader {
@@ -53,6 +56,7 @@ struct MetaHandles {
     /// Where the first meta block starts: the end of the data blocks.
     data_end: u64,
     zones: Option<BlockHandle>,
+    model: Option<BlockHandle>,
 }
 
 impl SstReader {
@@ -83,6 +87,16 @@ impl SstReader {
         let index_block = Block::decode(read(meta.index)?, path, meta.index.offset)?;
         let index = FenceIndex::decode(index_block, path, meta.index.offset, meta.data_end)?;
         check_against_index(&properties, &index, path, meta.properties.offset)?;
+        let model = match meta.model {
+            Some(h) => {
+                let m = Model::decode(&read(h)?, path, h.offset)?;
+                if m.blocks() != index.len() || m.entries() != properties.entries {
+                    return Err(Error::corruption(path, h.offset, "learned model disagrees with the index"));
+                }
+                Some(m)
+            }
+            None => None,
+        };
         let zones = match meta.zones {
             Some(h) => Some(crate::table::zone::decode(&read(h)?, path, h.offset, index.len())?),
             None => None,
@@ -100,6 +114,7 @@ impl SstReader {
             index,
             filter,
             zones,
+            model,
             properties,
         }))
     }
@@ -121,10 +136,31 @@ impl SstReader {
     /// Like [`SstReader::get`], but returns the block and row index of the
     /// entry (table rows are read from the block's columns).
     pub fn get_entry(&self, user_key: &[u8], seqno: SeqNo) -> Result<Option<(Arc<Block>, usize)>> {
+        self.get_entry_traced(user_key, seqno, &mut LookupTrace::default())
+    }
+
+    /// [`SstReader::get_entry`], recording which path answered.
+    pub fn get_entry_traced(
+        &self,
+        user_key: &[u8],
+        seqno: SeqNo,
+        trace: &mut LookupTrace,
+    ) -> Result<Option<(Arc<Block>, usize)>> {
         if !self.may_contain(user_key) {
+            trace.filtered = true;
             return Ok(None);
         }
         let target = seek_trailer(seqno);
+        if let Some(model) = &self.model {
+            let Some((lo, hi)) = model.window(user_key) else {
+                trace.by_model = true;
+                return Ok(None);
+            };
+            if let Some(found) = self.search_window(model, lo, hi, user_key, target, trace)? {
+                return Ok(found);
+            }
+        }
+        trace.by_fences = true;
         let Some(mut b) = self.index.find(user_key, target) else {
             return Ok(None);
         };
@@ -143,6 +179,51 @@ impl SstReader {
             if b >= self.index.len() {
                 return Ok(None);
             }
+        }
+    }
+
+    /// Searches entry positions `[lo, hi)` for the first entry at or after
+    /// `(user_key, target)`. `Some(answer)` when the window decides;
+    /// `None` when the entry lies past the window (many versions of the key)
+    /// and the fences must answer.
+    fn search_window(
+        &self,
+        model: &Model,
+        lo: u64,
+        hi: u64,
+        user_key: &[u8],
+        target: u64,
+        trace: &mut LookupTrace,
+    ) -> Result<Option<Option<(Arc<Block>, usize)>>> {
+        trace.window = hi.saturating_sub(lo);
+        if lo >= hi {
+            trace.by_model = true;
+            return Ok(Some(None));
+        }
+        let (mut b, mut first) = model.block_of(lo);
+        loop {
+            let block = self.read_block(b)?;
+            let end = first + block.len() as u64;
+            let from = (lo.max(first).min(end) - first) as usize;
+            let to = (hi.min(end) - first) as usize;
+            let i = from + block.seek_in(from..to, user_key, target);
+            if i < to {
+                trace.by_model = true;
+                let hit = block.key(i) == user_key;
+                return Ok(Some(hit.then_some((block, i))));
+            }
+            if end >= hi || b + 1 >= self.index.len() {
+                // Every entry of the window is below the target: the key's
+                // versions may run past the window (ask the fences), or it
+                // is absent.
+                let last_is_key = to > 0 && block.key(to - 1) == user_key;
+                if !last_is_key {
+                    trace.by_model = true;
+                }
+                return Ok(if last_is_key { None } else { Some(None) });
+            }
+            b += 1;
+            first = end;
         }
     }
 
@@ -165,6 +246,11 @@ impl SstReader {
     /// The zones of data block `index`'s stored columns, if recorded.
     pub fn zones(&self, index: usize) -> Option<&[crate::table::zone::Zone]> {
         self.zones.as_ref().and_then(|z| z.get(index)).map(Vec::as_slice)
+    }
+
+    /// The learned index, if the SST has one.
+    pub fn model(&self) -> Option<&Model> {
+        self.model.as_ref()
     }
 
     /// Number of data blocks (at least one).
@@ -226,7 +312,14 @@ fn locate_meta(entries: &[MetaEntry], path: &Path, metaindex: BlockHandle) -> Re
     let index = find(META_INDEX).ok_or_else(|| missing("index"))?;
     let properties = find(META_PROPERTIES).ok_or_else(|| missing("properties"))?;
     let data_end = entries.iter().map(|e| e.handle.offset).min().unwrap_or(metaindex.offset);
-    Ok(MetaHandles { filter: find(META_FILTER), index, properties, zones: find(META_ZONES), data_end })
+    Ok(MetaHandles {
+        filter: find(META_FILTER),
+        index,
+        properties,
+        zones: find(META_ZONES),
+        model: find(META_MODEL),
+        data_end,
+    })
 }
 
 /// The properties must agree with the index on the block count and the
@@ -240,4 +333,17 @@ fn check_against_index(p: &Properties, index: &FenceIndex, path: &Path, offset: 
         return Err(Error::corruption(path, offset, "properties disagree with the index"));
     }
     Ok(())
+}
+
+/// How one point lookup in an SST was answered.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LookupTrace {
+    /// The bloom filter ruled the key out.
+    pub filtered: bool,
+    /// The learned index located (or ruled out) the key.
+    pub by_model: bool,
+    /// The fence keys located the key.
+    pub by_fences: bool,
+    /// Entries in the model's search window.
+    pub window: u64,
 }

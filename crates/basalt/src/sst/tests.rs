@@ -21,7 +21,14 @@ use crate::options::Compression;
 type Entry = (Vec<u8>, u64, Vec<u8>);
 
 fn options(block_bytes_target: usize, compression: Compression, bloom_bits_per_key: u32) -> SstWriterOptions {
-    SstWriterOptions { block_bytes_target, bloom_bits_per_key, compression, tree_id: 3, layout: None }
+    SstWriterOptions {
+        block_bytes_target,
+        bloom_bits_per_key,
+        compression,
+        tree_id: 3,
+        layout: None,
+        learned_index_epsilon: Some(4),
+    }
 }
 
 /// The seed of a randomized test: `BASALT_TEST_SEED` if set, else `default`.
@@ -411,7 +418,10 @@ fn from_hex(hex: &str) -> Vec<u8> {
 fn v1_fixture_is_stable_and_readable() -> Result<()> {
     let fs = TestFs::default();
     let entries = vec![(b"k".to_vec(), pack_trailer(1, Kind::Put), b"v".to_vec())];
-    write_sst(&fs, Path::new("new.sst"), &entries, &options(4096, Compression::None, 10))?;
+    // Written without a learned model, as every SST was before models: such
+    // files must stay byte-identical and readable.
+    let no_model = SstWriterOptions { learned_index_epsilon: None, ..options(4096, Compression::None, 10) };
+    write_sst(&fs, Path::new("new.sst"), &entries, &no_model)?;
     let fixture = from_hex(V1_FIXTURE_HEX);
     assert_eq!(fs.get(Path::new("new.sst")), fixture);
     fs.put(Path::new("v1.sst"), fixture);

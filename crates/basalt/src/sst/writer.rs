@@ -10,7 +10,7 @@ use super::block::BlockBuilder;
 use super::filter::BloomBuilder;
 use super::format::{
     BLOCK_BYTES_TARGET_MAX, BLOCK_TRAILER_BYTES, BlockHandle, ENTRY_BYTES_MAX, FORMAT_VERSION, Footer,
-    META_FILTER, META_INDEX, META_PROPERTIES, META_ZONES,
+    META_FILTER, META_INDEX, META_MODEL, META_PROPERTIES, META_ZONES,
 };
 use super::index::add_fence;
 use super::meta::{MetaEntry, Properties, encode_metaindex};
@@ -35,6 +35,9 @@ pub struct SstWriterOptions {
     /// For a table tree, its layout: data blocks then hold one set of
     /// Arrow buffers per stored column. `None` for the key-value tree.
     pub layout: Option<std::sync::Arc<crate::table::layout::TableLayout>>,
+    /// Build a learned index with this error bound; `None` writes none
+    /// (readers then use the fence keys).
+    pub learned_index_epsilon: Option<u32>,
 }
 
 impl SstWriterOptions {
@@ -46,6 +49,7 @@ impl SstWriterOptions {
             compression: options.compression,
             tree_id,
             layout: None,
+            learned_index_epsilon: options.learned_index.then_some(options.learned_index_epsilon),
         }
     }
 }
@@ -85,6 +89,8 @@ pub struct SstWriter {
     stats: Properties,
     /// Zone maps of the data blocks written so far (table trees).
     zones: Vec<Vec<crate::table::zone::Zone>>,
+    /// The learned index being built, when enabled.
+    model: Option<super::model::ModelBuilder>,
 }
 
 impl std::fmt::Debug for SstWriter {
@@ -105,6 +111,7 @@ impl SstWriter {
         let filter = (options.bloom_bits_per_key > 0).then(|| BloomBuilder::new(options.bloom_bits_per_key));
         let empty = InternalKey { user_key: Bytes::new(), trailer: 0 };
         let tree_id = options.tree_id;
+        let model = options.learned_index_epsilon.map(super::model::ModelBuilder::new);
         SstWriter {
             file,
             path,
@@ -116,6 +123,7 @@ impl SstWriter {
             last_trailer: 0,
             smallest: None,
             zones: Vec::new(),
+            model,
             stats: Properties {
                 format_version: FORMAT_VERSION,
                 tree_id,
@@ -198,6 +206,12 @@ impl SstWriter {
         if first {
             self.smallest = Some(InternalKey { user_key: Bytes::copy_from_slice(user_key), trailer });
         }
+        if let Some(m) = &mut self.model {
+            if self.block.is_empty() {
+                m.start_block();
+            }
+            m.add(user_key);
+        }
         add(&mut self.block)?;
         self.last_key.clear();
         self.last_key.extend_from_slice(user_key);
@@ -259,6 +273,9 @@ impl SstWriter {
         if let Some(layout) = &self.options.layout {
             let zones = crate::table::zone::encode(&self.zones, layout.stored().len());
             meta.push(MetaEntry { kind: META_ZONES, handle: self.write_block(zones, Compression::None)? });
+        }
+        if let Some(model) = self.model.as_ref().and_then(super::model::ModelBuilder::finish) {
+            meta.push(MetaEntry { kind: META_MODEL, handle: self.write_block(model, Compression::None)? });
         }
         let index = self.index.finish();
         meta.push(MetaEntry { kind: META_INDEX, handle: self.write_block(index, Compression::None)? });
