@@ -19,6 +19,7 @@ pub enum Compression {
 
 /// Options for opening a database.
 #[derive(Debug, Clone)]
+#[expect(clippy::struct_excessive_bools, reason = "each switch is an independent, named tunable")]
 pub struct Options {
     /// Create the directory and an empty database when none exists.
     pub create_if_missing: bool,

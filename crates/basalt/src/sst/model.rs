@@ -310,26 +310,26 @@ fn padded(key: &[u8], at: usize, n: usize) -> Vec<u8> {
 fn fit(points: &[(u64, u64)], epsilon: u64) -> Vec<Segment> {
     let eps = epsilon as f64;
     let mut segments = Vec::new();
-    let mut i = 0;
-    while i < points.len() {
-        let (x0, y0) = points[i];
-        let (mut lo, mut hi) = (0.0f64, f64::INFINITY);
-        let mut j = i + 1;
-        while j < points.len() {
-            let (x, y) = points[j];
-            let dx = (x - x0) as f64;
-            let dy = y as f64 - y0 as f64;
-            let (l, h) = ((dy - eps) / dx, (dy + eps) / dx);
-            if l > hi || h < lo {
+    let mut start = 0;
+    while start < points.len() {
+        let (x0, y0) = points[start];
+        let (mut slope_min, mut slope_max) = (0.0f64, f64::INFINITY);
+        let mut next = start + 1;
+        while next < points.len() {
+            let (x, y) = points[next];
+            let run = (x - x0) as f64;
+            let rise = y as f64 - y0 as f64;
+            let (low, high) = ((rise - eps) / run, (rise + eps) / run);
+            if low > slope_max || high < slope_min {
                 break;
             }
-            lo = lo.max(l);
-            hi = hi.min(h);
-            j += 1;
+            slope_min = slope_min.max(low);
+            slope_max = slope_max.min(high);
+            next += 1;
         }
-        let slope = if hi.is_finite() { (lo + hi) / 2.0 } else { 0.0 };
+        let slope = if slope_max.is_finite() { f64::midpoint(slope_min, slope_max) } else { 0.0 };
         segments.push(Segment { x0, y0, slope: slope.max(0.0) });
-        i = j;
+        start = next;
     }
     segments
 }
@@ -348,7 +348,7 @@ mod tests {
         let mut pos = 0u64;
         for k in &sorted {
             for _ in 0..versions {
-                if pos % block_rows == 0 {
+                if pos.is_multiple_of(block_rows) {
                     b.start_block();
                 }
                 b.add(k);

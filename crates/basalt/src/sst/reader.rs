@@ -194,7 +194,7 @@ impl SstReader {
         user_key: &[u8],
         target: u64,
         trace: &mut LookupTrace,
-    ) -> Result<Option<Option<(Arc<Block>, usize)>>> {
+    ) -> Result<Option<Found>> {
         trace.window = hi.saturating_sub(lo);
         if lo >= hi {
             trace.by_model = true;
@@ -334,6 +334,9 @@ fn check_against_index(p: &Properties, index: &FenceIndex, path: &Path, offset: 
     }
     Ok(())
 }
+
+/// An entry found by a lookup: its block and row.
+type Found = Option<(Arc<Block>, usize)>;
 
 /// How one point lookup in an SST was answered.
 #[derive(Debug, Clone, Copy, Default)]
