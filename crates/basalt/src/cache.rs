@@ -68,6 +68,12 @@ impl BlockCache {
     /// The cached block for `key`, or the one `load` returns, which is then
     /// cached. A failed load caches nothing and returns its error.
     pub fn get_or_load(&self, key: BlockKey, load: impl FnOnce() -> Result<Block>) -> Result<Arc<Block>> {
+        // The plain lookup is much cheaper than get_or_insert_with's
+        // placeholder protocol, and hits are the common case.
+        if let Some(block) = self.cache.get(&key) {
+            self.hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(block);
+        }
         let mut loaded = false;
         let block = self.cache.get_or_insert_with(&key, || {
             loaded = true;
