@@ -40,6 +40,9 @@ enum Cmd {
     Marbledb(Common),
     /// YCSB workloads A–F: load, then each run phase with 1 and 2 threads.
     Ycsb(YcsbArgs),
+    /// Seed 003: Arrow batch writes and columnar scans (Basalt tables)
+    /// against the row-by-row path of every engine.
+    Arrow(Common),
     /// A small mix of the above that finishes in minutes: the main job.
     Quick(Common),
     /// Runs one job in this process (used by the parent).
@@ -119,6 +122,10 @@ fn run(cli: Cli) -> Result<()> {
             let jobs = plan_marbledb(&c, &c.scale_or(&[100_000]))?;
             ("marbledb", c, jobs)
         }
+        Cmd::Arrow(c) => {
+            let jobs = plan_arrow(&c, &c.scale_or(&[100_000]))?;
+            ("arrow", c, jobs)
+        }
         Cmd::Ycsb(y) => {
             let jobs = plan_ycsb(&y.common, &y.common.scale_or(&[100_000]), &y.workloads, &y.threads, None)?;
             ("ycsb", y.common, jobs)
@@ -128,6 +135,7 @@ fn run(cli: Cli) -> Result<()> {
             let mut jobs = plan_omendb(&c, &[base], Some(base))?;
             jobs.extend(plan_marbledb(&c, &[base / 5])?);
             jobs.extend(plan_ycsb(&c, &[base / 2], &['a', 'c', 'e'], &[1], Some(base / 2))?);
+            jobs.extend(plan_arrow(&c, &[base])?);
             ("quick", c, jobs)
         }
     };
@@ -247,6 +255,16 @@ fn plan_ycsb(
     Ok(jobs)
 }
 
+fn plan_arrow(c: &Common, scales: &[u64]) -> Result<Vec<Job>> {
+    let mut jobs = Vec::new();
+    for &scale in scales {
+        for engine in c.engines()? {
+            jobs.push(c.job(Workload::Arrow, engine, scale, Distribution::Sequential));
+        }
+    }
+    Ok(jobs)
+}
+
 fn child(job_json: &str) -> Result<()> {
     let job: Job = serde_json::from_str(job_json)?;
     let records = workload::run(&job)?;
@@ -299,6 +317,7 @@ fn execute(name: &str, common: &Common, jobs: &[Job]) -> Result<()> {
     result::write_jsonl(&dir.join("runs.jsonl"), &raw)?;
     let mut records = result::medians(&raw);
     add_kept_ratio(&mut records);
+    add_columnar_speedups(&mut records);
     result::add_speedups(&mut records);
     result::write_jsonl(&dir.join("results.jsonl"), &records)?;
     let charts = report::charts(&records, &dir)?;
@@ -324,6 +343,29 @@ fn run_child(exe: &std::path::Path, job: &Job) -> Result<Vec<Record>> {
         .filter(|l| !l.trim().is_empty())
         .map(|l| serde_json::from_str(l).map_err(Into::into))
         .collect()
+}
+
+/// For the arrow workload: `columnar_speedup_<metric>`, Basalt's columnar
+/// path over each engine's row path (Basalt's own included).
+fn add_columnar_speedups(records: &mut Vec<Record>) {
+    let mut extra = Vec::new();
+    for row in records.iter().filter(|r| r.workload == "arrow" && r.distribution == "row") {
+        let columnar = records.iter().find(|r| {
+            r.workload == "arrow"
+                && r.distribution == "columnar"
+                && r.engine == "basalt"
+                && r.scale == row.scale
+                && r.metric == row.metric
+        });
+        if let Some(c) = columnar {
+            let mut r = row.clone();
+            r.metric = format!("columnar_speedup_{}", row.metric);
+            r.value = c.value / row.value;
+            r.unit = "x".to_string();
+            extra.push(r);
+        }
+    }
+    records.extend(extra);
 }
 
 /// `throughput_kept_ratio`: insert throughput under the back-pressure

@@ -137,7 +137,7 @@ pub fn add_speedups(records: &mut Vec<Record>) {
         })
         .collect();
     let mut extra = Vec::new();
-    for r in records.iter().filter(|r| r.engine != "basalt" && !r.metric.starts_with("basalt_speedup")) {
+    for r in records.iter().filter(|r| r.engine != "basalt" && !r.metric.contains("speedup")) {
         let Some(higher) = higher_is_better(&r.metric) else { continue };
         if r.metric.ends_with("_bytes") {
             continue;

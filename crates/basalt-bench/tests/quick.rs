@@ -62,6 +62,18 @@ fn quick_at_tiny_scale_writes_parseable_results() {
         }
         assert!(has("marbledb-backpressure", engine, "peak_memory_bytes"));
     }
+    for engine in ["basalt", "sqlite"] {
+        for metric in ["insert_rows_per_s", "scan_rows_per_s"] {
+            assert!(has("arrow", engine, metric), "arrow {engine} {metric}");
+        }
+    }
+    assert!(
+        records
+            .iter()
+            .any(|r| r.workload == "arrow" && r.distribution == "columnar" && r.metric == "scan_rows_per_s"),
+        "Basalt's columnar path"
+    );
+    assert!(has("arrow", "sqlite", "columnar_speedup_scan_rows_per_s"));
     assert!(has("marbledb-backpressure", "basalt", "throughput_kept_ratio"));
     assert!(has("marbledb-backpressure", "basalt", "stall_max_ms"));
     assert!(has("omendb", "sqlite", "basalt_speedup_get_ops_per_s"));

@@ -3,6 +3,7 @@
 //! per engine and one engine's heap or page-cache state cannot tax the
 //! next), checks the adapter, then prints its measurements as JSON lines.
 
+pub mod arrow;
 pub mod marbledb;
 pub mod omendb;
 pub mod ycsb;
@@ -29,6 +30,8 @@ pub enum Workload {
     Backpressure,
     /// YCSB A–F.
     Ycsb,
+    /// Seed 003: Arrow batches and columnar scans against the row path.
+    Arrow,
 }
 
 /// Everything a child process needs to run one job.
@@ -76,6 +79,7 @@ impl Job {
             Workload::Marbledb => "marbledb",
             Workload::Backpressure => "marbledb-backpressure",
             Workload::Ycsb => "ycsb",
+            Workload::Arrow => "arrow",
         }
     }
 
@@ -196,6 +200,7 @@ pub fn run(job: &Job) -> Result<Vec<Record>> {
         Workload::Marbledb => marbledb::run(job, &dir, &mut sink)?,
         Workload::Backpressure => marbledb::run_backpressure(job, &dir, &mut sink)?,
         Workload::Ycsb => ycsb::run(job, &dir, &mut sink)?,
+        Workload::Arrow => arrow::run(job, &dir, &mut sink)?,
     }
     Ok(sink.records)
 }
