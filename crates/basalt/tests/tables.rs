@@ -316,3 +316,33 @@ fn batches_across_tables_are_atomic_and_snapshots_pin_scans() {
     assert_eq!(scan(&db.table("b").expect("b"), None), vec![(3, (None, 3.0, None))]);
     assert_eq!(db.get(b"kv").expect("get").as_deref(), Some(&b"also"[..]));
 }
+
+/// Dropping tables while their flushes and compactions run in the
+/// background must never leave an edit naming a dropped tree (which would
+/// stop the database).
+#[test]
+fn dropping_tables_under_background_work() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let opts = basalt::Options {
+        memtable_bytes_max: 16 << 10,
+        l0_compaction_trigger: 2,
+        level1_bytes_target: 32 << 10,
+        ..basalt::Options::default()
+    };
+    let db = Db::open(dir.path(), opts).expect("open");
+    for round in 0..30i64 {
+        let name = format!("t{round}");
+        let t = db.create_table(&name, schema(), &["id"], TableOptions::default()).expect("create");
+        for b in 0..6 {
+            let rows: Vec<(i64, Row)> =
+                (0..200).map(|i| (b * 200 + i, (Some("x".repeat(20)), 1.0, None))).collect();
+            t.write(&batch_of(&rows)).expect("write");
+        }
+        drop(t);
+        db.drop_table(&name).expect("drop");
+        db.put(format!("alive-{round}"), b"yes").expect("the database still takes writes");
+    }
+    db.flush().expect("flush");
+    db.wait_for_background_work().expect("background work ends cleanly");
+    assert_eq!(db.tables(), vec!["default".to_string()]);
+}

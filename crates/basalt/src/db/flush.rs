@@ -62,6 +62,10 @@ impl DbInner {
         let numbers: Vec<u64> = edit.files_added.iter().map(|(_, _, f)| f.number).collect();
         {
             let mut versions = self.versions.lock();
+            // A table dropped while this flush ran takes its outputs with it
+            // (they are collected as obsolete files).
+            let current = versions.current_version();
+            edit.files_added.retain(|(tree, _, _)| current.tree(*tree).is_some());
             let version = versions.log_and_apply(edit)?;
             let mut state = self.state.write();
             let imms: Vec<_> = state.imms.iter().filter(|m| !Arc::ptr_eq(m, &imm)).cloned().collect();

@@ -163,6 +163,8 @@ impl DbInner {
                 return Err(Error::Busy(format!("table {name} is in use by a handle or a scan")));
             }
             open.remove(&id);
+            // No compaction may be running on the tree while it goes.
+            let _no_compaction = self.compaction_lock.lock();
             let mut versions = self.versions.lock();
             let version =
                 versions.log_and_apply(VersionEdit { trees_dropped: vec![id], ..VersionEdit::default() })?;
