@@ -10,3 +10,19 @@ echo "== clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== tests"
 cargo test --workspace --locked
+echo "== kill test"
+# A short series of real SIGKILLs (docs/RELIABILITY.md has a long run's
+# figures). A random seed per run widens coverage; it is printed, and
+# BASALT_CRASHTEST_SEED replays it. The run's directory is kept on failure.
+crash_seed=${BASALT_CRASHTEST_SEED:-$(( (RANDOM << 15) | RANDOM ))}
+crash_dir=$(mktemp -d)
+echo "basalt-crashtest seed $crash_seed in $crash_dir"
+cargo run --locked -q -p basalt-crashtest -- \
+  --cycles "${BASALT_CRASHTEST_CYCLES:-20}" --seed "$crash_seed" --dir "$crash_dir/run"
+rm -rf "$crash_dir"
+echo "== fuzz"
+# Each libFuzzer target for a few seconds (0 skips; a cold build of the
+# instrumented targets takes a few minutes, later ones reuse it).
+if [ "${BASALT_FUZZ_SECONDS:-5}" != 0 ]; then
+  bash scripts/fuzz.sh "${BASALT_FUZZ_SECONDS:-5}"
+fi

@@ -7,6 +7,9 @@
 //!   is the final write to the newest WAL (its record and the seal after
 //!   it), which a crash may tear: damage there may drop that record as a
 //!   torn tail, and nothing else.
+//! - `corruption_sweep_every_bit_of_meta_blocks_and_log_headers`: every
+//!   single-bit flip of each SST's meta blocks and footer and of every log
+//!   record header, which the byte sweep only samples.
 //! - `truncation_sweep`: cuts each file short. A cut WAL is a torn tail (the
 //!   records before the cut, exactly, and no error); a cut SST must be
 //!   reported as `Corruption`; a cut MANIFEST or CURRENT must read correctly
@@ -447,14 +450,27 @@ fn damaged_files(fixture: &Fixture) -> Vec<String> {
     fixture.fs.file_names(db_path()).into_iter().filter(|n| n != "LOCK").collect()
 }
 
+/// What a flip at `offset` of `file` may legitimately lead to.
+fn flip_allowed(fixture: &Fixture, file: &str, offset: usize) -> Allowed {
+    let (last_start, _) = *fixture.wal_records.last().expect("WAL records");
+    if file == fixture.wal && offset >= last_start {
+        // The final write to the newest WAL (its record, and the seal after
+        // it): damage there may be taken for a write torn by a crash, which
+        // drops the record or (for a damaged seal) keeps it.
+        let without_last = fixture.wal_models[fixture.wal_models.len() - 2].clone();
+        let models = vec![without_last, fixture.expected.clone()];
+        Allowed { models, corruption_ok: true, must_detect: false }
+    } else {
+        Allowed { models: vec![fixture.expected.clone()], corruption_ok: true, must_detect: false }
+    }
+}
+
 fn corruption_sweep(compression: Compression, seed: u64) {
     record_background_panics();
     let mut rng = rng(seed);
     let fixture = build_fixture(compression);
     let watchdog = Watchdog::new(Duration::from_secs(30));
     let mut tally = Tally::default();
-    let (last_start, _) = *fixture.wal_records.last().expect("WAL records");
-    let without_last = fixture.wal_models[fixture.wal_models.len() - 2].clone();
     for file in damaged_files(&fixture) {
         let len = fixture.fs.file_len(&db_path().join(&file)).expect("file") as usize;
         // Small files get every single-bit flip too (a digit of CURRENT
@@ -468,22 +484,94 @@ fn corruption_sweep(compression: Compression, seed: u64) {
         });
         for (offset, mask) in flips.collect::<Vec<_>>() {
             let damage = Damage::Flip { offset, mask };
-            let allowed = if file == fixture.wal && offset >= last_start {
-                // The final write to the newest WAL (its record, and the
-                // seal after it): damage there may be taken for a write torn
-                // by a crash, which drops the record or (for a damaged seal)
-                // keeps it.
-                let models = vec![without_last.clone(), fixture.expected.clone()];
-                Allowed { models, corruption_ok: true, must_detect: false }
-            } else {
-                Allowed { models: vec![fixture.expected.clone()], corruption_ok: true, must_detect: false }
-            };
+            let allowed = flip_allowed(&fixture, &file, offset);
             watchdog.start(format!("seed {seed}: {file} {damage:?}"));
             tally.record(&file, damage, trial(&fixture, &file, damage, &allowed));
         }
     }
     drop(watchdog);
     tally.finish(&format!("corruption sweep ({compression:?}, seed {seed}): one byte flipped per trial"));
+}
+
+/// Where the meta blocks of an intact SST start: the smallest block offset
+/// its metaindex lists (footer: metaindex offset u64, size u32 at the start
+/// of the last 40 bytes; metaindex: count u32, then kind u8, offset u64,
+/// size u32 per entry).
+fn sst_meta_start(data: &[u8]) -> usize {
+    let footer = &data[data.len() - 40..];
+    let metaindex = u64::from_le_bytes(footer[..8].try_into().expect("8 bytes")) as usize;
+    let count = u32::from_le_bytes(data[metaindex..metaindex + 4].try_into().expect("4 bytes")) as usize;
+    (0..count)
+        .map(|i| {
+            let at = metaindex + 4 + 13 * i + 1;
+            u64::from_le_bytes(data[at..at + 8].try_into().expect("8 bytes")) as usize
+        })
+        .min()
+        .unwrap_or(metaindex)
+}
+
+/// Start offsets of every record of an intact log file, seals included.
+fn log_record_starts(data: &[u8]) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while pos < data.len() {
+        out.push(pos);
+        pos += 12 + u32::from_le_bytes(data[pos..pos + 4].try_into().expect("4 bytes")) as usize;
+    }
+    out
+}
+
+/// Bits flipped per file by default; `BASALT_BIT_SWEEP=all` flips all.
+const BIT_FLIPS_MAX: usize = 6_000;
+
+/// Every bit of `offsets` when they hold at most `BIT_FLIPS_MAX`; else
+/// every bit of the last 512 bytes (footer, metaindex, properties) and a
+/// seeded sample of the rest.
+fn bits_to_flip(offsets: &[usize], rng: &mut impl Rng) -> Vec<(usize, u8)> {
+    let all: Vec<(usize, u8)> = offsets.iter().flat_map(|&o| (0..8).map(move |b| (o, b))).collect();
+    if all.len() <= BIT_FLIPS_MAX || std::env::var("BASALT_BIT_SWEEP").is_ok_and(|v| v == "all") {
+        return all;
+    }
+    let tail = all.len() - 512 * 8;
+    let mut picked: std::collections::BTreeSet<usize> = (tail..all.len()).collect();
+    while picked.len() < BIT_FLIPS_MAX {
+        picked.insert(rng.random_range(0..tail));
+    }
+    picked.into_iter().map(|i| all[i]).collect()
+}
+
+/// The byte-flip sweep samples large files and flips one random mask per
+/// byte. This one flips every single bit of the structures that locate and
+/// check everything else: each SST's meta blocks (filter, index,
+/// properties, metaindex and their trailers) and footer, and the 12-byte
+/// header of every record of the WAL and the MANIFEST. By default a file
+/// with more than `BIT_FLIPS_MAX` such bits gets its last 512 bytes whole
+/// and a sample of the rest; `BASALT_BIT_SWEEP=all` flips every bit.
+#[test]
+fn corruption_sweep_every_bit_of_meta_blocks_and_log_headers() {
+    record_background_panics();
+    let fixture = build_fixture(Compression::Lz4);
+    let mut rng = rng(0x5eed);
+    let watchdog = Watchdog::new(Duration::from_secs(30));
+    let mut tally = Tally::default();
+    for file in damaged_files(&fixture) {
+        let data = fixture.fs.read_file(&db_path().join(&file)).expect("file");
+        let offsets: Vec<usize> = if has_extension(&file, "sst") {
+            (sst_meta_start(&data)..data.len()).collect()
+        } else if file == fixture.wal || file.starts_with("MANIFEST") {
+            log_record_starts(&data).into_iter().flat_map(|start| start..start + 12).collect()
+        } else {
+            continue;
+        };
+        for (offset, bit) in bits_to_flip(&offsets, &mut rng) {
+            let damage = Damage::Flip { offset, mask: 1 << bit };
+            let allowed = flip_allowed(&fixture, &file, offset);
+            watchdog.start(format!("{file} {damage:?}"));
+            tally.record(&file, damage, trial(&fixture, &file, damage, &allowed));
+        }
+    }
+    drop(watchdog);
+    tally.finish("bit sweep: single bits of SST meta blocks and footers, and of log record headers");
 }
 
 #[test]

@@ -1,0 +1,134 @@
+//! The key-value workload: each batch puts and deletes random keys of its
+//! thread's key space (`kv/<thread>/<n>`), and every value names the batch
+//! that wrote it, so a half-applied batch shows which batch is torn.
+
+use std::collections::BTreeMap;
+
+use basalt::{Db, WriteBatch, WriteOptions};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use crate::workload::{Model, Workload, first_differences};
+
+/// Keys per writer thread: small enough that batches overwrite and delete
+/// each other's keys, so compactions drop versions and tombstones.
+const KEYS_PER_THREAD: u32 = 2_000;
+
+/// Entries per batch, at most.
+const BATCH_ENTRIES_MAX: usize = 24;
+
+/// One entry of a batch: a put (`Some` value) or a delete.
+type Entry = (Vec<u8>, Option<Vec<u8>>);
+
+/// The key-value workload; see the module docs.
+pub struct KvWorkload {
+    seed: u64,
+}
+
+impl KvWorkload {
+    pub fn new(seed: u64) -> KvWorkload {
+        KvWorkload { seed }
+    }
+}
+
+fn prefix(thread: u32) -> String {
+    format!("kv/{thread:02}/")
+}
+
+/// The entries of batch `id` of `thread`, in order.
+fn batch(seed: u64, thread: u32, id: u64) -> Vec<Entry> {
+    let mut rng = StdRng::seed_from_u64(crate::mix(&[seed, 0x6b76, u64::from(thread), id]));
+    let n = rng.random_range(1..=BATCH_ENTRIES_MAX);
+    (0..n)
+        .map(|_| {
+            let key = format!("{}{:05}", prefix(thread), rng.random_range(0..KEYS_PER_THREAD)).into_bytes();
+            if rng.random_bool(0.15) {
+                return (key, None);
+            }
+            // Mostly small values; now and then a large one fills memtables.
+            let filler =
+                if rng.random_bool(0.03) { rng.random_range(1_000..6_000) } else { rng.random_range(0..120) };
+            let mut value = format!("batch {id} of thread {thread}|").into_bytes();
+            value.extend((0..filler).map(|_| rng.random_range(b'a'..=b'z')));
+            (key, Some(value))
+        })
+        .collect()
+}
+
+impl Workload for KvWorkload {
+    fn name(&self) -> &'static str {
+        "kv"
+    }
+
+    fn write(&self, db: &Db, thread: u32, id: u64, sync: bool) -> basalt::Result<()> {
+        let mut wb = WriteBatch::new();
+        for (key, value) in batch(self.seed, thread, id) {
+            match value {
+                Some(v) => wb.put(key, v),
+                None => wb.delete(key),
+            }
+        }
+        db.write_opt(wb, &WriteOptions { sync })
+    }
+
+    fn model(&self, thread: u32) -> Box<dyn Model> {
+        Box::new(KvModel { seed: self.seed, thread, state: BTreeMap::new() })
+    }
+}
+
+/// The contents of one thread's key space after its confirmed batches.
+struct KvModel {
+    seed: u64,
+    thread: u32,
+    state: BTreeMap<Vec<u8>, Vec<u8>>,
+}
+
+fn apply(state: &mut BTreeMap<Vec<u8>, Vec<u8>>, entries: Vec<Entry>) {
+    for (key, value) in entries {
+        match value {
+            Some(v) => state.insert(key, v),
+            None => state.remove(&key),
+        };
+    }
+}
+
+/// Which batch wrote a value, for messages.
+fn describe(value: Option<&Vec<u8>>) -> String {
+    match value {
+        None => "nothing".into(),
+        Some(v) => {
+            let text = String::from_utf8_lossy(v);
+            format!("a value of {}", text.split('|').next().unwrap_or("?"))
+        }
+    }
+}
+
+impl Model for KvModel {
+    fn apply(&mut self, id: u64) {
+        apply(&mut self.state, batch(self.seed, self.thread, id));
+    }
+
+    fn check(&self, db: &Db, pending: Option<u64>) -> Result<bool, String> {
+        let mut got = BTreeMap::new();
+        for item in db.prefix(prefix(self.thread)) {
+            let (k, v) = item.map_err(|e| format!("kv thread {}: scan failed: {e}", self.thread))?;
+            got.insert(k.to_vec(), v.to_vec());
+        }
+        if got == self.state {
+            return Ok(false);
+        }
+        let mut with = self.state.clone();
+        if let Some(p) = pending {
+            apply(&mut with, batch(self.seed, self.thread, p));
+            if got == with {
+                return Ok(true);
+            }
+        }
+        Err(format!(
+            "kv thread {}: contents are neither the acknowledged batches{}: {}",
+            self.thread,
+            pending.map_or(String::new(), |p| format!(" nor them plus pending batch {p}")),
+            first_differences(&got, &self.state, describe)
+        ))
+    }
+}

@@ -1,0 +1,68 @@
+//! What the kill test writes and checks. A workload runs one or more writer
+//! threads in the writer process; the driver keeps one [`Model`] per thread
+//! and checks the reopened database against it after every kill.
+//!
+//! To cover a new feature (secondary indexes, say), add a workload whose
+//! batches exercise it and whose model checks it, and list it in [`ALL`].
+
+use basalt::Db;
+
+/// A kind of batch a writer thread commits, and the check of its results.
+pub trait Workload: Send + Sync {
+    /// The name used on the command line and in log file names.
+    fn name(&self) -> &'static str;
+
+    /// Runs once in each writer process after the database opens, before
+    /// any thread writes (for example to create tables). Must be idempotent.
+    fn prepare(&self, _db: &Db) -> basalt::Result<()> {
+        Ok(())
+    }
+
+    /// Commits batch `id` of writer `thread` as one atomic write. Its
+    /// contents depend only on the workload's seed, `thread` and `id`, so a
+    /// batch lost in a kill is written again identically.
+    fn write(&self, db: &Db, thread: u32, id: u64, sync: bool) -> basalt::Result<()>;
+
+    /// The expected state of writer `thread` before its first batch.
+    fn model(&self, thread: u32) -> Box<dyn Model>;
+}
+
+/// The expected state of one writer thread.
+pub trait Model: Send {
+    /// Adds batch `id`, known to be in the database, to the expected state.
+    fn apply(&mut self, id: u64);
+
+    /// Compares what `db` holds of this thread with the expected state:
+    /// every acknowledged batch, and `pending` wholly or not at all. Returns
+    /// whether `pending` is there; an error describes the difference.
+    fn check(&self, db: &Db, pending: Option<u64>) -> Result<bool, String>;
+}
+
+/// The names of every workload.
+pub const ALL: [&str; 2] = ["kv", "tables"];
+
+/// The workload called `name`, seeded with `seed`.
+pub fn by_name(name: &str, seed: u64) -> Option<Box<dyn Workload>> {
+    match name {
+        "kv" => Some(Box::new(crate::kv::KvWorkload::new(seed))),
+        "tables" => Some(Box::new(crate::tables::TablesWorkload::new(seed))),
+        _ => None,
+    }
+}
+
+/// Describes the first differences between two sorted maps of the same
+/// shape, for violation messages.
+pub fn first_differences<K: Ord + std::fmt::Debug, V: PartialEq>(
+    got: &std::collections::BTreeMap<K, V>,
+    want: &std::collections::BTreeMap<K, V>,
+    describe: impl Fn(Option<&V>) -> String,
+) -> String {
+    let keys: std::collections::BTreeSet<&K> = got.keys().chain(want.keys()).collect();
+    let diffs: Vec<String> = keys
+        .into_iter()
+        .filter(|k| got.get(*k) != want.get(*k))
+        .take(6)
+        .map(|k| format!("{k:?}: database has {}, expected {}", describe(got.get(k)), describe(want.get(k))))
+        .collect();
+    diffs.join("; ")
+}
