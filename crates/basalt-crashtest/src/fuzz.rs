@@ -34,8 +34,41 @@ pub const TARGETS: [(&str, Target); 6] = [
     ("ops", ops),
 ];
 
+/// An input starting with this byte has its checksums made valid before
+/// it is read: log records are framed from the rest (see [`framed_log`]),
+/// an SST gets every checksum it reaches recomputed (see
+/// [`fix_sst_checksums`]). Without it the fuzzer would rarely get past a
+/// CRC to the decoders behind it.
+pub const FIX_CHECKSUMS: u8 = 0xC5;
+
+/// A log file of records holding pieces of `data`, each followed by a seal
+/// record: every 2 bytes give the next payload's length (mod 4096), the
+/// payload follows (empty ones are skipped: a record is never empty).
+pub fn framed_log(data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut rest = data;
+    while rest.len() >= 2 {
+        let n = usize::from(u16::from_le_bytes([rest[0], rest[1]]) % 4096).min(rest.len() - 2);
+        if n > 0 {
+            basalt::log::format::encode_record(&rest[2..2 + n], &mut out);
+            basalt::log::format::encode_record(basalt::log::format::SEAL_PAYLOAD, &mut out);
+        }
+        rest = &rest[2 + n..];
+    }
+    out
+}
+
+/// `data` as a log file: framed with valid checksums when it asks for it.
+fn log_input(data: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    match data.split_first() {
+        Some((&FIX_CHECKSUMS, rest)) => std::borrow::Cow::Owned(framed_log(rest)),
+        _ => std::borrow::Cow::Borrowed(data),
+    }
+}
+
 /// A WAL file: its records, each decoded as a write batch.
 pub fn wal(data: &[u8]) {
+    let data = &*log_input(data);
     let path = Path::new("000007.wal");
     let Ok(log) = read_log(path, data) else { return };
     let mut last_end = 0u64;
@@ -55,6 +88,14 @@ pub fn wal(data: &[u8]) {
 /// An SST read from arbitrary bytes: open, then every entry forwards and
 /// backwards, and point lookups of the keys seen.
 pub fn sst(data: &[u8]) {
+    let fixed;
+    let data = match data.split_first() {
+        Some((&FIX_CHECKSUMS, rest)) => {
+            fixed = fix_sst_checksums(rest);
+            &fixed[..]
+        }
+        _ => data,
+    };
     let fs = MemFs::new();
     let path = Path::new("/f/000009.sst");
     if fs.write_file_synced(path, data).is_err() {
@@ -85,10 +126,89 @@ pub fn sst(data: &[u8]) {
     }
 }
 
+fn le_u32(data: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(data.get(at..at.checked_add(4)?)?.try_into().ok()?))
+}
+
+fn le_u64(data: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(data.get(at..at.checked_add(8)?)?.try_into().ok()?))
+}
+
+/// Recomputes the block checksum of the block at `offset` of `size` bytes
+/// (its trailer follows it), if it lies in `data`.
+fn fix_block(data: &mut [u8], offset: usize, size: usize) -> Option<()> {
+    let kind = *data.get(offset.checked_add(size)?)?;
+    let crc = basalt::sst::format::block_crc(data.get(offset..offset + size)?, kind);
+    data.get_mut(offset + size + 1..offset + size + 5)?.copy_from_slice(&crc.to_le_bytes());
+    Some(())
+}
+
+/// `data` with the checksums of an SST made valid, as far as its structure
+/// can be followed: the footer, the metaindex, the meta blocks it lists,
+/// and the data blocks an index block (kind 2) points to. The fuzzer then
+/// reaches the block decoders behind the checksums.
+pub fn fix_sst_checksums(data: &[u8]) -> Vec<u8> {
+    let mut out = data.to_vec();
+    let _ = fix_sst(&mut out);
+    out
+}
+
+fn fix_sst(data: &mut [u8]) -> Option<()> {
+    let footer = data.len().checked_sub(basalt::sst::format::FOOTER_BYTES)?;
+    let crc = basalt::sst::format::mask_crc(crc32c_of(&data[footer..footer + 28]));
+    data[footer + 28..footer + 32].copy_from_slice(&crc.to_le_bytes());
+    let meta = usize::try_from(le_u64(data, footer)?).ok()?;
+    let meta_size = le_u32(data, footer + 8)? as usize;
+    fix_block(data, meta, meta_size)?;
+    let count = (le_u32(data, meta)? as usize).min(64);
+    for i in 0..count {
+        let at = meta + 4 + 13 * i;
+        let kind = *data.get(at)?;
+        let offset = usize::try_from(le_u64(data, at + 1)?).ok()?;
+        let size = le_u32(data, at + 9)? as usize;
+        fix_block(data, offset, size)?;
+        if kind == basalt::sst::format::META_INDEX {
+            fix_data_blocks(data, offset, size);
+        }
+    }
+    Some(())
+}
+
+/// Fixes the data blocks the index block at `offset` points to: its rows'
+/// values (buffer 4, cut by the offsets in buffer 3) are block handles.
+fn fix_data_blocks(data: &mut [u8], offset: usize, size: usize) -> Option<()> {
+    let block = data.get(offset..offset.checked_add(size)?)?.to_vec();
+    let rows = (le_u32(&block, 0)? as usize).min(block.len());
+    let dir = |i: usize| Some((le_u32(&block, 8 + 8 * i)? as usize, le_u32(&block, 12 + 8 * i)? as usize));
+    let (value_offsets, _) = dir(3)?;
+    let (value_data, _) = dir(4)?;
+    for r in 0..rows {
+        let start = le_u32(&block, value_offsets + 4 * r)? as usize;
+        let handle = value_data.checked_add(start)?;
+        let block_offset = usize::try_from(le_u64(&block, handle)?).ok()?;
+        let block_size = le_u32(&block, handle + 8)? as usize;
+        fix_block(data, block_offset, block_size);
+    }
+    Some(())
+}
+
+fn crc32c_of(bytes: &[u8]) -> u32 {
+    // CRC-32C, bit by bit: the fuzz crate needs no extra dependency for it.
+    let mut crc = !0u32;
+    for &b in bytes {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 { (crc >> 1) ^ 0x82F6_3B78 } else { crc >> 1 };
+        }
+    }
+    !crc
+}
+
 /// A MANIFEST: its records decoded as version edits; each edit that
 /// decodes must encode back to the same edit. Raw bytes are tried as one
 /// edit too.
 pub fn manifest(data: &[u8]) {
+    let data = &*log_input(data);
     let path = Path::new("MANIFEST-000001");
     round_trip_edit(data, path, 0);
     let Ok(log) = read_log(path, data) else { return };
@@ -264,7 +384,11 @@ pub mod seeds {
                 } else {
                     continue;
                 };
-                put(target, i * 100 + written_index(name), bytes)?;
+                let n = i * 100 + written_index(name);
+                put(target, n, bytes)?;
+                // The same with checksums fixed up by the target.
+                let fixed = if target == "sst" { bytes.clone() } else { payloads_framed(bytes) };
+                put(target, n + 1000, &[&[super::FIX_CHECKSUMS][..], &fixed].concat())?;
             }
         }
         let keys: [(&[u8], Vec<u8>); 4] = [
@@ -289,6 +413,17 @@ pub mod seeds {
             put("ops", n, bytes)?;
         }
         Ok(written.get())
+    }
+
+    /// A log file's payloads in the form `framed_log` takes.
+    fn payloads_framed(log: &[u8]) -> Vec<u8> {
+        let records = basalt::log::reader::read_log(Path::new("seed"), log).expect("an intact log");
+        let mut out = Vec::new();
+        for (_, payload) in records.records {
+            out.extend_from_slice(&(payload.len() as u16).to_le_bytes());
+            out.extend_from_slice(&payload);
+        }
+        out
     }
 
     /// A number from a file name's digits, so seeds of one kind differ.
@@ -337,5 +472,48 @@ pub mod seeds {
             Field::new("score", DataType::Float64, false),
         ]);
         basalt::table::schema_to_ipc(&schema).expect("schema")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixing_checksums_keeps_valid_files_and_framing_keeps_payloads() {
+        let dir = std::env::temp_dir().join(format!("basalt-seeds-{}", std::process::id()));
+        seeds::write_all(&dir).expect("seeds");
+        let mut ssts = 0;
+        for entry in std::fs::read_dir(dir.join("sst")).expect("sst seeds") {
+            let bytes = std::fs::read(entry.expect("entry").path()).expect("read");
+            if bytes[0] != FIX_CHECKSUMS {
+                assert_eq!(fix_sst_checksums(&bytes), bytes, "fixing an intact SST changed it");
+                ssts += 1;
+                // Damage in the first data block and in the last meta
+                // block: fixed up, no checksum fails any more.
+                let mut damaged = bytes.clone();
+                damaged[20] ^= 0x40;
+                let meta_end = damaged.len() - basalt::sst::format::FOOTER_BYTES - 6;
+                damaged[meta_end] ^= 0x01;
+                let fixed = fix_sst_checksums(&damaged);
+                let fs = MemFs::new();
+                fs.write_file_synced(Path::new("/s.sst"), &fixed).expect("write");
+                let opened = SstReader::open(&fs, Path::new("/s.sst"), 1, Arc::new(BlockCache::new(1 << 20)));
+                let read = opened.and_then(|r| r.read_block(0).map(|_| ()));
+                assert!(read.as_ref().is_ok() || !format!("{read:?}").contains("checksum"), "{read:?}");
+            }
+        }
+        assert!(ssts >= 2);
+        for entry in std::fs::read_dir(dir.join("wal")).expect("wal seeds") {
+            let bytes = std::fs::read(entry.expect("entry").path()).expect("read");
+            if let Some((&FIX_CHECKSUMS, rest)) = bytes.split_first() {
+                let log = read_log(Path::new("w"), &framed_log(rest)).expect("framed log reads");
+                assert!(log.records.len() >= 3 && log.torn_tail_at.is_none());
+                for (offset, payload) in &log.records {
+                    basalt::wal::batch::decode(payload, Path::new("w"), *offset).expect("a real batch");
+                }
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

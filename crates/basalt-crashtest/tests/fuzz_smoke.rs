@@ -4,7 +4,7 @@
 //! Not coverage-guided, so no substitute for `cargo fuzz`, but it runs in
 //! every CI run and replays every crash input committed to a corpus.
 //!
-//! `BASALT_FUZZ_SMOKE_MS` sets the time per target (default 1500);
+//! `BASALT_FUZZ_SMOKE_MS` sets the time per target (default 1000);
 //! `BASALT_SEED` the mutation seed. A failing input is written to
 //! `target/fuzz-smoke-failures/<target>-<hash>` for `cargo fuzz run`.
 
@@ -116,7 +116,7 @@ fn run_one(target: &'static str, f: fn(&[u8]), input: &[u8]) -> bool {
 #[test]
 fn fuzz_targets_survive_their_corpora_and_mutations() {
     let budget = Duration::from_millis(
-        std::env::var("BASALT_FUZZ_SMOKE_MS").ok().and_then(|s| s.parse().ok()).unwrap_or(1_500),
+        std::env::var("BASALT_FUZZ_SMOKE_MS").ok().and_then(|s| s.parse().ok()).unwrap_or(1_000),
     );
     let seed: u64 = std::env::var("BASALT_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5eed);
     install_panic_hook();
