@@ -8,7 +8,7 @@ use basalt::{Db, WriteBatch, WriteOptions};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use crate::workload::{Model, Workload, first_differences};
+use crate::workload::{Model, Workload, judge};
 
 /// Keys per writer thread: small enough that batches overwrite and delete
 /// each other's keys, so compactions drop versions and tombstones.
@@ -114,21 +114,8 @@ impl Model for KvModel {
             let (k, v) = item.map_err(|e| format!("kv thread {}: scan failed: {e}", self.thread))?;
             got.insert(k.to_vec(), v.to_vec());
         }
-        if got == self.state {
-            return Ok(false);
-        }
-        let mut with = self.state.clone();
-        if let Some(p) = pending {
-            apply(&mut with, batch(self.seed, self.thread, p));
-            if got == with {
-                return Ok(true);
-            }
-        }
-        Err(format!(
-            "kv thread {}: contents are neither the acknowledged batches{}: {}",
-            self.thread,
-            pending.map_or(String::new(), |p| format!(" nor them plus pending batch {p}")),
-            first_differences(&got, &self.state, describe)
-        ))
+        let who = format!("kv thread {}", self.thread);
+        let apply_pending = |state: &mut BTreeMap<_, _>, p| apply(state, batch(self.seed, self.thread, p));
+        judge(&who, &got, &self.state, pending, apply_pending, describe)
     }
 }

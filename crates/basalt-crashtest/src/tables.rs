@@ -15,7 +15,7 @@ use basalt::{Db, Error, KeyValue, ScanOptions, Table, TableOptions, WriteBatch, 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use crate::workload::{Model, Workload, first_differences};
+use crate::workload::{Model, Workload, judge};
 
 /// Orders per writer thread.
 const ORDERS_PER_THREAD: i64 = 500;
@@ -298,21 +298,8 @@ impl Model for TablesModel {
 
     fn check(&self, db: &Db, pending: Option<u64>) -> Result<bool, String> {
         let got = observe(db, self.thread)?;
-        if got == self.state {
-            return Ok(false);
-        }
-        if let Some(p) = pending {
-            let mut with = self.state.clone();
-            apply(&mut with, changes(self.seed, self.thread, p));
-            if got == with {
-                return Ok(true);
-            }
-        }
-        Err(format!(
-            "tables thread {}: contents are neither the acknowledged batches{}: {}",
-            self.thread,
-            pending.map_or(String::new(), |p| format!(" nor them plus pending batch {p}")),
-            first_differences(&got, &self.state, |v| v.map_or("nothing".into(), Clone::clone))
-        ))
+        let who = format!("tables thread {}", self.thread);
+        let apply_pending = |state: &mut BTreeMap<_, _>, p| apply(state, changes(self.seed, self.thread, p));
+        judge(&who, &got, &self.state, pending, apply_pending, |v| v.map_or("nothing".into(), Clone::clone))
     }
 }

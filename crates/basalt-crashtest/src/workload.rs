@@ -5,6 +5,8 @@
 //! To cover a new feature (secondary indexes, say), add a workload whose
 //! batches exercise it and whose model checks it, and list it in [`ALL`].
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use basalt::Db;
 
 /// A kind of batch a writer thread commits, and the check of its results.
@@ -50,19 +52,38 @@ pub fn by_name(name: &str, seed: u64) -> Option<Box<dyn Workload>> {
     }
 }
 
-/// Describes the first differences between two sorted maps of the same
-/// shape, for violation messages.
-pub fn first_differences<K: Ord + std::fmt::Debug, V: PartialEq>(
-    got: &std::collections::BTreeMap<K, V>,
-    want: &std::collections::BTreeMap<K, V>,
+/// The verdict on one thread's data: `got` must be `acked` (the state after
+/// the acknowledged batches), or `acked` with the pending batch applied by
+/// `apply_pending`. Returns whether the pending batch is there; an error
+/// names `who` and the first differences, described by `describe`.
+pub fn judge<K: Ord + Clone + std::fmt::Debug, V: PartialEq + Clone>(
+    who: &str,
+    got: &BTreeMap<K, V>,
+    acked: &BTreeMap<K, V>,
+    pending: Option<u64>,
+    apply_pending: impl FnOnce(&mut BTreeMap<K, V>, u64),
     describe: impl Fn(Option<&V>) -> String,
-) -> String {
-    let keys: std::collections::BTreeSet<&K> = got.keys().chain(want.keys()).collect();
+) -> Result<bool, String> {
+    if got == acked {
+        return Ok(false);
+    }
+    if let Some(p) = pending {
+        let mut with = acked.clone();
+        apply_pending(&mut with, p);
+        if *got == with {
+            return Ok(true);
+        }
+    }
+    let keys: BTreeSet<&K> = got.keys().chain(acked.keys()).collect();
     let diffs: Vec<String> = keys
         .into_iter()
-        .filter(|k| got.get(*k) != want.get(*k))
+        .filter(|k| got.get(*k) != acked.get(*k))
         .take(6)
-        .map(|k| format!("{k:?}: database has {}, expected {}", describe(got.get(k)), describe(want.get(k))))
+        .map(|k| format!("{k:?}: database has {}, expected {}", describe(got.get(k)), describe(acked.get(k))))
         .collect();
-    diffs.join("; ")
+    Err(format!(
+        "{who}: contents are neither the acknowledged batches{}: {}",
+        pending.map_or(String::new(), |p| format!(" nor them plus pending batch {p}")),
+        diffs.join("; ")
+    ))
 }
