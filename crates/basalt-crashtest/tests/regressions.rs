@@ -1,6 +1,5 @@
 //! Regression tests for bugs the reliability harness found, each named
-//! after its bug. A test marked `#[ignore]` documents a bug still open: it
-//! fails today, and passes once the bug is fixed (then drop the `ignore`).
+//! after its bug.
 
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
@@ -25,8 +24,9 @@ fn peak_rss_kib() -> u64 {
 /// `StreamReader`, which panics on malformed input (`unimplemented!("Type
 /// NONE not supported")`, `Option::unwrap()` on a missing field) instead
 /// of returning an error. A damaged schema must be `Error::Corruption`.
+/// Fixed: streams are framed and their metadata verified before arrow-ipc
+/// sees them, and a panic inside it becomes corruption.
 #[test]
-#[ignore = "open engine bug: arrow-ipc panics on malformed schemas (see docs/RELIABILITY.md)"]
 fn arrow_schema_decoding_panics_on_malformed_ipc() {
     let input = regression_input("arrow_schema", "type_none");
     let result = std::panic::catch_unwind(AssertUnwindSafe(|| basalt::table::schema_from_ipc(&input)))
@@ -40,9 +40,9 @@ fn arrow_schema_decoding_panics_on_malformed_ipc() {
 /// Found by the `arrow_schema` fuzz target: a schema whose IPC length
 /// prefix claims about 1 GB makes arrow-ipc allocate and zero that much
 /// before it notices the input is 43 bytes long. Decoders must bound their
-/// allocations by the bytes they were given.
+/// allocations by the bytes they were given. Fixed: every length is
+/// checked against the input before arrow-ipc reads it.
 #[test]
-#[ignore = "open engine bug: arrow-ipc allocates the claimed message length (see docs/RELIABILITY.md)"]
 fn arrow_schema_decoding_allocates_the_claimed_length() {
     let mut input = vec![0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x00, 0x38];
     input.extend_from_slice(&[0u8; 35]);

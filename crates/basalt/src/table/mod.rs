@@ -23,11 +23,57 @@ pub fn schema_to_ipc(schema: &Schema) -> Result<Vec<u8>> {
     Ok(out)
 }
 
-/// Reads a schema written by [`schema_to_ipc`].
+/// Checks the framing of an Arrow IPC stream before arrow-ipc reads it:
+/// every message's metadata must be a valid flatbuffer and every length
+/// must fit in the bytes given. arrow-ipc allocates what a length claims
+/// and panics on some malformed metadata, so nothing reaches it unchecked.
+fn check_ipc_stream(bytes: &[u8]) -> Result<()> {
+    let bad = |what: String| Error::corruption("", 0, format!("Arrow IPC stream: {what}"));
+    let mut at = 0usize;
+    while at < bytes.len() {
+        let word = |i: usize| -> Result<u32> {
+            let b = bytes.get(i..i + 4).ok_or_else(|| bad(format!("truncated at {i}")))?;
+            Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        };
+        let mut len = word(at)?;
+        at += 4;
+        if len == u32::MAX {
+            len = word(at)?;
+            at += 4;
+        }
+        if len == 0 {
+            // End-of-stream marker.
+            return if at == bytes.len() { Ok(()) } else { Err(bad("bytes after the end marker".into())) };
+        }
+        let len = len as usize;
+        let meta = bytes.get(at..at + len).ok_or_else(|| bad(format!("message of {len} bytes at {at}")))?;
+        let message = arrow_ipc::root_as_message(meta).map_err(|e| bad(format!("message metadata: {e}")))?;
+        at += len;
+        let body = usize::try_from(message.bodyLength()).map_err(|_| bad("negative body length".into()))?;
+        if body > bytes.len() - at {
+            return Err(bad(format!("body of {body} bytes at {at}")));
+        }
+        at += body;
+    }
+    Err(bad("no end marker".into()))
+}
+
+/// Runs an arrow-ipc decoder on checked bytes, turning any panic inside it
+/// into a corruption error: a damaged stream must never take the process
+/// down.
+fn decode_ipc<T>(bytes: &[u8], decode: impl FnOnce(&[u8]) -> Result<T>) -> Result<T> {
+    check_ipc_stream(bytes)?;
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| decode(bytes)))
+        .unwrap_or_else(|_| Err(Error::corruption("", 0, "Arrow IPC stream: the decoder rejected it")))
+}
+
+/// Reads a schema written by [`schema_to_ipc`]; damage is `Error::Corruption`.
 pub fn schema_from_ipc(bytes: &[u8]) -> Result<SchemaRef> {
-    let r =
-        StreamReader::try_new(Cursor::new(bytes), None).map_err(|e| Error::InvalidArgument(e.to_string()))?;
-    Ok(r.schema())
+    decode_ipc(bytes, |b| {
+        let r = StreamReader::try_new(Cursor::new(b), None)
+            .map_err(|e| Error::corruption("", 0, e.to_string()))?;
+        Ok(r.schema())
+    })
 }
 
 /// Encodes every row of a checked batch: (user key, row bytes), or for a
@@ -68,13 +114,16 @@ pub(crate) fn batch_to_ipc(batch: &arrow_array::RecordBatch) -> Result<Vec<u8>> 
     Ok(out)
 }
 
-/// Reads the one batch of an IPC stream written by [`batch_to_ipc`].
+/// Reads the one batch of an IPC stream written by [`batch_to_ipc`];
+/// damage is `Error::Corruption`.
 pub(crate) fn batch_from_ipc(bytes: &[u8]) -> Result<arrow_array::RecordBatch> {
-    let mut r =
-        StreamReader::try_new(Cursor::new(bytes), None).map_err(|e| Error::InvalidArgument(e.to_string()))?;
-    match r.next() {
-        Some(Ok(b)) => Ok(b),
-        Some(Err(e)) => Err(Error::InvalidArgument(e.to_string())),
-        None => Err(Error::InvalidArgument("IPC stream holds no batch".into())),
-    }
+    decode_ipc(bytes, |b| {
+        let corrupt = |e: String| Error::corruption("", 0, e);
+        let mut r = StreamReader::try_new(Cursor::new(b), None).map_err(|e| corrupt(e.to_string()))?;
+        match r.next() {
+            Some(Ok(batch)) => Ok(batch),
+            Some(Err(e)) => Err(corrupt(e.to_string())),
+            None => Err(corrupt("IPC stream holds no batch".into())),
+        }
+    })
 }
