@@ -17,7 +17,9 @@ echo "== kill test"
 crash_seed=${BASALT_CRASHTEST_SEED:-$(( (RANDOM << 15) | RANDOM ))}
 crash_dir=$(mktemp -d)
 echo "basalt-crashtest seed $crash_seed in $crash_dir"
-cargo run --locked -q -p basalt-crashtest -- \
+# The binary `cargo test` just built for the crate's own tests (test profile):
+# `cargo run` would build every dependency again in the dev profile.
+"${CARGO_TARGET_DIR:-target}/debug/basalt-crashtest" \
   --cycles "${BASALT_CRASHTEST_CYCLES:-20}" --seed "$crash_seed" --dir "$crash_dir/run"
 rm -rf "$crash_dir"
 echo "== fuzz"
