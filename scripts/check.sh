@@ -23,8 +23,8 @@ echo "basalt-crashtest seed $crash_seed in $crash_dir"
   --cycles "${BASALT_CRASHTEST_CYCLES:-20}" --seed "$crash_seed" --dir "$crash_dir/run"
 rm -rf "$crash_dir"
 echo "== fuzz"
-# Each libFuzzer target for a few seconds (0 skips; a cold build of the
-# instrumented targets takes a few minutes, later ones reuse it).
+# Each libFuzzer target for a few seconds, built unoptimized (a cold build
+# takes about a minute and a half; later runs reuse it). 0 skips.
 if [ "${BASALT_FUZZ_SECONDS:-5}" != 0 ]; then
-  bash scripts/fuzz.sh "${BASALT_FUZZ_SECONDS:-5}"
+  BASALT_FUZZ_PROFILE=${BASALT_FUZZ_PROFILE:-ci} bash scripts/fuzz.sh "${BASALT_FUZZ_SECONDS:-5}"
 fi
