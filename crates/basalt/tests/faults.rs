@@ -62,8 +62,6 @@ struct Outcome {
     surfaced: bool,
     /// What went wrong, if anything.
     violation: Option<String>,
-    /// A known engine bug the trial hit instead.
-    known_bug: Option<&'static str>,
 }
 
 /// The workload: a random one, then a flush, a full compaction and a WAL
@@ -104,22 +102,11 @@ fn check_writes_refused(db: &Db, history: &mut History) -> Result<(), String> {
     Ok(())
 }
 
-/// An engine bug the loop knows about: counted and printed, not failed on,
-/// so the loop keeps guarding everything else. Each has an ignored
-/// regression test of the same name.
-const KNOWN_BUG_MANUAL_COMPACTION: &str = "manual_compaction_failure_does_not_stop_writes";
-
 /// Runs the workload on `fs` (fault armed) until the first error; returns
-/// whether an error surfaced, and the known bug it hit, if any.
-fn run_workload(
-    fs: &MemFs,
-    template: &Options,
-    ops: &[Op],
-    history: &mut History,
-) -> Result<(bool, Option<&'static str>), String> {
-    let Ok(db) = Db::open(DB, options_on(fs, template)) else { return Ok((true, None)) };
+/// whether an error surfaced.
+fn run_workload(fs: &MemFs, template: &Options, ops: &[Op], history: &mut History) -> Result<bool, String> {
+    let Ok(db) = Db::open(DB, options_on(fs, template)) else { return Ok(true) };
     let mut surfaced = false;
-    let mut known = None;
     for op in ops {
         if fs.sync_faults_fired() > 0 {
             check_writes_refused(&db, history)?;
@@ -128,16 +115,13 @@ fn run_workload(
         if history.run(&db, op).is_err() {
             surfaced = true;
             if fs.sync_faults_fired() > 0 {
-                match check_writes_refused(&db, history) {
-                    Err(_) if matches!(op, Op::Compact(..)) => known = Some(KNOWN_BUG_MANUAL_COMPACTION),
-                    other => other?,
-                }
+                check_writes_refused(&db, history)?;
             }
             break;
         }
     }
     surfaced |= db.close().is_err();
-    Ok((surfaced, known))
+    Ok(surfaced)
 }
 
 /// Runs `check`, turning a panic into a violation.
@@ -168,12 +152,12 @@ fn trial(template: &Options, ops: &[Op], fault: Fault, seed: u64) -> Outcome {
     fs.inject(fault);
     let mut history = History::default();
     let run = std::panic::catch_unwind(AssertUnwindSafe(|| run_workload(&fs, template, ops, &mut history)));
-    let (surfaced, known_bug) = match run {
+    let surfaced = match run {
         Ok(Ok(s)) => s,
-        Ok(Err(v)) => return Outcome { fired: true, surfaced: true, violation: Some(v), known_bug: None },
+        Ok(Err(v)) => return Outcome { fired: true, surfaced: true, violation: Some(v) },
         Err(p) => {
             let v = format!("workload panicked: {}", panic_message(p.as_ref()));
-            return Outcome { fired: true, surfaced: true, violation: Some(v), known_bug: None };
+            return Outcome { fired: true, surfaced: true, violation: Some(v) };
         }
     };
     let fired = fs.faults_fired() > 0;
@@ -205,7 +189,7 @@ fn trial(template: &Options, ops: &[Op], fault: Fault, seed: u64) -> Outcome {
         checks.push(Err(format!("panic in a background thread: {background:?}")));
     }
     let violation = checks.into_iter().filter_map(Result::err).reduce(|a, b| format!("{a}; {b}"));
-    Outcome { fired, surfaced, violation, known_bug }
+    Outcome { fired, surfaced, violation }
 }
 
 /// Calls of each kind a healthy run of the workload makes (background work
@@ -213,7 +197,7 @@ fn trial(template: &Options, ops: &[Op], fault: Fault, seed: u64) -> Outcome {
 fn healthy_calls(template: &Options, ops: &[Op]) -> BTreeMap<OpKind, u64> {
     let fs = MemFs::new();
     let mut history = History::default();
-    let (surfaced, _) = run_workload(&fs, template, ops, &mut history).expect("healthy run");
+    let surfaced = run_workload(&fs, template, ops, &mut history).expect("healthy run");
     assert!(!surfaced, "the healthy run failed");
     let calls = OpKind::ALL.iter().map(|&op| (op, fs.calls(op))).collect();
     let db = Db::open(DB, options_on(&fs, template)).expect("reopen after the healthy run");
@@ -256,7 +240,6 @@ struct Row {
     fired: u64,
     surfaced: u64,
     violations: u64,
-    known_bugs: u64,
 }
 
 #[test]
@@ -294,7 +277,6 @@ fn fault_loops() {
                     row.trials += 1;
                     row.fired += u64::from(outcome.fired);
                     row.surfaced += u64::from(outcome.surfaced);
-                    row.known_bugs += u64::from(outcome.known_bug.is_some());
                     if let Some(v) = outcome.violation {
                         row.violations += 1;
                         violations
@@ -314,16 +296,11 @@ fn fault_loops() {
         let _ = writeln!(
             out,
             "  {label:<22} {:>4} of {:>4} points tried: {:>4} fired, {:>4} errors seen, \
-             {:>3} VIOLATIONS, {:>3} known bug",
-            r.trials, r.points, r.fired, r.surfaced, r.violations, r.known_bugs
+             {:>3} VIOLATIONS",
+            r.trials, r.points, r.fired, r.surfaced, r.violations
         );
     }
-    let known: u64 = table.values().map(|r| r.known_bugs).sum();
-    let _ = writeln!(
-        out,
-        "  {total} trials, {} violations, {known} hit the known bug {KNOWN_BUG_MANUAL_COMPACTION}",
-        violations.len()
-    );
+    let _ = writeln!(out, "  {total} trials, {} violations", violations.len());
     let _ = std::io::stderr().write_all(out.as_bytes());
     for v in violations.iter().take(20) {
         eprintln!("violation: {}", v.chars().take(800).collect::<String>());
