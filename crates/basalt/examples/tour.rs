@@ -36,6 +36,9 @@ struct Args {
     /// Switch the learned index off (lookups binary-search fence keys).
     #[arg(long)]
     fences: bool,
+    /// Time every phase of point lookups (printed with the stats).
+    #[arg(long)]
+    timing: bool,
     /// Block cache in MiB (default: `Options::default()`).
     #[arg(long)]
     cache_mib: Option<usize>,
@@ -95,6 +98,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         options.block_cache_bytes = m << 20;
     }
     options.learned_index = !args.fences;
+    options.timing_stats = args.timing;
     let db = Db::open(&path, options.clone())?;
     let sequential: Vec<usize> = (0..n).collect();
     let t = Instant::now();

@@ -19,7 +19,8 @@ pub mod wal;
 
 pub use codec::key::KeyValue;
 pub use db::{
-    Db, DbIterator, Direction, LevelStats, ScanOptions, Snapshot, Stats, Table, TableOptions, TableScan,
+    Db, DbIterator, Direction, GetLatency, LevelStats, ScanOptions, Snapshot, Stats, Table, TableOptions,
+    TableScan,
 };
 pub use error::{Error, Result};
 pub use options::{Compression, Options, ReadOptions, WriteOptions};

@@ -257,3 +257,27 @@ fn memtable_memory_stays_within_the_budget() {
     assert!(stats.memtable_bytes_peak as usize > BUDGET / 2, "the budget was never approached: {stats}");
     assert!(stats.flushes >= 8, "a small budget means many flushes: {stats}");
 }
+
+/// With `timing_stats`, every get is timed and the phases add up to
+/// something; without it nothing is recorded.
+#[test]
+fn get_latency_breakdown_is_recorded_when_asked() {
+    for timed in [false, true] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Db::open(dir.path(), Options { timing_stats: timed, ..Options::default() }).expect("open");
+        for i in 0..2000u32 {
+            db.put(i.to_be_bytes(), b"value").expect("put");
+        }
+        db.flush().expect("flush");
+        for i in 0..2000u32 {
+            assert!(db.get(i.to_be_bytes()).expect("get").is_some());
+        }
+        let g = db.stats().get_latency;
+        if timed {
+            assert_eq!(g.gets, 2000);
+            assert!(g.block_ns > 0.0 && g.memtable_ns > 0.0, "{g:?}");
+        } else {
+            assert_eq!(g.gets, 0);
+        }
+    }
+}

@@ -26,7 +26,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 pub use iter::{DbIterator, Direction};
 pub use scan::{ScanOptions, TableScan};
 pub use snapshot::Snapshot;
-pub use stats::{LevelStats, Stats};
+pub use stats::{GetLatency, LevelStats, Stats};
 pub use table::{Table, TableOptions};
 
 use crate::cache::BlockCache;

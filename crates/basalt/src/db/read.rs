@@ -4,6 +4,8 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use std::time::Instant;
+
 use bytes::Bytes;
 
 use super::{DbInner, SuperVersion};
@@ -29,12 +31,20 @@ impl DbInner {
         snapshot: Option<SeqNo>,
     ) -> Result<Option<Bytes>> {
         let (seqno, sv) = self.read_view(snapshot);
+        let timed = self.opts.timing_stats;
+        let clock = timed.then(Instant::now);
+        let mut timing = GetTiming::default();
         for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
             if let Some((trailer, value)) = mem.get(tree, user_key, seqno) {
                 self.counters.record_get(0);
+                if let Some(c) = clock {
+                    timing.memtable_ns = c.elapsed().as_nanos() as u64;
+                    self.counters.record_timing(&timing);
+                }
                 return Ok(visible(trailer, value));
             }
         }
+        timing.memtable_ns = clock.map_or(0, |c| c.elapsed().as_nanos() as u64);
         let Some(tree_version) = sv.version.tree(tree) else {
             return Err(Error::InvalidArgument(format!("unknown tree {tree}")));
         };
@@ -42,16 +52,49 @@ impl DbInner {
         for file in tree_version.files_for_key(user_key) {
             probes += 1;
             let reader = self.table_cache.get(file.number, &self.block_cache)?;
-            let mut trace = LookupTrace::default();
+            let mut trace = LookupTrace { timed, ..LookupTrace::default() };
+            let probe = timed.then(Instant::now);
             let found = reader.get_entry_traced(user_key, seqno, &mut trace)?;
             self.counters.record_lookup(&trace);
-            if let Some((block, i)) = found {
+            let result =
+                found.map(|(block, i)| visible(block.trailer(i), Bytes::copy_from_slice(block.value(i))));
+            if let Some(p) = probe {
+                timing.add_probe(&trace, p.elapsed().as_nanos() as u64);
+            }
+            if let Some(value) = result {
                 self.counters.record_get(probes);
-                return Ok(visible(block.trailer(i), Bytes::copy_from_slice(block.value(i))));
+                if timed {
+                    self.counters.record_timing(&timing);
+                }
+                return Ok(value);
             }
         }
         self.counters.record_get(probes);
+        if timed {
+            self.counters.record_timing(&timing);
+        }
         Ok(None)
+    }
+}
+
+/// Where one `get` spent its time (with `Options::timing_stats`).
+#[derive(Debug, Default, Clone, Copy)]
+#[expect(clippy::struct_field_names, reason = "units last in names, as STYLE.md asks")]
+pub(crate) struct GetTiming {
+    pub memtable_ns: u64,
+    pub filter_ns: u64,
+    pub index_ns: u64,
+    pub block_ns: u64,
+    /// Search in the block and copying the value out.
+    pub search_ns: u64,
+}
+
+impl GetTiming {
+    fn add_probe(&mut self, t: &LookupTrace, total_ns: u64) {
+        self.filter_ns += t.filter_ns;
+        self.index_ns += t.index_ns;
+        self.block_ns += t.block_ns;
+        self.search_ns += total_ns.saturating_sub(t.filter_ns + t.index_ns + t.block_ns);
     }
 }
 

@@ -19,6 +19,12 @@ pub(crate) struct Counters {
     wal_syncs: AtomicU64,
     gets: AtomicU64,
     sst_probes: AtomicU64,
+    timed_gets: AtomicU64,
+    memtable_ns: AtomicU64,
+    filter_ns: AtomicU64,
+    index_ns: AtomicU64,
+    block_ns: AtomicU64,
+    search_ns: AtomicU64,
     lookups_filtered: AtomicU64,
     lookups_by_model: AtomicU64,
     lookups_by_fences: AtomicU64,
@@ -61,6 +67,19 @@ impl Counters {
             &self.lookups_by_fences
         };
         counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn record_timing(&self, t: &super::read::GetTiming) {
+        self.timed_gets.fetch_add(1, Ordering::Relaxed);
+        for (counter, ns) in [
+            (&self.memtable_ns, t.memtable_ns),
+            (&self.filter_ns, t.filter_ns),
+            (&self.index_ns, t.index_ns),
+            (&self.block_ns, t.block_ns),
+            (&self.search_ns, t.search_ns),
+        ] {
+            counter.fetch_add(ns, Ordering::Relaxed);
+        }
     }
 
     pub(crate) fn record_get(&self, sst_probes: u64) {
@@ -113,6 +132,23 @@ pub struct LevelStats {
     pub bytes: u64,
 }
 
+/// Mean nanoseconds per `get` in each phase of the lookup.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct GetLatency {
+    /// Lookups measured.
+    pub gets: u64,
+    /// Searching the memtables.
+    pub memtable_ns: f64,
+    /// Bloom filters.
+    pub filter_ns: f64,
+    /// Locating the block: learned model or fence keys.
+    pub index_ns: f64,
+    /// Fetching blocks (cache hit or read and check).
+    pub block_ns: f64,
+    /// Searching the block and copying the value.
+    pub search_ns: f64,
+}
+
 /// A snapshot of the engine's statistics.
 #[derive(Debug, Clone, Default)]
 pub struct Stats {
@@ -161,6 +197,9 @@ pub struct Stats {
     pub model_window_avg: f64,
     /// Bytes of learned models per entry, over the SSTs open now.
     pub model_bytes_per_key: f64,
+    /// Mean time of a point lookup by phase, when `Options::timing_stats`
+    /// is on (all zero otherwise).
+    pub get_latency: GetLatency,
     /// Write groups slowed down in the soft zone, and their total delay.
     pub delayed_groups: u64,
     /// Total delay given in the soft zone.
@@ -217,6 +256,18 @@ impl DbInner {
             wal_syncs: get(&c.wal_syncs),
             gets: get(&c.gets),
             sst_probes: get(&c.sst_probes),
+            get_latency: {
+                let n = get(&c.timed_gets);
+                let mean = |a: &AtomicU64| if n == 0 { 0.0 } else { get(a) as f64 / n as f64 };
+                GetLatency {
+                    gets: n,
+                    memtable_ns: mean(&c.memtable_ns),
+                    filter_ns: mean(&c.filter_ns),
+                    index_ns: mean(&c.index_ns),
+                    block_ns: mean(&c.block_ns),
+                    search_ns: mean(&c.search_ns),
+                }
+            },
             lookups_filtered: get(&c.lookups_filtered),
             lookups_by_model: get(&c.lookups_by_model),
             lookups_by_fences: get(&c.lookups_by_fences),
@@ -349,6 +400,14 @@ impl fmt::Display for Stats {
             self.lookups_by_fences,
             self.model_bytes_per_key
         )?;
+        let g = &self.get_latency;
+        if g.gets > 0 {
+            writeln!(
+                f,
+                "get latency (mean of {} timed): memtable {:.0} ns, filter {:.0} ns, index {:.0} ns, block {:.0} ns, search+copy {:.0} ns",
+                g.gets, g.memtable_ns, g.filter_ns, g.index_ns, g.block_ns, g.search_ns
+            )?;
+        }
         for (i, l) in self.levels.iter().enumerate().filter(|(_, l)| l.files > 0) {
             writeln!(f, "L{i}: {} files, {:.1} MiB", l.files, mib(l.bytes))?;
         }

@@ -146,13 +146,19 @@ impl SstReader {
         seqno: SeqNo,
         trace: &mut LookupTrace,
     ) -> Result<Option<(Arc<Block>, usize)>> {
-        if !self.may_contain(user_key) {
+        let clock = trace.timed.then(std::time::Instant::now);
+        let may = self.may_contain(user_key);
+        trace.filter_ns += elapsed_ns(clock);
+        if !may {
             trace.filtered = true;
             return Ok(None);
         }
         let target = seek_trailer(seqno);
         if let Some(model) = &self.model {
-            let Some((lo, hi)) = model.window(user_key) else {
+            let clock = trace.timed.then(std::time::Instant::now);
+            let window = model.window(user_key);
+            trace.index_ns += elapsed_ns(clock);
+            let Some((lo, hi)) = window else {
                 trace.by_model = true;
                 return Ok(None);
             };
@@ -161,11 +167,16 @@ impl SstReader {
             }
         }
         trace.by_fences = true;
-        let Some(mut b) = self.index.find(user_key, target) else {
+        let clock = trace.timed.then(std::time::Instant::now);
+        let found = self.index.find(user_key, target);
+        trace.index_ns += elapsed_ns(clock);
+        let Some(mut b) = found else {
             return Ok(None);
         };
         loop {
+            let clock = trace.timed.then(std::time::Instant::now);
             let block = self.read_block(b)?;
+            trace.block_ns += elapsed_ns(clock);
             let i = block.seek(user_key, target);
             if i < block.len() {
                 if block.key(i) != user_key {
@@ -202,7 +213,9 @@ impl SstReader {
         }
         let (mut b, mut first) = model.block_of(lo);
         loop {
+            let clock = trace.timed.then(std::time::Instant::now);
             let block = self.read_block(b)?;
+            trace.block_ns += elapsed_ns(clock);
             let end = first + block.len() as u64;
             let from = (lo.max(first).min(end) - first) as usize;
             let to = (hi.min(end) - first) as usize;
@@ -340,6 +353,7 @@ type Found = Option<(Arc<Block>, usize)>;
 
 /// How one point lookup in an SST was answered.
 #[derive(Debug, Clone, Copy, Default)]
+#[expect(clippy::struct_excessive_bools, reason = "independent flags of one lookup")]
 pub struct LookupTrace {
     /// The bloom filter ruled the key out.
     pub filtered: bool,
@@ -349,4 +363,16 @@ pub struct LookupTrace {
     pub by_fences: bool,
     /// Entries in the model's search window.
     pub window: u64,
+    /// Take timings (set by the caller).
+    pub timed: bool,
+    /// Nanoseconds in the bloom filter.
+    pub filter_ns: u64,
+    /// Nanoseconds locating the block (model or fences), excluding the fetch.
+    pub index_ns: u64,
+    /// Nanoseconds fetching blocks (cache hit or read).
+    pub block_ns: u64,
+}
+
+fn elapsed_ns(start: Option<std::time::Instant>) -> u64 {
+    start.map_or(0, |s| s.elapsed().as_nanos() as u64)
 }
