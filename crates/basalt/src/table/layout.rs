@@ -212,6 +212,17 @@ impl TableLayout {
     }
 }
 
+/// Type equality as the table sees it: an empty time zone is no time zone
+/// (Arrow IPC reads `""` back as none, so a table created with one keeps
+/// none, and must still take batches that carry it).
+fn same_type(a: &DataType, b: &DataType) -> bool {
+    let norm = |t: &DataType| match t {
+        DataType::Timestamp(u, Some(tz)) if tz.is_empty() => DataType::Timestamp(*u, None),
+        other => other.clone(),
+    };
+    norm(a) == norm(b)
+}
+
 fn check_columns(fields: &[Arc<Field>], batch: &RecordBatch) -> Result<()> {
     let got = batch.schema();
     if got.fields().len() != fields.len() {
@@ -223,7 +234,7 @@ fn check_columns(fields: &[Arc<Field>], batch: &RecordBatch) -> Result<()> {
         if f.name() != g.name() {
             return Err(Error::SchemaMismatch(format!("expected column {}, found {}", f.name(), g.name())));
         }
-        if f.data_type() != g.data_type() {
+        if !same_type(f.data_type(), g.data_type()) {
             return Err(Error::SchemaMismatch(format!(
                 "column {} has type {}, the table {}",
                 f.name(),
