@@ -51,7 +51,7 @@ for t in "${targets[@]}"; do
   work="target/fuzz-corpus/$t"
   mkdir -p "$work" "fuzz/artifacts/$t"
   echo "== fuzz $t for ${seconds}s"
-  if ! "$bin_dir/$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
+  if ! "$bin_dir/$t" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
       -print_final_stats=1 -artifact_prefix="fuzz/artifacts/$t/" "$work" "fuzz/corpus/$t" \
       >"target/fuzz-$t.log" 2>&1; then
     echo "fuzz: target $t FAILED; its log follows, the input is in fuzz/artifacts/$t/" >&2

@@ -307,10 +307,10 @@ pub fn arrow_schema(data: &[u8]) {
     }
 }
 
-/// Random operations against a `BTreeMap`: each step takes a few bytes (an
+/// Random operations against a `BTreeMap`: each step takes three bytes (an
 /// operation code, a key byte, a value length) and puts, deletes, writes a
-/// batch, reads, scans either way, flushes, compacts or reopens. Every read
-/// must match the model.
+/// batch, reads, scans either way, flushes, compacts, reopens or crashes
+/// the process. Every read must match the model.
 pub fn ops(data: &[u8]) {
     skip_caught_panics_in_hook();
     let fs = MemFs::new();
@@ -324,10 +324,19 @@ pub fn ops(data: &[u8]) {
     };
     let mut db = Some(Db::open("/db", options.clone()).expect("open a new database"));
     let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
-    // At most 256 steps of 3 bytes: a run stays short.
-    for step in data.chunks_exact(3).take(256) {
+    // At most 128 steps of 3 bytes and 8 reopens or crashes (each opens a
+    // database, the slow part): one input runs in milliseconds.
+    let mut restarts = 0;
+    for step in data.chunks_exact(3).take(128) {
         let d = db.as_ref().expect("open");
-        let (op, key, n) = (step[0] % 10, vec![b'k', step[1] % 32], usize::from(step[2]));
+        let mut op = step[0] % 10;
+        if op >= 8 {
+            restarts += 1;
+            if restarts > 8 {
+                op = 6;
+            }
+        }
+        let (key, n) = (vec![b'k', step[1] % 32], usize::from(step[2]));
         let value = vec![step[1]; n % 64];
         match op {
             0 | 1 => {

@@ -18,8 +18,9 @@
 //!   right, and a crash of that recovery still recovers.
 //!
 //! Two workloads by default. `BASALT_FAULT_POINTS` caps the points tried
-//! per kind and mode in each (default 40: all points of kinds called fewer times, else the first 10, the last
-//! 10 and a seeded sample); `all` tries every point. `BASALT_CASES` runs more
+//! per kind and mode in each (default 40: every point of a kind called
+//! fewer times, else the first 10, the last 10 and a seeded sample); `all`
+//! tries every point. `BASALT_CASES` runs more
 //! workloads and `BASALT_SEED` replays one; `BASALT_FAULT=Sync:50:once`
 //! (kind, n, once or forever) runs only that point, and
 //! `BASALT_FAULT_TRACE=1` prints where each injected failure happened. The
