@@ -321,7 +321,10 @@ fn execute(name: &str, common: &Common, jobs: &[Job]) -> Result<()> {
     result::add_speedups(&mut records);
     result::write_jsonl(&dir.join("results.jsonl"), &records)?;
     let charts = report::charts(&records, &dir)?;
-    std::fs::write(dir.join("report.md"), report::markdown(&records, &command, &charts, &failures))?;
+    std::fs::write(
+        dir.join("report.md"),
+        report::markdown(&records, &report::ranges(&raw), &command, &charts, &failures),
+    )?;
     println!("{}", report::terminal_table(&records));
     println!(
         "\nresults: {}/results.jsonl, report: {}/report.md, {} charts",

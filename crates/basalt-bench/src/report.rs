@@ -92,7 +92,31 @@ fn sig(v: f64) -> String {
     }
 }
 
-fn table(records: &[Record], markdown: bool) -> String {
+/// The lowest and highest value of every measurement over its runs.
+pub type Ranges = BTreeMap<(String, String, u64, String, usize, String), (f64, f64)>;
+
+/// Collects [`Ranges`] from the records of every run.
+pub fn ranges(runs: &[Record]) -> Ranges {
+    let mut out = Ranges::new();
+    for r in runs {
+        let e = out.entry(r.key()).or_insert((r.value, r.value));
+        e.0 = e.0.min(r.value);
+        e.1 = e.1.max(r.value);
+    }
+    out
+}
+
+fn cell(r: &Record, ranges: Option<&Ranges>) -> String {
+    let median = human(r.value, &r.unit);
+    match ranges.and_then(|g| g.get(&r.key())) {
+        Some(&(lo, hi)) if r.env.runs > 1 => {
+            format!("**{median}** ({}–{})", human(lo, &r.unit), human(hi, &r.unit))
+        }
+        _ => median,
+    }
+}
+
+fn table(records: &[Record], markdown: bool, ranges: Option<&Ranges>) -> String {
     let g = group(records);
     let mut out = String::new();
     for ((workload, scale, dist, threads), metrics, cells) in &g.groups {
@@ -102,9 +126,7 @@ fn table(records: &[Record], markdown: bool) -> String {
         for m in metrics {
             let mut row = vec![m.clone()];
             for e in &g.engines {
-                row.push(
-                    cells.get(&(m.clone(), e.clone())).map_or_else(String::new, |r| human(r.value, &r.unit)),
-                );
+                row.push(cells.get(&(m.clone(), e.clone())).map_or_else(String::new, |r| cell(r, ranges)));
             }
             rows.push(row);
         }
@@ -147,11 +169,18 @@ fn table(records: &[Record], markdown: bool) -> String {
 
 /// The tables for the terminal.
 pub fn terminal_table(records: &[Record]) -> String {
-    table(records, false)
+    table(records, false, None)
 }
 
-/// The Markdown report: command, environment, tables and charts.
-pub fn markdown(records: &[Record], command: &str, charts: &[PathBuf], failures: &[String]) -> String {
+/// The Markdown report: command, environment, tables (with the range of
+/// the runs next to each median) and charts.
+pub fn markdown(
+    records: &[Record],
+    ranges: &Ranges,
+    command: &str,
+    charts: &[PathBuf],
+    failures: &[String],
+) -> String {
     let mut out = String::from("# Basalt benchmark report\n\n");
     let _ = writeln!(out, "Command: `{command}`\n");
     if let Some(r) = records.first() {
@@ -189,7 +218,10 @@ pub fn markdown(records: &[Record], command: &str, charts: &[PathBuf], failures:
     out.push_str(
         "`basalt_speedup_<metric>` is Basalt's advantage over that engine (above 1: Basalt wins).\n\n",
     );
-    out.push_str(&table(records, true));
+    if records.iter().any(|r| r.env.runs > 1) {
+        out.push_str("Each cell: **median** (lowest–highest) of the runs.\n\n");
+    }
+    out.push_str(&table(records, true, Some(ranges)));
     if !charts.is_empty() {
         out.push_str("## Charts\n\n");
         for c in charts {
@@ -362,7 +394,7 @@ mod tests {
         assert_eq!(files.len(), 3);
         let svg = std::fs::read_to_string(&files[0]).expect("svg");
         assert!(svg.contains("<svg") && svg.contains("basalt"), "{svg}");
-        let md = markdown(&records, "basalt-bench quick", &files, &[]);
+        let md = markdown(&records, &ranges(&records), "basalt-bench quick", &files, &[]);
         assert!(md.contains("| get_ops_per_s") && md.contains("![omendb-get_ops_per_s.svg]"), "{md}");
     }
 }
