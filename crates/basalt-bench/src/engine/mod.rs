@@ -155,8 +155,8 @@ impl Kind {
                 if budget.is_some() { " (budget ignored)" } else { "" }
             ),
             Kind::Rocksdb => format!(
-                "block cache {cache} MiB (LRU), 16 KiB blocks, 10-bit bloom, index and filter in cache \
-                 with L0 pinned, 256 MiB memtables, LZ4 (ZSTD bottommost), sync=false{}",
+                "block cache {cache} MiB (LRU), 16 KiB blocks, 10-bit bloom, partitioned index and filter \
+                 in cache with L0 and top level pinned, 256 MiB memtables, LZ4 (ZSTD bottommost), sync=false{}",
                 budget.map_or(String::new(), |b| format!(", db_write_buffer_size {b} MiB"))
             ),
             Kind::Leveldb => format!(
