@@ -67,7 +67,7 @@ pub fn human(value: f64, unit: &str) -> String {
     match unit {
         "bytes" => format!("{:.1} MiB", value / f64::from(1u32 << 20)),
         "x" => format!("{value:.2}x"),
-        "us" | "ms" => format!("{} {unit}", sig(value)),
+        "ns" | "us" | "ms" => format!("{} {unit}", sig(value)),
         _ => {
             let (v, suffix) = if value >= 1e6 {
                 (value / 1e6, "M")
@@ -235,6 +235,7 @@ pub fn markdown(
 fn color(engine: &str) -> RGBColor {
     match engine {
         "basalt" => RGBColor(204, 85, 0),
+        "basalt-fences" => RGBColor(240, 160, 90),
         "sqlite" => RGBColor(70, 110, 170),
         "lmdb" => RGBColor(90, 160, 90),
         "redb" => RGBColor(180, 60, 60),

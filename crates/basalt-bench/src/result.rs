@@ -69,7 +69,11 @@ impl Record {
 pub fn higher_is_better(metric: &str) -> Option<bool> {
     if metric.ends_with("_per_s") || metric == "throughput_kept_ratio" {
         Some(true)
-    } else if metric.ends_with("_us") || metric.ends_with("_ms") || metric.ends_with("_bytes") {
+    } else if metric.ends_with("_ns")
+        || metric.ends_with("_us")
+        || metric.ends_with("_ms")
+        || metric.ends_with("_bytes")
+    {
         Some(false)
     } else {
         None
@@ -202,14 +206,16 @@ mod tests {
             rec("sqlite", "get_ops_per_s", 1.0),
             rec("basalt", "get_p99_us", 2.0),
             rec("sqlite", "get_p99_us", 5.0),
+            rec("basalt-fences", "get_ops_per_s", 0.5),
         ];
         let mut m = medians(&runs);
-        assert_eq!(m.len(), 4);
+        assert_eq!(m.len(), 5);
         assert!((m[0].value - 2.0).abs() < 1e-12 && m[0].env.runs == 3);
         add_speedups(&mut m);
         let s: Vec<_> = m.iter().filter(|r| r.metric.starts_with("basalt_speedup")).collect();
-        assert_eq!(s.len(), 2);
+        assert_eq!(s.len(), 3);
         assert!((s[0].value - 2.0).abs() < 1e-12, "throughput: basalt / peer");
         assert!((s[1].value - 2.5).abs() < 1e-12, "latency: peer / basalt");
+        assert!(s[2].engine == "basalt-fences" && (s[2].value - 4.0).abs() < 1e-12, "model on / off");
     }
 }

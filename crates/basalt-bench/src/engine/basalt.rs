@@ -1,29 +1,39 @@
 //! Basalt: default options except the block cache (the shared budget) and
-//! the write-buffer budget when one is asked for.
+//! the write-buffer budget when one is asked for; `basalt-fences` also
+//! turns the learned index off.
 
 use std::path::Path;
 
-use basalt::{Db, Options, WriteBatch, WriteOptions};
+use basalt::{Db, GetLatency, Options, WriteBatch, WriteOptions};
 
-use super::{Config, Engine, Reader, Result, Row};
+use super::{Config, Engine, Kind, Reader, Result, Row};
 
-fn db_options(cfg: &Config) -> Options {
-    let mut options = Options { block_cache_bytes: cfg.cache_bytes, ..Options::default() };
+fn db_options(cfg: &Config, kind: Kind) -> Options {
+    let mut options = Options {
+        block_cache_bytes: cfg.cache_bytes,
+        learned_index: kind != Kind::BasaltFences,
+        ..Options::default()
+    };
     if let Some(budget) = cfg.write_buffer_budget_bytes {
         options.write_buffer_bytes_max = budget;
     }
     options
 }
 
-/// The settings, for the report.
-pub fn options(cfg: &Config) -> String {
-    let o = db_options(cfg);
+/// The settings of `kind` (`basalt` or `basalt-fences`), for the report.
+pub fn options(cfg: &Config, kind: Kind) -> String {
+    let o = db_options(cfg, kind);
     format!(
-        "block cache {} MiB, {} KiB blocks, {}-bit bloom, {} MiB memtables, write-buffer budget {} MiB, \
+        "block cache {} MiB, {} KiB blocks, {}-bit bloom, {}, {} MiB memtables, write-buffer budget {} MiB, \
          compression {:?}, sync=false",
         o.block_cache_bytes >> 20,
         o.block_bytes_target >> 10,
         o.bloom_bits_per_key,
+        if o.learned_index {
+            format!("learned index on (epsilon {})", o.learned_index_epsilon)
+        } else {
+            "learned index off (fence keys)".to_string()
+        },
         o.memtable_bytes_max >> 20,
         o.write_buffer_bytes_max >> 20,
         o.compression,
@@ -33,12 +43,15 @@ pub fn options(cfg: &Config) -> String {
 /// An open Basalt database.
 pub struct BasaltEngine {
     db: Db,
+    timed: bool,
 }
 
 impl BasaltEngine {
-    /// Opens a database in `dir`.
-    pub fn open(dir: &Path, cfg: &Config) -> Result<BasaltEngine> {
-        Ok(BasaltEngine { db: Db::open(dir, db_options(cfg))? })
+    /// Opens a database of `kind` (`basalt` or `basalt-fences`) in `dir`,
+    /// with `Options::timing_stats` when `timed`.
+    pub fn open(dir: &Path, cfg: &Config, kind: Kind, timed: bool) -> Result<BasaltEngine> {
+        let options = Options { timing_stats: timed, ..db_options(cfg, kind) };
+        Ok(BasaltEngine { db: Db::open(dir, options)?, timed })
     }
 }
 
@@ -63,6 +76,10 @@ impl Engine for BasaltEngine {
 
     fn has_write_buffer_budget(&self) -> bool {
         true
+    }
+
+    fn get_latency(&self) -> Option<GetLatency> {
+        self.timed.then(|| self.db.stats().get_latency)
     }
 }
 
@@ -93,5 +110,45 @@ impl Reader for BasaltReader<'_> {
             n += 1;
         }
         Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lookups(kind: Kind, timed: bool) -> (basalt::Stats, Option<GetLatency>) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cfg = Config { cache_bytes: 8 << 20, write_buffer_budget_bytes: None, int_keys: true };
+        let engine = BasaltEngine::open(dir.path(), &cfg, kind, timed).expect("open");
+        let rows: Vec<Row> = (0..2_000u64).map(|i| (i.to_be_bytes().to_vec(), vec![7; 16])).collect();
+        engine.write(&rows).expect("write");
+        engine.settle().expect("settle");
+        let mut reader = engine.reader().expect("reader");
+        for (k, _) in &rows {
+            assert!(reader.get(k, &mut |_| {}).expect("get"));
+        }
+        drop(reader);
+        (engine.db.stats(), engine.get_latency())
+    }
+
+    #[test]
+    fn fences_variant_has_no_model_and_timing_is_opt_in() {
+        let (on, latency) = lookups(Kind::Basalt, false);
+        assert!(on.lookups_by_model > 0 && on.lookups_by_fences == 0, "{on:?}");
+        assert_eq!(latency, None);
+        assert_eq!(on.get_latency.gets, 0, "no timing unless asked");
+        let (off, latency) = lookups(Kind::BasaltFences, true);
+        assert!(off.lookups_by_model == 0 && off.lookups_by_fences > 0, "{off:?}");
+        let latency = latency.expect("timed");
+        assert_eq!(latency.gets, 2_000);
+        assert!(latency.index_ns > 0.0 && latency.block_ns > 0.0, "{latency:?}");
+        assert!(
+            options(
+                &Config { cache_bytes: 0, write_buffer_budget_bytes: None, int_keys: true },
+                Kind::BasaltFences
+            )
+            .contains("learned index off")
+        );
     }
 }

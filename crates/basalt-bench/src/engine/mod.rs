@@ -53,6 +53,13 @@ pub trait Engine: Send + Sync {
     fn has_write_buffer_budget(&self) -> bool {
         false
     }
+
+    /// Basalt opened by [`open_timed`]: the mean time of its point lookups
+    /// so far by phase (`Options::timing_stats`). `None` for every other
+    /// engine, and for Basalt opened without timing.
+    fn get_latency(&self) -> Option<::basalt::GetLatency> {
+        None
+    }
 }
 
 /// Reads of one thread.
@@ -78,6 +85,10 @@ pub trait Reader {
 pub enum Kind {
     /// Basalt, this project.
     Basalt,
+    /// Basalt with the learned index off: SSTs carry no model and lookups
+    /// binary-search the fence keys (the model's on/off comparison).
+    #[serde(rename = "basalt-fences")]
+    BasaltFences,
     /// SQLite through rusqlite (bundled).
     Sqlite,
     /// LMDB through heed.
@@ -94,13 +105,22 @@ pub enum Kind {
 
 impl Kind {
     /// Every engine, built or not.
-    pub const ALL: [Kind; 7] =
-        [Kind::Basalt, Kind::Sqlite, Kind::Lmdb, Kind::Redb, Kind::Fjall, Kind::Rocksdb, Kind::Leveldb];
+    pub const ALL: [Kind; 8] = [
+        Kind::Basalt,
+        Kind::BasaltFences,
+        Kind::Sqlite,
+        Kind::Lmdb,
+        Kind::Redb,
+        Kind::Fjall,
+        Kind::Rocksdb,
+        Kind::Leveldb,
+    ];
 
     /// The name on the command line and in result files.
     pub fn name(self) -> &'static str {
         match self {
             Kind::Basalt => "basalt",
+            Kind::BasaltFences => "basalt-fences",
             Kind::Sqlite => "sqlite",
             Kind::Lmdb => "lmdb",
             Kind::Redb => "redb",
@@ -130,7 +150,7 @@ impl Kind {
     /// The engine's version (of the library the crate wraps, where it says).
     pub fn version(self) -> String {
         match self {
-            Kind::Basalt => format!("basalt {}", env!("CARGO_PKG_VERSION")),
+            Kind::Basalt | Kind::BasaltFences => format!("basalt {}", env!("CARGO_PKG_VERSION")),
             Kind::Sqlite => sqlite::version(),
             Kind::Lmdb => lmdb::version(),
             Kind::Redb => format!("redb {}", env!("BENCH_VERSION_REDB")),
@@ -145,7 +165,7 @@ impl Kind {
         let cache = cfg.cache_bytes >> 20;
         let budget = cfg.write_buffer_budget_bytes.map(|b| b >> 20);
         match self {
-            Kind::Basalt => basalt::options(cfg),
+            Kind::Basalt | Kind::BasaltFences => basalt::options(cfg, self),
             Kind::Sqlite => sqlite::options(cfg),
             Kind::Lmdb => lmdb::OPTIONS.to_string(),
             Kind::Redb => format!("cache {cache} MiB; Durability::None per batch, Immediate on settle"),
@@ -171,7 +191,7 @@ impl Kind {
 pub fn open(kind: Kind, dir: &Path, cfg: &Config) -> Result<Box<dyn Engine>> {
     std::fs::create_dir_all(dir)?;
     Ok(match kind {
-        Kind::Basalt => Box::new(basalt::BasaltEngine::open(dir, cfg)?),
+        Kind::Basalt | Kind::BasaltFences => Box::new(basalt::BasaltEngine::open(dir, cfg, kind, false)?),
         Kind::Sqlite => Box::new(sqlite::SqliteEngine::open(dir, cfg)?),
         Kind::Lmdb => Box::new(lmdb::LmdbEngine::open(dir, cfg)?),
         Kind::Redb => Box::new(redb::RedbEngine::open(dir, cfg)?),
@@ -189,6 +209,20 @@ pub fn open(kind: Kind, dir: &Path, cfg: &Config) -> Result<Box<dyn Engine>> {
             )
             .into());
         }
+    })
+}
+
+/// Reopens the database a Basalt engine of `kind` wrote in `dir` with
+/// `Options::timing_stats` on, so that [`Engine::get_latency`] breaks its
+/// lookups down by phase. Timing costs clock reads on every lookup, so the
+/// timed phases never run with it: the breakdown is a pass of its own.
+/// `None` for the other engines.
+pub fn open_timed(kind: Kind, dir: &Path, cfg: &Config) -> Result<Option<Box<dyn Engine>>> {
+    Ok(match kind {
+        Kind::Basalt | Kind::BasaltFences => {
+            Some(Box::new(basalt::BasaltEngine::open(dir, cfg, kind, true)?))
+        }
+        _ => None,
     })
 }
 
@@ -252,5 +286,9 @@ mod tests {
             assert_eq!(Kind::parse(kind.name()), Some(kind));
         }
         assert!(Kind::built().contains(&Kind::Basalt));
+        let json = serde_json::to_string(&Kind::BasaltFences).expect("json");
+        assert_eq!(json, "\"basalt-fences\"");
+        assert_eq!(serde_json::from_str::<Kind>(&json).expect("parse"), Kind::BasaltFences);
+        assert_eq!(Kind::ALL[1], Kind::BasaltFences, "listed right after basalt");
     }
 }
