@@ -10,7 +10,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::datagen::Distribution;
+use crate::datagen::{self, Distribution};
 use crate::engine::{Kind, Result};
 use crate::measure::Machine;
 use crate::report;
@@ -32,8 +32,9 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Cmd {
-    /// Seeds 001/004: bulk insert (sequential and random 8-byte keys), then
-    /// random point lookups of present and missing keys.
+    /// Seeds 001/004: bulk insert (sequential and random 8-byte keys, or
+    /// a lognormal key set), then random point lookups of present and
+    /// missing keys.
     Omendb(Common),
     /// Seed 002: 512-byte records: write, lookups, scan, unindexed equality
     /// search, range queries, memory; and the 32 MiB back-pressure run.
@@ -61,9 +62,9 @@ struct Common {
     /// Engines to run (default: every engine built in).
     #[arg(long, value_delimiter = ',')]
     engines: Vec<String>,
-    /// Key orders (omendb) or request distributions: sequential, random,
-    /// lognormal, zipfian, latest.
-    #[arg(long, value_delimiter = ',')]
+    /// Key orders (omendb: sequential, random, lognormal) or request
+    /// distributions: sequential, random, lognormal, zipfian, latest.
+    #[arg(long, alias = "distributions", value_delimiter = ',')]
     distribution: Vec<String>,
     /// Operations per timed phase (default: the workload's).
     #[arg(long)]
@@ -197,6 +198,14 @@ fn plan_omendb(c: &Common, scales: &[u64], ops: Option<u64>) -> Result<Vec<Job>>
     let mut jobs = Vec::new();
     for &scale in scales {
         for dist in c.distributions(&[Distribution::Sequential, Distribution::Random])? {
+            if !datagen::KEY_ORDERS.contains(&dist) {
+                return Err(format!(
+                    "omendb: key order {} is not one of {}",
+                    dist.name(),
+                    datagen::KEY_ORDERS.map(Distribution::name).join(", ")
+                )
+                .into());
+            }
             for engine in c.engines()? {
                 let mut job = c.job(Workload::Omendb, engine, scale, dist);
                 job.ops = c.ops.or(ops).unwrap_or_else(|| scale.clamp(100_000, 1_000_000));

@@ -4,6 +4,7 @@
 //! keys in the same order and a run can be replayed.
 
 use rand::rngs::SmallRng;
+use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
 /// The request distributions the workloads understand.
@@ -74,9 +75,13 @@ pub fn fnv64(x: u64) -> u64 {
     h
 }
 
+/// The distributions `omendb` accepts as key orders.
+pub const KEY_ORDERS: [Distribution; 3] =
+    [Distribution::Sequential, Distribution::Random, Distribution::Lognormal];
+
 /// How item numbers become 8-byte keys (big-endian, so byte order is the
 /// order of the encoded number).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KeyOrder {
     /// Item `i` is the number `2i`: keys arrive in ascending order, and the
     /// odd numbers between them are missing keys inside the key range (so a
@@ -85,25 +90,75 @@ pub enum KeyOrder {
     /// Item `i` is `mix64(i)`: keys arrive in random order. Item `n + i` is a
     /// missing key for a store of `n` items.
     Random,
+    /// Item `i` is `keys[i]`, a key set drawn by [`lognormal_keys`] and
+    /// inserted in random order: keys crowd in a few regions of the key
+    /// space instead of spreading evenly. Every key is even, so `keys[j] + 1`
+    /// is a missing key between two present ones, in the same crowded
+    /// regions.
+    Lognormal(Vec<u64>),
 }
 
 impl KeyOrder {
+    /// The key order of `dist` for a store of `n` items drawn with `seed`;
+    /// `None` for distributions outside [`KEY_ORDERS`].
+    pub fn new(dist: Distribution, n: u64, seed: u64) -> Option<KeyOrder> {
+        Some(match dist {
+            Distribution::Sequential => KeyOrder::Sequential,
+            Distribution::Random => KeyOrder::Random,
+            Distribution::Lognormal => KeyOrder::Lognormal(lognormal_keys(n, seed)),
+            Distribution::Zipfian | Distribution::Latest => return None,
+        })
+    }
+
     /// The key number of item `i`.
-    pub fn key_number(self, i: u64) -> u64 {
+    pub fn key_number(&self, i: u64) -> u64 {
         match self {
             KeyOrder::Sequential => i * 2,
             KeyOrder::Random => mix64(i),
+            KeyOrder::Lognormal(keys) => keys[i as usize],
         }
     }
 
     /// The key number of the `i`-th missing key of a store with `n` items.
-    pub fn missing_number(self, i: u64, n: u64) -> u64 {
+    pub fn missing_number(&self, i: u64, n: u64) -> u64 {
         match self {
             KeyOrder::Sequential => (i % n.max(1)) * 2 + 1,
             KeyOrder::Random => mix64(n + i),
+            KeyOrder::Lognormal(keys) => keys[(i % n.max(1)) as usize] + 1,
         }
     }
 }
+
+/// `n` distinct even numbers drawn from a lognormal distribution (μ = 0,
+/// σ = 1) scaled so that e^5 (5σ: about 3 draws in 10 million lie beyond,
+/// clamped to it) maps to 2^62, in a random order. The draws are sorted and
+/// any that equals its predecessor moves up to the predecessor + 2, so the
+/// set is distinct without redrawing; then they are shuffled. A pure
+/// function of `n` and `seed`, in O(n) memory (8 bytes a key).
+pub fn lognormal_keys(n: u64, seed: u64) -> Vec<u64> {
+    const TOP: f64 = (1u64 << 62) as f64;
+    let scale = TOP / 5f64.exp();
+    let mut r = rng(seed, LOGNORMAL_STREAM);
+    let mut keys: Vec<u64> =
+        (0..n).map(|_| ((standard_normal(&mut r).exp() * scale).min(TOP) as u64) & !1).collect();
+    keys.sort_unstable();
+    spread_repeats(&mut keys);
+    keys.shuffle(&mut r);
+    keys
+}
+
+/// Moves every number of sorted even `numbers` that is not above its
+/// predecessor up to the predecessor + 2: distinct, even, still sorted.
+fn spread_repeats(numbers: &mut [u64]) {
+    for i in 1..numbers.len() {
+        if numbers[i] <= numbers[i - 1] {
+            numbers[i] = numbers[i - 1] + 2;
+        }
+    }
+}
+
+/// The generator stream of [`lognormal_keys`].
+const LOGNORMAL_STREAM: u64 = 0x6c6f_676e_6f72_6d6c;
 
 /// An 8-byte big-endian key.
 pub fn u64_key(number: u64) -> [u8; 8] {
@@ -335,12 +390,38 @@ mod tests {
 
     #[test]
     fn missing_keys_never_collide_with_present_ones() {
-        for order in [KeyOrder::Sequential, KeyOrder::Random] {
-            let n = 5_000;
+        let n = 5_000;
+        for dist in KEY_ORDERS {
+            let order = KeyOrder::new(dist, n, 1).expect("a key order");
             let present: std::collections::HashSet<u64> = (0..n).map(|i| order.key_number(i)).collect();
             assert_eq!(present.len() as u64, n);
-            assert!((0..n).all(|i| !present.contains(&order.missing_number(i, n))), "{order:?}");
+            assert!((0..n).all(|i| !present.contains(&order.missing_number(i, n))), "{dist:?}");
         }
+        assert_eq!(KeyOrder::new(Distribution::Zipfian, n, 1), None);
+    }
+
+    #[test]
+    fn lognormal_keys_are_distinct_deterministic_and_skewed() {
+        let n = 200_000;
+        let keys = lognormal_keys(n, 7);
+        assert_eq!(keys.len() as u64, n);
+        assert_eq!(keys, lognormal_keys(n, 7), "deterministic by seed");
+        assert_ne!(keys, lognormal_keys(n, 8));
+        assert!(keys.iter().all(|k| k % 2 == 0 && *k <= (1 << 62) + 2 * n));
+        let mut sorted = keys.clone();
+        sorted.sort_unstable();
+        assert!(sorted.windows(2).all(|w| w[0] < w[1]), "distinct");
+        assert_ne!(keys, sorted, "inserted in random order");
+        // Half the keys lie below the median e^0 · 2^62 / e^5, which holds
+        // under 1% of the range: the set is crowded, not uniform.
+        let median = (1u64 << 62) as f64 / 5f64.exp();
+        let below = keys.iter().filter(|&&k| (k as f64) < median).count() as f64 / n as f64;
+        assert!((0.48..0.52).contains(&below), "{below}");
+        // Draws that collide are spread apart, not redrawn.
+        let mut repeats = [4, 4, 4, 6, 20];
+        spread_repeats(&mut repeats);
+        assert_eq!(repeats, [4, 6, 8, 10, 20]);
+        assert!(lognormal_keys(0, 1).is_empty());
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Seeds 001/004 (OmenDB): bulk insert of N rows with 8-byte keys in
-//! sequential or random order, settle, then random point lookups uniform
-//! over the present keys, and as many lookups of missing keys.
+//! sequential or random order, or a lognormal key set in random order,
+//! settle, then random point lookups uniform over the present keys, and as
+//! many lookups of missing keys.
 
 use std::path::Path;
 use std::time::Instant;
@@ -8,7 +9,7 @@ use std::time::Instant;
 use rand::Rng;
 
 use super::{Job, Sink, disk_bytes, load, rate};
-use crate::datagen::{self, Distribution, KeyOrder, ValuePool};
+use crate::datagen::{self, KeyOrder, ValuePool};
 use crate::engine::{self, Result};
 use crate::measure::Latencies;
 
@@ -17,13 +18,12 @@ pub const BATCH_ROWS: usize = 1000;
 /// Lookups per reader (read transaction) before it is renewed.
 pub const READS_PER_READER: u64 = 1000;
 
-/// Runs the workload for the job's key order.
+/// Runs the workload for the job's key order (sequential, random or
+/// lognormal).
 pub fn run(job: &Job, dir: &Path, sink: &mut Sink) -> Result<()> {
-    let order = match job.distribution {
-        Distribution::Sequential => KeyOrder::Sequential,
-        _ => KeyOrder::Random,
-    };
     let n = job.scale;
+    let order = KeyOrder::new(job.distribution, n, job.seed)
+        .ok_or_else(|| format!("omendb: {} is not a key order", job.distribution.name()))?;
     let engine = engine::open(job.engine, dir, &job.config(true))?;
     let pool = ValuePool::new(job.seed);
     let stats = load(engine.as_ref(), n, BATCH_ROWS, |i, (k, v)| {
