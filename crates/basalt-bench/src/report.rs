@@ -13,11 +13,12 @@ use crate::engine::{Kind, Result};
 use crate::result::{Record, higher_is_better};
 
 /// Metrics drawn as charts, when present.
-pub const CHART_METRICS: [&str; 10] = [
+pub const CHART_METRICS: [&str; 11] = [
     "insert_rows_per_s",
     "get_ops_per_s",
     "get_missing_ops_per_s",
     "get_p99_us",
+    "get_breakdown_index_ns",
     "scan_rows_per_s",
     "range_scan_ops_per_s",
     "index_query_us",

@@ -77,6 +77,13 @@ fn quick_at_tiny_scale_writes_parseable_results() {
     assert!(has("marbledb-backpressure", "basalt", "throughput_kept_ratio"));
     assert!(has("marbledb-backpressure", "basalt", "stall_max_ms"));
     assert!(has("omendb", "sqlite", "basalt_speedup_get_ops_per_s"));
+    for prefix in ["get_breakdown", "get_missing_breakdown"] {
+        for phase in ["memtable", "filter", "index", "block", "search", "total"] {
+            let metric = format!("{prefix}_{phase}_ns");
+            assert!(has("omendb", "basalt", &metric), "{metric}");
+            assert!(!has("omendb", "sqlite", &metric), "{metric} is Basalt's alone");
+        }
+    }
     let r = &records[0];
     assert!(!r.env.machine.cpu.is_empty() && r.env.machine.cores > 0 && r.env.machine.memory_bytes > 0);
     assert!(!r.env.engine_version.is_empty() && !r.env.engine_options.is_empty());

@@ -1,16 +1,17 @@
 //! Seeds 001/004 (OmenDB): bulk insert of N rows with 8-byte keys in
 //! sequential or random order, or a lognormal key set in random order,
 //! settle, then random point lookups uniform over the present keys, and as
-//! many lookups of missing keys.
+//! many lookups of missing keys. For Basalt (`basalt`, `basalt-fences`) an
+//! untimed last pass breaks lookups down by phase (see [`breakdown`]).
 
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rand::Rng;
 
 use super::{Job, Sink, disk_bytes, load, rate};
 use crate::datagen::{self, KeyOrder, ValuePool};
-use crate::engine::{self, Result};
+use crate::engine::{self, Engine, Result};
 use crate::measure::Latencies;
 
 /// Rows per write batch (one transaction each).
@@ -41,15 +42,52 @@ pub fn run(job: &Job, dir: &Path, sink: &mut Sink) -> Result<()> {
 
     let mut rng = datagen::rng(job.seed, 1);
     let mut lat = Latencies::new(4);
+    let took = lookups(engine.as_ref(), &order, n, job.ops, Keys::Present, &mut rng, &mut lat)?;
+    sink.put("get_ops_per_s", rate(job.ops, took), "ops/s");
+    sink.put_latency("get", &mut lat);
+
+    let mut lat = Latencies::new(4);
+    let took = lookups(engine.as_ref(), &order, n, job.ops, Keys::Missing, &mut rng, &mut lat)?;
+    sink.put("get_missing_ops_per_s", rate(job.ops, took), "ops/s");
+    sink.put_latency("get_missing", &mut lat);
+    sink.put_peak_memory("peak_memory_bytes");
+    drop(engine);
+    breakdown(job, dir, &order, sink)
+}
+
+/// Which keys a pass of lookups asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Keys {
+    /// Keys of the store's items, each value checked.
+    Present,
+    /// The missing key of each item.
+    Missing,
+}
+
+/// `ops` lookups of items uniform over the store's `n`, a new reader every
+/// [`READS_PER_READER`]; fails if a present key is not found, a missing one
+/// is, or a value is another row's. Returns the wall time of the pass.
+fn lookups(
+    engine: &dyn Engine,
+    order: &KeyOrder,
+    n: u64,
+    ops: u64,
+    keys: Keys,
+    rng: &mut impl Rng,
+    lat: &mut Latencies,
+) -> Result<Duration> {
     let mut wrong = None;
-    let mut missing = 0u64;
+    let mut unexpected = 0u64;
     let t = Instant::now();
     let mut done = 0;
-    while done < job.ops {
+    while done < ops {
         let mut reader = engine.reader()?;
-        for _ in 0..READS_PER_READER.min(job.ops - done) {
+        for _ in 0..READS_PER_READER.min(ops - done) {
             let i = rng.random_range(0..n);
-            let key = datagen::u64_key(order.key_number(i));
+            let key = datagen::u64_key(match keys {
+                Keys::Present => order.key_number(i),
+                Keys::Missing => order.missing_number(i, n),
+            });
             let found = lat.time(|| {
                 reader.get(&key, &mut |v| {
                     if datagen::value_id(v) != Some(i) {
@@ -57,7 +95,7 @@ pub fn run(job: &Job, dir: &Path, sink: &mut Sink) -> Result<()> {
                     }
                 })
             })?;
-            missing += u64::from(!found);
+            unexpected += u64::from(found != (keys == Keys::Present));
             done += 1;
         }
     }
@@ -65,30 +103,52 @@ pub fn run(job: &Job, dir: &Path, sink: &mut Sink) -> Result<()> {
     if let Some(i) = wrong {
         return Err(format!("omendb: key of item {i} returned another row's value").into());
     }
-    if missing > 0 {
-        return Err(format!("omendb: {missing} present keys were not found").into());
+    if unexpected > 0 {
+        let what =
+            if keys == Keys::Present { "present keys were not found" } else { "missing keys were found" };
+        return Err(format!("omendb: {unexpected} {what}").into());
     }
-    sink.put("get_ops_per_s", rate(job.ops, took), "ops/s");
-    sink.put_latency("get", &mut lat);
+    Ok(took)
+}
 
-    let mut lat = Latencies::new(4);
-    let mut found = 0u64;
-    let t = Instant::now();
-    let mut done = 0;
-    while done < job.ops {
-        let mut reader = engine.reader()?;
-        for _ in 0..READS_PER_READER.min(job.ops - done) {
-            let key = datagen::u64_key(order.missing_number(rng.random_range(0..n), n));
-            found += u64::from(lat.time(|| reader.get(&key, &mut |_| {}))?);
-            done += 1;
+/// Lookups per pass of Basalt's latency breakdown, at most (fewer when the
+/// job's timed passes are shorter).
+pub const BREAKDOWN_OPS: u64 = 100_000;
+
+/// The phases of a Basalt lookup (the fields of `basalt::GetLatency`) and
+/// their sum, as named in the metrics `get_breakdown_<phase>_ns` and
+/// `get_missing_breakdown_<phase>_ns`.
+pub const BREAKDOWN_PHASES: [&str; 6] = ["memtable", "filter", "index", "block", "search", "total"];
+
+/// Basalt only, after the timed passes: the database reopened with
+/// `Options::timing_stats` on, a warm-up pass of present keys, then a pass
+/// of present and a pass of missing keys, each recorded as the mean
+/// nanoseconds per lookup in each phase. The clock reads of the timing are
+/// in these figures, so they add up to more than the timed passes' mean.
+fn breakdown(job: &Job, dir: &Path, order: &KeyOrder, sink: &mut Sink) -> Result<()> {
+    let Some(engine) = engine::open_timed(job.engine, dir, &job.config(true))? else { return Ok(()) };
+    let ops = job.ops.min(BREAKDOWN_OPS);
+    let mut rng = datagen::rng(job.seed, 2);
+    let mut unsampled = Latencies::new(u64::MAX);
+    let totals = |engine: &dyn Engine| -> Result<(u64, [f64; 6])> {
+        let l = engine.get_latency().ok_or("omendb: Basalt opened for timing reports no timing")?;
+        let phases = [l.memtable_ns, l.filter_ns, l.index_ns, l.block_ns, l.search_ns];
+        let mut sums = [0.0; 6];
+        for (sum, mean) in sums.iter_mut().zip(phases) {
+            *sum = mean * l.gets as f64;
+        }
+        sums[5] = sums[..5].iter().sum();
+        Ok((l.gets, sums))
+    };
+    lookups(engine.as_ref(), order, job.scale, ops, Keys::Present, &mut rng, &mut unsampled)?;
+    for (keys, prefix) in [(Keys::Present, "get_breakdown"), (Keys::Missing, "get_missing_breakdown")] {
+        let (gets_before, before) = totals(engine.as_ref())?;
+        lookups(engine.as_ref(), order, job.scale, ops, keys, &mut rng, &mut unsampled)?;
+        let (gets_after, after) = totals(engine.as_ref())?;
+        let gets = (gets_after - gets_before).max(1) as f64;
+        for ((phase, b), a) in BREAKDOWN_PHASES.iter().zip(before).zip(after) {
+            sink.put(&format!("{prefix}_{phase}_ns"), (a - b) / gets, "ns");
         }
     }
-    let took = t.elapsed();
-    if found > 0 {
-        return Err(format!("omendb: {found} missing keys were found").into());
-    }
-    sink.put("get_missing_ops_per_s", rate(job.ops, took), "ops/s");
-    sink.put_latency("get_missing", &mut lat);
-    sink.put_peak_memory("peak_memory_bytes");
     Ok(())
 }
