@@ -61,6 +61,79 @@ pub struct Model {
     run_max: u64,
     segments: Vec<Segment>,
     block_first_row: Vec<u64>,
+    /// Radix tables over `segments[..].x0` and `block_first_row`, built when
+    /// the model is decoded (never stored).
+    segment_radix: RadixTable,
+    block_radix: RadixTable,
+}
+
+/// The first layer of a `RadixSpline`, over a strictly increasing column of
+/// `u64`: slot `r` holds how many values have their top bits (of `value -
+/// base`, above `shift`) below `r`, so the values at most `x` number
+/// between `first[r]` and `first[r + 1]` for `x` in slot `r`. A search
+/// then reads one slot pair and the one to three values between them,
+/// instead of the `log2(n)` dependent cache misses of a binary search over
+/// the whole column (the model's two searches had made it slower than the
+/// fence keys it replaces; docs/BENCHMARKS.md, "Read path").
+#[derive(Debug, Clone)]
+struct RadixTable {
+    base: u64,
+    shift: u32,
+    /// About two slots per value, at most 2^16 + 2.
+    first: Vec<u32>,
+}
+
+/// Most bits a radix table indexes by.
+const RADIX_BITS_MAX: u32 = 16;
+
+impl RadixTable {
+    /// The table over `values` (strictly increasing, at least one).
+    fn new(values: impl Iterator<Item = u64> + Clone) -> RadixTable {
+        let n = values.clone().count();
+        let base = values.clone().next().unwrap_or(0);
+        let span = values.clone().last().unwrap_or(base) - base;
+        let bits = (usize::BITS - n.leading_zeros()).clamp(1, RADIX_BITS_MAX);
+        let shift = (u64::BITS - span.leading_zeros()).saturating_sub(bits);
+        let slots = (span >> shift) as usize + 2;
+        let mut first = Vec::with_capacity(slots);
+        let mut values = values.map(|v| (v - base) >> shift).peekable();
+        let mut below = 0u32;
+        for slot in 0..slots as u64 {
+            while values.next_if(|&v| v < slot).is_some() {
+                below += 1;
+            }
+            first.push(below);
+        }
+        RadixTable { base, shift, first }
+    }
+
+    /// How many values are at most `x`, given the column: `count_le(i)`
+    /// tells whether value `i` is at most `x`.
+    fn count_le(&self, x: u64, n: usize, le: impl Fn(usize) -> bool) -> usize {
+        let Some(offset) = x.checked_sub(self.base) else {
+            return 0;
+        };
+        let slot = (offset >> self.shift) as usize;
+        let (Some(&lo), Some(&hi)) = (self.first.get(slot), self.first.get(slot + 1)) else {
+            return n;
+        };
+        // A binary search between the two, as a skewed column can crowd
+        // many values into one slot.
+        let (mut lo, mut hi) = (lo as usize, hi as usize);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if le(mid) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    fn bytes(&self) -> usize {
+        self.first.len() * 4
+    }
 }
 
 /// The 8 bytes of `key` after `prefix_len`, big-endian and zero-padded.
@@ -82,7 +155,7 @@ impl Model {
             return None;
         }
         let x = window(key, self.prefix.len());
-        let i = self.segments.partition_point(|s| s.x0 <= x);
+        let i = self.segment_radix.count_le(x, self.segments.len(), |i| self.segments[i].x0 <= x);
         let seg = self.segments.get(i.checked_sub(1)?)?;
         let pos = seg.predict(x).round().max(0.0) as u64;
         let lo = pos.saturating_sub(self.err);
@@ -93,7 +166,8 @@ impl Model {
     /// The data block holding entry position `pos`, and that block's first
     /// position.
     pub fn block_of(&self, pos: u64) -> (usize, u64) {
-        let b = self.block_first_row.partition_point(|&first| first <= pos).saturating_sub(1);
+        let rows = &self.block_first_row;
+        let b = self.block_radix.count_le(pos, rows.len(), |i| rows[i] <= pos).saturating_sub(1);
         (b, self.block_first_row.get(b).copied().unwrap_or(0))
     }
 
@@ -114,7 +188,12 @@ impl Model {
 
     /// Bytes the model takes in memory.
     pub fn bytes(&self) -> usize {
-        self.prefix.len() + self.segments.len() * 24 + self.block_first_row.len() * 8 + 64
+        self.prefix.len()
+            + self.segments.len() * 24
+            + self.block_first_row.len() * 8
+            + self.segment_radix.bytes()
+            + self.block_radix.bytes()
+            + 64
     }
 
     /// Number of segments.
@@ -164,7 +243,9 @@ impl Model {
         if block_first_row[0] != 0 || !r.is_empty() {
             return Err(r.corrupt("bad model block table"));
         }
-        Ok(Model { prefix, entries, err, run_max, segments, block_first_row })
+        let segment_radix = RadixTable::new(segments.iter().map(|s| s.x0));
+        let block_radix = RadixTable::new(block_first_row.iter().copied());
+        Ok(Model { prefix, entries, err, run_max, segments, block_first_row, segment_radix, block_radix })
     }
 }
 
@@ -400,6 +481,23 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn radix_table_counts_as_a_binary_search(
+            mut values in prop::collection::vec(any::<u64>().prop_map(|v| v >> (v % 64)), 1..3000),
+            probes in prop::collection::vec(any::<u64>(), 1..200),
+        ) {
+            // Shifted by a random amount, the values crowd near zero as a
+            // skewed key set does, as well as spreading over the range.
+            values.sort_unstable();
+            values.dedup();
+            let table = RadixTable::new(values.iter().copied());
+            let extremes = [0, 1, values[0], values[values.len() - 1], u64::MAX];
+            for x in probes.iter().copied().chain(values.iter().map(|v| v.wrapping_add(1))).chain(extremes) {
+                let want = values.partition_point(|&v| v <= x);
+                prop_assert_eq!(table.count_le(x, values.len(), |i| values[i] <= x), want, "x = {}", x);
+            }
+        }
+
         #[test]
         fn every_key_lies_in_its_window(keys in keys_strategy(), versions in 1usize..4, eps in 1u32..32) {
             check(&keys, versions, eps);

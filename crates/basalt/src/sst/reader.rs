@@ -219,6 +219,7 @@ impl SstReader {
             let end = first + block.len() as u64;
             let from = (lo.max(first).min(end) - first) as usize;
             let to = (hi.min(end) - first) as usize;
+            block.warm_rows(from..to);
             let i = from + block.seek_in(from..to, user_key, target);
             if i < to {
                 trace.by_model = true;

@@ -1,0 +1,98 @@
+//! Point lookups alone, for profiling the read path: fills a database with
+//! 8-byte big-endian keys (the `omendb` workload's shape), settles it, then
+//! times uniform random lookups of present keys and of missing keys. Only
+//! the lookup phases run long enough to dominate a profile:
+//!
+//! ```text
+//! cargo run --release --example lookups -- [--keys N] [--gets N] [--random] [--fences]
+//! perf record -g target/release/examples/lookups --keys 1000000 --gets 20000000 --random
+//! ```
+
+use std::time::Instant;
+
+use basalt::{Db, Options, WriteBatch, WriteOptions};
+use clap::Parser;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+
+#[derive(Parser)]
+#[command(about = "Fill a Basalt database, then time random point lookups")]
+struct Args {
+    /// Keys to load.
+    #[arg(long, default_value_t = 1_000_000)]
+    keys: u64,
+    /// Lookups of present keys (and as many of missing keys).
+    #[arg(long, default_value_t = 2_000_000)]
+    gets: u64,
+    /// Value bytes per key.
+    #[arg(long, default_value_t = 100)]
+    value_bytes: usize,
+    /// Insert in random order (default: ascending).
+    #[arg(long)]
+    random: bool,
+    /// Switch the learned index off.
+    #[arg(long)]
+    fences: bool,
+    /// Print the latency breakdown (times every lookup, which slows it).
+    #[arg(long)]
+    timing: bool,
+    /// Seed of the key order and the lookups.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+}
+
+/// Present keys are even numbers, so odd ones are known to be missing.
+fn key(i: u64) -> [u8; 8] {
+    (i * 2).to_be_bytes()
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args = Args::parse();
+    let dir = tempfile::tempdir()?;
+    let options = Options {
+        learned_index: !args.fences,
+        timing_stats: args.timing,
+        ..Options::default()
+    };
+    let db = Db::open(dir.path(), options)?;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(args.seed);
+    let mut order: Vec<u64> = (0..args.keys).collect();
+    if args.random {
+        order.shuffle(&mut rng);
+    }
+    let mut value = vec![0u8; args.value_bytes];
+    let t = Instant::now();
+    for chunk in order.chunks(1000) {
+        let mut batch = WriteBatch::new();
+        for &i in chunk {
+            value[..8.min(args.value_bytes)].copy_from_slice(&i.to_le_bytes()[..8.min(args.value_bytes)]);
+            batch.put(key(i), &value);
+        }
+        db.write_opt(batch, &WriteOptions { sync: false })?;
+    }
+    db.flush()?;
+    db.wait_for_background_work()?;
+    println!("loaded {} keys in {:.2?}", args.keys, t.elapsed());
+
+    for (name, offset) in [("present", 0u64), ("missing", 1)] {
+        let t = Instant::now();
+        let mut found = 0u64;
+        for _ in 0..args.gets {
+            let i = rng.random_range(0..args.keys);
+            let k = (i * 2 + offset).to_be_bytes();
+            found += u64::from(db.get(k)?.is_some());
+        }
+        let took = t.elapsed();
+        let expect = if offset == 0 { args.gets } else { 0 };
+        if found != expect {
+            return Err(format!("{name}: found {found} of {} lookups, expected {expect}", args.gets).into());
+        }
+        println!(
+            "{name:>8} keys: {:.0}K lookups/s ({:.3} us each)",
+            args.gets as f64 / took.as_secs_f64() / 1e3,
+            took.as_secs_f64() * 1e6 / args.gets as f64
+        );
+    }
+    println!("{}", db.stats());
+    Ok(())
+}
