@@ -32,7 +32,7 @@ impl MemCursor {
         let mut c = MemCursor { mem, tree, forward, buf: VecDeque::new(), exhausted: false };
         match start {
             Some((user_key, trailer)) => {
-                let probe = Probe { tree, user_key, trailer };
+                let probe = Probe::new(tree, user_key, trailer);
                 c.refill(Bound::Included(&probe));
             }
             None => c.refill(Bound::Unbounded),
