@@ -28,8 +28,9 @@ pub struct MemKey {
     pub tree: TreeId,
     /// The user key's first 8 bytes as a big-endian number ([`key_prefix`]),
     /// kept in the node: most comparisons of a skiplist search end on it,
-    /// without following `user_key` to its bytes (one cache miss fewer per
-    /// node visited; random-key inserts were measured 1.6x faster).
+    /// without following `user_key` to its bytes (in a profile of 1M
+    /// random 8-byte-key inserts, `memcmp` fell from 20% to 5%; the node
+    /// visits' own misses remain and the load time moved within noise).
     prefix: u64,
     /// The user key.
     pub user_key: Bytes,
