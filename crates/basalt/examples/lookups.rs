@@ -4,7 +4,7 @@
 //! the lookup phases run long enough to dominate a profile:
 //!
 //! ```text
-//! cargo run --release --example lookups -- [--keys N] [--gets N] [--random] [--fences]
+//! cargo run --release --example lookups -- [--keys N] [--gets N] [--random] [--fences] [--row-cache-mib M]
 //! perf record -g target/release/examples/lookups --keys 1000000 --gets 20000000 --random
 //! ```
 
@@ -36,6 +36,13 @@ struct Args {
     /// Print the latency breakdown (times every lookup, which slows it).
     #[arg(long)]
     timing: bool,
+    /// Draw lookups from this many keys chosen at random (hot keys scattered
+    /// over every block, the row cache's case); 0: from every key.
+    #[arg(long, default_value_t = 0)]
+    hot_keys: u64,
+    /// Row cache in MiB (0: off, the default).
+    #[arg(long, default_value_t = 0)]
+    row_cache_mib: usize,
     /// Seed of the key order and the lookups.
     #[arg(long, default_value_t = 42)]
     seed: u64,
@@ -52,6 +59,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let options = Options {
         learned_index: !args.fences,
         timing_stats: args.timing,
+        row_cache_bytes: args.row_cache_mib << 20,
         ..Options::default()
     };
     let db = Db::open(dir.path(), options)?;
@@ -74,11 +82,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     db.wait_for_background_work()?;
     println!("loaded {} keys in {:.2?}", args.keys, t.elapsed());
 
+    let hot: Vec<u64> = (0..args.hot_keys).map(|_| rng.random_range(0..args.keys)).collect();
     for (name, offset) in [("present", 0u64), ("missing", 1)] {
         let t = Instant::now();
         let mut found = 0u64;
         for _ in 0..args.gets {
-            let i = rng.random_range(0..args.keys);
+            let i = if hot.is_empty() {
+                rng.random_range(0..args.keys)
+            } else {
+                hot[rng.random_range(0..hot.len())]
+            };
             let k = (i * 2 + offset).to_be_bytes();
             found += u64::from(db.get(k)?.is_some());
         }

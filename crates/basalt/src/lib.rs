@@ -12,6 +12,7 @@ pub mod io;
 pub mod log;
 pub mod memtable;
 mod options;
+pub mod row_cache;
 pub mod sst;
 pub mod table;
 pub mod version;

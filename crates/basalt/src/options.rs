@@ -104,6 +104,11 @@ pub struct Options {
     /// Byte budget of the shared block cache. 64 MiB by default; benchmarks
     /// set it to match their peers.
     pub block_cache_bytes: usize,
+    /// Byte budget of the row cache, which keeps the newest version of a
+    /// key per SST for repeated point lookups of hot keys; 0 (the default)
+    /// turns it off. Never stale: see `row_cache.rs` for why it needs no
+    /// invalidation. Charged on top of the block cache.
+    pub row_cache_bytes: usize,
     /// Largest key accepted, in bytes. Keys are copied into fence keys and
     /// the memtable; 64 KiB keeps every index entry small.
     pub key_bytes_max: usize,
@@ -144,6 +149,7 @@ impl Default for Options {
             bloom_bits_per_key: 10,
             compression: Compression::None,
             block_cache_bytes: 64 << 20,
+            row_cache_bytes: 0,
             key_bytes_max: 64 << 10,
             value_bytes_max: 64 << 20,
             batch_bytes_max: 1 << 30,

@@ -83,6 +83,8 @@ pub(crate) struct DbInner {
     /// SSTs being written, not yet in any version: never obsolete.
     pub pending_outputs: Mutex<std::collections::HashSet<u64>>,
     pub block_cache: Arc<BlockCache>,
+    /// With `Options::row_cache_bytes` above zero.
+    pub row_cache: Option<crate::row_cache::RowCache>,
     /// Live snapshots: seqno → number of handles.
     pub snapshots: Mutex<std::collections::BTreeMap<SeqNo, usize>>,
     pub counters: Counters,

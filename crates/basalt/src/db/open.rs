@@ -81,6 +81,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         bg_cv: Condvar::new(),
         table_cache: TableCache::new(fs, dir.to_path_buf()),
         block_cache: Arc::new(BlockCache::new(opts.block_cache_bytes)),
+        row_cache: (opts.row_cache_bytes > 0).then(|| crate::row_cache::RowCache::new(opts.row_cache_bytes)),
         pending_outputs: Mutex::new(std::collections::HashSet::new()),
         snapshots: Mutex::new(std::collections::BTreeMap::new()),
         counters: Counters::default(),

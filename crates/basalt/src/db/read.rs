@@ -54,10 +54,31 @@ impl DbInner {
             let reader = self.table_cache.get(file.number, &self.block_cache)?;
             let mut trace = LookupTrace { timed, ..LookupTrace::default() };
             let probe = timed.then(Instant::now);
+            if let Some(rows) = &self.row_cache {
+                // The filter first: a key the file lacks costs no hash lookup.
+                if !reader.may_contain(user_key) {
+                    trace.filtered = true;
+                    self.counters.record_lookup(&trace);
+                    continue;
+                }
+                if let Some((trailer, value)) = rows.get(file.number, user_key, seqno) {
+                    self.counters.record_get(probes);
+                    if timed {
+                        self.counters.record_timing(&timing);
+                    }
+                    return Ok(visible(trailer, value));
+                }
+            }
             let found = reader.get_entry_traced(user_key, seqno, &mut trace)?;
             self.counters.record_lookup(&trace);
-            let result =
-                found.map(|(block, i)| visible(block.trailer(i), Bytes::copy_from_slice(block.value(i))));
+            let found = found.map(|(block, i)| (block.trailer(i), Bytes::copy_from_slice(block.value(i))));
+            if let (Some(rows), Some((trailer, value))) = (&self.row_cache, &found)
+                && seqno >= file.max_seqno
+            {
+                // This lookup saw every version in the file: it found the newest.
+                rows.insert(file.number, user_key, *trailer, value.clone());
+            }
+            let result = found.map(|(trailer, value)| visible(trailer, value));
             if let Some(p) = probe {
                 timing.add_probe(&trace, p.elapsed().as_nanos() as u64);
             }

@@ -228,6 +228,12 @@ pub struct Stats {
     pub block_cache_bytes: u64,
     /// Byte budget of the block cache.
     pub block_cache_capacity_bytes: u64,
+    /// Row cache hits (0 without a row cache).
+    pub row_cache_hits: u64,
+    /// Row cache misses.
+    pub row_cache_misses: u64,
+    /// Bytes held by the row cache.
+    pub row_cache_bytes: u64,
     /// SST readers open.
     pub open_sst_readers: usize,
     /// Live snapshots.
@@ -300,6 +306,9 @@ impl DbInner {
             block_cache_misses: self.block_cache.misses(),
             block_cache_bytes: self.block_cache.usage_bytes(),
             block_cache_capacity_bytes: self.block_cache.capacity_bytes(),
+            row_cache_hits: self.row_cache.as_ref().map_or(0, crate::row_cache::RowCache::hits),
+            row_cache_misses: self.row_cache.as_ref().map_or(0, crate::row_cache::RowCache::misses),
+            row_cache_bytes: self.row_cache.as_ref().map_or(0, crate::row_cache::RowCache::usage_bytes),
             open_sst_readers: self.table_cache.len(),
             snapshots: self.snapshots.lock().values().sum(),
         }
@@ -391,6 +400,15 @@ impl fmt::Display for Stats {
             self.gets,
             self.snapshots
         )?;
+        if self.row_cache_hits + self.row_cache_misses > 0 {
+            writeln!(
+                f,
+                "row cache {:.1} MiB, {} hits, {} misses",
+                mib(self.row_cache_bytes),
+                self.row_cache_hits,
+                self.row_cache_misses
+            )?;
+        }
         writeln!(
             f,
             "SST probes: {} filtered, {} by learned index (window {:.1} entries), {} by fences; model {:.2} B/key",

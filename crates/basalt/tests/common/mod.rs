@@ -60,6 +60,8 @@ pub fn small_options(fs: &MemFs, rng: &mut StdRng) -> Options {
         level_size_ratio: rng.random_range(2..5),
         sst_bytes_target: rng.random_range(500..8_000),
         auto_compaction: rng.random_bool(0.8),
+        // Half the cases with a row cache small enough to evict.
+        row_cache_bytes: if rng.random_bool(0.5) { rng.random_range(1..64 << 10) } else { 0 },
         ..Options::default()
     }
 }
