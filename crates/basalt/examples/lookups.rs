@@ -40,6 +40,9 @@ struct Args {
     /// over every block, the row cache's case); 0: from every key.
     #[arg(long, default_value_t = 0)]
     hot_keys: u64,
+    /// Threads doing the lookups (each does `gets / threads`).
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
     /// Row cache in MiB (0: off, the default).
     #[arg(long, default_value_t = 0)]
     row_cache_mib: usize,
@@ -83,27 +86,42 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("loaded {} keys in {:.2?}", args.keys, t.elapsed());
 
     let hot: Vec<u64> = (0..args.hot_keys).map(|_| rng.random_range(0..args.keys)).collect();
+    let threads = args.threads.max(1);
     for (name, offset) in [("present", 0u64), ("missing", 1)] {
         let t = Instant::now();
-        let mut found = 0u64;
-        for _ in 0..args.gets {
-            let i = if hot.is_empty() {
-                rng.random_range(0..args.keys)
-            } else {
-                hot[rng.random_range(0..hot.len())]
-            };
-            let k = (i * 2 + offset).to_be_bytes();
-            found += u64::from(db.get(k)?.is_some());
-        }
+        // Each thread does its share of the lookups with its own generator.
+        let found = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..threads)
+                .map(|thread| {
+                    let (db, hot) = (&db, &hot);
+                    let mut rng = rand::rngs::StdRng::seed_from_u64(args.seed ^ (thread as u64 + 1) << 32);
+                    scope.spawn(move || -> Result<u64, basalt::Error> {
+                        let mut found = 0u64;
+                        for _ in 0..args.gets / threads as u64 {
+                            let i = if hot.is_empty() {
+                                rng.random_range(0..args.keys)
+                            } else {
+                                hot[rng.random_range(0..hot.len())]
+                            };
+                            let k = (i * 2 + offset).to_be_bytes();
+                            found += u64::from(db.get(k)?.is_some());
+                        }
+                        Ok(found)
+                    })
+                })
+                .collect();
+            workers.into_iter().map(|w| w.join().expect("lookup thread panicked")).sum::<Result<u64, _>>()
+        })?;
         let took = t.elapsed();
-        let expect = if offset == 0 { args.gets } else { 0 };
+        let gets = args.gets / threads as u64 * threads as u64;
+        let expect = if offset == 0 { gets } else { 0 };
         if found != expect {
-            return Err(format!("{name}: found {found} of {} lookups, expected {expect}", args.gets).into());
+            return Err(format!("{name}: found {found} of {gets} lookups, expected {expect}").into());
         }
         println!(
-            "{name:>8} keys: {:.0}K lookups/s ({:.3} us each)",
-            args.gets as f64 / took.as_secs_f64() / 1e3,
-            took.as_secs_f64() * 1e6 / args.gets as f64
+            "{name:>8} keys: {:.0}K lookups/s with {threads} thread(s) ({:.3} us each per thread)",
+            gets as f64 / took.as_secs_f64() / 1e3,
+            took.as_secs_f64() * 1e6 * threads as f64 / gets as f64
         );
     }
     println!("{}", db.stats());

@@ -6,13 +6,17 @@
 //! memory. Concurrent misses on one key load it once; the others wait.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use quick_cache::Weighter;
 use quick_cache::sync::Cache;
 
 use crate::error::Result;
 use crate::sst::block::Block;
+use crate::striped::StripedCounters;
+
+/// Indices into the hit/miss counters.
+const HIT: usize = 0;
+const MISS: usize = 1;
 
 /// Cache key: the SST's file number and the block's offset in it. File
 /// numbers are never reused, so a key never names two different blocks.
@@ -36,8 +40,8 @@ impl Weighter<BlockKey, Arc<Block>> for BlockWeighter {
 pub struct BlockCache {
     cache: Cache<BlockKey, Arc<Block>, BlockWeighter>,
     capacity_bytes: u64,
-    hits: AtomicU64,
-    misses: AtomicU64,
+    /// Hits (0) and misses (1), striped: every lookup bumps one.
+    counts: StripedCounters<2>,
 }
 
 impl std::fmt::Debug for BlockCache {
@@ -60,8 +64,7 @@ impl BlockCache {
         BlockCache {
             cache: Cache::with_weighter(items, capacity, BlockWeighter),
             capacity_bytes: capacity,
-            hits: AtomicU64::new(0),
-            misses: AtomicU64::new(0),
+            counts: StripedCounters::default(),
         }
     }
 
@@ -71,7 +74,7 @@ impl BlockCache {
         // The plain lookup is much cheaper than get_or_insert_with's
         // placeholder protocol, and hits are the common case.
         if let Some(block) = self.cache.get(&key) {
-            self.hits.fetch_add(1, Ordering::Relaxed);
+            self.counts.add(HIT, 1);
             return Ok(block);
         }
         let mut loaded = false;
@@ -79,16 +82,14 @@ impl BlockCache {
             loaded = true;
             load().map(Arc::new)
         })?;
-        let counter = if loaded { &self.misses } else { &self.hits };
-        counter.fetch_add(1, Ordering::Relaxed);
+        self.counts.add(if loaded { MISS } else { HIT }, 1);
         Ok(block)
     }
 
     /// The cached block for `key`, if any; counts as a hit or a miss.
     pub fn get(&self, key: BlockKey) -> Option<Arc<Block>> {
         let block = self.cache.get(&key);
-        let counter = if block.is_some() { &self.hits } else { &self.misses };
-        counter.fetch_add(1, Ordering::Relaxed);
+        self.counts.add(if block.is_some() { HIT } else { MISS }, 1);
         block
     }
 
@@ -101,12 +102,12 @@ impl BlockCache {
 
     /// Lookups served from the cache.
     pub fn hits(&self) -> u64 {
-        self.hits.load(Ordering::Relaxed)
+        self.counts.sum(HIT)
     }
 
     /// Lookups that had to load.
     pub fn misses(&self) -> u64 {
-        self.misses.load(Ordering::Relaxed)
+        self.counts.sum(MISS)
     }
 
     /// Bytes of blocks held now.

@@ -14,6 +14,7 @@ pub mod memtable;
 mod options;
 pub mod row_cache;
 pub mod sst;
+mod striped;
 pub mod table;
 pub mod version;
 pub mod wal;

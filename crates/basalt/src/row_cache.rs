@@ -17,13 +17,17 @@
 //! older snapshot reads the SST as if there were no row cache.
 
 use std::hash::{Hash, Hasher};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 use quick_cache::sync::Cache;
 use quick_cache::{Equivalent, Weighter};
 
 use crate::codec::internal::SeqNo;
+use crate::striped::StripedCounters;
+
+/// Indices into the hit/miss counters.
+const HIT: usize = 0;
+const MISS: usize = 1;
 
 /// Bytes charged per entry beyond its key and value: the cache's slot, the
 /// key and value handles and their allocations' headers.
@@ -86,8 +90,8 @@ impl Weighter<RowKey, Row> for RowWeighter {
 /// A byte-weighted cache of rows shared by every lookup of a database.
 pub struct RowCache {
     cache: Cache<RowKey, Row, RowWeighter>,
-    hits: AtomicU64,
-    misses: AtomicU64,
+    /// Hits (0) and misses (1), striped: every lookup bumps one.
+    counts: StripedCounters<2>,
 }
 
 impl std::fmt::Debug for RowCache {
@@ -107,8 +111,7 @@ impl RowCache {
         let items = (capacity / EXPECTED_ENTRY_BYTES).max(16) as usize;
         RowCache {
             cache: Cache::with_weighter(items, capacity, RowWeighter),
-            hits: AtomicU64::new(0),
-            misses: AtomicU64::new(0),
+            counts: StripedCounters::default(),
         }
     }
 
@@ -116,8 +119,7 @@ impl RowCache {
     /// if cached and visible at `seqno`. `None` means: read the file.
     pub fn get(&self, file: u64, user_key: &[u8], seqno: SeqNo) -> Option<(u64, Bytes)> {
         let row = self.cache.get(&RowProbe { file, user_key }).filter(|row| row.trailer >> 8 <= seqno);
-        let counter = if row.is_some() { &self.hits } else { &self.misses };
-        counter.fetch_add(1, Ordering::Relaxed);
+        self.counts.add(if row.is_some() { HIT } else { MISS }, 1);
         row.map(|row| (row.trailer, row.value))
     }
 
@@ -131,12 +133,12 @@ impl RowCache {
 
     /// Lookups answered.
     pub fn hits(&self) -> u64 {
-        self.hits.load(Ordering::Relaxed)
+        self.counts.sum(HIT)
     }
 
     /// Lookups not answered (absent, or not visible at their snapshot).
     pub fn misses(&self) -> u64 {
-        self.misses.load(Ordering::Relaxed)
+        self.counts.sum(MISS)
     }
 
     /// Bytes held now.

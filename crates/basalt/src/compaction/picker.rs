@@ -168,6 +168,7 @@ mod tests {
     use super::*;
     use crate::codec::internal::Kind;
     use crate::version::VersionEdit;
+    use crate::version::edit::ReaderSlot;
 
     fn file(number: u64, lo: &str, hi: &str, size: u64, seq: u64) -> FileMeta {
         FileMeta {
@@ -178,6 +179,7 @@ mod tests {
             max_seqno: seq,
             smallest: InternalKey::new(Bytes::copy_from_slice(lo.as_bytes()), seq, Kind::Put),
             largest: InternalKey::new(Bytes::copy_from_slice(hi.as_bytes()), seq, Kind::Put),
+            reader: ReaderSlot::default(),
         }
     }
 

@@ -35,7 +35,7 @@ fn compaction_loop(inner: &DbInner) {
                     return;
                 }
                 if bg.error.is_none() && inner.opts.auto_compaction {
-                    let version = inner.state.read().version.clone();
+                    let version = inner.state.load().version.clone();
                     if compaction::choose(&version, &inner.opts).is_some() {
                         break;
                     }
@@ -47,7 +47,7 @@ fn compaction_loop(inner: &DbInner) {
         // have changed the version, and a task from an older version could
         // name files that are gone.
         let _running = inner.compaction_lock.lock();
-        let version = inner.state.read().version.clone();
+        let version = inner.state.load().version.clone();
         if let Some(task) = compaction::choose(&version, &inner.opts)
             && let Err(e) = inner.run_compaction(&task)
         {
@@ -65,7 +65,7 @@ impl DbInner {
             if let Some(e) = &bg.error {
                 return Err(e.duplicate());
             }
-            let sv = self.state.read().clone();
+            let sv = self.state.load_full();
             let compaction_due =
                 self.opts.auto_compaction && compaction::choose(&sv.version, &self.opts).is_some();
             if sv.imms.is_empty() && !compaction_due {
@@ -84,13 +84,13 @@ impl DbInner {
         self.flush_all()?;
         let _running = self.compaction_lock.lock();
         let last = {
-            let version = self.state.read().version.clone();
+            let version = self.state.load().version.clone();
             let t =
                 version.tree(tree).ok_or_else(|| Error::InvalidArgument(format!("unknown tree {tree}")))?;
             (0..LEVELS).rev().find(|&l| !t.levels[l].is_empty()).unwrap_or(0)
         };
         for level in 0..LEVELS - 1 {
-            let version = self.state.read().version.clone();
+            let version = self.state.load().version.clone();
             let Some(t) = version.tree(tree) else { break };
             let inputs: Vec<_> = if level == 0 {
                 // All of L0 or none: see `task_for`.
@@ -132,8 +132,7 @@ impl DbInner {
         {
             let mut versions = self.versions.lock();
             let version = versions.log_and_apply(edit)?;
-            let mut state = self.state.write();
-            *state = Arc::new(SuperVersion { mem: state.mem.clone(), imms: state.imms.clone(), version });
+            self.state.replace(|s| SuperVersion { mem: s.mem.clone(), imms: s.imms.clone(), version });
             let mut pending = self.pending_outputs.lock();
             for n in numbers {
                 pending.remove(&n);

@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 use crate::files::{self, FileKind};
 use crate::memtable::Memtable;
 use crate::sst::writer::{SstWriter, SstWriterOptions};
+use crate::version::edit::ReaderSlot;
 use crate::version::{FileMeta, VersionEdit};
 use crate::wal::batch::TreeId;
 
@@ -30,7 +31,7 @@ fn flush_loop(inner: &DbInner) {
                 if bg.shutting_down {
                     return;
                 }
-                if bg.error.is_none() && !inner.state.read().imms.is_empty() {
+                if bg.error.is_none() && !inner.state.load().imms.is_empty() {
                     break;
                 }
                 inner.bg_cv.wait(&mut bg);
@@ -46,7 +47,7 @@ impl DbInner {
     /// Flushes the oldest immutable memtable and installs the result.
     fn flush_oldest_imm(&self) -> Result<()> {
         let (imm, next_wal) = {
-            let state = self.state.read();
+            let state = self.state.load();
             let Some(imm) = state.imms.last().cloned() else { return Ok(()) };
             // The memtable after this one (newer imm or the active one) owns
             // the oldest WAL that must survive this flush.
@@ -67,9 +68,10 @@ impl DbInner {
             let current = versions.current_version();
             edit.files_added.retain(|(tree, _, _)| current.tree(*tree).is_some());
             let version = versions.log_and_apply(edit)?;
-            let mut state = self.state.write();
-            let imms: Vec<_> = state.imms.iter().filter(|m| !Arc::ptr_eq(m, &imm)).cloned().collect();
-            *state = Arc::new(SuperVersion { mem: state.mem.clone(), imms, version });
+            self.state.replace(|s| {
+                let imms = s.imms.iter().filter(|m| !Arc::ptr_eq(m, &imm)).cloned().collect();
+                SuperVersion { mem: s.mem.clone(), imms, version }
+            });
             let mut pending = self.pending_outputs.lock();
             for n in numbers {
                 pending.remove(&n);
@@ -153,6 +155,7 @@ pub(crate) fn finish_sst((tree, number, writer): (TreeId, u64, SstWriter)) -> Re
         max_seqno: s.max_seqno,
         smallest: s.smallest,
         largest: s.largest,
+        reader: ReaderSlot::default(),
     };
     Ok((tree, meta))
 }
@@ -208,7 +211,7 @@ impl DbInner {
             if let Some(e) = &bg.error {
                 return Err(e.duplicate());
             }
-            if self.state.read().imms.is_empty() {
+            if self.state.load().imms.is_empty() {
                 return Ok(());
             }
             if bg.shutting_down {

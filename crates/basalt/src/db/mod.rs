@@ -21,7 +21,7 @@ use std::sync::atomic::AtomicU64;
 use std::thread::JoinHandle;
 
 use bytes::Bytes;
-use parking_lot::{Condvar, Mutex, RwLock};
+use parking_lot::{Condvar, Mutex};
 
 pub use iter::{DbIterator, Direction};
 pub use scan::{ScanOptions, TableScan};
@@ -51,6 +51,39 @@ pub(crate) struct SuperVersion {
     pub version: Arc<Version>,
 }
 
+/// The current super version. Readers load it without a lock or a
+/// reference-count update (arc-swap's thread-local debts), where a
+/// `RwLock<Arc<_>>` made every lookup write two shared cache lines that
+/// parallel readers bounced between cores; writers replace it one at a time.
+pub(crate) struct SuperVersionCell {
+    current: arc_swap::ArcSwap<SuperVersion>,
+    writer: Mutex<()>,
+}
+
+impl SuperVersionCell {
+    pub(crate) fn new(sv: SuperVersion) -> Self {
+        SuperVersionCell { current: arc_swap::ArcSwap::from_pointee(sv), writer: Mutex::new(()) }
+    }
+
+    /// The current super version, for a short read (a lookup).
+    pub(crate) fn load(&self) -> arc_swap::Guard<Arc<SuperVersion>> {
+        self.current.load()
+    }
+
+    /// The current super version, owned (iterators keep it).
+    pub(crate) fn load_full(&self) -> Arc<SuperVersion> {
+        self.current.load_full()
+    }
+
+    /// Replaces the super version with `f(current)`; replacements never
+    /// interleave, so none is lost.
+    pub(crate) fn replace(&self, f: impl FnOnce(&SuperVersion) -> SuperVersion) {
+        let _writer = self.writer.lock();
+        let next = f(&self.current.load());
+        self.current.store(Arc::new(next));
+    }
+}
+
 /// State of the background flush thread.
 #[derive(Debug, Default)]
 pub(crate) struct BgState {
@@ -68,7 +101,7 @@ pub(crate) struct DbInner {
     pub fs: Arc<dyn Fs>,
     _lock: Box<dyn FileLock>,
     pub versions: Mutex<VersionSet>,
-    pub state: RwLock<Arc<SuperVersion>>,
+    pub state: SuperVersionCell,
     pub write_queue: Mutex<WriteQueue>,
     pub write_cv: Condvar,
     /// The WAL; only the group-commit leader touches it.

@@ -5,12 +5,12 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
-use parking_lot::{Condvar, Mutex, RwLock};
+use parking_lot::{Condvar, Mutex};
 
 use super::stats::Counters;
 use super::table_cache::TableCache;
 use super::write::{WriteQueue, insert_batch};
-use super::{BgState, DbInner, SuperVersion};
+use super::{BgState, DbInner, SuperVersion, SuperVersionCell};
 use crate::cache::BlockCache;
 use crate::codec::internal::{SEQNO_MAX, SeqNo};
 use crate::error::{Error, Result};
@@ -67,11 +67,11 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         fs: fs.clone(),
         _lock: lock,
         versions: Mutex::new(versions),
-        state: RwLock::new(Arc::new(SuperVersion {
+        state: SuperVersionCell::new(SuperVersion {
             mem: Arc::new(Memtable::new(0)),
             imms: Vec::new(),
             version,
-        })),
+        }),
         write_queue: Mutex::new(WriteQueue::default()),
         write_cv: Condvar::new(),
         wal: Mutex::new(LogWriter::new(dir.join("unused"), Box::new(NoFile))),
@@ -269,8 +269,11 @@ impl DbInner {
         let version = self.versions.lock().log_and_apply(edit)?;
         self.pending_outputs.lock().clear();
         *self.wal.lock() = LogWriter::new(path, file);
-        *self.state.write() =
-            Arc::new(SuperVersion { mem: Arc::new(Memtable::new(number)), imms: Vec::new(), version });
+        self.state.replace(|_| SuperVersion {
+            mem: Arc::new(Memtable::new(number)),
+            imms: Vec::new(),
+            version,
+        });
         self.last_seqno.store(max_seqno, std::sync::atomic::Ordering::Relaxed);
         self.visible_seqno.store(max_seqno, std::sync::atomic::Ordering::Release);
         Ok(())

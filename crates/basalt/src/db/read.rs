@@ -20,7 +20,7 @@ impl DbInner {
     /// to is already installed.
     pub(crate) fn read_view(&self, snapshot: Option<SeqNo>) -> (SeqNo, Arc<SuperVersion>) {
         let seqno = snapshot.unwrap_or_else(|| self.visible_seqno.load(Ordering::Acquire));
-        (seqno, self.state.read().clone())
+        (seqno, self.state.load_full())
     }
 
     /// The value of `user_key` in `tree` as of `snapshot` (or now).
@@ -30,7 +30,10 @@ impl DbInner {
         user_key: &[u8],
         snapshot: Option<SeqNo>,
     ) -> Result<Option<Bytes>> {
-        let (seqno, sv) = self.read_view(snapshot);
+        // As `read_view`, but borrowing the super version: no reference
+        // count to update for a lookup that returns before anything changes.
+        let seqno = snapshot.unwrap_or_else(|| self.visible_seqno.load(Ordering::Acquire));
+        let sv = self.state.load();
         let timed = self.opts.timing_stats;
         let clock = timed.then(Instant::now);
         let mut timing = GetTiming::default();
@@ -51,7 +54,7 @@ impl DbInner {
         let mut probes = 0;
         for file in tree_version.files_for_key(user_key) {
             probes += 1;
-            let reader = self.table_cache.get(file.number, &self.block_cache)?;
+            let reader = self.table_cache.reader(file, &self.block_cache)?;
             let mut trace = LookupTrace { timed, ..LookupTrace::default() };
             let probe = timed.then(Instant::now);
             if let Some(rows) = &self.row_cache {

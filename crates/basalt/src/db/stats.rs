@@ -6,8 +6,24 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use super::DbInner;
+use crate::striped::StripedCounters;
 use crate::version::LEVELS;
 use crate::wal::batch::DEFAULT_TREE;
+
+// The read counters, by index into `Counters::reads`.
+const READ_GETS: usize = 0;
+const READ_SST_PROBES: usize = 1;
+const READ_TIMED_GETS: usize = 2;
+const READ_MEMTABLE_NS: usize = 3;
+const READ_FILTER_NS: usize = 4;
+const READ_INDEX_NS: usize = 5;
+const READ_BLOCK_NS: usize = 6;
+const READ_SEARCH_NS: usize = 7;
+const READ_FILTERED: usize = 8;
+const READ_BY_MODEL: usize = 9;
+const READ_BY_FENCES: usize = 10;
+const READ_WINDOW_SUM: usize = 11;
+const READ_COUNTERS: usize = 12;
 
 /// Counters updated on the hot paths (relaxed atomics: they are statistics,
 /// not synchronisation).
@@ -17,18 +33,8 @@ pub(crate) struct Counters {
     groups: AtomicU64,
     wal_bytes: AtomicU64,
     wal_syncs: AtomicU64,
-    gets: AtomicU64,
-    sst_probes: AtomicU64,
-    timed_gets: AtomicU64,
-    memtable_ns: AtomicU64,
-    filter_ns: AtomicU64,
-    index_ns: AtomicU64,
-    block_ns: AtomicU64,
-    search_ns: AtomicU64,
-    lookups_filtered: AtomicU64,
-    lookups_by_model: AtomicU64,
-    lookups_by_fences: AtomicU64,
-    model_window_sum: AtomicU64,
+    /// Bumped by every read: striped (indices `READ_*`).
+    reads: StripedCounters<READ_COUNTERS>,
     ingest_bytes: AtomicU64,
     flushes: AtomicU64,
     flush_bytes: AtomicU64,
@@ -59,33 +65,33 @@ impl Counters {
 
     pub(crate) fn record_lookup(&self, trace: &crate::sst::reader::LookupTrace) {
         let counter = if trace.filtered {
-            &self.lookups_filtered
+            READ_FILTERED
         } else if trace.by_model && !trace.by_fences {
-            self.model_window_sum.fetch_add(trace.window, Ordering::Relaxed);
-            &self.lookups_by_model
+            self.reads.add(READ_WINDOW_SUM, trace.window);
+            READ_BY_MODEL
         } else {
-            &self.lookups_by_fences
+            READ_BY_FENCES
         };
-        counter.fetch_add(1, Ordering::Relaxed);
+        self.reads.add(counter, 1);
     }
 
     pub(crate) fn record_timing(&self, t: &super::read::GetTiming) {
-        self.timed_gets.fetch_add(1, Ordering::Relaxed);
+        self.reads.add(READ_TIMED_GETS, 1);
         for (counter, ns) in [
-            (&self.memtable_ns, t.memtable_ns),
-            (&self.filter_ns, t.filter_ns),
-            (&self.index_ns, t.index_ns),
-            (&self.block_ns, t.block_ns),
-            (&self.search_ns, t.search_ns),
+            (READ_MEMTABLE_NS, t.memtable_ns),
+            (READ_FILTER_NS, t.filter_ns),
+            (READ_INDEX_NS, t.index_ns),
+            (READ_BLOCK_NS, t.block_ns),
+            (READ_SEARCH_NS, t.search_ns),
         ] {
-            counter.fetch_add(ns, Ordering::Relaxed);
+            self.reads.add(counter, ns);
         }
     }
 
     pub(crate) fn record_get(&self, sst_probes: u64) {
-        self.gets.fetch_add(1, Ordering::Relaxed);
+        self.reads.add(READ_GETS, 1);
         if sst_probes > 0 {
-            self.sst_probes.fetch_add(sst_probes, Ordering::Relaxed);
+            self.reads.add(READ_SST_PROBES, sst_probes);
         }
     }
 
@@ -244,7 +250,7 @@ impl DbInner {
     pub(crate) fn stats(&self) -> Stats {
         let c = &self.counters;
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let sv = self.state.read().clone();
+        let sv = self.state.load_full();
         let levels = sv.version.tree(DEFAULT_TREE).map_or_else(
             || vec![LevelStats::default(); LEVELS],
             |t| {
@@ -260,26 +266,26 @@ impl DbInner {
             write_groups: get(&c.groups),
             wal_bytes_written: get(&c.wal_bytes),
             wal_syncs: get(&c.wal_syncs),
-            gets: get(&c.gets),
-            sst_probes: get(&c.sst_probes),
+            gets: c.reads.sum(READ_GETS),
+            sst_probes: c.reads.sum(READ_SST_PROBES),
             get_latency: {
-                let n = get(&c.timed_gets);
-                let mean = |a: &AtomicU64| if n == 0 { 0.0 } else { get(a) as f64 / n as f64 };
+                let n = c.reads.sum(READ_TIMED_GETS);
+                let mean = |i: usize| if n == 0 { 0.0 } else { c.reads.sum(i) as f64 / n as f64 };
                 GetLatency {
                     gets: n,
-                    memtable_ns: mean(&c.memtable_ns),
-                    filter_ns: mean(&c.filter_ns),
-                    index_ns: mean(&c.index_ns),
-                    block_ns: mean(&c.block_ns),
-                    search_ns: mean(&c.search_ns),
+                    memtable_ns: mean(READ_MEMTABLE_NS),
+                    filter_ns: mean(READ_FILTER_NS),
+                    index_ns: mean(READ_INDEX_NS),
+                    block_ns: mean(READ_BLOCK_NS),
+                    search_ns: mean(READ_SEARCH_NS),
                 }
             },
-            lookups_filtered: get(&c.lookups_filtered),
-            lookups_by_model: get(&c.lookups_by_model),
-            lookups_by_fences: get(&c.lookups_by_fences),
+            lookups_filtered: c.reads.sum(READ_FILTERED),
+            lookups_by_model: c.reads.sum(READ_BY_MODEL),
+            lookups_by_fences: c.reads.sum(READ_BY_FENCES),
             model_window_avg: {
-                let n = get(&c.lookups_by_model);
-                if n == 0 { 0.0 } else { get(&c.model_window_sum) as f64 / n as f64 }
+                let n = c.reads.sum(READ_BY_MODEL);
+                if n == 0 { 0.0 } else { c.reads.sum(READ_WINDOW_SUM) as f64 / n as f64 }
             },
             model_bytes_per_key: self.table_cache.model_bytes_per_key(),
             delayed_groups: get(&c.delayed_groups),

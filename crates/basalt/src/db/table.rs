@@ -74,7 +74,7 @@ impl Db {
 
     /// Names of every table, the key-value store's `"default"` included.
     pub fn tables(&self) -> Vec<String> {
-        let version = self.inner.state.read().version.clone();
+        let version = self.inner.state.load().version.clone();
         version.trees.values().map(|t| t.name.clone()).collect()
     }
 
@@ -88,7 +88,7 @@ impl Db {
 
 impl DbInner {
     fn find_tree(&self, name: &str) -> Option<(TreeId, Option<Arc<TableLayout>>)> {
-        let version = self.state.read().version.clone();
+        let version = self.state.load().version.clone();
         version
             .trees
             .iter()
@@ -131,8 +131,7 @@ impl DbInner {
                 ..VersionEdit::default()
             };
             let version = versions.log_and_apply(edit)?;
-            let mut state = self.state.write();
-            *state = Arc::new(SuperVersion { mem: state.mem.clone(), imms: state.imms.clone(), version });
+            self.state.replace(|s| SuperVersion { mem: s.mem.clone(), imms: s.imms.clone(), version });
             Ok(())
         })
     }
@@ -168,8 +167,7 @@ impl DbInner {
             let mut versions = self.versions.lock();
             let version =
                 versions.log_and_apply(VersionEdit { trees_dropped: vec![id], ..VersionEdit::default() })?;
-            let mut state = self.state.write();
-            *state = Arc::new(SuperVersion { mem: state.mem.clone(), imms: state.imms.clone(), version });
+            self.state.replace(|s| SuperVersion { mem: s.mem.clone(), imms: s.imms.clone(), version });
             Ok(())
         })?;
         self.delete_obsolete_files(false)
@@ -343,7 +341,7 @@ impl Table {
             return Err(Error::InvalidArgument(format!("table {} was dropped", self.shared.name)));
         };
         for file in tv.files_for_key(user_key) {
-            let reader = self.inner.table_cache.get(file.number, &self.inner.block_cache)?;
+            let reader = self.inner.table_cache.reader(file, &self.inner.block_cache)?;
             if let Some((block, i)) = reader.get_entry(user_key, seqno)? {
                 if !matches!(unpack_trailer(block.trailer(i)), Some((_, Kind::Put))) {
                     return Ok(None);

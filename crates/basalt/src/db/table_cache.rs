@@ -12,6 +12,7 @@ use crate::error::Result;
 use crate::files;
 use crate::io::Fs;
 use crate::sst::reader::SstReader;
+use crate::version::FileMeta;
 
 /// Readers of the SSTs in use, opened on first access.
 pub(crate) struct TableCache {
@@ -36,6 +37,15 @@ impl TableCache {
     }
 
     /// Forgets a deleted SST and drops its cached blocks.
+    /// The reader of `file`, kept in its metadata after the first call, so
+    /// lookups after that take no lock and update no reference count.
+    pub(crate) fn reader<'a>(&self, file: &'a FileMeta, cache: &Arc<BlockCache>) -> Result<&'a SstReader> {
+        if let Some(reader) = file.reader.get() {
+            return Ok(reader);
+        }
+        Ok(file.reader.set(self.get(file.number, cache)?))
+    }
+
     pub(crate) fn evict(&self, number: u64, cache: &BlockCache) {
         self.readers.write().remove(&number);
         cache.evict_file(number);

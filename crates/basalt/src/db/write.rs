@@ -89,7 +89,7 @@ impl DbInner {
                 self.opts.batch_bytes_max
             )));
         }
-        let version = self.state.read().version.clone();
+        let version = self.state.load().version.clone();
         for e in batch.entries() {
             if e.key.len() > self.opts.key_bytes_max {
                 return Err(Error::InvalidArgument(format!(
@@ -158,7 +158,7 @@ impl DbInner {
             wal.len() - before
         };
         let (mem, version) = {
-            let sv = self.state.read();
+            let sv = self.state.load();
             (sv.mem.clone(), sv.version.clone())
         };
         for r in group.iter_mut() {
@@ -198,7 +198,7 @@ impl DbInner {
     /// What the write-buffer manager needs to decide on a group of
     /// `incoming` bytes.
     fn write_buffer_state(&self, incoming: usize) -> WriteBufferState {
-        let sv = self.state.read().clone();
+        let sv = self.state.load_full();
         let active = sv.mem.approximate_bytes();
         let total = active + sv.imms.iter().map(|m| m.approximate_bytes()).sum::<usize>();
         let l0_files = sv.version.trees.values().map(|t| t.levels[0].len()).max().unwrap_or(0);
@@ -249,7 +249,7 @@ impl DbInner {
     /// Makes the active memtable immutable and starts a new one with a new
     /// WAL. The caller must own the write path (leader or exclusive).
     pub(crate) fn switch_memtable(&self) -> Result<()> {
-        if self.state.read().mem.is_empty() {
+        if self.state.load().mem.is_empty() {
             return Ok(());
         }
         let number = self.versions.lock().new_file_number();
@@ -268,16 +268,12 @@ impl DbInner {
             wal.sync().map_err(|e| self.set_bg_error(e))?;
             *wal = LogWriter::new(path, file);
         }
-        let mut state = self.state.write();
-        let mut imms = Vec::with_capacity(state.imms.len() + 1);
-        imms.push(state.mem.clone());
-        imms.extend(state.imms.iter().cloned());
-        *state = Arc::new(SuperVersion {
-            mem: Arc::new(Memtable::new(number)),
-            imms,
-            version: state.version.clone(),
+        self.state.replace(|s| {
+            let mut imms = Vec::with_capacity(s.imms.len() + 1);
+            imms.push(s.mem.clone());
+            imms.extend(s.imms.iter().cloned());
+            SuperVersion { mem: Arc::new(Memtable::new(number)), imms, version: s.version.clone() }
         });
-        drop(state);
         let _bg = self.bg.lock();
         self.bg_cv.notify_all();
         Ok(())

@@ -60,6 +60,52 @@ pub struct FileMeta {
     pub smallest: InternalKey,
     /// Largest internal key.
     pub largest: InternalKey,
+    /// The file's open reader, once a read asked for it.
+    pub(crate) reader: ReaderSlot,
+}
+
+/// The open reader of an SST, set on first use (by the table cache) and
+/// kept with the file's metadata: a lookup reaches it through the version
+/// it already holds, without the table cache's lock or a reference-count
+/// update, both cache lines that parallel readers would bounce between
+/// cores. Not part of the metadata's identity: equal to any other slot,
+/// and a clone starts empty.
+#[derive(Default)]
+pub struct ReaderSlot(std::sync::OnceLock<std::sync::Arc<crate::sst::reader::SstReader>>);
+
+impl ReaderSlot {
+    /// The reader, if set.
+    pub(crate) fn get(&self) -> Option<&std::sync::Arc<crate::sst::reader::SstReader>> {
+        self.0.get()
+    }
+
+    /// The reader, set to `reader` unless another thread set it first.
+    pub(crate) fn set(
+        &self,
+        reader: std::sync::Arc<crate::sst::reader::SstReader>,
+    ) -> &std::sync::Arc<crate::sst::reader::SstReader> {
+        self.0.get_or_init(|| reader)
+    }
+}
+
+impl Clone for ReaderSlot {
+    fn clone(&self) -> Self {
+        ReaderSlot::default()
+    }
+}
+
+impl PartialEq for ReaderSlot {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for ReaderSlot {}
+
+impl std::fmt::Debug for ReaderSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.get().is_some() { "ReaderSlot(open)" } else { "ReaderSlot(empty)" })
+    }
 }
 
 impl FileMeta {
@@ -204,7 +250,16 @@ impl VersionEdit {
                     if smallest > largest || min_seqno > max_seqno {
                         return Err(r.corrupt(format!("file {number} has an inverted key or seqno range")));
                     }
-                    let meta = FileMeta { number, size, entries, min_seqno, max_seqno, smallest, largest };
+                    let meta = FileMeta {
+                        number,
+                        size,
+                        entries,
+                        min_seqno,
+                        max_seqno,
+                        smallest,
+                        largest,
+                        reader: ReaderSlot::default(),
+                    };
                     e.files_added.push((tree, level, meta));
                 }
                 TAG_FILE_DELETED => {
@@ -244,6 +299,7 @@ mod tests {
                     max_seqno: 9,
                     smallest: key(b"a", 3),
                     largest: key(b"z", 1),
+                    reader: ReaderSlot::default(),
                 },
             )],
             files_deleted: vec![(3, 1, 5)],
