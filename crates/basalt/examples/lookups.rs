@@ -17,6 +17,7 @@ use rand::{Rng, SeedableRng};
 
 #[derive(Parser)]
 #[command(about = "Fill a Basalt database, then time random point lookups")]
+#[expect(clippy::struct_excessive_bools, reason = "command-line switches")]
 struct Args {
     /// Keys to load.
     #[arg(long, default_value_t = 1_000_000)]
@@ -30,6 +31,9 @@ struct Args {
     /// Insert in random order (default: ascending).
     #[arg(long)]
     random: bool,
+    /// Keys spread over the whole `u64` range (mixed) instead of dense.
+    #[arg(long)]
+    spread: bool,
     /// Switch the learned index off.
     #[arg(long)]
     fences: bool,
@@ -51,9 +55,19 @@ struct Args {
     seed: u64,
 }
 
-/// Present keys are even numbers, so odd ones are known to be missing.
-fn key(i: u64) -> [u8; 8] {
-    (i * 2).to_be_bytes()
+/// Key number `i` as 8 big-endian bytes: `2i` (dense; odd numbers are
+/// missing keys), or with `spread` the bijective mix of `i` (keys spread
+/// over the whole `u64` range as the `omendb` benchmark's random keys are;
+/// the mixes of `n..2n` are the missing keys).
+fn key(i: u64, spread: bool) -> [u8; 8] {
+    if spread { mix64(i) } else { i * 2 }.to_be_bytes()
+}
+
+/// `SplitMix64`'s finalizer, a bijection on `u64`.
+fn mix64(mut x: u64) -> u64 {
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -77,7 +91,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut batch = WriteBatch::new();
         for &i in chunk {
             value[..8.min(args.value_bytes)].copy_from_slice(&i.to_le_bytes()[..8.min(args.value_bytes)]);
-            batch.put(key(i), &value);
+            batch.put(key(i, args.spread), &value);
         }
         db.write_opt(batch, &WriteOptions { sync: false })?;
     }
@@ -103,7 +117,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                             } else {
                                 hot[rng.random_range(0..hot.len())]
                             };
-                            let k = (i * 2 + offset).to_be_bytes();
+                            let k = if args.spread {
+                                key(i + offset * args.keys, true)
+                            } else {
+                                (i * 2 + offset).to_be_bytes()
+                            };
                             found += u64::from(db.get(k)?.is_some());
                         }
                         Ok(found)

@@ -92,7 +92,9 @@ impl BlockBuilder {
         self.rows == 0
     }
 
-    /// The exact size [`BlockBuilder::finish`] would return now.
+    /// The size [`BlockBuilder::finish`] would return now: exact for table
+    /// blocks and for key-value blocks of variable-width columns, an upper
+    /// bound where a column turns out to be fixed-width.
     pub fn encoded_bytes(&self) -> usize {
         match &self.table {
             None => Self::encoded_bytes_of(self.rows, self.key_data.len(), self.value_data.len()),
@@ -188,17 +190,17 @@ impl BlockBuilder {
     pub fn finish(&mut self) -> Vec<u8> {
         let out = match &mut self.table {
             None => {
+                // A column whose values all have one width is written
+                // without its offsets (an empty offsets buffer): a lookup
+                // then finds row i's bytes at i * width, one dependent cache
+                // miss fewer than through the offsets.
+                let key_offsets = fixed_width(&self.key_offsets).map_or(&self.key_offsets[..], |_| &[]);
+                let value_offsets = fixed_width(&self.value_offsets).map_or(&self.value_offsets[..], |_| &[]);
                 let out = encode_buffers(
                     self.rows as u32,
-                    &[
-                        &self.key_offsets,
-                        &self.key_data,
-                        &self.trailers,
-                        &self.value_offsets,
-                        &self.value_data,
-                    ],
+                    &[key_offsets, &self.key_data, &self.trailers, value_offsets, &self.value_data],
                 );
-                debug_assert_eq!(out.len(), self.encoded_bytes());
+                debug_assert!(out.len() <= self.encoded_bytes());
                 out
             }
             Some((layout, cols)) => {
@@ -222,6 +224,15 @@ impl BlockBuilder {
         self.last_zones = zones;
         out
     }
+}
+
+/// If every value of an offsets column (i32 LE, starting with 0, at least
+/// one row) has the same width, that width.
+fn fixed_width(offsets: &[u8]) -> Option<usize> {
+    let rows = offsets.len() / 4 - 1;
+    let total = u32_at(offsets, 4 * rows) as usize;
+    let width = total.checked_div(rows)?;
+    (0..=rows).all(|i| u32_at(offsets, 4 * i) as usize == i * width).then_some(width)
 }
 
 /// Lays out a block: header, directory, then each buffer at an aligned
@@ -268,6 +279,10 @@ pub struct Block {
     /// five), kept inline: a lookup reads keys, trailers and values without
     /// a dependent load of the `buffers` vector, one cache miss fewer.
     head: [(usize, usize); DATA_BLOCK_BUFFERS],
+    /// Widths of the key and value columns written without offsets
+    /// (key-value blocks whose keys, or values, all have one width).
+    key_width: Option<usize>,
+    value_width: Option<usize>,
     buffers: Vec<Range<usize>>,
     /// The table columns as Arrow arrays over this block's bytes, built on
     /// first use.
@@ -282,16 +297,25 @@ impl Block {
         let corrupt = |what: String| Error::corruption(file, offset, format!("block: {what}"));
         let (rows, buffers) = read_directory(&data).map_err(corrupt)?;
         let head = std::array::from_fn(|i| (buffers[i].start, buffers[i].end));
-        let block = Block { data, rows, head, buffers, arrays: OnceLock::new() };
+        let mut block =
+            Block { data, rows, head, key_width: None, value_width: None, buffers, arrays: OnceLock::new() };
         block.check_columns().map_err(corrupt)?;
         Ok(block)
     }
 
-    fn check_columns(&self) -> std::result::Result<(), String> {
+    fn check_columns(&mut self) -> std::result::Result<(), String> {
         let n = self.rows;
-        check_offsets(self.buffer(BUF_KEY_OFFSETS), n, self.buffer(BUF_KEY_DATA).len(), "key")?;
-        if self.is_key_value() {
-            check_offsets(self.buffer(BUF_VALUE_OFFSETS), n, self.buffer(BUF_VALUE_DATA).len(), "value")?;
+        let kv = self.is_key_value();
+        self.key_width =
+            check_offsets(self.buffer(BUF_KEY_OFFSETS), n, self.buffer(BUF_KEY_DATA).len(), kv, "key")?;
+        if kv {
+            self.value_width = check_offsets(
+                self.buffer(BUF_VALUE_OFFSETS),
+                n,
+                self.buffer(BUF_VALUE_DATA).len(),
+                kv,
+                "value",
+            )?;
         }
         let trailers = self.buffer(BUF_TRAILERS);
         if trailers.len() != 8 * n {
@@ -329,7 +353,10 @@ impl Block {
         &self.data
     }
 
-    fn binary(&self, offsets: usize, data: usize, i: usize) -> &[u8] {
+    fn binary(&self, offsets: usize, data: usize, width: Option<usize>, i: usize) -> &[u8] {
+        if let Some(w) = width {
+            return &self.buffer(data)[i * w..(i + 1) * w];
+        }
         let off = self.buffer(offsets);
         let start = u32_at(off, 4 * i) as usize;
         let end = u32_at(off, 4 * (i + 1)) as usize;
@@ -341,7 +368,7 @@ impl Block {
     /// # Panics
     /// If `i >= len()`.
     pub fn key(&self, i: usize) -> &[u8] {
-        self.binary(BUF_KEY_OFFSETS, BUF_KEY_DATA, i)
+        self.binary(BUF_KEY_OFFSETS, BUF_KEY_DATA, self.key_width, i)
     }
 
     /// Trailer (`seqno << 8 | kind`) of row `i`.
@@ -367,7 +394,7 @@ impl Block {
         if !self.is_key_value() {
             return &[];
         }
-        self.binary(BUF_VALUE_OFFSETS, BUF_VALUE_DATA, i)
+        self.binary(BUF_VALUE_OFFSETS, BUF_VALUE_DATA, self.value_width, i)
     }
 
     /// Every column of the table, as Arrow arrays that point into this
@@ -389,13 +416,27 @@ impl Block {
             return Err(format!("{} buffers, the table layout needs {expected}", self.buffers.len()));
         }
         let buf = |i: usize| Buffer::from(self.data.slice(self.buffers[i].clone()));
+        // A fixed-width column has no offsets in the block; Arrow's Binary
+        // needs them, so they are made (a copy only for such blocks).
+        let offsets = |i: usize, width: Option<usize>| match width {
+            Some(w) => (0..=self.rows).map(|r| (r * w) as i32).collect::<Buffer>(),
+            None => buf(i),
+        };
         let mut out = Vec::with_capacity(layout.columns().len());
         let mut next_stored = 0;
         for c in layout.columns() {
             let (validity, offsets, values) = if c.source == ColumnSource::Key {
-                (Buffer::from_vec(Vec::<u8>::new()), buf(BUF_KEY_OFFSETS), buf(BUF_KEY_DATA))
+                (
+                    Buffer::from_vec(Vec::<u8>::new()),
+                    offsets(BUF_KEY_OFFSETS, self.key_width),
+                    buf(BUF_KEY_DATA),
+                )
             } else if kv_block {
-                (Buffer::from_vec(Vec::<u8>::new()), buf(BUF_VALUE_OFFSETS), buf(BUF_VALUE_DATA))
+                (
+                    Buffer::from_vec(Vec::<u8>::new()),
+                    offsets(BUF_VALUE_OFFSETS, self.value_width),
+                    buf(BUF_VALUE_DATA),
+                )
             } else {
                 let at = 3 + 3 * next_stored;
                 next_stored += 1;
@@ -429,8 +470,9 @@ impl Block {
     }
 
     /// Reads one byte of every cache line that a search of rows `range`
-    /// and the read of its answer may touch: key offsets, trailers, value
-    /// offsets, then the key bytes. The loads do not depend on each other,
+    /// and the read of its answer may touch: trailers, key bytes (through
+    /// the key offsets unless fixed-width), and the values of a fixed-width
+    /// value column or else its offsets. The loads do not depend on each other,
     /// so the CPU overlaps their misses, where the binary search that
     /// follows would take them one after another (measured: docs/BENCHMARKS.md,
     /// "Read path"). Safe Rust's stand-in for prefetch instructions; only
@@ -447,14 +489,21 @@ impl Block {
                 acc ^= (from..to).step_by(CACHE_LINE_BYTES).fold(buf[to - 1], |a, at| a ^ buf[at]);
             }
         };
-        let offsets = self.buffer(BUF_KEY_OFFSETS);
-        touch(offsets, 4 * range.start, 4 * end + 4);
         touch(self.buffer(BUF_TRAILERS), 8 * range.start, 8 * end);
-        if self.is_key_value() {
-            touch(self.buffer(BUF_VALUE_OFFSETS), 4 * range.start, 4 * end + 4);
+        let (start, key_data) = (range.start, self.buffer(BUF_KEY_DATA));
+        if let Some(w) = self.key_width {
+            touch(key_data, start * w, end * w);
+        } else {
+            let offsets = self.buffer(BUF_KEY_OFFSETS);
+            touch(offsets, 4 * start, 4 * end + 4);
+            touch(key_data, u32_at(offsets, 4 * start) as usize, u32_at(offsets, 4 * end) as usize);
         }
-        let (from, to) = (u32_at(offsets, 4 * range.start) as usize, u32_at(offsets, 4 * end) as usize);
-        touch(self.buffer(BUF_KEY_DATA), from, to);
+        if self.is_key_value() {
+            match self.value_width {
+                Some(w) => touch(self.buffer(BUF_VALUE_DATA), start * w, end * w),
+                None => touch(self.buffer(BUF_VALUE_OFFSETS), 4 * start, 4 * end + 4),
+            }
+        }
         std::hint::black_box(acc);
     }
 
@@ -515,8 +564,22 @@ fn read_directory(data: &[u8]) -> std::result::Result<(usize, Vec<Range<usize>>)
 }
 
 /// Checks an Arrow offsets buffer: rows + 1 non-decreasing values from 0 to
-/// the data length.
-fn check_offsets(off: &[u8], rows: usize, data_len: usize, what: &str) -> std::result::Result<(), String> {
+/// the data length. In a key-value block (`fixed_allowed`) an empty offsets
+/// buffer means a fixed-width column: `Some(width)` when the data splits
+/// evenly into `rows` values.
+fn check_offsets(
+    off: &[u8],
+    rows: usize,
+    data_len: usize,
+    fixed_allowed: bool,
+    what: &str,
+) -> std::result::Result<Option<usize>, String> {
+    if off.is_empty() && fixed_allowed && rows > 0 {
+        if !data_len.is_multiple_of(rows) {
+            return Err(format!("fixed-width {what} column of {data_len} bytes for {rows} rows"));
+        }
+        return Ok(Some(data_len / rows));
+    }
     if off.len() != 4 * (rows + 1) {
         return Err(format!("{what} offsets of {} bytes for {rows} rows", off.len()));
     }
@@ -531,7 +594,7 @@ fn check_offsets(off: &[u8], rows: usize, data_len: usize, what: &str) -> std::r
     if prev != data_len {
         return Err(format!("{what} offsets end at {prev}, data is {data_len} bytes"));
     }
-    Ok(())
+    Ok(None)
 }
 
 #[cfg(test)]
@@ -576,8 +639,50 @@ mod tests {
         for i in 0..DATA_BLOCK_BUFFERS {
             assert_eq!(block.buffers[i].start % BUFFER_ALIGN_BYTES, 0);
         }
-        assert_eq!(block.buffer(BUF_KEY_OFFSETS).len(), 4 * (rows.len() + 1));
+        // The sample's keys all have 6 bytes: written without offsets.
+        assert!(block.buffer(BUF_KEY_OFFSETS).is_empty());
+        assert_eq!(block.buffer(BUF_VALUE_OFFSETS).len(), 4 * (rows.len() + 1));
         assert!(block.approximate_bytes() > block.bytes().len());
+    }
+
+    #[test]
+    fn fixed_and_variable_width_columns_round_trip() {
+        let key =
+            |i: usize, fixed: bool| if fixed { format!("k{i:04}") } else { format!("k{i}") }.into_bytes();
+        let value = |i: usize, fixed: bool| if fixed { vec![i as u8; 16] } else { vec![i as u8; i % 7] };
+        for (fixed_keys, fixed_values) in [(true, true), (true, false), (false, true), (false, false)] {
+            let rows: Vec<(Vec<u8>, u64, Vec<u8>)> = (0..300)
+                .map(|i| (key(i, fixed_keys), pack_trailer(i as u64 + 1, Kind::Put), value(i, fixed_values)))
+                .collect();
+            let mut sorted = rows.clone();
+            sorted.sort_by(|a, b| compare(&a.0, a.1, &b.0, b.1));
+            let refs: Vec<(&[u8], u64, &[u8])> =
+                sorted.iter().map(|(k, t, v)| (&k[..], *t, &v[..])).collect();
+            let block = Block::decode(build(&refs), Path::new("b"), 0).expect("decodes");
+            assert_eq!(block.buffer(BUF_KEY_OFFSETS).is_empty(), fixed_keys);
+            assert_eq!(block.buffer(BUF_VALUE_OFFSETS).is_empty(), fixed_values);
+            for (i, (k, t, v)) in sorted.iter().enumerate() {
+                assert_eq!((block.key(i), block.trailer(i), block.value(i)), (&k[..], *t, &v[..]));
+                assert_eq!(block.seek(k, *t), i);
+                block.warm_rows(i.saturating_sub(9)..i + 9);
+            }
+        }
+    }
+
+    #[test]
+    fn a_fixed_width_column_that_does_not_divide_is_corruption() {
+        let rows: Vec<(Vec<u8>, u64, Vec<u8>)> = (0..3u64)
+            .map(|i| (vec![b'a' + i as u8; 4], pack_trailer(i + 1, Kind::Put), vec![1; 8]))
+            .collect();
+        let refs: Vec<(&[u8], u64, &[u8])> = rows.iter().map(|(k, t, v)| (&k[..], *t, &v[..])).collect();
+        let mut bytes = build(&refs);
+        // Shorten the key data buffer's recorded length (directory entry 1)
+        // by one byte: 11 bytes do not split into 3 keys.
+        let len_at = BLOCK_HEADER_FIXED_BYTES + BUFFER_ENTRY_BYTES + 4;
+        let len = u32::from_le_bytes(bytes[len_at..len_at + 4].try_into().expect("4 bytes"));
+        bytes[len_at..len_at + 4].copy_from_slice(&(len - 1).to_le_bytes());
+        let err = Block::decode(bytes, Path::new("b"), 0).expect_err("corrupt");
+        assert!(err.to_string().contains("fixed-width key column"), "{err}");
     }
 
     #[test]

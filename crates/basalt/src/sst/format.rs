@@ -7,8 +7,15 @@ use std::path::Path;
 use crate::codec::varint::Reader;
 use crate::error::{Error, Result};
 
-/// The format version this code writes and the only one it reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The format version this code writes. Version 2 may write a key-value
+/// block's key or value column without offsets when its values all have
+/// one width (an empty offsets buffer); version 1 never does. Readers of
+/// version 1 reject version 2 files by this number, not by a confusing
+/// corruption of the first such block.
+pub const FORMAT_VERSION: u32 = 2;
+
+/// The oldest format version this code reads.
+pub const FORMAT_VERSION_MIN: u32 = 1;
 
 /// The last eight bytes of every SST, `89 'B' 'A' 'S' 'A' 'L' 'T' 0A` on disk.
 /// The high-bit first byte catches 7-bit transfers and the newline catches
@@ -200,7 +207,7 @@ impl Footer {
             let at = offset + FOOTER_CHECKED_BYTES as u64;
             return Err(Error::corruption(file, at, "footer checksum mismatch"));
         }
-        if format_version != FORMAT_VERSION {
+        if !(FORMAT_VERSION_MIN..=FORMAT_VERSION).contains(&format_version) {
             return Err(Error::corruption(
                 file,
                 offset + 12,
@@ -250,8 +257,10 @@ mod tests {
 
     #[test]
     fn unknown_version_is_corruption() {
-        let footer = Footer { metaindex: BlockHandle::default(), format_version: 2 };
-        let err = Footer::decode(&footer.encode(), Path::new("f"), 0).expect_err("rejected");
-        assert!(err.to_string().contains("version 2"), "{err}");
+        for version in [0, FORMAT_VERSION + 1] {
+            let footer = Footer { metaindex: BlockHandle::default(), format_version: version };
+            let err = Footer::decode(&footer.encode(), Path::new("f"), 0).expect_err("rejected");
+            assert!(err.to_string().contains(&format!("version {version}")), "{err}");
+        }
     }
 }

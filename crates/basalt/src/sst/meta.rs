@@ -7,8 +7,8 @@ use std::path::Path;
 use bytes::Bytes;
 
 use super::format::{
-    BlockHandle, FORMAT_VERSION, METAINDEX_ENTRIES_MAX, METAINDEX_ENTRY_BYTES, METAINDEX_HEADER_BYTES,
-    PROPERTIES_FIXED_BYTES,
+    BlockHandle, FORMAT_VERSION, FORMAT_VERSION_MIN, METAINDEX_ENTRIES_MAX, METAINDEX_ENTRY_BYTES,
+    METAINDEX_HEADER_BYTES, PROPERTIES_FIXED_BYTES,
 };
 use crate::codec::internal::{InternalKey, SeqNo, compare, unpack_trailer};
 use crate::codec::varint::Reader;
@@ -166,8 +166,8 @@ impl Properties {
 
     /// Relations every properties block satisfies.
     fn check(&self) -> std::result::Result<(), &'static str> {
-        if self.format_version != FORMAT_VERSION {
-            return Err("format version differs from the footer's");
+        if !(FORMAT_VERSION_MIN..=FORMAT_VERSION).contains(&self.format_version) {
+            return Err("unknown format version");
         }
         if self.entries == 0 || self.data_blocks == 0 || self.data_blocks > self.entries {
             return Err("impossible entry or block count");

@@ -84,6 +84,16 @@ impl SstReader {
         let meta = locate_meta(&entries, path, footer.metaindex)?;
         let read = |h: BlockHandle| read_meta_block(file.as_ref(), path, h, footer.metaindex.offset);
         let properties = Properties::decode(&read(meta.properties)?, path, meta.properties.offset)?;
+        if properties.format_version != footer.format_version {
+            return Err(Error::corruption(
+                path,
+                meta.properties.offset,
+                format!(
+                    "properties say format version {}, the footer {}",
+                    properties.format_version, footer.format_version
+                ),
+            ));
+        }
         let index_block = Block::decode(read(meta.index)?, path, meta.index.offset)?;
         let index = FenceIndex::decode(index_block, path, meta.index.offset, meta.data_end)?;
         check_against_index(&properties, &index, path, meta.properties.offset)?;

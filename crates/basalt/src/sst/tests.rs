@@ -388,15 +388,15 @@ fn truncated_and_foreign_files_are_corruption() {
     let mut future = good.clone();
     let at = good.len() - FOOTER_BYTES;
     let footer = Footer::decode(&good[at..], path, at as u64).expect("footer");
-    future[at..].copy_from_slice(&Footer { format_version: 2, ..footer }.encode());
+    future[at..].copy_from_slice(&Footer { format_version: FORMAT_VERSION + 1, ..footer }.encode());
     fs.put(path, future);
     let err = open(&fs, path).expect_err("future version opens");
     assert!(matches!(&err, Error::Corruption { file, .. } if file == path), "{err}");
-    assert!(err.to_string().contains("version 2"), "{err}");
+    assert!(err.to_string().contains(&format!("version {}", FORMAT_VERSION + 1)), "{err}");
 }
 
-/// The one-entry file drawn in `docs/format-sst.md`, byte for byte. A change
-/// here is a format change: bump `FORMAT_VERSION` and keep this file readable.
+/// The one-entry file drawn in `docs/format.md` as version 1 wrote it,
+/// byte for byte. Version 1 files must stay readable.
 const V1_FIXTURE_HEX: &str = concat!(
     "010000000500000030000000080000003800000001000000400000000800000048000000080000005000000001000000",
     "00000000010000006b000000000000000101000000000000000000000100000076004f53f26401000000070000000000",
@@ -410,22 +410,39 @@ const V1_FIXTURE_HEX: &str = concat!(
     "57005189424153414c540a",
 );
 
+/// The same file as this version writes it (fixed-width columns without
+/// offsets). A change here is a format change: bump `FORMAT_VERSION` and
+/// keep this file readable.
+const V2_FIXTURE_HEX: &str = concat!(
+    "010000000500000030000000000000003000000001000000380000000800000040000000000000004000000001000000",
+    "6b0000000000000001010000000000007600810128800100000007000000000000000000002040000000000000000000",
+    "008000000000000000000000000000000000000000000000000020000000200000000002000000000000000000010043",
+    "1fe43201000000050000003000000000000000300000000100000038000000080000004000000000000000400000000c",
+    "0000006b0000000000000001010000000000000000000000000000410000000071dd9987020000000300000001000000",
+    "000000000000000000000000010000000000000001000000000000000100000000000000010000000000000001000000",
+    "0000000001010000000000000101000000000000010000006b010000006b008e6848f803000000014600000000000000",
+    "480000000293000000000000004c00000003e4000000000000005a00000000fdd3ad4043010000000000002b00000002",
+    "000000000000000000000000000000d447b66d89424153414c540a",
+);
+
 fn from_hex(hex: &str) -> Vec<u8> {
     (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex")).collect()
 }
 
 #[test]
-fn v1_fixture_is_stable_and_readable() -> Result<()> {
+fn fixtures_of_every_version_read_and_this_one_is_stable() -> Result<()> {
     let fs = TestFs::default();
     let entries = vec![(b"k".to_vec(), pack_trailer(1, Kind::Put), b"v".to_vec())];
     // Written without a learned model, as every SST was before models: such
     // files must stay byte-identical and readable.
     let no_model = SstWriterOptions { learned_index_epsilon: None, ..options(4096, Compression::None, 10) };
     write_sst(&fs, Path::new("new.sst"), &entries, &no_model)?;
-    let fixture = from_hex(V1_FIXTURE_HEX);
-    assert_eq!(fs.get(Path::new("new.sst")), fixture);
-    fs.put(Path::new("v1.sst"), fixture);
-    check_all(&open(&fs, Path::new("v1.sst"))?, &entries)
+    assert_eq!(fs.get(Path::new("new.sst")), from_hex(V2_FIXTURE_HEX), "the SST format changed");
+    for (name, fixture) in [("v1.sst", V1_FIXTURE_HEX), ("v2.sst", V2_FIXTURE_HEX)] {
+        fs.put(Path::new(name), from_hex(fixture));
+        check_all(&open(&fs, Path::new(name))?, &entries)?;
+    }
+    Ok(())
 }
 
 fn arb_entries() -> impl Strategy<Value = Vec<Entry>> {
