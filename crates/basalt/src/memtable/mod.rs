@@ -14,7 +14,7 @@ use crossbeam_skiplist::SkipMap;
 
 pub use cursor::MemCursor;
 
-use crate::codec::internal::{SeqNo, seek_trailer};
+use crate::codec::internal::{SeqNo, key_prefix, seek_trailer};
 use crate::wal::batch::TreeId;
 
 /// Bytes charged per entry beyond its key and value: the skiplist node with
@@ -26,7 +26,7 @@ pub const ENTRY_OVERHEAD_BYTES: usize = 96;
 pub struct MemKey {
     /// The tree written.
     pub tree: TreeId,
-    /// The user key's first 8 bytes as a big-endian number ([`key_prefix`]),
+    /// The user key's first 8 bytes as a big-endian number ([`key_prefix`](crate::codec::internal::key_prefix)),
     /// kept in the node: most comparisons of a skiplist search end on it,
     /// without following `user_key` to its bytes (in a profile of 1M
     /// random 8-byte-key inserts, `memcmp` fell from 20% to 5%; the node
@@ -54,18 +54,6 @@ impl MemKey {
     pub fn new(tree: TreeId, user_key: Bytes, trailer: u64) -> Self {
         MemKey { tree, prefix: key_prefix(&user_key), user_key, trailer }
     }
-}
-
-/// The first 8 bytes of `user_key` as a big-endian number, zero-padded.
-/// Where two keys' prefixes differ they order as the keys do: the first
-/// differing byte decides both, and a padding zero stands only where the
-/// shorter key has ended (so it sorts first either way). Equal prefixes
-/// decide nothing and the whole keys are compared.
-pub fn key_prefix(user_key: &[u8]) -> u64 {
-    let mut b = [0u8; 8];
-    let n = user_key.len().min(8);
-    b[..n].copy_from_slice(&user_key[..n]);
-    u64::from_be_bytes(b)
 }
 
 /// A probe key for searches.

@@ -20,7 +20,7 @@ use std::sync::{Arc, OnceLock};
 use arrow_array::{Array, ArrayRef};
 use arrow_buffer::Buffer;
 
-use crate::codec::internal::{Kind, unpack_trailer};
+use crate::codec::internal::{Kind, compare_user_keys, unpack_trailer};
 use crate::error::{Error, Result};
 use crate::table::layout::{
     ColumnBuilder, ColumnSource, TableLayout, array_from_buffers, builders_for, decode_row,
@@ -511,7 +511,7 @@ impl Block {
     /// column is read only when the user keys are equal: in a search over
     /// distinct keys that saves a cache miss per step.
     fn is_before(&self, i: usize, user_key: &[u8], trailer: u64) -> bool {
-        match self.key(i).cmp(user_key) {
+        match compare_user_keys(self.key(i), user_key) {
             Ordering::Less => true,
             Ordering::Greater => false,
             Ordering::Equal => self.trailer(i) > trailer,

@@ -151,7 +151,8 @@ impl Model {
     /// `key` must be if it is in the SST, or `None` when the key cannot be
     /// in it (it lacks the shared prefix).
     pub fn window(&self, key: &[u8]) -> Option<(u64, u64)> {
-        if !key.starts_with(&self.prefix) {
+        // (An empty prefix, the common case, skips the `memcmp` call.)
+        if !self.prefix.is_empty() && !key.starts_with(&self.prefix) {
             return None;
         }
         let x = window(key, self.prefix.len());
