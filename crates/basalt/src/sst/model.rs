@@ -172,6 +172,11 @@ impl Model {
         (b, self.block_first_row.get(b).copied().unwrap_or(0))
     }
 
+    /// The first position of data block `b`, if the SST has that block.
+    pub fn block_start(&self, b: usize) -> Option<u64> {
+        self.block_first_row.get(b).copied()
+    }
+
     /// Data blocks the model knows.
     pub fn blocks(&self) -> usize {
         self.block_first_row.len()
