@@ -281,3 +281,39 @@ fn get_latency_breakdown_is_recorded_when_asked() {
         }
     }
 }
+
+/// After `wait_for_background_work` the directory holds exactly the SSTs of
+/// the current version: compaction inputs are deleted before waiters wake
+/// (they used to stay on disk until the next flush or compaction, because
+/// the compaction thread still held the version naming them).
+#[test]
+fn settled_directory_holds_only_live_ssts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let options = Options {
+        memtable_bytes_max: 64 << 10,
+        sst_bytes_target: 32 << 10,
+        level1_bytes_target: 128 << 10,
+        l0_compaction_trigger: 2,
+        ..Options::default()
+    };
+    let db = Db::open(dir.path(), options).expect("open");
+    let mut rng = common::rng(7);
+    for round in 0..40u64 {
+        let mut batch = WriteBatch::new();
+        for _ in 0..200 {
+            let k: u64 = rng.random_range(0..20_000);
+            batch.put(k.to_be_bytes(), [round as u8; 64]);
+        }
+        db.write(batch).expect("write");
+    }
+    db.flush().expect("flush");
+    db.wait_for_background_work().expect("wait");
+    let stats = db.stats();
+    assert!(stats.compactions > 0, "the test must compact: {stats}");
+    let live: usize = stats.levels.iter().map(|l| l.files).sum();
+    let on_disk = std::fs::read_dir(dir.path())
+        .expect("list")
+        .filter(|e| e.as_ref().is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".sst")))
+        .count();
+    assert_eq!(on_disk, live, "SSTs on disk vs in the version\n{stats}");
+}

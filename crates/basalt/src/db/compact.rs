@@ -48,7 +48,12 @@ fn compaction_loop(inner: &DbInner) {
         // name files that are gone.
         let _running = inner.compaction_lock.lock();
         let version = inner.state.load().version.clone();
-        if let Some(task) = compaction::choose(&version, &inner.opts)
+        let task = compaction::choose(&version, &inner.opts);
+        // Not held through the compaction: a version kept alive here kept
+        // the inputs "live", so the collection at its end left them on disk
+        // until the next flush or compaction.
+        drop(version);
+        if let Some(task) = task
             && let Err(e) = inner.run_compaction(&task)
         {
             inner.set_bg_error(e);
@@ -69,7 +74,14 @@ impl DbInner {
             let compaction_due =
                 self.opts.auto_compaction && compaction::choose(&sv.version, &self.opts).is_some();
             if sv.imms.is_empty() && !compaction_due {
-                return Ok(());
+                // A compaction that already installed its result may still
+                // be deleting its inputs, and a collection that ran while
+                // another thread held an older version left that version's
+                // files: wait for the compaction lock, then collect once
+                // more, so the caller finds only live files.
+                drop((bg, sv));
+                drop(self.compaction_lock.lock());
+                return self.delete_obsolete_files(false);
             }
             if bg.shutting_down {
                 return Err(Error::Closed("database is shutting down".into()));
@@ -139,11 +151,14 @@ impl DbInner {
             }
         }
         self.counters.record_compaction(task.input_bytes(), written, task.is_trivial_move(), start.elapsed());
+        // Collect before waking waiters, so `wait_for_background_work`
+        // returns with the inputs already deleted.
+        let collected = self.delete_obsolete_files(false);
         {
             let _bg = self.bg.lock();
             self.bg_cv.notify_all();
         }
-        self.delete_obsolete_files(false)
+        collected
     }
 
     /// Merges the inputs, keeping what `Retention` keeps, into SSTs of about

@@ -78,11 +78,13 @@ impl DbInner {
             }
         }
         self.counters.record_flush(bytes, start.elapsed());
+        // Collect before waking waiters (as after a compaction).
+        let collected = self.delete_obsolete_files(false);
         {
             let _bg = self.bg.lock();
             self.bg_cv.notify_all();
         }
-        self.delete_obsolete_files(false)
+        collected
     }
 
     /// Writes one L0 SST per tree the memtable holds; syncs the files and the
