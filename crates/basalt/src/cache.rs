@@ -12,11 +12,7 @@ use quick_cache::sync::Cache;
 
 use crate::error::Result;
 use crate::sst::block::Block;
-use crate::striped::StripedCounters;
-
-/// Indices into the hit/miss counters.
-const HIT: usize = 0;
-const MISS: usize = 1;
+use crate::striped::HitCounter;
 
 /// Cache key: the SST's file number and the block's offset in it. File
 /// numbers are never reused, so a key never names two different blocks.
@@ -40,8 +36,8 @@ impl Weighter<BlockKey, Arc<Block>> for BlockWeighter {
 pub struct BlockCache {
     cache: Cache<BlockKey, Arc<Block>, BlockWeighter>,
     capacity_bytes: u64,
-    /// Hits (0) and misses (1), striped: every lookup bumps one.
-    counts: StripedCounters<2>,
+    /// Striped: every lookup bumps one.
+    counts: HitCounter,
 }
 
 impl std::fmt::Debug for BlockCache {
@@ -64,7 +60,7 @@ impl BlockCache {
         BlockCache {
             cache: Cache::with_weighter(items, capacity, BlockWeighter),
             capacity_bytes: capacity,
-            counts: StripedCounters::default(),
+            counts: HitCounter::default(),
         }
     }
 
@@ -74,7 +70,7 @@ impl BlockCache {
         // The plain lookup is much cheaper than get_or_insert_with's
         // placeholder protocol, and hits are the common case.
         if let Some(block) = self.cache.get(&key) {
-            self.counts.add(HIT, 1);
+            self.counts.record(true);
             return Ok(block);
         }
         let mut loaded = false;
@@ -82,14 +78,14 @@ impl BlockCache {
             loaded = true;
             load().map(Arc::new)
         })?;
-        self.counts.add(if loaded { MISS } else { HIT }, 1);
+        self.counts.record(!loaded);
         Ok(block)
     }
 
     /// The cached block for `key`, if any; counts as a hit or a miss.
     pub fn get(&self, key: BlockKey) -> Option<Arc<Block>> {
         let block = self.cache.get(&key);
-        self.counts.add(if block.is_some() { HIT } else { MISS }, 1);
+        self.counts.record(block.is_some());
         block
     }
 
@@ -102,12 +98,12 @@ impl BlockCache {
 
     /// Lookups served from the cache.
     pub fn hits(&self) -> u64 {
-        self.counts.sum(HIT)
+        self.counts.hits()
     }
 
     /// Lookups that had to load.
     pub fn misses(&self) -> u64 {
-        self.counts.sum(MISS)
+        self.counts.misses()
     }
 
     /// Bytes of blocks held now.

@@ -23,11 +23,7 @@ use quick_cache::sync::Cache;
 use quick_cache::{Equivalent, Weighter};
 
 use crate::codec::internal::SeqNo;
-use crate::striped::StripedCounters;
-
-/// Indices into the hit/miss counters.
-const HIT: usize = 0;
-const MISS: usize = 1;
+use crate::striped::HitCounter;
 
 /// Bytes charged per entry beyond its key and value: the cache's slot, the
 /// key and value handles and their allocations' headers.
@@ -90,8 +86,8 @@ impl Weighter<RowKey, Row> for RowWeighter {
 /// A byte-weighted cache of rows shared by every lookup of a database.
 pub struct RowCache {
     cache: Cache<RowKey, Row, RowWeighter>,
-    /// Hits (0) and misses (1), striped: every lookup bumps one.
-    counts: StripedCounters<2>,
+    /// Striped: every lookup bumps one.
+    counts: HitCounter,
 }
 
 impl std::fmt::Debug for RowCache {
@@ -109,17 +105,14 @@ impl RowCache {
     pub fn new(capacity_bytes: usize) -> RowCache {
         let capacity = capacity_bytes as u64;
         let items = (capacity / EXPECTED_ENTRY_BYTES).max(16) as usize;
-        RowCache {
-            cache: Cache::with_weighter(items, capacity, RowWeighter),
-            counts: StripedCounters::default(),
-        }
+        RowCache { cache: Cache::with_weighter(items, capacity, RowWeighter), counts: HitCounter::default() }
     }
 
     /// File `file`'s newest version of `user_key`, as `(trailer, value)`,
     /// if cached and visible at `seqno`. `None` means: read the file.
     pub fn get(&self, file: u64, user_key: &[u8], seqno: SeqNo) -> Option<(u64, Bytes)> {
         let row = self.cache.get(&RowProbe { file, user_key }).filter(|row| row.trailer >> 8 <= seqno);
-        self.counts.add(if row.is_some() { HIT } else { MISS }, 1);
+        self.counts.record(row.is_some());
         row.map(|row| (row.trailer, row.value))
     }
 
@@ -133,12 +126,12 @@ impl RowCache {
 
     /// Lookups answered.
     pub fn hits(&self) -> u64 {
-        self.counts.sum(HIT)
+        self.counts.hits()
     }
 
     /// Lookups not answered (absent, or not visible at their snapshot).
     pub fn misses(&self) -> u64 {
-        self.counts.sum(MISS)
+        self.counts.misses()
     }
 
     /// Bytes held now.

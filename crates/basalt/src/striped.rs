@@ -49,6 +49,27 @@ impl<const N: usize> StripedCounters<N> {
     }
 }
 
+/// Hits and misses of a cache, striped.
+#[derive(Debug, Default)]
+pub(crate) struct HitCounter(StripedCounters<2>);
+
+impl HitCounter {
+    /// Counts one lookup: a hit or a miss.
+    pub(crate) fn record(&self, hit: bool) {
+        self.0.add(usize::from(!hit), 1);
+    }
+
+    /// Lookups that hit.
+    pub(crate) fn hits(&self) -> u64 {
+        self.0.sum(0)
+    }
+
+    /// Lookups that missed.
+    pub(crate) fn misses(&self) -> u64 {
+        self.0.sum(1)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -57,29 +57,32 @@ impl DbInner {
             let reader = self.table_cache.reader(file, &self.block_cache)?;
             let mut trace = LookupTrace { timed, ..LookupTrace::default() };
             let probe = timed.then(Instant::now);
-            if let Some(rows) = &self.row_cache {
-                // The filter first: a key the file lacks costs no hash lookup.
-                if !reader.may_contain(user_key) {
-                    trace.filtered = true;
-                    self.counters.record_lookup(&trace);
-                    continue;
-                }
-                if let Some((trailer, value)) = rows.get(file.number, user_key, seqno) {
-                    self.counters.record_get(probes);
-                    if timed {
-                        self.counters.record_timing(&timing);
-                    }
-                    return Ok(visible(trailer, value));
-                }
-            }
-            let found = reader.get_entry_traced(user_key, seqno, &mut trace)?;
-            self.counters.record_lookup(&trace);
-            let found = found.map(|(block, i)| (block.trailer(i), Bytes::copy_from_slice(block.value(i))));
-            if let (Some(rows), Some((trailer, value))) = (&self.row_cache, &found)
-                && seqno >= file.max_seqno
+            // The filter before the row cache: a key the file lacks costs
+            // no hash lookup.
+            let mut row_hit = false;
+            let found = if !reader.filter_traced(user_key, &mut trace) {
+                None
+            } else if let Some(row) =
+                self.row_cache.as_ref().and_then(|r| r.get(file.number, user_key, seqno))
             {
-                // This lookup saw every version in the file: it found the newest.
-                rows.insert(file.number, user_key, *trailer, value.clone());
+                row_hit = true;
+                Some(row)
+            } else {
+                let found = reader.get_entry_unfiltered(user_key, seqno, &mut trace)?;
+                let found =
+                    found.map(|(block, i)| (block.trailer(i), Bytes::copy_from_slice(block.value(i))));
+                if let (Some(rows), Some((trailer, value))) = (&self.row_cache, &found)
+                    && seqno >= file.max_seqno
+                {
+                    // This lookup saw every version in the file: it found the newest.
+                    rows.insert(file.number, user_key, *trailer, value.clone());
+                }
+                found
+            };
+            // A row cache hit is counted by the row cache, not as a probe
+            // of the file's index.
+            if !row_hit {
+                self.counters.record_lookup(&trace);
             }
             let result = found.map(|(trailer, value)| visible(trailer, value));
             if let Some(p) = probe {

@@ -474,8 +474,9 @@ impl Block {
     /// the key offsets unless fixed-width), and the values of a fixed-width
     /// value column or else its offsets. The loads do not depend on each other,
     /// so the CPU overlaps their misses, where the binary search that
-    /// follows would take them one after another (measured: docs/BENCHMARKS.md,
-    /// "Read path"). Safe Rust's stand-in for prefetch instructions; only
+    /// follows would take them one after another (measured with the other
+    /// changes of commit c23e6a8: docs/BENCHMARKS.md, "Read path and learned
+    /// index"). Safe Rust's stand-in for prefetch instructions; only
     /// worth it for a short range of a block that may be cold.
     pub fn warm_rows(&self, range: Range<usize>) {
         let end = range.end.min(self.rows);

@@ -156,13 +156,29 @@ impl SstReader {
         seqno: SeqNo,
         trace: &mut LookupTrace,
     ) -> Result<Option<(Arc<Block>, usize)>> {
+        if !self.filter_traced(user_key, trace) {
+            return Ok(None);
+        }
+        self.get_entry_unfiltered(user_key, seqno, trace)
+    }
+
+    /// [`SstReader::may_contain`], timed and recorded in `trace`.
+    pub fn filter_traced(&self, user_key: &[u8], trace: &mut LookupTrace) -> bool {
         let clock = trace.timed.then(std::time::Instant::now);
         let may = self.may_contain(user_key);
         trace.filter_ns += elapsed_ns(clock);
-        if !may {
-            trace.filtered = true;
-            return Ok(None);
-        }
+        trace.filtered = !may;
+        may
+    }
+
+    /// [`SstReader::get_entry_traced`] for a key that already passed the
+    /// filter ([`SstReader::filter_traced`]).
+    pub fn get_entry_unfiltered(
+        &self,
+        user_key: &[u8],
+        seqno: SeqNo,
+        trace: &mut LookupTrace,
+    ) -> Result<Option<(Arc<Block>, usize)>> {
         let target = seek_trailer(seqno);
         if let Some(model) = &self.model {
             let clock = trace.timed.then(std::time::Instant::now);
