@@ -124,7 +124,8 @@ pub fn sst(data: &[u8]) {
     if fs.write_file_synced(path, data).is_err() {
         return;
     }
-    let Ok(reader) = SstReader::open(&fs, path, 9, Arc::new(BlockCache::new(1 << 20))) else { return };
+    // The engine's default, a memory map (`MemFs` maps by copying).
+    let Ok(reader) = SstReader::open(&fs, path, 9, Arc::new(BlockCache::new(1 << 20)), true) else { return };
     // Each entry takes bytes of the file, which bounds a correct walk.
     let limit = data.len() + 1;
     let mut keys = Vec::new();
@@ -540,7 +541,8 @@ mod tests {
                 let fixed = fix_sst_checksums(&damaged);
                 let fs = MemFs::new();
                 fs.write_file_synced(Path::new("/s.sst"), &fixed).expect("write");
-                let opened = SstReader::open(&fs, Path::new("/s.sst"), 1, Arc::new(BlockCache::new(1 << 20)));
+                let opened =
+                    SstReader::open(&fs, Path::new("/s.sst"), 1, Arc::new(BlockCache::new(1 << 20)), true);
                 let read = opened.and_then(|r| r.read_block(0).map(|_| ()));
                 assert!(read.as_ref().is_ok() || !format!("{read:?}").contains("checksum"), "{read:?}");
             }

@@ -4,7 +4,7 @@
 //! the lookup phases run long enough to dominate a profile:
 //!
 //! ```text
-//! cargo run --release --example lookups -- [--keys N] [--gets N] [--random] [--fences] [--row-cache-mib M]
+//! cargo run --release --example lookups -- [--keys N] [--gets N] [--random] [--fences] [--no-mmap] [--block-cache-mib M] [--row-cache-mib M]
 //! perf record -g target/release/examples/lookups --keys 1000000 --gets 20000000 --random
 //! ```
 
@@ -47,6 +47,12 @@ struct Args {
     /// Threads doing the lookups (each does `gets / threads`).
     #[arg(long, default_value_t = 1)]
     threads: usize,
+    /// Read SSTs with `pread` instead of memory maps.
+    #[arg(long)]
+    no_mmap: bool,
+    /// Block cache in MiB.
+    #[arg(long, default_value_t = 64)]
+    block_cache_mib: usize,
     /// Row cache in MiB (0: off, the default).
     #[arg(long, default_value_t = 0)]
     row_cache_mib: usize,
@@ -77,6 +83,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         learned_index: !args.fences,
         timing_stats: args.timing,
         row_cache_bytes: args.row_cache_mib << 20,
+        mmap_reads: !args.no_mmap,
+        block_cache_bytes: args.block_cache_mib << 20,
         ..Options::default()
     };
     let db = Db::open(dir.path(), options)?;

@@ -21,13 +21,19 @@ pub type BlockKey = (u64, u64);
 /// Expected average block size, used only to size the cache's tables.
 const EXPECTED_BLOCK_BYTES: u64 = 16 << 10;
 
+/// Memory of a cache entry besides its block: the key, the `Arc`'s
+/// counts and pointer, and the cache's own slot (an estimate).
+const ENTRY_OVERHEAD_BYTES: usize = 64;
+
 #[derive(Debug, Clone, Copy)]
 struct BlockWeighter;
 
 impl Weighter<BlockKey, Arc<Block>> for BlockWeighter {
     fn weight(&self, _key: &BlockKey, block: &Arc<Block>) -> u64 {
-        // Never zero: zero-weight items would never be evicted.
-        (block.approximate_bytes() as u64).max(1)
+        // Never zero (zero-weight items would never be evicted): a mapped
+        // block holds little but its directory, so the entry's own memory
+        // counts too.
+        (block.approximate_bytes() + ENTRY_OVERHEAD_BYTES) as u64
     }
 }
 

@@ -109,6 +109,13 @@ pub struct Options {
     /// turns it off. Never stale: see `row_cache.rs` for why it needs no
     /// invalidation. Charged on top of the block cache.
     pub row_cache_bytes: usize,
+    /// Read SSTs through memory maps (on 64-bit platforms): a block missing
+    /// from the block cache is checksummed and decoded where the page cache
+    /// holds it, with no read call and no copy, and the cache then holds
+    /// only the decoded block's directory, not its bytes. On by default;
+    /// off reads each missing block with `pread` into the cache. See
+    /// `io/mmap.rs` for the contract (no outside writes to open files).
+    pub mmap_reads: bool,
     /// Largest key accepted, in bytes. Keys are copied into fence keys and
     /// the memtable; 64 KiB keeps every index entry small.
     pub key_bytes_max: usize,
@@ -150,6 +157,7 @@ impl Default for Options {
             compression: Compression::None,
             block_cache_bytes: 64 << 20,
             row_cache_bytes: 0,
+            mmap_reads: true,
             key_bytes_max: 64 << 10,
             value_bytes_max: 64 << 20,
             batch_bytes_max: 1 << 30,

@@ -79,7 +79,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         visible_seqno: AtomicU64::new(last_seqno),
         bg: Mutex::new(BgState::default()),
         bg_cv: Condvar::new(),
-        table_cache: TableCache::new(fs, dir.to_path_buf()),
+        table_cache: TableCache::new(fs, dir.to_path_buf(), opts.mmap_reads),
         block_cache: Arc::new(BlockCache::new(opts.block_cache_bytes)),
         row_cache: (opts.row_cache_bytes > 0).then(|| crate::row_cache::RowCache::new(opts.row_cache_bytes)),
         pending_outputs: Mutex::new(std::collections::HashSet::new()),

@@ -19,11 +19,13 @@ pub(crate) struct TableCache {
     fs: Arc<dyn Fs>,
     dir: PathBuf,
     readers: RwLock<HashMap<u64, Arc<SstReader>>>,
+    /// Read SSTs through memory maps (`Options::mmap_reads`).
+    mmap_reads: bool,
 }
 
 impl TableCache {
-    pub(crate) fn new(fs: Arc<dyn Fs>, dir: PathBuf) -> Self {
-        TableCache { fs, dir, readers: RwLock::new(HashMap::new()) }
+    pub(crate) fn new(fs: Arc<dyn Fs>, dir: PathBuf, mmap_reads: bool) -> Self {
+        TableCache { fs, dir, readers: RwLock::new(HashMap::new()), mmap_reads }
     }
 
     /// The reader of SST `number`, opening it if needed.
@@ -32,7 +34,7 @@ impl TableCache {
             return Ok(r.clone());
         }
         let path = self.dir.join(files::sst(number));
-        let reader = SstReader::open(self.fs.as_ref(), &path, number, cache.clone())?;
+        let reader = SstReader::open(self.fs.as_ref(), &path, number, cache.clone(), self.mmap_reads)?;
         Ok(self.readers.write().entry(number).or_insert(reader).clone())
     }
 

@@ -32,6 +32,14 @@ pub trait RandomAccessFile: Send + Sync {
     fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>>;
     /// The file's length in bytes at the time it was opened.
     fn len(&self) -> u64;
+    /// The whole file (its first [`RandomAccessFile::len`] bytes) as bytes
+    /// read without a call per read: a memory map on the real file system.
+    /// `None` where the file system offers no such view. Only for files
+    /// that are not modified while open, which is every file the engine
+    /// reads this way.
+    fn map(&self) -> Result<Option<bytes::Bytes>> {
+        Ok(None)
+    }
     /// True for an empty file.
     fn is_empty(&self) -> bool {
         self.len() == 0

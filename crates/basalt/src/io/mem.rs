@@ -591,6 +591,13 @@ impl RandomAccessFile for MemRandomAccessFile {
     fn len(&self) -> u64 {
         self.len
     }
+
+    /// A copy of the file as it is now: like a real map of a file nobody
+    /// changes. Counted as a read for fault injection.
+    fn map(&self) -> Result<Option<bytes::Bytes>> {
+        let len = usize::try_from(self.len).map_err(|_| Error::InvalidArgument("file too large".into()))?;
+        self.read_at(0, len).map(|data| Some(bytes::Bytes::from(data)))
+    }
 }
 
 /// Releases its path in the owning file system when dropped.

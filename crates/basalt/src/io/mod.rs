@@ -4,6 +4,7 @@
 mod faults;
 mod fs;
 mod mem;
+mod mmap;
 mod real;
 
 pub use faults::{Fault, FaultError, OpKind};

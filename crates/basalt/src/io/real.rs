@@ -67,6 +67,10 @@ impl RandomAccessFile for RealRandomAccessFile {
     fn len(&self) -> u64 {
         self.len
     }
+
+    fn map(&self) -> Result<Option<bytes::Bytes>> {
+        super::mmap::map(&self.file, &self.path, self.len)
+    }
 }
 
 /// Holds the open LOCK file; the OS releases the flock when it is closed.

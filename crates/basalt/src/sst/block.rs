@@ -283,10 +283,17 @@ pub struct Block {
     /// (key-value blocks whose keys, or values, all have one width).
     key_width: Option<usize>,
     value_width: Option<usize>,
-    buffers: Vec<Range<usize>>,
+    /// Buffers in the directory.
+    buffer_count: usize,
+    /// Where the buffers after the first five lie (table blocks only): a
+    /// key-value block allocates nothing here.
+    more_buffers: Vec<Range<usize>>,
     /// The table columns as Arrow arrays over this block's bytes, built on
     /// first use.
     arrays: OnceLock<std::result::Result<Vec<ArrayRef>, String>>,
+    /// The bytes are a memory-mapped file's, held by the page cache rather
+    /// than by this block: the block cache charges only the rest.
+    data_is_mapped: bool,
 }
 
 impl Block {
@@ -297,10 +304,27 @@ impl Block {
         let corrupt = |what: String| Error::corruption(file, offset, format!("block: {what}"));
         let (rows, buffers) = read_directory(&data).map_err(corrupt)?;
         let head = std::array::from_fn(|i| (buffers[i].start, buffers[i].end));
-        let mut block =
-            Block { data, rows, head, key_width: None, value_width: None, buffers, arrays: OnceLock::new() };
+        let buffer_count = buffers.len();
+        let more_buffers = buffers.get(DATA_BLOCK_BUFFERS..).map(<[_]>::to_vec).unwrap_or_default();
+        let mut block = Block {
+            data,
+            rows,
+            head,
+            key_width: None,
+            value_width: None,
+            buffer_count,
+            more_buffers,
+            arrays: OnceLock::new(),
+            data_is_mapped: false,
+        };
         block.check_columns().map_err(corrupt)?;
         Ok(block)
+    }
+
+    /// [`Block::decode`] of contents that lie in a memory map: the same
+    /// checks, but the block's memory charge leaves out the bytes.
+    pub fn decode_mapped(data: Bytes, file: &Path, offset: u64) -> Result<Block> {
+        Ok(Block { data_is_mapped: true, ..Block::decode(data, file, offset)? })
     }
 
     fn check_columns(&mut self) -> std::result::Result<(), String> {
@@ -342,9 +366,17 @@ impl Block {
     /// # Panics
     /// If `i` is not below the buffer count.
     pub fn buffer(&self, i: usize) -> &[u8] {
+        &self.data[self.buffer_range(i)]
+    }
+
+    /// Where buffer `i` lies in the block.
+    ///
+    /// # Panics
+    /// If `i` is not below the buffer count.
+    fn buffer_range(&self, i: usize) -> Range<usize> {
         match self.head.get(i) {
-            Some(&(start, end)) => &self.data[start..end],
-            None => &self.data[self.buffers[i].clone()],
+            Some(&(start, end)) => start..end,
+            None => self.more_buffers[i - DATA_BLOCK_BUFFERS].clone(),
         }
     }
 
@@ -382,7 +414,7 @@ impl Block {
     /// Whether this is a key-value block (one value column) rather than a
     /// table block (three buffers per stored column).
     pub fn is_key_value(&self) -> bool {
-        self.buffers.len() == DATA_BLOCK_BUFFERS
+        self.buffer_count == DATA_BLOCK_BUFFERS
     }
 
     /// Value of row `i` (empty for a delete) of a key-value block; empty for
@@ -412,10 +444,10 @@ impl Block {
     fn build_arrays(&self, layout: &TableLayout) -> std::result::Result<Vec<ArrayRef>, String> {
         let kv_block = self.is_key_value();
         let expected = if kv_block { DATA_BLOCK_BUFFERS } else { 3 + 3 * layout.stored().len() };
-        if self.buffers.len() != expected {
-            return Err(format!("{} buffers, the table layout needs {expected}", self.buffers.len()));
+        if self.buffer_count != expected {
+            return Err(format!("{} buffers, the table layout needs {expected}", self.buffer_count));
         }
-        let buf = |i: usize| Buffer::from(self.data.slice(self.buffers[i].clone()));
+        let buf = |i: usize| Buffer::from(self.data.slice(self.buffer_range(i)));
         // A fixed-width column has no offsets in the block; Arrow's Binary
         // needs them, so they are made (a copy only for such blocks).
         let offsets = |i: usize, width: Option<usize>| match width {
@@ -522,10 +554,11 @@ impl Block {
     /// Memory held by this block, for weighing it in the block cache.
     pub fn approximate_bytes(&self) -> usize {
         std::mem::size_of::<Self>()
-            + self.data.len()
-            + self.buffers.len() * std::mem::size_of::<Range<usize>>()
-            // Arrow arrays share the block's bytes; count their bookkeeping.
-            + self.buffers.len() * 64
+            + if self.data_is_mapped { 0 } else { self.data.len() }
+            + self.more_buffers.len() * std::mem::size_of::<Range<usize>>()
+            // A table block's Arrow arrays share its bytes; count their
+            // bookkeeping.
+            + if self.is_key_value() { 0 } else { self.buffer_count * 64 }
     }
 }
 
@@ -638,7 +671,7 @@ mod tests {
             assert_eq!((block.key(i), block.trailer(i), block.value(i)), (&k[..], *t, &v[..]));
         }
         for i in 0..DATA_BLOCK_BUFFERS {
-            assert_eq!(block.buffers[i].start % BUFFER_ALIGN_BYTES, 0);
+            assert_eq!(block.buffer_range(i).start % BUFFER_ALIGN_BYTES, 0);
         }
         // The sample's keys all have 6 bytes: written without offsets.
         assert!(block.buffer(BUF_KEY_OFFSETS).is_empty());

@@ -15,7 +15,7 @@ use super::format::{
 use super::index::FenceIndex;
 use super::meta::{MetaEntry, Properties, decode_metaindex};
 use super::model::Model;
-use super::seal::unseal;
+use super::seal::{Unsealed, check_trailer, unseal};
 use crate::cache::BlockCache;
 use crate::codec::internal::{SeqNo, compare, seek_trailer};
 use crate::error::{Error, Result};
@@ -35,6 +35,8 @@ pub struct SstReader {
     zones: Option<Vec<Vec<crate::table::zone::Zone>>>,
     /// The learned index, when the SST has one.
     model: Option<Model>,
+    /// The whole file, memory-mapped, when reads go through a map.
+    mapped: Option<Bytes>,
 }
 
 impl std::fmt::Debug for SstReader {
@@ -60,7 +62,8 @@ struct MetaHandles {
 }
 
 impl SstReader {
-    /// Opens the SST at `path`; its blocks are cached under `file_number`.
+    /// Opens the SST at `path`; its blocks are cached under `file_number`,
+    /// and read through a memory map when `map` is set and `fs` offers one.
     /// A damaged, truncated or foreign file is `Error::Corruption` naming the
     /// path and the offset of the bad structure.
     pub fn open(
@@ -68,9 +71,11 @@ impl SstReader {
         path: &Path,
         file_number: u64,
         cache: Arc<BlockCache>,
+        map: bool,
     ) -> Result<Arc<SstReader>> {
         let file = fs.open(path)?;
         let file_size = file.len();
+        let mapped = if map { file.map()? } else { None };
         let Some(footer_offset) = file_size.checked_sub(FOOTER_BYTES as u64) else {
             return Err(Error::corruption(
                 path,
@@ -126,6 +131,7 @@ impl SstReader {
             zones,
             model,
             properties,
+            mapped,
         }))
     }
 
@@ -289,8 +295,26 @@ impl SstReader {
             )));
         };
         self.cache.get_or_load((self.file_number, handle.offset), || {
-            let stored = self.file.read_at(handle.offset, handle.size_with_trailer())?;
-            Block::decode(unseal(stored, &self.path, handle.offset)?, &self.path, handle.offset)
+            let Some(file) = &self.mapped else {
+                let stored = self.file.read_at(handle.offset, handle.size_with_trailer())?;
+                return Block::decode(unseal(stored, &self.path, handle.offset)?, &self.path, handle.offset);
+            };
+            let start = usize::try_from(handle.offset).unwrap_or(usize::MAX);
+            let Some(stored) =
+                start.checked_add(handle.size_with_trailer()).and_then(|end| file.get(start..end))
+            else {
+                return Err(Error::corruption(
+                    &self.path,
+                    handle.offset,
+                    format!("block of {} bytes runs past the end of the file", handle.size_with_trailer()),
+                ));
+            };
+            match check_trailer(stored, &self.path, handle.offset)? {
+                Unsealed::Stored { body_bytes } => {
+                    Block::decode_mapped(file.slice(start..start + body_bytes), &self.path, handle.offset)
+                }
+                Unsealed::Decompressed(raw) => Block::decode(raw, &self.path, handle.offset),
+            }
         })
     }
 

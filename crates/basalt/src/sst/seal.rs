@@ -37,21 +37,38 @@ pub fn seal(raw: Vec<u8>, compression: Compression) -> Vec<u8> {
 /// Checks the trailer of a stored block read at `offset` of `file` and
 /// returns the block contents, decompressed.
 pub fn unseal(mut stored: Vec<u8>, file: &Path, offset: u64) -> Result<Vec<u8>> {
+    match check_trailer(&stored, file, offset)? {
+        Unsealed::Stored { body_bytes } => {
+            stored.truncate(body_bytes);
+            Ok(stored)
+        }
+        Unsealed::Decompressed(raw) => Ok(raw),
+    }
+}
+
+/// What a stored block holds once its trailer checked out.
+pub enum Unsealed {
+    /// The contents are the first `body_bytes` bytes, as stored.
+    Stored { body_bytes: usize },
+    /// The contents, decompressed.
+    Decompressed(Vec<u8>),
+}
+
+/// Checks the trailer of a stored block (contents and trailer) read at
+/// `offset` of `file` without taking ownership, so a block that was stored
+/// uncompressed can be used where it lies (a memory map).
+pub fn check_trailer(stored: &[u8], file: &Path, offset: u64) -> Result<Unsealed> {
     let corrupt = |what: String| Error::corruption(file, offset, what);
-    let Some(body_len) = stored.len().checked_sub(BLOCK_TRAILER_BYTES) else {
+    let Some((body, trailer)) = stored.split_last_chunk::<BLOCK_TRAILER_BYTES>() else {
         return Err(corrupt(format!("block of {} bytes has no trailer", stored.len())));
     };
-    let kind = stored[body_len];
-    let mut crc = [0u8; 4];
-    crc.copy_from_slice(&stored[body_len + 1..]);
-    let expected = u32::from_le_bytes(crc);
-    if block_crc(&stored[..body_len], kind) != expected {
+    let [kind, crc @ ..] = *trailer;
+    if block_crc(body, kind) != u32::from_le_bytes(crc) {
         return Err(corrupt("block checksum mismatch".into()));
     }
-    stored.truncate(body_len);
     match kind {
-        COMPRESSION_NONE => Ok(stored),
-        COMPRESSION_LZ4 => decompress_lz4(&stored).map_err(corrupt),
+        COMPRESSION_NONE => Ok(Unsealed::Stored { body_bytes: body.len() }),
+        COMPRESSION_LZ4 => decompress_lz4(body).map(Unsealed::Decompressed).map_err(corrupt),
         other => Err(corrupt(format!("unknown compression type {other}"))),
     }
 }

@@ -66,6 +66,9 @@ impl RandomAccessFile for MemReadable {
     fn len(&self) -> u64 {
         self.data.len() as u64
     }
+    fn map(&self) -> Result<Option<bytes::Bytes>> {
+        Ok(Some(bytes::Bytes::copy_from_slice(&self.data)))
+    }
 }
 
 fn unsupported(what: &str) -> Error {

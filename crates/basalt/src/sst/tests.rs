@@ -75,8 +75,14 @@ fn write_sst(fs: &dyn Fs, path: &Path, entries: &[Entry], opts: &SstWriterOption
     w.finish()
 }
 
+/// Opens `path` read through a map (the default path of the engine).
 fn open(fs: &dyn Fs, path: &Path) -> Result<Arc<SstReader>> {
-    SstReader::open(fs, path, 1, Arc::new(BlockCache::new(1 << 20)))
+    open_with(fs, path, true)
+}
+
+/// Opens `path`, read through a map or by `read_at` (`pread`).
+fn open_with(fs: &dyn Fs, path: &Path, map: bool) -> Result<Arc<SstReader>> {
+    SstReader::open(fs, path, 1, Arc::new(BlockCache::new(1 << 20)), map)
 }
 
 fn model_get(entries: &[Entry], key: &[u8], seqno: u64) -> Option<(u64, Vec<u8>)> {
@@ -211,6 +217,7 @@ fn round_trips_across_block_sizes_and_compression() -> Result<()> {
                 assert_eq!(reader.block_count(), 1);
             }
             check_all(&reader, &entries)?;
+            check_all(&open_with(&fs, &path, false)?, &entries)?;
         }
     }
     let plain = fs.get(Path::new("None-4096.sst")).len();
@@ -287,7 +294,7 @@ fn blocks_come_from_the_cache() -> Result<()> {
     );
     write_sst(&fs, Path::new("c.sst"), &entries, &options(256, Compression::Lz4, 10))?;
     let cache = Arc::new(BlockCache::new(1 << 20));
-    let reader = SstReader::open(&fs, Path::new("c.sst"), 42, Arc::clone(&cache))?;
+    let reader = SstReader::open(&fs, Path::new("c.sst"), 42, Arc::clone(&cache), true)?;
     let blocks = reader.block_count() as u64;
     assert!(blocks > 5);
     collect_forward(&reader)?;
@@ -306,7 +313,8 @@ fn real_files_round_trip() -> Result<()> {
     let mut rng = StdRng::seed_from_u64(seed(5));
     let entries = random_entries(&mut rng, 200, 64);
     write_sst(&RealFs, &path, &entries, &options(1024, Compression::Lz4, 10))?;
-    check_all(&open(&RealFs, &path)?, &entries)
+    check_all(&open(&RealFs, &path)?, &entries)?;
+    check_all(&open_with(&RealFs, &path, false)?, &entries)
 }
 
 /// A small SST (2–4 KB) of several LZ4 and plain blocks, and its entries.
@@ -326,6 +334,13 @@ fn small_sst(fs: &TestFs, path: &Path) -> Vec<Entry> {
 /// Reads everything; each answer must be right or a Corruption. Returns
 /// whether any Corruption was seen.
 fn read_everything(fs: &TestFs, path: &Path, entries: &[Entry]) -> bool {
+    let mapped = read_everything_with(fs, path, entries, true);
+    let read = read_everything_with(fs, path, entries, false);
+    assert_eq!(mapped, read, "a map and reads disagree on whether the file is damaged");
+    mapped
+}
+
+fn read_everything_with(fs: &TestFs, path: &Path, entries: &[Entry], map: bool) -> bool {
     let ok_or_corrupt = |r: Result<bool>| match r {
         Ok(corrupt) => corrupt,
         Err(e) => {
@@ -333,7 +348,7 @@ fn read_everything(fs: &TestFs, path: &Path, entries: &[Entry]) -> bool {
             true
         }
     };
-    let reader = match open(fs, path) {
+    let reader = match open_with(fs, path, map) {
         Ok(reader) => reader,
         Err(e) => return ok_or_corrupt(Err(e)),
     };
@@ -476,11 +491,13 @@ proptest! {
         let path = Path::new("p.sst");
         let compression = if lz4 { Compression::Lz4 } else { Compression::None };
         write_sst(&fs, path, &entries, &options(target, compression, bits)).expect("writes");
-        let reader = open(&fs, path).expect("opens");
         let seqnos: Vec<u64> = (0..=41).collect();
-        check_gets(&reader, &entries, &seqnos).expect("gets");
-        check_scans(&reader, &entries).expect("scans");
-        check_seeks(&reader, &entries).expect("seeks");
+        let reader = open(&fs, path).expect("opens");
+        for r in [&reader, &open_with(&fs, path, false).expect("opens")] {
+            check_gets(r, &entries, &seqnos).expect("gets");
+            check_scans(r, &entries).expect("scans");
+            check_seeks(r, &entries).expect("seeks");
+        }
         let deletes = entries.iter().filter(|e| unpack_trailer(e.1).map(|(_, k)| k) == Some(Kind::Delete)).count();
         prop_assert_eq!(reader.properties().deletions, deletes as u64);
     }

@@ -62,6 +62,8 @@ pub fn small_options(fs: &MemFs, rng: &mut StdRng) -> Options {
         auto_compaction: rng.random_bool(0.8),
         // Half the cases with a row cache small enough to evict.
         row_cache_bytes: if rng.random_bool(0.5) { rng.random_range(1..64 << 10) } else { 0 },
+        // Half the cases read SSTs through maps (MemFs maps by copying).
+        mmap_reads: rng.random_bool(0.5),
         ..Options::default()
     }
 }
