@@ -11,6 +11,7 @@ use bytes::Bytes;
 use super::{DbInner, SuperVersion};
 use crate::codec::internal::{Kind, SeqNo, unpack_trailer};
 use crate::error::{Error, Result};
+use crate::sst::filter::key_hash;
 use crate::sst::reader::LookupTrace;
 use crate::wal::batch::TreeId;
 
@@ -51,6 +52,15 @@ impl DbInner {
         let Some(tree_version) = sv.version.tree(tree) else {
             return Err(Error::InvalidArgument(format!("unknown tree {tree}")));
         };
+        let hash = key_hash(user_key);
+        // Each file's filter line is a cache miss of its own at scale; load
+        // them all first so the misses overlap (files not yet opened are
+        // opened by the loop below).
+        let touched = tree_version
+            .files_for_key(user_key)
+            .filter_map(|file| file.reader.get())
+            .fold(0, |acc, reader| acc ^ reader.touch_filter(hash));
+        std::hint::black_box(touched);
         let mut probes = 0;
         for file in tree_version.files_for_key(user_key) {
             probes += 1;
@@ -60,7 +70,7 @@ impl DbInner {
             // The filter before the row cache: a key the file lacks costs
             // no hash lookup.
             let mut row_hit = false;
-            let found = if !reader.filter_traced(user_key, &mut trace) {
+            let found = if !reader.filter_hash_traced(hash, &mut trace) {
                 None
             } else if let Some(row) =
                 self.row_cache.as_ref().and_then(|r| r.get(file.number, user_key, seqno))
@@ -68,9 +78,7 @@ impl DbInner {
                 row_hit = true;
                 Some(row)
             } else {
-                let found = reader.get_entry_unfiltered(user_key, seqno, &mut trace)?;
-                let found =
-                    found.map(|(block, i)| (block.trailer(i), Bytes::copy_from_slice(block.value(i))));
+                let found = reader.get_unfiltered(user_key, seqno, &mut trace)?;
                 if let (Some(rows), Some((trailer, value))) = (&self.row_cache, &found)
                     && seqno >= file.max_seqno
                 {

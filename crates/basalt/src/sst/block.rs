@@ -385,30 +385,26 @@ impl Block {
         &self.data
     }
 
-    fn binary(&self, offsets: usize, data: usize, width: Option<usize>, i: usize) -> &[u8] {
-        if let Some(w) = width {
-            return &self.buffer(data)[i * w..(i + 1) * w];
+    /// The rows as a point lookup reads them.
+    pub fn rows(&self) -> Rows<'_> {
+        Rows {
+            data: &self.data,
+            len: self.rows,
+            head: self.head,
+            key_width: self.key_width,
+            value_width: self.value_width,
+            key_value: self.is_key_value(),
         }
-        let off = self.buffer(offsets);
-        let start = u32_at(off, 4 * i) as usize;
-        let end = u32_at(off, 4 * (i + 1)) as usize;
-        &self.buffer(data)[start..end]
     }
 
-    /// User key of row `i`.
-    ///
-    /// # Panics
-    /// If `i >= len()`.
+    /// User key of row `i`; see [`Rows::key`].
     pub fn key(&self, i: usize) -> &[u8] {
-        self.binary(BUF_KEY_OFFSETS, BUF_KEY_DATA, self.key_width, i)
+        self.rows().key(i)
     }
 
-    /// Trailer (`seqno << 8 | kind`) of row `i`.
-    ///
-    /// # Panics
-    /// If `i >= len()`.
+    /// Trailer (`seqno << 8 | kind`) of row `i`; see [`Rows::trailer`].
     pub fn trailer(&self, i: usize) -> u64 {
-        u64_at(self.buffer(BUF_TRAILERS), 8 * i)
+        self.rows().trailer(i)
     }
 
     /// Whether this is a key-value block (one value column) rather than a
@@ -419,14 +415,18 @@ impl Block {
 
     /// Value of row `i` (empty for a delete) of a key-value block; empty for
     /// a table block, whose values are read with [`Block::arrays`].
-    ///
-    /// # Panics
-    /// If `i >= len()`.
     pub fn value(&self, i: usize) -> &[u8] {
-        if !self.is_key_value() {
-            return &[];
-        }
-        self.binary(BUF_VALUE_OFFSETS, BUF_VALUE_DATA, self.value_width, i)
+        self.rows().value(i)
+    }
+
+    /// First row whose internal key is >= `(user_key, trailer)`, or `len()`.
+    pub fn seek(&self, user_key: &[u8], trailer: u64) -> usize {
+        self.rows().seek(user_key, trailer)
+    }
+
+    /// See [`Rows::seek_in`].
+    pub fn seek_in(&self, range: Range<usize>, user_key: &[u8], trailer: u64) -> usize {
+        self.rows().seek_in(range, user_key, trailer)
     }
 
     /// Every column of the table, as Arrow arrays that point into this
@@ -481,15 +481,121 @@ impl Block {
         Ok(out)
     }
 
+    /// Memory held by this block, for weighing it in the block cache.
+    pub fn approximate_bytes(&self) -> usize {
+        std::mem::size_of::<Self>()
+            + if self.data_is_mapped { 0 } else { self.data.len() }
+            + self.more_buffers.len() * std::mem::size_of::<Range<usize>>()
+            // A table block's Arrow arrays share its bytes; count their
+            // bookkeeping.
+            + if self.is_key_value() { 0 } else { self.buffer_count * 64 }
+    }
+}
+
+/// A block's rows as a point lookup reads them: the bytes, borrowed, and
+/// where the key, trailer and value columns lie. A cached [`Block`] gives
+/// one ([`Block::rows`]); so does a block read where it lies in a memory
+/// map, after it was checked once ([`Rows::parse`]), with no allocation
+/// and no reference count to update.
+#[derive(Debug, Clone, Copy)]
+pub struct Rows<'a> {
+    data: &'a [u8],
+    len: usize,
+    head: [(usize, usize); DATA_BLOCK_BUFFERS],
+    key_width: Option<usize>,
+    value_width: Option<usize>,
+    key_value: bool,
+}
+
+impl<'a> Rows<'a> {
+    /// The rows of a key-value block's contents that passed
+    /// [`Block::decode`] before. Repeats only the checks that keep every
+    /// access in bounds (the directory, the column sizes); `None` for a
+    /// table block. An error is a message for `Error::Corruption`.
+    pub fn parse(data: &'a [u8]) -> std::result::Result<Option<Rows<'a>>, String> {
+        let mut head = [(0, 0); DATA_BLOCK_BUFFERS];
+        let (rows, count) = read_directory_with(data, |i, r| {
+            if let Some(slot) = head.get_mut(i) {
+                *slot = (r.start, r.end);
+            }
+        })?;
+        if count != DATA_BLOCK_BUFFERS {
+            return Ok(None);
+        }
+        let len = |i: usize| head[i].1 - head[i].0;
+        let key_width = column_width(len(BUF_KEY_OFFSETS), rows, len(BUF_KEY_DATA), "key")?;
+        let value_width = column_width(len(BUF_VALUE_OFFSETS), rows, len(BUF_VALUE_DATA), "value")?;
+        if len(BUF_TRAILERS) != 8 * rows {
+            return Err(format!("trailer column of {} bytes for {rows} rows", len(BUF_TRAILERS)));
+        }
+        Ok(Some(Rows { data, len: rows, head, key_width, value_width, key_value: true }))
+    }
+
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Always false: a block has at least one row.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Buffer `i` (one of the first five).
+    fn buffer(&self, i: usize) -> &'a [u8] {
+        let (start, end) = self.head[i];
+        &self.data[start..end]
+    }
+
+    /// Row `i` of a binary column. Out-of-range offsets, which only bytes
+    /// changed after they were checked could hold, read as empty.
+    fn binary(&self, offsets: usize, data: usize, width: Option<usize>, i: usize) -> &'a [u8] {
+        let range = if let Some(w) = width {
+            i * w..(i + 1) * w
+        } else {
+            let off = self.buffer(offsets);
+            u32_at(off, 4 * i) as usize..u32_at(off, 4 * (i + 1)) as usize
+        };
+        self.buffer(data).get(range).unwrap_or_default()
+    }
+
+    /// User key of row `i`.
+    ///
+    /// # Panics
+    /// If `i >= len()`.
+    pub fn key(&self, i: usize) -> &'a [u8] {
+        self.binary(BUF_KEY_OFFSETS, BUF_KEY_DATA, self.key_width, i)
+    }
+
+    /// Trailer (`seqno << 8 | kind`) of row `i`.
+    ///
+    /// # Panics
+    /// If `i >= len()`.
+    pub fn trailer(&self, i: usize) -> u64 {
+        u64_at(self.buffer(BUF_TRAILERS), 8 * i)
+    }
+
+    /// Value of row `i` (empty for a delete) of a key-value block; empty for
+    /// a table block, whose values are read with [`Block::arrays`].
+    ///
+    /// # Panics
+    /// If `i >= len()`.
+    pub fn value(&self, i: usize) -> &'a [u8] {
+        if !self.key_value {
+            return &[];
+        }
+        self.binary(BUF_VALUE_OFFSETS, BUF_VALUE_DATA, self.value_width, i)
+    }
+
     /// First row whose internal key is >= `(user_key, trailer)`, or `len()`.
     pub fn seek(&self, user_key: &[u8], trailer: u64) -> usize {
-        self.seek_in(0..self.rows, user_key, trailer)
+        self.seek_in(0..self.len, user_key, trailer)
     }
 
     /// Within rows `range`, the offset (from `range.start`) of the first row
     /// whose internal key is >= `(user_key, trailer)`, or `range.len()`.
     pub fn seek_in(&self, range: Range<usize>, user_key: &[u8], trailer: u64) -> usize {
-        let (start, mut lo, mut hi) = (range.start, range.start, range.end.min(self.rows));
+        let (start, mut lo, mut hi) = (range.start, range.start, range.end.min(self.len));
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             if self.is_before(mid, user_key, trailer) {
@@ -511,7 +617,7 @@ impl Block {
     /// index"). Safe Rust's stand-in for prefetch instructions; only
     /// worth it for a short range of a block that may be cold.
     pub fn warm_rows(&self, range: Range<usize>) {
-        let end = range.end.min(self.rows);
+        let end = range.end.min(self.len);
         if range.start >= end {
             return;
         }
@@ -531,7 +637,7 @@ impl Block {
             touch(offsets, 4 * start, 4 * end + 4);
             touch(key_data, u32_at(offsets, 4 * start) as usize, u32_at(offsets, 4 * end) as usize);
         }
-        if self.is_key_value() {
+        if self.key_value {
             match self.value_width {
                 Some(w) => touch(self.buffer(BUF_VALUE_DATA), start * w, end * w),
                 None => touch(self.buffer(BUF_VALUE_OFFSETS), 4 * start, 4 * end + 4),
@@ -550,21 +656,22 @@ impl Block {
             Ordering::Equal => self.trailer(i) > trailer,
         }
     }
-
-    /// Memory held by this block, for weighing it in the block cache.
-    pub fn approximate_bytes(&self) -> usize {
-        std::mem::size_of::<Self>()
-            + if self.data_is_mapped { 0 } else { self.data.len() }
-            + self.more_buffers.len() * std::mem::size_of::<Range<usize>>()
-            // A table block's Arrow arrays share its bytes; count their
-            // bookkeeping.
-            + if self.is_key_value() { 0 } else { self.buffer_count * 64 }
-    }
 }
 
 /// Reads the header and directory: row count, then each buffer's range,
 /// aligned, in order, past the header and within the block.
 fn read_directory(data: &[u8]) -> std::result::Result<(usize, Vec<Range<usize>>), String> {
+    let mut buffers = Vec::new();
+    let (rows, _) = read_directory_with(data, |_, r| buffers.push(r))?;
+    Ok((rows, buffers))
+}
+
+/// [`read_directory`], handing each buffer's index and range to `each`
+/// instead of collecting them; returns the row and buffer counts.
+fn read_directory_with(
+    data: &[u8],
+    mut each: impl FnMut(usize, Range<usize>),
+) -> std::result::Result<(usize, usize), String> {
     if data.len() < BLOCK_HEADER_FIXED_BYTES {
         return Err(format!("{} bytes is shorter than a block header", data.len()));
     }
@@ -581,7 +688,6 @@ fn read_directory(data: &[u8]) -> std::result::Result<(usize, Vec<Range<usize>>)
     if header > data.len() {
         return Err("buffer directory runs past the block".into());
     }
-    let mut buffers = Vec::with_capacity(count);
     let mut end_prev = header;
     for i in 0..count {
         let at = BLOCK_HEADER_FIXED_BYTES + i * BUFFER_ENTRY_BYTES;
@@ -591,10 +697,32 @@ fn read_directory(data: &[u8]) -> std::result::Result<(usize, Vec<Range<usize>>)
         let Some(end) = end.filter(|_| start.is_multiple_of(BUFFER_ALIGN_BYTES) && start >= end_prev) else {
             return Err(format!("buffer {i} at {start}+{len} is misplaced"));
         };
-        buffers.push(start..end);
+        each(i, start..end);
         end_prev = end;
     }
-    Ok((rows, buffers))
+    Ok((rows, count))
+}
+
+/// The sizes of a key-value block's binary column: `Some(width)` when it
+/// was written without offsets (the data splits evenly into `rows` values),
+/// `None` when it has `rows + 1` offsets (their values are checked by
+/// [`check_offsets`]).
+fn column_width(
+    offsets_len: usize,
+    rows: usize,
+    data_len: usize,
+    what: &str,
+) -> std::result::Result<Option<usize>, String> {
+    if offsets_len == 0 && rows > 0 {
+        if !data_len.is_multiple_of(rows) {
+            return Err(format!("fixed-width {what} column of {data_len} bytes for {rows} rows"));
+        }
+        return Ok(Some(data_len / rows));
+    }
+    if offsets_len != 4 * (rows + 1) {
+        return Err(format!("{what} offsets of {offsets_len} bytes for {rows} rows"));
+    }
+    Ok(None)
 }
 
 /// Checks an Arrow offsets buffer: rows + 1 non-decreasing values from 0 to
@@ -608,13 +736,11 @@ fn check_offsets(
     fixed_allowed: bool,
     what: &str,
 ) -> std::result::Result<Option<usize>, String> {
-    if off.is_empty() && fixed_allowed && rows > 0 {
-        if !data_len.is_multiple_of(rows) {
-            return Err(format!("fixed-width {what} column of {data_len} bytes for {rows} rows"));
+    if fixed_allowed {
+        if let Some(width) = column_width(off.len(), rows, data_len, what)? {
+            return Ok(Some(width));
         }
-        return Ok(Some(data_len / rows));
-    }
-    if off.len() != 4 * (rows + 1) {
+    } else if off.len() != 4 * (rows + 1) {
         return Err(format!("{what} offsets of {} bytes for {rows} rows", off.len()));
     }
     let mut prev = 0usize;
@@ -698,7 +824,7 @@ mod tests {
             for (i, (k, t, v)) in sorted.iter().enumerate() {
                 assert_eq!((block.key(i), block.trailer(i), block.value(i)), (&k[..], *t, &v[..]));
                 assert_eq!(block.seek(k, *t), i);
-                block.warm_rows(i.saturating_sub(9)..i + 9);
+                block.rows().warm_rows(i.saturating_sub(9)..i + 9);
             }
         }
     }

@@ -163,6 +163,13 @@ impl BloomFilter {
         for_each_probe(hash, self.k, |word, bit| line.0[word] & (1 << bit) != 0)
     }
 
+    /// Loads the line `hash` falls into and returns one of its words: a
+    /// lookup that will probe several filters loads all their lines first,
+    /// so their cache misses overlap instead of following one another.
+    pub fn touch(&self, hash: u64) -> u64 {
+        self.lines[line_of(hash, self.lines.len())].0[0]
+    }
+
     /// Memory held by the filter.
     pub fn approximate_bytes(&self) -> usize {
         self.lines.len() * FILTER_LINE_BYTES

@@ -4,13 +4,15 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 
-use super::block::Block;
-use super::filter::BloomFilter;
+use super::block::{Block, Rows};
+use super::filter::{BloomFilter, key_hash};
 use super::format::{
-    BlockHandle, FOOTER_BYTES, Footer, META_FILTER, META_INDEX, META_MODEL, META_PROPERTIES, META_ZONES,
+    BLOCK_TRAILER_BYTES, BlockHandle, COMPRESSION_NONE, DATA_BLOCK_BUFFERS, FOOTER_BYTES, Footer,
+    META_FILTER, META_INDEX, META_MODEL, META_PROPERTIES, META_ZONES,
 };
 use super::index::FenceIndex;
 use super::meta::{MetaEntry, Properties, decode_metaindex};
@@ -37,6 +39,45 @@ pub struct SstReader {
     model: Option<Model>,
     /// The whole file, memory-mapped, when reads go through a map.
     mapped: Option<Bytes>,
+    /// With a map: which data blocks passed their checks (checksum and
+    /// every column) in this process, so point lookups read them in place.
+    verified: VerifiedBlocks,
+}
+
+/// One bit per data block: set once the block's stored bytes passed
+/// [`Block::decode`]. A set bit is never cleared; the file never changes.
+struct VerifiedBlocks(Box<[AtomicU64]>);
+
+impl VerifiedBlocks {
+    fn new(blocks: usize) -> Self {
+        VerifiedBlocks((0..blocks.div_ceil(64)).map(|_| AtomicU64::new(0)).collect())
+    }
+
+    fn get(&self, block: usize) -> bool {
+        self.0.get(block / 64).is_some_and(|w| w.load(Ordering::Relaxed) & (1 << (block % 64)) != 0)
+    }
+
+    fn set(&self, block: usize) {
+        if let Some(w) = self.0.get(block / 64) {
+            w.fetch_or(1 << (block % 64), Ordering::Relaxed);
+        }
+    }
+}
+
+/// A data block as a lookup holds it: from the block cache, or its rows
+/// read where they lie in the file's map.
+enum Fetched<'a> {
+    Cached(Arc<Block>),
+    InPlace { rows: Rows<'a>, block: usize },
+}
+
+impl Fetched<'_> {
+    fn rows(&self) -> Rows<'_> {
+        match self {
+            Fetched::Cached(block) => block.rows(),
+            Fetched::InPlace { rows, .. } => *rows,
+        }
+    }
 }
 
 impl std::fmt::Debug for SstReader {
@@ -120,7 +161,9 @@ impl SstReader {
             Some(h) => Some(BloomFilter::decode(&read(h)?, path, h.offset)?),
             None => None,
         };
+        let verified = VerifiedBlocks::new(if mapped.is_some() { index.len() } else { 0 });
         Ok(Arc::new(SstReader {
+            verified,
             path: path.to_path_buf(),
             file,
             file_number,
@@ -137,16 +180,44 @@ impl SstReader {
 
     /// False only if no entry of `user_key` can be in the file.
     pub fn may_contain(&self, user_key: &[u8]) -> bool {
-        self.filter.as_ref().is_none_or(|f| f.may_contain(user_key))
+        self.may_contain_hash(key_hash(user_key))
+    }
+
+    /// [`SstReader::may_contain`] for the key's [`key_hash`].
+    pub fn may_contain_hash(&self, hash: u64) -> bool {
+        self.filter.as_ref().is_none_or(|f| f.may_contain_hash(hash))
+    }
+
+    /// Loads the filter line of a key's [`key_hash`] (see
+    /// [`BloomFilter::touch`]); the word read, for `black_box`.
+    pub fn touch_filter(&self, hash: u64) -> u64 {
+        self.filter.as_ref().map_or(0, |f| f.touch(hash))
     }
 
     /// The newest entry of exactly `user_key` with seqno <= `seqno`, as its
     /// trailer and value (empty for a delete). The value is copied out of
     /// the block, so holding it does not pin a cached block.
     pub fn get(&self, user_key: &[u8], seqno: SeqNo) -> Result<Option<(u64, Bytes)>> {
-        Ok(self
-            .get_entry(user_key, seqno)?
-            .map(|(block, i)| (block.trailer(i), Bytes::copy_from_slice(block.value(i)))))
+        let mut trace = LookupTrace::default();
+        if !self.filter_traced(user_key, &mut trace) {
+            return Ok(None);
+        }
+        self.get_unfiltered(user_key, seqno, &mut trace)
+    }
+
+    /// [`SstReader::get`] for a key that already passed the filter
+    /// ([`SstReader::filter_traced`]). Reads a mapped file's checked blocks
+    /// in place, without the block cache.
+    pub fn get_unfiltered(
+        &self,
+        user_key: &[u8],
+        seqno: SeqNo,
+        trace: &mut LookupTrace,
+    ) -> Result<Option<(u64, Bytes)>> {
+        Ok(self.find(user_key, seqno, trace, true)?.map(|(block, i)| {
+            let rows = block.rows();
+            (rows.trailer(i), Bytes::copy_from_slice(rows.value(i)))
+        }))
     }
 
     /// Like [`SstReader::get`], but returns the block and row index of the
@@ -170,8 +241,13 @@ impl SstReader {
 
     /// [`SstReader::may_contain`], timed and recorded in `trace`.
     pub fn filter_traced(&self, user_key: &[u8], trace: &mut LookupTrace) -> bool {
+        self.filter_hash_traced(key_hash(user_key), trace)
+    }
+
+    /// [`SstReader::may_contain_hash`], timed and recorded in `trace`.
+    pub fn filter_hash_traced(&self, hash: u64, trace: &mut LookupTrace) -> bool {
         let clock = trace.timed.then(std::time::Instant::now);
-        let may = self.may_contain(user_key);
+        let may = self.may_contain_hash(hash);
         trace.filter_ns += elapsed_ns(clock);
         trace.filtered = !may;
         may
@@ -185,6 +261,25 @@ impl SstReader {
         seqno: SeqNo,
         trace: &mut LookupTrace,
     ) -> Result<Option<(Arc<Block>, usize)>> {
+        let Some((found, i)) = self.find(user_key, seqno, trace, false)? else { return Ok(None) };
+        let block = match found {
+            Fetched::Cached(block) => block,
+            // Not asked for; should it happen, the cache has the block too.
+            Fetched::InPlace { block, .. } => self.read_block(block)?,
+        };
+        Ok(Some((block, i)))
+    }
+
+    /// The block and row of the newest entry of `user_key` with seqno <=
+    /// `seqno`, with blocks read in place where `in_place` and the file
+    /// allows.
+    fn find(
+        &self,
+        user_key: &[u8],
+        seqno: SeqNo,
+        trace: &mut LookupTrace,
+        in_place: bool,
+    ) -> Result<Found<'_>> {
         let target = seek_trailer(seqno);
         if let Some(model) = &self.model {
             let clock = trace.timed.then(std::time::Instant::now);
@@ -194,7 +289,7 @@ impl SstReader {
                 trace.by_model = true;
                 return Ok(None);
             };
-            if let Some(found) = self.search_window(model, lo, hi, user_key, target, trace)? {
+            if let Some(found) = self.search_window(model, (lo, hi), user_key, target, trace, in_place)? {
                 return Ok(found);
             }
         }
@@ -207,11 +302,12 @@ impl SstReader {
         };
         loop {
             let clock = trace.timed.then(std::time::Instant::now);
-            let block = self.read_block(b)?;
+            let block = self.fetch(b, in_place)?;
             trace.block_ns += elapsed_ns(clock);
-            let i = block.seek(user_key, target);
-            if i < block.len() {
-                if block.key(i) != user_key {
+            let rows = block.rows();
+            let i = rows.seek(user_key, target);
+            if i < rows.len() {
+                if rows.key(i) != user_key {
                     return Ok(None);
                 }
                 return Ok(Some((block, i)));
@@ -232,12 +328,12 @@ impl SstReader {
     fn search_window(
         &self,
         model: &Model,
-        lo: u64,
-        hi: u64,
+        (lo, hi): (u64, u64),
         user_key: &[u8],
         target: u64,
         trace: &mut LookupTrace,
-    ) -> Result<Option<Found>> {
+        in_place: bool,
+    ) -> Result<Option<Found<'_>>> {
         trace.window = hi.saturating_sub(lo);
         if lo >= hi {
             trace.by_model = true;
@@ -257,23 +353,24 @@ impl SstReader {
         }
         loop {
             let clock = trace.timed.then(std::time::Instant::now);
-            let block = self.read_block(b)?;
+            let block = self.fetch(b, in_place)?;
             trace.block_ns += elapsed_ns(clock);
-            let end = first + block.len() as u64;
+            let rows = block.rows();
+            let end = first + rows.len() as u64;
             let from = (lo.max(first).min(end) - first) as usize;
             let to = (hi.min(end) - first) as usize;
-            block.warm_rows(from..to);
-            let i = from + block.seek_in(from..to, user_key, target);
+            rows.warm_rows(from..to);
+            let i = from + rows.seek_in(from..to, user_key, target);
             if i < to {
                 trace.by_model = true;
-                let hit = block.key(i) == user_key;
+                let hit = rows.key(i) == user_key;
                 return Ok(Some(hit.then_some((block, i))));
             }
             if end >= hi || b + 1 >= self.index.len() {
                 // Every entry of the window is below the target: the key's
                 // versions may run past the window (ask the fences), or it
                 // is absent.
-                let last_is_key = to > 0 && block.key(to - 1) == user_key;
+                let last_is_key = to > 0 && rows.key(to - 1) == user_key;
                 if !last_is_key {
                     trace.by_model = true;
                 }
@@ -284,37 +381,88 @@ impl SstReader {
         }
     }
 
-    /// Data block `index` (0-based), from the cache or read, checked and
-    /// decompressed. A bad block is `Error::Corruption` at its offset.
-    pub fn read_block(&self, index: usize) -> Result<Arc<Block>> {
-        let Some(handle) = self.index.handle(index) else {
-            return Err(Error::InvalidArgument(format!(
+    /// Data block `b` for a lookup: read in place when `in_place` and the
+    /// file allows it ([`SstReader::rows_in_place`]), else from the cache.
+    fn fetch(&self, b: usize, in_place: bool) -> Result<Fetched<'_>> {
+        if in_place && let Some(rows) = self.rows_in_place(b)? {
+            return Ok(Fetched::InPlace { rows, block: b });
+        }
+        Ok(Fetched::Cached(self.read_block(b)?))
+    }
+
+    /// The rows of data block `b` where they lie in the file's map: for a
+    /// mapped, uncompressed key-value block. The first time, the block is
+    /// decoded in full ([`Block::decode`]: checksum, directory, every
+    /// column) and remembered as checked; after that only the bounds are
+    /// checked again ([`Rows::parse`]). `None` where the block must come
+    /// through the cache instead.
+    fn rows_in_place(&self, b: usize) -> Result<Option<Rows<'_>>> {
+        let Some(file) = &self.mapped else { return Ok(None) };
+        let handle = self.handle(b)?;
+        let (_, stored) = self.stored_in_map(file, handle)?;
+        let body = &stored[..stored.len() - BLOCK_TRAILER_BYTES];
+        let key_value = body.get(4..8).is_some_and(|c| c == (DATA_BLOCK_BUFFERS as u32).to_le_bytes());
+        if stored[body.len()] != COMPRESSION_NONE || !key_value {
+            return Ok(None);
+        }
+        if !self.verified.get(b) {
+            let block = self.decode_in_map(file, handle)?;
+            if !block.is_key_value() {
+                return Ok(None);
+            }
+            self.verified.set(b);
+        }
+        Rows::parse(body).map_err(|e| Error::corruption(&self.path, handle.offset, format!("block: {e}")))
+    }
+
+    /// The handle of data block `index`.
+    fn handle(&self, index: usize) -> Result<BlockHandle> {
+        self.index.handle(index).ok_or_else(|| {
+            Error::InvalidArgument(format!(
                 "block {index} of {} does not exist ({} blocks)",
                 self.path.display(),
                 self.index.len()
-            )));
-        };
-        self.cache.get_or_load((self.file_number, handle.offset), || {
-            let Some(file) = &self.mapped else {
-                let stored = self.file.read_at(handle.offset, handle.size_with_trailer())?;
-                return Block::decode(unseal(stored, &self.path, handle.offset)?, &self.path, handle.offset);
-            };
-            let start = usize::try_from(handle.offset).unwrap_or(usize::MAX);
-            let Some(stored) =
-                start.checked_add(handle.size_with_trailer()).and_then(|end| file.get(start..end))
-            else {
-                return Err(Error::corruption(
-                    &self.path,
-                    handle.offset,
-                    format!("block of {} bytes runs past the end of the file", handle.size_with_trailer()),
-                ));
-            };
-            match check_trailer(stored, &self.path, handle.offset)? {
-                Unsealed::Stored { body_bytes } => {
-                    Block::decode_mapped(file.slice(start..start + body_bytes), &self.path, handle.offset)
-                }
-                Unsealed::Decompressed(raw) => Block::decode(raw, &self.path, handle.offset),
+            ))
+        })
+    }
+
+    /// Where the block at `handle` starts in the map, and its stored bytes
+    /// (contents and trailer).
+    fn stored_in_map<'a>(&self, file: &'a Bytes, handle: BlockHandle) -> Result<(usize, &'a [u8])> {
+        let start = usize::try_from(handle.offset).unwrap_or(usize::MAX);
+        let stored = start.checked_add(handle.size_with_trailer()).and_then(|end| file.get(start..end));
+        let stored = stored.ok_or_else(|| {
+            Error::corruption(
+                &self.path,
+                handle.offset,
+                format!("block of {} bytes runs past the end of the file", handle.size_with_trailer()),
+            )
+        })?;
+        Ok((start, stored))
+    }
+
+    /// Checks and decodes the block at `handle` from the map: used in place
+    /// when it was stored uncompressed, else decompressed into memory.
+    fn decode_in_map(&self, file: &Bytes, handle: BlockHandle) -> Result<Block> {
+        let (start, stored) = self.stored_in_map(file, handle)?;
+        match check_trailer(stored, &self.path, handle.offset)? {
+            Unsealed::Stored { body_bytes } => {
+                Block::decode_mapped(file.slice(start..start + body_bytes), &self.path, handle.offset)
             }
+            Unsealed::Decompressed(raw) => Block::decode(raw, &self.path, handle.offset),
+        }
+    }
+
+    /// Data block `index` (0-based), from the cache or read, checked and
+    /// decompressed. A bad block is `Error::Corruption` at its offset.
+    pub fn read_block(&self, index: usize) -> Result<Arc<Block>> {
+        let handle = self.handle(index)?;
+        self.cache.get_or_load((self.file_number, handle.offset), || {
+            if let Some(file) = &self.mapped {
+                return self.decode_in_map(file, handle);
+            }
+            let stored = self.file.read_at(handle.offset, handle.size_with_trailer())?;
+            Block::decode(unseal(stored, &self.path, handle.offset)?, &self.path, handle.offset)
         })
     }
 
@@ -411,7 +559,7 @@ fn check_against_index(p: &Properties, index: &FenceIndex, path: &Path, offset: 
 }
 
 /// An entry found by a lookup: its block and row.
-type Found = Option<(Arc<Block>, usize)>;
+type Found<'a> = Option<(Fetched<'a>, usize)>;
 
 /// How one point lookup in an SST was answered.
 #[derive(Debug, Clone, Copy, Default)]

@@ -294,7 +294,7 @@ fn blocks_come_from_the_cache() -> Result<()> {
     );
     write_sst(&fs, Path::new("c.sst"), &entries, &options(256, Compression::Lz4, 10))?;
     let cache = Arc::new(BlockCache::new(1 << 20));
-    let reader = SstReader::open(&fs, Path::new("c.sst"), 42, Arc::clone(&cache), true)?;
+    let reader = SstReader::open(&fs, Path::new("c.sst"), 42, Arc::clone(&cache), false)?;
     let blocks = reader.block_count() as u64;
     assert!(blocks > 5);
     collect_forward(&reader)?;
@@ -303,6 +303,34 @@ fn blocks_come_from_the_cache() -> Result<()> {
     assert_eq!((cache.misses(), cache.hits()), (blocks, blocks));
     assert!(reader.get(&5u32.to_be_bytes(), 1)?.is_some());
     assert_eq!(cache.hits(), blocks + 1);
+    Ok(())
+}
+
+#[test]
+fn mapped_lookups_read_plain_blocks_in_place() -> Result<()> {
+    let fs = TestFs::default();
+    let entries = normalize(
+        (0..100u32).map(|i| (i.to_be_bytes().to_vec(), pack_trailer(1, Kind::Put), vec![1; 50])).collect(),
+    );
+    for (compression, through_cache) in [(Compression::None, false), (Compression::Lz4, true)] {
+        let path = PathBuf::from(format!("{compression:?}.sst"));
+        write_sst(&fs, &path, &entries, &options(256, compression, 10))?;
+        let cache = Arc::new(BlockCache::new(1 << 20));
+        let reader = SstReader::open(&fs, &path, 42, Arc::clone(&cache), true)?;
+        for _ in 0..2 {
+            for (k, t, v) in &entries {
+                assert_eq!(reader.get(k, 1)?.map(|(t, v)| (t, v.to_vec())), Some((*t, v.clone())));
+            }
+        }
+        // Plain blocks are read where they lie in the map; compressed ones
+        // are decompressed once into the cache.
+        let blocks = reader.block_count() as u64;
+        let expected = if through_cache { (2 * 100 - blocks, blocks) } else { (0, 0) };
+        assert_eq!((cache.hits(), cache.misses()), expected, "{compression:?}");
+        // Scans always go through the cache.
+        collect_forward(&reader)?;
+        assert!(cache.len() as u64 == blocks);
+    }
     Ok(())
 }
 
