@@ -158,6 +158,11 @@ impl Memtable {
     /// The newest version of `user_key` with seqno <= `seqno`:
     /// `(trailer, value)`, or `None` if the memtable has no such version.
     pub fn get(&self, tree: TreeId, user_key: &[u8], seqno: SeqNo) -> Option<(u64, Bytes)> {
+        // A search pins an epoch (a fence); after a flush of a read-mostly
+        // database the active memtable is empty, and a counter says so.
+        if self.map.is_empty() {
+            return None;
+        }
         let probe = Probe::new(tree, user_key, seek_trailer(seqno));
         let entry = self.map.lower_bound(Bound::Included(&probe as &dyn KeyView))?;
         let key = entry.key();
