@@ -492,6 +492,18 @@ impl Block {
     }
 }
 
+/// What locates every row of a key-value block with fixed-width keys and
+/// values: the writer places the buffers by these alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FixedShape {
+    /// Rows in the block.
+    pub rows: usize,
+    /// Bytes of every key.
+    pub key_width: usize,
+    /// Bytes of every value.
+    pub value_width: usize,
+}
+
 /// A block's rows as a point lookup reads them: the bytes, borrowed, and
 /// where the key, trailer and value columns lie. A cached [`Block`] gives
 /// one ([`Block::rows`]); so does a block read where it lies in a memory
@@ -529,6 +541,42 @@ impl<'a> Rows<'a> {
             return Err(format!("trailer column of {} bytes for {rows} rows", len(BUF_TRAILERS)));
         }
         Ok(Some(Rows { data, len: rows, head, key_width, value_width, key_value: true }))
+    }
+
+    /// The rows of a key-value block of `shape`, found where the block
+    /// writer puts them, without reading the block's header: for a block
+    /// whose shape was taken from it by [`Rows::fixed_shape`] when it was
+    /// checked. `None` if the shape does not fit in `data`.
+    pub fn with_shape(data: &'a [u8], shape: FixedShape) -> Option<Rows<'a>> {
+        let FixedShape { rows, key_width, value_width } = shape;
+        let mut lens = [0; DATA_BLOCK_BUFFERS];
+        lens[BUF_KEY_DATA] = rows.checked_mul(key_width)?;
+        lens[BUF_TRAILERS] = rows.checked_mul(8)?;
+        lens[BUF_VALUE_DATA] = rows.checked_mul(value_width)?;
+        let mut head = [(0, 0); DATA_BLOCK_BUFFERS];
+        let mut at = align_up(HEADER_BYTES);
+        for (slot, len) in head.iter_mut().zip(lens) {
+            let end = at.checked_add(len)?;
+            *slot = (at, end);
+            at = align_up(end);
+        }
+        (head[DATA_BLOCK_BUFFERS - 1].1 <= data.len() && rows > 0).then_some(Rows {
+            data,
+            len: rows,
+            head,
+            key_width: Some(key_width),
+            value_width: Some(value_width),
+            key_value: true,
+        })
+    }
+
+    /// The block's shape, when its key and value columns each have one
+    /// width and [`Rows::with_shape`] finds exactly the buffers its
+    /// directory names.
+    pub fn fixed_shape(&self) -> Option<FixedShape> {
+        let shape = FixedShape { rows: self.len, key_width: self.key_width?, value_width: self.value_width? };
+        let same = Rows::with_shape(self.data, shape).is_some_and(|r| r.head == self.head);
+        (self.key_value && same).then_some(shape)
     }
 
     /// Number of rows.

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 
-use super::block::{Block, Rows};
+use super::block::{Block, FixedShape, Rows};
 use super::filter::{BloomFilter, key_hash};
 use super::format::{
     BLOCK_TRAILER_BYTES, BlockHandle, COMPRESSION_NONE, DATA_BLOCK_BUFFERS, FOOTER_BYTES, Footer,
@@ -39,28 +39,88 @@ pub struct SstReader {
     model: Option<Model>,
     /// The whole file, memory-mapped, when reads go through a map.
     mapped: Option<Bytes>,
-    /// With a map: which data blocks passed their checks (checksum and
-    /// every column) in this process, so point lookups read them in place.
-    verified: VerifiedBlocks,
+    /// With a map: what a lookup knows of each data block (see
+    /// [`InPlace`]), learned the first time it reads the block.
+    blocks: BlockStates,
 }
 
-/// One bit per data block: set once the block's stored bytes passed
-/// [`Block::decode`]. A set bit is never cleared; the file never changes.
-struct VerifiedBlocks(Box<[AtomicU64]>);
+/// How a lookup reads a data block of a mapped file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum InPlace {
+    /// Not read yet in this process.
+    Unchecked,
+    /// Through the block cache: compressed, or a table block.
+    No,
+    /// In place, after checking the directory's bounds again.
+    Parse,
+    /// In place, where the shape puts its rows: no read of the header.
+    Shape(FixedShape),
+}
 
-impl VerifiedBlocks {
-    fn new(blocks: usize) -> Self {
-        VerifiedBlocks((0..blocks.div_ceil(64)).map(|_| AtomicU64::new(0)).collect())
-    }
+/// One packed [`InPlace`] per data block: tag in the low two bits; a
+/// shape's row count, key width and value width in 24, 20 and 18 bits
+/// above it (a shape that does not fit is [`InPlace::Parse`]). A block's
+/// state only goes from unchecked to checked, and the file never changes.
+struct BlockStates(Box<[AtomicU64]>);
 
-    fn get(&self, block: usize) -> bool {
-        self.0.get(block / 64).is_some_and(|w| w.load(Ordering::Relaxed) & (1 << (block % 64)) != 0)
-    }
+const ROWS_BITS: u32 = 24;
+const KEY_WIDTH_BITS: u32 = 20;
+const VALUE_WIDTH_BITS: u32 = 18;
 
-    fn set(&self, block: usize) {
-        if let Some(w) = self.0.get(block / 64) {
-            w.fetch_or(1 << (block % 64), Ordering::Relaxed);
+impl InPlace {
+    fn pack(self) -> u64 {
+        let fits = |v: usize, bits: u32| u64::try_from(v).ok().filter(|&v| v < 1 << bits);
+        match self {
+            InPlace::Unchecked => 0,
+            InPlace::No => 1,
+            InPlace::Parse => 2,
+            InPlace::Shape(s) => {
+                match (
+                    fits(s.rows, ROWS_BITS),
+                    fits(s.key_width, KEY_WIDTH_BITS),
+                    fits(s.value_width, VALUE_WIDTH_BITS),
+                ) {
+                    (Some(r), Some(k), Some(v)) => {
+                        3 | r << 2 | k << (2 + ROWS_BITS) | v << (2 + ROWS_BITS + KEY_WIDTH_BITS)
+                    }
+                    _ => InPlace::Parse.pack(),
+                }
+            }
         }
+    }
+
+    fn unpack(p: u64) -> InPlace {
+        let field = |shift: u32, bits: u32| ((p >> shift) & ((1 << bits) - 1)) as usize;
+        match p & 3 {
+            0 => InPlace::Unchecked,
+            1 => InPlace::No,
+            2 => InPlace::Parse,
+            _ => InPlace::Shape(FixedShape {
+                rows: field(2, ROWS_BITS),
+                key_width: field(2 + ROWS_BITS, KEY_WIDTH_BITS),
+                value_width: field(2 + ROWS_BITS + KEY_WIDTH_BITS, VALUE_WIDTH_BITS),
+            }),
+        }
+    }
+}
+
+impl BlockStates {
+    fn new(blocks: usize) -> Self {
+        BlockStates((0..blocks).map(|_| AtomicU64::new(0)).collect())
+    }
+
+    fn get(&self, block: usize) -> InPlace {
+        self.0.get(block).map_or(InPlace::No, |s| InPlace::unpack(s.load(Ordering::Relaxed)))
+    }
+
+    fn set(&self, block: usize, state: InPlace) {
+        if let Some(s) = self.0.get(block) {
+            s.store(state.pack(), Ordering::Relaxed);
+        }
+    }
+
+    fn approximate_bytes(&self) -> usize {
+        self.0.len() * std::mem::size_of::<AtomicU64>()
     }
 }
 
@@ -161,9 +221,9 @@ impl SstReader {
             Some(h) => Some(BloomFilter::decode(&read(h)?, path, h.offset)?),
             None => None,
         };
-        let verified = VerifiedBlocks::new(if mapped.is_some() { index.len() } else { 0 });
+        let blocks = BlockStates::new(if mapped.is_some() { index.len() } else { 0 });
         Ok(Arc::new(SstReader {
-            verified,
+            blocks,
             path: path.to_path_buf(),
             file,
             file_number,
@@ -393,26 +453,48 @@ impl SstReader {
     /// The rows of data block `b` where they lie in the file's map: for a
     /// mapped, uncompressed key-value block. The first time, the block is
     /// decoded in full ([`Block::decode`]: checksum, directory, every
-    /// column) and remembered as checked; after that only the bounds are
-    /// checked again ([`Rows::parse`]). `None` where the block must come
-    /// through the cache instead.
+    /// column) and what was learned is kept ([`InPlace`]); after that a
+    /// fixed-width block's rows are found from its shape alone, and other
+    /// blocks' directories are bounds-checked again ([`Rows::parse`]).
+    /// `None` where the block must come through the cache instead.
     fn rows_in_place(&self, b: usize) -> Result<Option<Rows<'_>>> {
         let Some(file) = &self.mapped else { return Ok(None) };
+        let state = self.blocks.get(b);
         let handle = self.handle(b)?;
+        let state = if state == InPlace::Unchecked { self.check_in_place(file, b, handle)? } else { state };
+        let body = || {
+            self.stored_in_map(file, handle).map(|(_, stored)| &stored[..stored.len() - BLOCK_TRAILER_BYTES])
+        };
+        let corrupt = |what: String| Error::corruption(&self.path, handle.offset, format!("block: {what}"));
+        match state {
+            InPlace::Unchecked | InPlace::No => Ok(None),
+            InPlace::Parse => Rows::parse(body()?).map_err(corrupt),
+            InPlace::Shape(shape) => match Rows::with_shape(body()?, shape) {
+                Some(rows) => Ok(Some(rows)),
+                None => Err(corrupt("rows run past the block".into())),
+            },
+        }
+    }
+
+    /// Decides, the first time, how data block `b` of the map is read: a
+    /// compressed or table block through the cache (which checks it); an
+    /// uncompressed key-value block is checked in full here.
+    fn check_in_place(&self, file: &Bytes, b: usize, handle: BlockHandle) -> Result<InPlace> {
         let (_, stored) = self.stored_in_map(file, handle)?;
         let body = &stored[..stored.len() - BLOCK_TRAILER_BYTES];
         let key_value = body.get(4..8).is_some_and(|c| c == (DATA_BLOCK_BUFFERS as u32).to_le_bytes());
-        if stored[body.len()] != COMPRESSION_NONE || !key_value {
-            return Ok(None);
-        }
-        if !self.verified.get(b) {
+        let state = if stored[body.len()] != COMPRESSION_NONE || !key_value {
+            InPlace::No
+        } else {
             let block = self.decode_in_map(file, handle)?;
-            if !block.is_key_value() {
-                return Ok(None);
+            if block.is_key_value() {
+                block.rows().fixed_shape().map_or(InPlace::Parse, InPlace::Shape)
+            } else {
+                InPlace::No
             }
-            self.verified.set(b);
-        }
-        Rows::parse(body).map_err(|e| Error::corruption(&self.path, handle.offset, format!("block: {e}")))
+        };
+        self.blocks.set(b, state);
+        Ok(self.blocks.get(b))
     }
 
     /// The handle of data block `index`.
@@ -509,7 +591,9 @@ impl SstReader {
 
     /// Memory pinned by this reader (index and filter), outside the cache.
     pub fn pinned_bytes(&self) -> usize {
-        self.index.approximate_bytes() + self.filter.as_ref().map_or(0, BloomFilter::approximate_bytes)
+        self.index.approximate_bytes()
+            + self.filter.as_ref().map_or(0, BloomFilter::approximate_bytes)
+            + self.blocks.approximate_bytes()
     }
 }
 
@@ -591,4 +675,33 @@ fn elapsed_ns(start: Option<std::time::Instant>) -> u64 {
 /// block holds no entry at or after it.
 fn fence_below((key, trailer): (&[u8], u64), user_key: &[u8], target: u64) -> bool {
     compare(key, trailer, user_key, target).is_lt()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn block_states_pack_and_unpack() {
+        let shape =
+            |rows, key_width, value_width| InPlace::Shape(FixedShape { rows, key_width, value_width });
+        for state in [
+            InPlace::Unchecked,
+            InPlace::No,
+            InPlace::Parse,
+            shape(1, 0, 0),
+            shape(128, 8, 16),
+            shape((1 << ROWS_BITS) - 1, (1 << KEY_WIDTH_BITS) - 1, (1 << VALUE_WIDTH_BITS) - 1),
+        ] {
+            assert_eq!(InPlace::unpack(state.pack()), state);
+        }
+        // A shape too large to pack is read by parsing the directory.
+        for too_big in [
+            shape(1 << ROWS_BITS, 8, 8),
+            shape(1, 1 << KEY_WIDTH_BITS, 8),
+            shape(1, 8, 1 << VALUE_WIDTH_BITS),
+        ] {
+            assert_eq!(InPlace::unpack(too_big.pack()), InPlace::Parse);
+        }
+    }
 }
