@@ -4,7 +4,7 @@
 //! the lookup phases run long enough to dominate a profile:
 //!
 //! ```text
-//! cargo run --release --example lookups -- [--keys N] [--gets N] [--random] [--fences] [--no-mmap] [--block-cache-mib M] [--row-cache-mib M]
+//! cargo run --release --example lookups -- [--keys N] [--gets N] [--random] [--fences] [--copy] [--no-mmap] [--block-cache-mib M] [--row-cache-mib M]
 //! perf record -g target/release/examples/lookups --keys 1000000 --gets 20000000 --random
 //! ```
 
@@ -47,6 +47,13 @@ struct Args {
     /// Threads doing the lookups (each does `gets / threads`).
     #[arg(long, default_value_t = 1)]
     threads: usize,
+    /// Look up with `Db::get`, which copies each value out, instead of
+    /// `Db::get_with`, which lends it.
+    #[arg(long)]
+    copy: bool,
+    /// The learned index's error bound (default: the engine's).
+    #[arg(long)]
+    epsilon: Option<u32>,
     /// Read SSTs with `pread` instead of memory maps.
     #[arg(long)]
     no_mmap: bool,
@@ -84,6 +91,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         timing_stats: args.timing,
         row_cache_bytes: args.row_cache_mib << 20,
         mmap_reads: !args.no_mmap,
+        learned_index_epsilon: args.epsilon.unwrap_or(Options::default().learned_index_epsilon),
         block_cache_bytes: args.block_cache_mib << 20,
         ..Options::default()
     };
@@ -130,7 +138,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                             } else {
                                 (i * 2 + offset).to_be_bytes()
                             };
-                            found += u64::from(db.get(k)?.is_some());
+                            found += u64::from(if args.copy {
+                                db.get(k)?.is_some()
+                            } else {
+                                db.get_with(k, |v| std::hint::black_box(v.len()))?.is_some()
+                            });
                         }
                         Ok(found)
                     })

@@ -75,6 +75,11 @@ fn step(db: &Db, model: &mut Model, held: &mut Vec<Held>, rng: &mut StdRng) -> b
         50..65 => {
             let k = random_key(rng);
             assert_eq!(db.get(&k).expect("get").map(|v| v.to_vec()), model.get(&k).cloned(), "get {k:?}");
+            assert_eq!(
+                db.get_with(&k, <[u8]>::to_vec).expect("get_with"),
+                model.get(&k).cloned(),
+                "get_with {k:?}"
+            );
         }
         65..75 => check_range(db, model, rng, None),
         75..78 => check_prefix(db, model, rng),
@@ -84,6 +89,8 @@ fn step(db: &Db, model: &mut Model, held: &mut Vec<Held>, rng: &mut StdRng) -> b
             let k = random_key(rng);
             let got = h.snapshot.get(&k).expect("snapshot get").map(|v| v.to_vec());
             assert_eq!(got, h.model.get(&k).cloned(), "snapshot get {k:?}");
+            let lent = h.snapshot.get_with(&k, <[u8]>::to_vec).expect("snapshot get_with");
+            assert_eq!(lent, h.model.get(&k).cloned(), "snapshot get_with {k:?}");
             check_range(db, &h.model, rng, Some(&h.snapshot));
         }
         90..93 if !held.is_empty() => {

@@ -89,7 +89,7 @@ struct BasaltReader<'a> {
 
 impl Reader for BasaltReader<'_> {
     fn get(&mut self, key: &[u8], check: &mut dyn FnMut(&[u8])) -> Result<bool> {
-        Ok(self.db.get(key)?.map(|v| check(&v)).is_some())
+        Ok(self.db.get_with(key, check)?.is_some())
     }
 
     fn scan(

@@ -198,6 +198,23 @@ impl Db {
         self.inner.get(DEFAULT_TREE, key.as_ref(), None)
     }
 
+    /// `f` of the value of `key`, borrowed where it lies (a block of a
+    /// memory-mapped file, a memtable) instead of copied out; `None` if
+    /// the key has no value. What [`Db::get`] does without the copy, for a
+    /// caller that only looks at the value or copies what it needs.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = basalt::Db::open(dir.path(), basalt::Options::default())?;
+    /// db.put("k", "value")?;
+    /// assert_eq!(db.get_with("k", |v| v.len())?, Some(5));
+    /// assert_eq!(db.get_with("missing", |v| v.len())?, None);
+    /// # Ok::<(), basalt::Error>(())
+    /// ```
+    pub fn get_with<R>(&self, key: impl AsRef<[u8]>, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
+        self.inner.get_with(DEFAULT_TREE, key.as_ref(), None, |v| f(v.as_slice()))
+    }
+
     /// The value of `key` with explicit read options (for example a snapshot).
     pub fn get_opt(&self, key: impl AsRef<[u8]>, opts: &ReadOptions<'_>) -> Result<Option<Bytes>> {
         self.inner.get(DEFAULT_TREE, key.as_ref(), opts.snapshot.map(Snapshot::seqno))

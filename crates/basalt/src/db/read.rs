@@ -25,12 +25,44 @@ impl DbInner {
     }
 
     /// The value of `user_key` in `tree` as of `snapshot` (or now).
+    #[expect(
+        clippy::redundant_closure_for_method_calls,
+        reason = "`Value::into_bytes` as a path is not general over the value's lifetime"
+    )]
     pub(crate) fn get(
         &self,
         tree: TreeId,
         user_key: &[u8],
         snapshot: Option<SeqNo>,
     ) -> Result<Option<Bytes>> {
+        self.get_with(tree, user_key, snapshot, |v| v.into_bytes())
+    }
+
+    /// `f` of the value of `user_key` in `tree` as of `snapshot` (or now),
+    /// borrowed where it lies; `None` if the key has no value there. Only
+    /// this wrapper is generic: the lookup itself is compiled (and its
+    /// calls inlined) once, in this crate, and calls `f` through a `dyn`.
+    pub(crate) fn get_with<R>(
+        &self,
+        tree: TreeId,
+        user_key: &[u8],
+        snapshot: Option<SeqNo>,
+        f: impl FnOnce(Value<'_>) -> R,
+    ) -> Result<Option<R>> {
+        let (mut f, mut out) = (Some(f), None);
+        self.lookup(tree, user_key, snapshot, &mut |v| out = f.take().map(|f| f(v)))?;
+        Ok(out)
+    }
+
+    /// Calls `found` with the newest version of `user_key` in `tree` as of
+    /// `snapshot` (or now), if it is a value.
+    fn lookup(
+        &self,
+        tree: TreeId,
+        user_key: &[u8],
+        snapshot: Option<SeqNo>,
+        found: &mut dyn FnMut(Value<'_>),
+    ) -> Result<()> {
         // As `read_view`, but borrowing the super version: no reference
         // count to update for a lookup that returns before anything changes.
         let seqno = snapshot.unwrap_or_else(|| self.visible_seqno.load(Ordering::Acquire));
@@ -45,7 +77,10 @@ impl DbInner {
                     timing.memtable_ns = c.elapsed().as_nanos() as u64;
                     self.counters.record_timing(&timing);
                 }
-                return Ok(visible(trailer, value));
+                if is_put(trailer) {
+                    found(Value::Shared(value));
+                }
+                return Ok(());
             }
         }
         timing.memtable_ns = clock.map_or(0, |c| c.elapsed().as_nanos() as u64);
@@ -69,46 +104,75 @@ impl DbInner {
             let probe = timed.then(Instant::now);
             // The filter before the row cache: a key the file lacks costs
             // no hash lookup.
-            let mut row_hit = false;
-            let found = if !reader.filter_hash_traced(hash, &mut trace) {
-                None
-            } else if let Some(row) =
+            let mut answer = None;
+            // The block a found value is borrowed from.
+            let block;
+            if !reader.filter_hash_traced(hash, &mut trace) {
+                self.counters.record_lookup(&trace);
+            } else if let Some((trailer, value)) =
                 self.row_cache.as_ref().and_then(|r| r.get(file.number, user_key, seqno))
             {
-                row_hit = true;
-                Some(row)
+                // Counted by the row cache, not as a probe of the file's index.
+                answer = Some((trailer, Value::Shared(value)));
             } else {
-                let found = reader.get_unfiltered(user_key, seqno, &mut trace)?;
-                if let (Some(rows), Some((trailer, value))) = (&self.row_cache, &found)
-                    && seqno >= file.max_seqno
-                {
-                    // This lookup saw every version in the file: it found the newest.
-                    rows.insert(file.number, user_key, *trailer, value.clone());
+                if let Some((fetched, i)) = reader.find(user_key, seqno, &mut trace)? {
+                    block = fetched;
+                    let rows = block.rows();
+                    let (trailer, value) = (rows.trailer(i), rows.value(i));
+                    if let Some(row_cache) = &self.row_cache
+                        && seqno >= file.max_seqno
+                    {
+                        // This lookup saw every version in the file: it found the newest.
+                        row_cache.insert(file.number, user_key, trailer, Bytes::copy_from_slice(value));
+                    }
+                    answer = Some((trailer, Value::Borrowed(value)));
                 }
-                found
-            };
-            // A row cache hit is counted by the row cache, not as a probe
-            // of the file's index.
-            if !row_hit {
                 self.counters.record_lookup(&trace);
             }
-            let result = found.map(|(trailer, value)| visible(trailer, value));
             if let Some(p) = probe {
                 timing.add_probe(&trace, p.elapsed().as_nanos() as u64);
             }
-            if let Some(value) = result {
+            if let Some((trailer, value)) = answer {
                 self.counters.record_get(probes);
                 if timed {
                     self.counters.record_timing(&timing);
                 }
-                return Ok(value);
+                if is_put(trailer) {
+                    found(value);
+                }
+                return Ok(());
             }
         }
         self.counters.record_get(probes);
         if timed {
             self.counters.record_timing(&timing);
         }
-        Ok(None)
+        Ok(())
+    }
+}
+
+/// A value found by a lookup: shared (a memtable's or the row cache's) or
+/// borrowed from a block, which lives as long as the lookup.
+pub(crate) enum Value<'a> {
+    Shared(Bytes),
+    Borrowed(&'a [u8]),
+}
+
+impl Value<'_> {
+    /// The bytes, as an owned value (a copy only of a borrowed one).
+    pub(crate) fn into_bytes(self) -> Bytes {
+        match self {
+            Value::Shared(b) => b,
+            Value::Borrowed(v) => Bytes::copy_from_slice(v),
+        }
+    }
+
+    /// The bytes, borrowed.
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        match self {
+            Value::Shared(b) => b,
+            Value::Borrowed(v) => v,
+        }
     }
 }
 
@@ -133,9 +197,7 @@ impl GetTiming {
     }
 }
 
-fn visible(trailer: u64, value: Bytes) -> Option<Bytes> {
-    match unpack_trailer(trailer) {
-        Some((_, Kind::Put)) => Some(value),
-        _ => None,
-    }
+/// Whether the version with `trailer` is a value (not a delete).
+fn is_put(trailer: u64) -> bool {
+    matches!(unpack_trailer(trailer), Some((_, Kind::Put)))
 }

@@ -44,6 +44,12 @@ impl Snapshot {
         self.inner.get(DEFAULT_TREE, key.as_ref(), Some(self.seqno))
     }
 
+    /// `f` of the value of `key` as of this snapshot, borrowed where it
+    /// lies (see `Db::get_with`).
+    pub fn get_with<R>(&self, key: impl AsRef<[u8]>, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
+        self.inner.get_with(DEFAULT_TREE, key.as_ref(), Some(self.seqno), |v| f(v.as_slice()))
+    }
+
     /// Iterates over `range` as of this snapshot.
     pub fn iter<K: AsRef<[u8]>>(&self, range: impl RangeBounds<K>, direction: Direction) -> DbIterator {
         iter::new(&self.inner, DEFAULT_TREE, iter::owned_range(&range), direction, Some(self.seqno))

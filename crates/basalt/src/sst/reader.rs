@@ -126,13 +126,21 @@ impl BlockStates {
 
 /// A data block as a lookup holds it: from the block cache, or its rows
 /// read where they lie in the file's map.
-enum Fetched<'a> {
+pub enum Fetched<'a> {
+    /// From the block cache.
     Cached(Arc<Block>),
-    InPlace { rows: Rows<'a>, block: usize },
+    /// Read in place: the rows of data block `block`.
+    InPlace {
+        /// The block's rows.
+        rows: Rows<'a>,
+        /// The block's index in the file.
+        block: usize,
+    },
 }
 
 impl Fetched<'_> {
-    fn rows(&self) -> Rows<'_> {
+    /// The block's rows.
+    pub fn rows(&self) -> Rows<'_> {
         match self {
             Fetched::Cached(block) => block.rows(),
             Fetched::InPlace { rows, .. } => *rows,
@@ -274,7 +282,7 @@ impl SstReader {
         seqno: SeqNo,
         trace: &mut LookupTrace,
     ) -> Result<Option<(u64, Bytes)>> {
-        Ok(self.find(user_key, seqno, trace, true)?.map(|(block, i)| {
+        Ok(self.locate(user_key, seqno, trace, true)?.map(|(block, i)| {
             let rows = block.rows();
             (rows.trailer(i), Bytes::copy_from_slice(rows.value(i)))
         }))
@@ -321,7 +329,7 @@ impl SstReader {
         seqno: SeqNo,
         trace: &mut LookupTrace,
     ) -> Result<Option<(Arc<Block>, usize)>> {
-        let Some((found, i)) = self.find(user_key, seqno, trace, false)? else { return Ok(None) };
+        let Some((found, i)) = self.locate(user_key, seqno, trace, false)? else { return Ok(None) };
         let block = match found {
             Fetched::Cached(block) => block,
             // Not asked for; should it happen, the cache has the block too.
@@ -331,9 +339,16 @@ impl SstReader {
     }
 
     /// The block and row of the newest entry of `user_key` with seqno <=
-    /// `seqno`, with blocks read in place where `in_place` and the file
-    /// allows.
-    fn find(
+    /// `seqno`, for a key that passed the filter
+    /// ([`SstReader::filter_traced`]); a mapped file's blocks are read in
+    /// place where they can be.
+    pub fn find(&self, user_key: &[u8], seqno: SeqNo, trace: &mut LookupTrace) -> Result<Found<'_>> {
+        self.locate(user_key, seqno, trace, true)
+    }
+
+    /// [`SstReader::find`], with blocks read in place only where
+    /// `in_place` and the file allows.
+    fn locate(
         &self,
         user_key: &[u8],
         seqno: SeqNo,
@@ -643,7 +658,7 @@ fn check_against_index(p: &Properties, index: &FenceIndex, path: &Path, offset: 
 }
 
 /// An entry found by a lookup: its block and row.
-type Found<'a> = Option<(Fetched<'a>, usize)>;
+pub type Found<'a> = Option<(Fetched<'a>, usize)>;
 
 /// How one point lookup in an SST was answered.
 #[derive(Debug, Clone, Copy, Default)]

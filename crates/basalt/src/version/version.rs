@@ -42,7 +42,10 @@ impl TreeVersion {
 
     /// Files that may hold `user_key`, in the order a point lookup must
     /// probe them: L0 newest first, then at most one file per deeper level.
-    pub fn files_for_key<'a>(&'a self, user_key: &'a [u8]) -> impl Iterator<Item = &'a Arc<FileMeta>> + 'a {
+    pub fn files_for_key<'a, 'k>(
+        &'a self,
+        user_key: &'k [u8],
+    ) -> impl Iterator<Item = &'a Arc<FileMeta>> + use<'a, 'k> {
         let l0 = self.levels[0].iter().filter(move |f| f.may_contain_key(user_key));
         let deeper = self.levels[1..].iter().filter_map(move |files| {
             let i = files.partition_point(|f| f.largest.user_key.as_ref() < user_key);
