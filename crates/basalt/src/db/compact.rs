@@ -141,6 +141,7 @@ impl DbInner {
             edit.files_added = outputs.into_iter().map(|f| (task.tree, task.output_level(), f)).collect();
         }
         let numbers: Vec<u64> = edit.files_added.iter().map(|(_, _, f)| f.number).collect();
+        let numbers_installed = numbers.clone();
         {
             let mut versions = self.versions.lock();
             let version = versions.log_and_apply(edit)?;
@@ -151,6 +152,9 @@ impl DbInner {
             }
         }
         self.counters.record_compaction(task.input_bytes(), written, task.is_trivial_move(), start.elapsed());
+        if !task.is_trivial_move() {
+            self.check_new_ssts(&numbers_installed);
+        }
         // Collect before waking waiters, so `wait_for_background_work`
         // returns with the inputs already deleted.
         let collected = self.delete_obsolete_files(false);

@@ -61,6 +61,7 @@ impl DbInner {
         edit.last_seqno = Some(imm.max_seqno());
         edit.files_added = outputs.into_iter().map(|(tree, f)| (tree, 0, f)).collect();
         let numbers: Vec<u64> = edit.files_added.iter().map(|(_, _, f)| f.number).collect();
+        let numbers_installed = numbers.clone();
         {
             let mut versions = self.versions.lock();
             // A table dropped while this flush ran takes its outputs with it
@@ -78,6 +79,7 @@ impl DbInner {
             }
         }
         self.counters.record_flush(bytes, start.elapsed());
+        self.check_new_ssts(&numbers_installed);
         // Collect before waking waiters (as after a compaction).
         let collected = self.delete_obsolete_files(false);
         {
@@ -165,6 +167,21 @@ pub(crate) fn finish_sst((tree, number, writer): (TreeId, u64, SstWriter)) -> Re
 impl DbInner {
     /// Deletes SSTs no live version references, WALs below the log number
     /// and MANIFESTs other than the live one; at open also temporary files.
+    /// Checks the blocks of freshly installed SSTs for in-place reads
+    /// ([`SstReader::check_blocks_in_place`]) while their pages are still
+    /// in the page cache, so lookups find them checked. A damaged file is
+    /// left for its lookups to report.
+    pub(crate) fn check_new_ssts(&self, numbers: &[u64]) {
+        if !self.opts.mmap_reads {
+            return;
+        }
+        for &number in numbers {
+            if let Ok(reader) = self.table_cache.get(number, &self.block_cache) {
+                let _ = reader.check_blocks_in_place();
+            }
+        }
+    }
+
     pub(crate) fn delete_obsolete_files(&self, at_open: bool) -> Result<()> {
         // The flush and compaction threads both collect garbage; one at a
         // time, so that neither deletes a file the other already deleted.

@@ -491,6 +491,21 @@ impl SstReader {
         }
     }
 
+    /// Checks every data block not yet checked for in-place reads, as a
+    /// lookup's first read of it would: the thread that wrote the file does
+    /// this, so that lookups do not pay the checksum and full decode (the
+    /// 1–2 µs that made the slowest 1% of lookups at 10M keys). Stops at the
+    /// first damaged block, whose lookups then report it.
+    pub fn check_blocks_in_place(&self) -> Result<()> {
+        let Some(file) = &self.mapped else { return Ok(()) };
+        for b in 0..self.index.len() {
+            if self.blocks.get(b) == InPlace::Unchecked {
+                self.check_in_place(file, b, self.handle(b)?)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Decides, the first time, how data block `b` of the map is read: a
     /// compressed or table block through the cache (which checks it); an
     /// uncompressed key-value block is checked in full here.
