@@ -316,4 +316,8 @@ fn settled_directory_holds_only_live_ssts() {
         .filter(|e| e.as_ref().is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".sst")))
         .count();
     assert_eq!(on_disk, live, "SSTs on disk vs in the version\n{stats}");
+    // The threads that wrote the SSTs opened and checked them for
+    // in-place reads before any lookup.
+    assert_eq!((stats.open_sst_readers, stats.blocks_unchecked), (live, 0), "{stats}");
+    assert!(db.get(7u64.to_be_bytes()).is_ok());
 }

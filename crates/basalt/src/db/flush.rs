@@ -12,7 +12,7 @@ use crate::files::{self, FileKind};
 use crate::memtable::Memtable;
 use crate::sst::writer::{SstWriter, SstWriterOptions};
 use crate::version::edit::ReaderSlot;
-use crate::version::{FileMeta, VersionEdit};
+use crate::version::{FileMeta, TreeVersion, VersionEdit};
 use crate::wal::batch::TreeId;
 
 /// Starts the flush thread.
@@ -169,14 +169,20 @@ impl DbInner {
     /// and MANIFESTs other than the live one; at open also temporary files.
     /// Checks the blocks of freshly installed SSTs for in-place reads
     /// ([`SstReader::check_blocks_in_place`]) while their pages are still
-    /// in the page cache, so lookups find them checked. A damaged file is
-    /// left for its lookups to report.
+    /// in the page cache, so lookups find them checked. Only files of the
+    /// current version, which is held meanwhile: a file already compacted
+    /// away is skipped, and none is opened after its deletion. A damaged
+    /// file is left for its lookups to report.
+    ///
+    /// [`SstReader::check_blocks_in_place`]: crate::sst::reader::SstReader::check_blocks_in_place
     pub(crate) fn check_new_ssts(&self, numbers: &[u64]) {
         if !self.opts.mmap_reads {
             return;
         }
-        for &number in numbers {
-            if let Ok(reader) = self.table_cache.get(number, &self.block_cache) {
+        let sv = self.state.load_full();
+        let files = sv.version.trees.values().flat_map(TreeVersion::all_files).map(|(_, f)| f);
+        for file in files.filter(|f| numbers.contains(&f.number)) {
+            if let Ok(reader) = self.table_cache.reader(file, &self.block_cache) {
                 let _ = reader.check_blocks_in_place();
             }
         }

@@ -203,6 +203,10 @@ pub struct Stats {
     pub model_window_avg: f64,
     /// Bytes of learned models per entry, over the SSTs open now.
     pub model_bytes_per_key: f64,
+    /// Data blocks of the memory-mapped SSTs open now that no read has
+    /// checked yet (the flush and compaction threads check the files they
+    /// write; files found at open are checked by their first lookups).
+    pub blocks_unchecked: u64,
     /// Mean time of a point lookup by phase, when `Options::timing_stats`
     /// is on (all zero otherwise).
     pub get_latency: GetLatency,
@@ -288,6 +292,7 @@ impl DbInner {
                 if n == 0 { 0.0 } else { c.reads.sum(READ_WINDOW_SUM) as f64 / n as f64 }
             },
             model_bytes_per_key: self.table_cache.model_bytes_per_key(),
+            blocks_unchecked: self.table_cache.blocks_unchecked(),
             delayed_groups: get(&c.delayed_groups),
             write_delay_time: Duration::from_micros(get(&c.delay_micros)),
             memtable_bytes_peak: get(&c.memtable_bytes_peak),
@@ -417,12 +422,14 @@ impl fmt::Display for Stats {
         }
         writeln!(
             f,
-            "SST probes: {} filtered, {} by learned index (window {:.1} entries), {} by fences; model {:.2} B/key",
+            "SST probes: {} filtered, {} by learned index (window {:.1} entries), {} by fences; model {:.2} B/key; \
+             {} mapped blocks unchecked",
             self.lookups_filtered,
             self.lookups_by_model,
             self.model_window_avg,
             self.lookups_by_fences,
-            self.model_bytes_per_key
+            self.model_bytes_per_key,
+            self.blocks_unchecked
         )?;
         let g = &self.get_latency;
         if g.gets > 0 {

@@ -62,6 +62,11 @@ impl TableCache {
         if entries == 0 { 0.0 } else { bytes as f64 / entries as f64 }
     }
 
+    /// Data blocks not yet checked for in-place reads, over the open readers.
+    pub(crate) fn blocks_unchecked(&self) -> u64 {
+        self.readers.read().values().map(|r| r.blocks_unchecked() as u64).sum()
+    }
+
     /// Number of open readers.
     pub(crate) fn len(&self) -> usize {
         self.readers.read().len()

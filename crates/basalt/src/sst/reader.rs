@@ -122,6 +122,10 @@ impl BlockStates {
     fn approximate_bytes(&self) -> usize {
         self.0.len() * std::mem::size_of::<AtomicU64>()
     }
+
+    fn unchecked(&self) -> usize {
+        self.0.iter().filter(|s| s.load(Ordering::Relaxed) == 0).count()
+    }
 }
 
 /// A data block as a lookup holds it: from the block cache, or its rows
@@ -489,6 +493,12 @@ impl SstReader {
                 None => Err(corrupt("rows run past the block".into())),
             },
         }
+    }
+
+    /// Data blocks of a mapped file that no read has checked yet (0 for a
+    /// file read without a map).
+    pub fn blocks_unchecked(&self) -> usize {
+        self.blocks.unchecked()
     }
 
     /// Checks every data block not yet checked for in-place reads, as a
