@@ -141,19 +141,18 @@ impl DbInner {
             edit.files_added = outputs.into_iter().map(|f| (task.tree, task.output_level(), f)).collect();
         }
         let numbers: Vec<u64> = edit.files_added.iter().map(|(_, _, f)| f.number).collect();
-        let numbers_installed = numbers.clone();
         {
             let mut versions = self.versions.lock();
             let version = versions.log_and_apply(edit)?;
             self.state.replace(|s| SuperVersion { mem: s.mem.clone(), imms: s.imms.clone(), version });
             let mut pending = self.pending_outputs.lock();
-            for n in numbers {
-                pending.remove(&n);
+            for n in &numbers {
+                pending.remove(n);
             }
         }
         self.counters.record_compaction(task.input_bytes(), written, task.is_trivial_move(), start.elapsed());
         if !task.is_trivial_move() {
-            self.check_new_ssts(&numbers_installed);
+            self.check_new_ssts(&numbers);
         }
         // Collect before waking waiters, so `wait_for_background_work`
         // returns with the inputs already deleted.

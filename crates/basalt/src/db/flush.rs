@@ -61,7 +61,6 @@ impl DbInner {
         edit.last_seqno = Some(imm.max_seqno());
         edit.files_added = outputs.into_iter().map(|(tree, f)| (tree, 0, f)).collect();
         let numbers: Vec<u64> = edit.files_added.iter().map(|(_, _, f)| f.number).collect();
-        let numbers_installed = numbers.clone();
         {
             let mut versions = self.versions.lock();
             // A table dropped while this flush ran takes its outputs with it
@@ -74,12 +73,12 @@ impl DbInner {
                 SuperVersion { mem: s.mem.clone(), imms, version }
             });
             let mut pending = self.pending_outputs.lock();
-            for n in numbers {
-                pending.remove(&n);
+            for n in &numbers {
+                pending.remove(n);
             }
         }
         self.counters.record_flush(bytes, start.elapsed());
-        self.check_new_ssts(&numbers_installed);
+        self.check_new_ssts(&numbers);
         // Collect before waking waiters (as after a compaction).
         let collected = self.delete_obsolete_files(false);
         {

@@ -424,11 +424,6 @@ impl Block {
         self.rows().seek(user_key, trailer)
     }
 
-    /// See [`Rows::seek_in`].
-    pub fn seek_in(&self, range: Range<usize>, user_key: &[u8], trailer: u64) -> usize {
-        self.rows().seek_in(range, user_key, trailer)
-    }
-
     /// Every column of the table, as Arrow arrays that point into this
     /// block's bytes (no copy unless a buffer is misaligned). Deleted rows
     /// hold nulls. Built and validated once per block; a mismatch with the
