@@ -51,8 +51,22 @@ fn number(digits: &str) -> Option<u64> {
     digits.parse().ok()
 }
 
-/// Parses a directory entry; `None` for names Basalt never writes.
+/// Parses a directory entry; `None` for names Basalt never writes. A number
+/// must be written as Basalt writes it (`000001.sst`, not `1.sst`): the
+/// engine deletes the files it parses once no version needs them, and a
+/// file it did not name is not its to delete.
 pub fn parse(name: &str) -> Option<FileKind> {
+    let kind = parse_any_width(name)?;
+    let canonical = match kind {
+        FileKind::Wal(n) => wal(n) == name,
+        FileKind::Sst(n) => sst(n) == name,
+        FileKind::Manifest(n) => manifest(n) == name,
+        FileKind::Current | FileKind::Lock | FileKind::Temp => true,
+    };
+    canonical.then_some(kind)
+}
+
+fn parse_any_width(name: &str) -> Option<FileKind> {
     match name {
         LOCK => return Some(FileKind::Lock),
         CURRENT => return Some(FileKind::Current),
@@ -89,5 +103,15 @@ mod tests {
         assert_eq!(parse("scratch.tmp"), None);
         assert_eq!(parse("x.sst"), None);
         assert_eq!(parse("MANIFEST-"), None);
+    }
+
+    /// The outside review's (b): a stray `1.sst` was parsed as SST 1 and
+    /// deleted as obsolete. Only names Basalt writes are its files.
+    #[test]
+    fn names_basalt_does_not_write_are_not_its_files() {
+        for stray in ["1.sst", "0000001.sst", "+00001.sst", "12.wal", "MANIFEST-1", "MANIFEST-0000003"] {
+            assert_eq!(parse(stray), None, "{stray}");
+        }
+        assert_eq!(parse("1000000.sst"), Some(FileKind::Sst(1_000_000)));
     }
 }

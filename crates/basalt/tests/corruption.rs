@@ -669,20 +669,23 @@ fn second_open_in_process_is_locked() {
     drop(db);
     let db = Db::open(DB, mem_options(&fs)).expect("open after the first handle was dropped");
     assert_eq!(db.get(b"k2").expect("get").as_deref(), Some(&b"v2"[..]));
-    // Snapshots and iterators keep the directory locked while alive.
+    // Closing (or dropping) the database releases the directory even while
+    // snapshots and iterators are alive; they get `Error::Closed` from then
+    // on instead of reading a database another handle may now write.
     let snapshot = db.snapshot();
+    let mut iter = db.iter_all();
     db.close().expect("close");
+    assert!(matches!(snapshot.get(b"k"), Err(Error::Closed(_))));
+    assert!(matches!(iter.next(), Some(Err(Error::Closed(_)))));
+    let db = Db::open(DB, mem_options(&fs)).expect("open while the old handles are alive");
     assert_locked(Db::open(DB, mem_options(&fs)), db_path());
-    assert_eq!(snapshot.get(b"k").expect("snapshot get").as_deref(), Some(&b"v"[..]));
-    drop(snapshot);
-    let db = Db::open(DB, mem_options(&fs)).expect("open after the snapshot was dropped");
+    assert!(matches!(snapshot.get(b"k"), Err(Error::Closed(_))), "an old handle reads the new database");
+    assert_eq!(db.get(b"k").expect("get").as_deref(), Some(&b"v"[..]));
+    drop((snapshot, iter));
     let mut iter = db.iter_all();
     drop(db);
-    assert_locked(Db::open(DB, mem_options(&fs)), db_path());
-    assert_eq!(iter.next().expect("an item").expect("no error").0.as_ref(), b"k");
-    drop(iter);
-    let db = Db::open(DB, mem_options(&fs)).expect("open after the iterator was dropped");
-    db.close().expect("close");
+    assert!(matches!(iter.next(), Some(Err(Error::Closed(_)))));
+    Db::open(DB, mem_options(&fs)).expect("open after a drop").close().expect("close");
 
     // The same on the real file system.
     let dir = tempfile::tempdir().expect("tempdir");

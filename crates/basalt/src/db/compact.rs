@@ -65,6 +65,7 @@ impl DbInner {
     /// Waits until no memtable waits for flush and the policy has no
     /// compaction to run (with `auto_compaction`).
     pub(crate) fn wait_for_background_work(&self) -> Result<()> {
+        self.check_open()?;
         let mut bg = self.bg.lock();
         loop {
             if let Some(e) = &bg.error {
@@ -143,7 +144,7 @@ impl DbInner {
         let numbers: Vec<u64> = edit.files_added.iter().map(|(_, _, f)| f.number).collect();
         {
             let mut versions = self.versions.lock();
-            let version = versions.log_and_apply(edit)?;
+            let version = self.log_and_apply(&mut versions, edit)?;
             self.state.replace(|s| SuperVersion { mem: s.mem.clone(), imms: s.imms.clone(), version });
             let mut pending = self.pending_outputs.lock();
             for n in &numbers {
@@ -170,7 +171,7 @@ impl DbInner {
     fn merge_inputs(&self, task: &CompactionTask) -> Result<Vec<FileMeta>> {
         let mut cursors = Vec::new();
         for f in task.all_inputs() {
-            cursors.push(SstIter::new(self.table_cache.get(f.number, &self.block_cache)?));
+            cursors.push(SstIter::new(self.table_cache.get(task.tree, f, &self.block_cache)?));
         }
         let mut merged = MergedSsts::new(cursors)?;
         let snapshots: Vec<u64> = self.snapshots.lock().keys().copied().collect();

@@ -12,7 +12,7 @@ use crate::files::{self, FileKind};
 use crate::memtable::Memtable;
 use crate::sst::writer::{SstWriter, SstWriterOptions};
 use crate::version::edit::ReaderSlot;
-use crate::version::{FileMeta, TreeVersion, VersionEdit};
+use crate::version::{FileMeta, VersionEdit};
 use crate::wal::batch::TreeId;
 
 /// Starts the flush thread.
@@ -67,7 +67,7 @@ impl DbInner {
             // (they are collected as obsolete files).
             let current = versions.current_version();
             edit.files_added.retain(|(tree, _, _)| current.tree(*tree).is_some());
-            let version = versions.log_and_apply(edit)?;
+            let version = self.log_and_apply(&mut versions, edit)?;
             self.state.replace(|s| {
                 let imms = s.imms.iter().filter(|m| !Arc::ptr_eq(m, &imm)).cloned().collect();
                 SuperVersion { mem: s.mem.clone(), imms, version }
@@ -143,6 +143,7 @@ impl DbInner {
             tree_id: tree,
             layout,
             learned_index_epsilon: self.opts.learned_index.then_some(self.opts.learned_index_epsilon),
+            file_number: number,
         };
         Ok((tree, number, SstWriter::new(file, path, &options)))
     }
@@ -179,9 +180,9 @@ impl DbInner {
             return;
         }
         let sv = self.state.load_full();
-        let files = sv.version.trees.values().flat_map(TreeVersion::all_files).map(|(_, f)| f);
-        for file in files.filter(|f| numbers.contains(&f.number)) {
-            if let Ok(reader) = self.table_cache.reader(file, &self.block_cache) {
+        let files = sv.version.trees.iter().flat_map(|(&tree, t)| t.all_files().map(move |(_, f)| (tree, f)));
+        for (tree, file) in files.filter(|(_, f)| numbers.contains(&f.number)) {
+            if let Ok(reader) = self.table_cache.reader(tree, file, &self.block_cache) {
                 let _ = reader.check_blocks_in_place();
             }
         }

@@ -83,7 +83,7 @@ pub struct DbIterator {
     pin: Option<Arc<SuperVersion>>,
     /// Keeps the database (and its directory lock) alive while iterating,
     /// as snapshots do.
-    _db: Arc<DbInner>,
+    db: Arc<DbInner>,
     cursors: Vec<Cursor>,
     forward: bool,
     seqno: SeqNo,
@@ -117,7 +117,7 @@ pub(crate) fn new(
     let forward = direction == Direction::Forward;
     let mut it = DbIterator {
         pin: None,
-        _db: inner.clone(),
+        db: inner.clone(),
         cursors: Vec::new(),
         forward,
         seqno,
@@ -125,7 +125,7 @@ pub(crate) fn new(
         done: false,
         pending_error: None,
     };
-    if let Err(e) = it.open_cursors(inner, &sv, tree) {
+    if let Err(e) = inner.check_open().and_then(|()| it.open_cursors(inner, &sv, tree)) {
         it.pending_error = Some(e);
     }
     it.pin = Some(sv);
@@ -159,7 +159,7 @@ impl DbIterator {
             if !self.file_overlaps(&file.smallest.user_key, &file.largest.user_key) {
                 continue;
             }
-            let reader = inner.table_cache.get(file.number, &inner.block_cache)?;
+            let reader = inner.table_cache.get(tree, file, &inner.block_cache)?;
             let mut c = SstIter::new(reader);
             match (start_ref, self.forward) {
                 (Some((k, t)), true) => c.seek(k, t)?,
@@ -269,6 +269,10 @@ impl Iterator for DbIterator {
             return None;
         }
         if let Some(e) = self.pending_error.take() {
+            self.done = true;
+            return Some(Err(e));
+        }
+        if let Err(e) = self.db.check_open() {
             self.done = true;
             return Some(Err(e));
         }

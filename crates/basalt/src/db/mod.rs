@@ -36,7 +36,7 @@ use crate::io::{FileLock, Fs};
 use crate::log::writer::LogWriter;
 use crate::memtable::Memtable;
 use crate::options::{Options, ReadOptions, WriteOptions};
-use crate::version::{Version, VersionSet};
+use crate::version::{Version, VersionEdit, VersionSet};
 use crate::wal::batch::{DEFAULT_TREE, WriteBatch};
 use stats::Counters;
 use table_cache::TableCache;
@@ -75,6 +75,26 @@ impl SuperVersionCell {
         self.current.load_full()
     }
 
+    /// Bytes held by the memtables of one super version that was current
+    /// while they were read: `(active, active and immutable, immutables)`.
+    /// Summing the sizes of a super version loaded earlier would add an
+    /// immutable memtable a flush has meanwhile released to the active
+    /// one's newer size, a total no moment had (the write-buffer test saw
+    /// 27 KB "over" the budget that way). A super version is never stored
+    /// twice, so finding the same one before and after the reads proves it
+    /// was current in between; only the active memtable grows, and only
+    /// while it is current.
+    pub(crate) fn memtable_bytes(&self) -> MemtableBytes {
+        loop {
+            let sv = self.current.load_full();
+            let active = sv.mem.approximate_bytes();
+            let total = active + sv.imms.iter().map(|m| m.approximate_bytes()).sum::<usize>();
+            if Arc::ptr_eq(&sv, &self.current.load()) {
+                return MemtableBytes { active, total, immutables: sv.imms.len() };
+            }
+        }
+    }
+
     /// Replaces the super version with `f(current)`; replacements never
     /// interleave, so none is lost.
     pub(crate) fn replace(&self, f: impl FnOnce(&SuperVersion) -> SuperVersion) {
@@ -82,6 +102,14 @@ impl SuperVersionCell {
         let next = f(&self.current.load());
         self.current.store(Arc::new(next));
     }
+}
+
+/// Memtable memory of one super version ([`SuperVersionCell::memtable_bytes`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct MemtableBytes {
+    pub active: usize,
+    pub total: usize,
+    pub immutables: usize,
 }
 
 /// State of the background flush thread.
@@ -99,7 +127,14 @@ pub(crate) struct DbInner {
     pub dir: PathBuf,
     pub opts: Options,
     pub fs: Arc<dyn Fs>,
-    _lock: Box<dyn FileLock>,
+    /// The directory lock, released when the database closes, even while
+    /// handles (tables, snapshots, iterators) still hold this state.
+    lock: Mutex<Option<Box<dyn FileLock>>>,
+    /// Unique among the databases this process opened.
+    pub id: u64,
+    /// Set once by `Db::close` or drop: every later call through a handle
+    /// that outlived the `Db` gets `Error::Closed`.
+    pub closed: std::sync::atomic::AtomicBool,
     pub versions: Mutex<VersionSet>,
     pub state: SuperVersionCell,
     pub write_queue: Mutex<WriteQueue>,
@@ -298,33 +333,70 @@ impl Db {
         self.inner.stats()
     }
 
-    /// Syncs the WAL, stops the background thread and releases the
+    /// Syncs the WAL, stops the background threads and releases the
     /// directory, reporting any error (dropping a `Db` does the same but
-    /// cannot report).
+    /// cannot report, and does not sync). Handles that outlive it (tables,
+    /// snapshots, iterators, scans) get [`Error::Closed`] from every call.
     pub fn close(self) -> Result<()> {
-        let synced = self.inner.sync_wal();
-        self.stop_background();
+        let synced = self.shut_down(true);
         let bg_error = self.inner.bg.lock().error.as_ref().map(Error::duplicate);
         synced?;
         bg_error.map_or(Ok(()), Err)
     }
 
-    fn stop_background(&self) {
+    /// Marks the database closed once no group commit runs (so none starts
+    /// after it), syncing the WAL first if asked, then stops the background
+    /// threads and releases the directory lock.
+    fn shut_down(&self, sync: bool) -> Result<()> {
+        let inner = &self.inner;
+        let synced = inner.with_exclusive_writer(|| {
+            let writable = inner.bg.lock().error.is_none();
+            let synced = if sync && writable && !inner.is_closed() {
+                inner.wal.lock().sync().map_err(|e| inner.set_bg_error(e))
+            } else {
+                Ok(())
+            };
+            inner.closed.store(true, std::sync::atomic::Ordering::Release);
+            synced
+        });
         {
-            let mut bg = self.inner.bg.lock();
+            let mut bg = inner.bg.lock();
             bg.shutting_down = true;
-            self.inner.bg_cv.notify_all();
+            inner.bg_cv.notify_all();
         }
         for handle in self.threads.lock().drain(..) {
             // A panic in a background thread is a bug; it already stopped
             // making progress, and there is nothing left to clean up.
             let _ = handle.join();
         }
+        inner.lock.lock().take();
+        synced
     }
 }
 
 impl Drop for Db {
     fn drop(&mut self) {
-        self.stop_background();
+        let _ = self.shut_down(false);
+    }
+}
+
+impl DbInner {
+    /// Whether the `Db` was closed or dropped.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// [`Error::Closed`] once the `Db` was closed or dropped.
+    pub(crate) fn check_open(&self) -> Result<()> {
+        if self.is_closed() { Err(Error::Closed("the database is closed".into())) } else { Ok(()) }
+    }
+
+    /// Logs `edit` to the MANIFEST and applies it. A failed MANIFEST write
+    /// leaves the file's durable contents unknown (a failed fsync may have
+    /// kept the edit's bytes, which recovery would replay), so, as after a
+    /// failed WAL sync, writes stop: nothing acknowledged later can be
+    /// lost to an edit the caller was told failed.
+    pub(crate) fn log_and_apply(&self, versions: &mut VersionSet, edit: VersionEdit) -> Result<Arc<Version>> {
+        versions.log_and_apply(edit).map_err(|e| self.set_bg_error(e))
     }
 }

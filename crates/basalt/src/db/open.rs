@@ -65,7 +65,9 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
     let inner = DbInner {
         dir: dir.to_path_buf(),
         fs: fs.clone(),
-        _lock: lock,
+        lock: Mutex::new(Some(lock)),
+        id: next_db_id(),
+        closed: std::sync::atomic::AtomicBool::new(false),
         versions: Mutex::new(versions),
         state: SuperVersionCell::new(SuperVersion {
             mem: Arc::new(Memtable::new(0)),
@@ -91,6 +93,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         opts,
     };
     inner.recover_wals(&wals, last_seqno)?;
+    inner.check_live_sst_sizes()?;
     inner.delete_obsolete_files(true)?;
     Ok(inner)
 }
@@ -149,6 +152,9 @@ fn check_files_present(
     Ok(())
 }
 
+/// The slowest write rate the write-buffer manager may delay writers to.
+const DELAYED_WRITE_BYTES_PER_SEC_MIN: u64 = 16 << 10;
+
 fn validate_options(opts: &Options) -> Result<()> {
     let bad = |what: &str| Err(Error::InvalidArgument(what.to_string()));
     if opts.memtable_bytes_max == 0 {
@@ -160,11 +166,44 @@ fn validate_options(opts: &Options) -> Result<()> {
     if opts.block_bytes_target == 0 {
         return bad("block_bytes_target must be positive");
     }
-    if opts.key_bytes_max == 0 || opts.value_bytes_max == 0 || opts.batch_bytes_max == 0 {
-        return bad("key, value and batch limits must be positive");
+    for (name, limit) in [
+        ("key_bytes_max", opts.key_bytes_max),
+        ("value_bytes_max", opts.value_bytes_max),
+        ("batch_bytes_max", opts.batch_bytes_max),
+    ] {
+        if limit == 0 {
+            return Err(Error::InvalidArgument(format!("{name} must be positive")));
+        }
     }
     if opts.batch_bytes_max > crate::log::format::PAYLOAD_BYTES_MAX - 4096 {
         return bad("batch_bytes_max may not exceed 1 GiB");
+    }
+    if opts.write_buffer_bytes_max == 0 {
+        return bad("write_buffer_bytes_max must be positive");
+    }
+    if opts.write_buffer_soft_percent > 100 {
+        return bad("write_buffer_soft_percent is a percentage of write_buffer_bytes_max: at most 100");
+    }
+    // Slower rates make one delayed write sleep for minutes (its size in
+    // seconds at 1 B/s); RocksDB holds `delayed_write_rate` to the same floor.
+    if opts.delayed_write_bytes_per_sec < DELAYED_WRITE_BYTES_PER_SEC_MIN {
+        return Err(Error::InvalidArgument(format!(
+            "delayed_write_bytes_per_sec must be at least {DELAYED_WRITE_BYTES_PER_SEC_MIN}"
+        )));
+    }
+    if opts.level_size_ratio < 2 {
+        return bad("level_size_ratio must be at least 2 (deeper levels must be larger)");
+    }
+    // Writers wait at `l0_files_stop` for a compaction that only starts at
+    // `l0_compaction_trigger`: a stop at or below the trigger would wait
+    // forever (the outside review's option hang), and a slowdown below the
+    // trigger would slow writes that no compaction is coming to relieve.
+    let (trigger, slowdown, stop) = (opts.l0_compaction_trigger, opts.l0_files_slowdown, opts.l0_files_stop);
+    if trigger == 0 || trigger > slowdown || slowdown > stop || stop <= trigger {
+        return Err(Error::InvalidArgument(format!(
+            "need 1 <= l0_compaction_trigger ({trigger}) <= l0_files_slowdown ({slowdown}) <= l0_files_stop \
+             ({stop}), with l0_files_stop above l0_compaction_trigger"
+        )));
     }
     Ok(())
 }
@@ -211,7 +250,43 @@ fn prepare_dir(fs: &dyn Fs, dir: &Path, opts: &Options) -> Result<bool> {
     Ok(false)
 }
 
+/// A number no other database opened by this process has: write batches
+/// remember the database their table rows were encoded for.
+fn next_db_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 impl DbInner {
+    /// Checks that every SST the MANIFEST lists is there with the size it
+    /// records. A shorter file read through a memory map would raise
+    /// SIGBUS at the first access past its end instead of an error (see
+    /// `io/mmap.rs`), and a missing one would fail reads much later.
+    /// (Each reader checks the rest of its MANIFEST entry when it opens.)
+    fn check_live_sst_sizes(&self) -> Result<()> {
+        let version = self.state.load().version.clone();
+        for tree in version.trees.values() {
+            for (_, file) in tree.all_files() {
+                let path = self.dir.join(files::sst(file.number));
+                let size = match self.fs.open(&path) {
+                    Ok(f) => f.len(),
+                    Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                        return Err(Error::corruption(&path, 0, "an SST the MANIFEST lists is missing"));
+                    }
+                    Err(e) => return Err(e),
+                };
+                if size != file.size {
+                    return Err(Error::corruption(
+                        &path,
+                        0,
+                        format!("SST of {size} bytes, the MANIFEST says {}", file.size),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Replays the WALs into memtables, writes them to L0 SSTs, starts a
     /// fresh WAL and records all of it in one MANIFEST edit.
     fn recover_wals(&self, wals: &[u64], flushed_seqno: SeqNo) -> Result<()> {

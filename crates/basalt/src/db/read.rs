@@ -16,12 +16,23 @@ use crate::sst::reader::LookupTrace;
 use crate::wal::batch::TreeId;
 
 impl DbInner {
-    /// The seqno to read at and the state to read from. The seqno is loaded
-    /// first: a seqno published by a writer implies the memtable it wrote
-    /// to is already installed.
+    /// The seqno to read at and the state to read from. The state is loaded
+    /// first. The other order loses rows: with the seqno `s` loaded, a
+    /// write of `k` at `s + 1`, its flush and a compaction may all finish
+    /// before the state is loaded, and the compaction, seeing no snapshot
+    /// at `s`, drops the version of `k` that `s` reads; the read then finds
+    /// only the invisible `s + 1` and answers "absent". Loaded first, the
+    /// state pins its files, so every version it holds stays readable. The
+    /// seqno may then count writes in a memtable installed after the state
+    /// was loaded; they are not read, and they are all newer than every
+    /// write the state holds (a group commit fills one memtable, and
+    /// memtables switch between groups), so the read still sees a prefix
+    /// of the commit order that includes every write acknowledged before
+    /// it began.
     pub(crate) fn read_view(&self, snapshot: Option<SeqNo>) -> (SeqNo, Arc<SuperVersion>) {
+        let sv = self.state.load_full();
         let seqno = snapshot.unwrap_or_else(|| self.visible_seqno.load(Ordering::Acquire));
-        (seqno, self.state.load_full())
+        (seqno, sv)
     }
 
     /// The value of `user_key` in `tree` as of `snapshot` (or now).
@@ -63,10 +74,12 @@ impl DbInner {
         snapshot: Option<SeqNo>,
         found: &mut dyn FnMut(Value<'_>),
     ) -> Result<()> {
-        // As `read_view`, but borrowing the super version: no reference
-        // count to update for a lookup that returns before anything changes.
-        let seqno = snapshot.unwrap_or_else(|| self.visible_seqno.load(Ordering::Acquire));
+        self.check_open()?;
+        // As `read_view` (the state before the seqno), but borrowing the
+        // super version: no reference count to update for a lookup that
+        // returns before anything changes.
         let sv = self.state.load();
+        let seqno = snapshot.unwrap_or_else(|| self.visible_seqno.load(Ordering::Acquire));
         let timed = self.opts.timing_stats;
         let clock = timed.then(Instant::now);
         let mut timing = GetTiming::default();
@@ -99,7 +112,7 @@ impl DbInner {
         let mut probes = 0;
         for file in tree_version.files_for_key(user_key) {
             probes += 1;
-            let reader = self.table_cache.reader(file, &self.block_cache)?;
+            let reader = self.table_cache.reader(tree, file, &self.block_cache)?;
             let mut trace = LookupTrace { timed, ..LookupTrace::default() };
             let probe = timed.then(Instant::now);
             // The filter before the row cache: a key the file lacks costs

@@ -14,7 +14,7 @@ use bytes::Bytes;
 
 use super::{Snapshot, SuperVersion, Table};
 use crate::codec::internal::{Kind, SeqNo, unpack_trailer};
-use crate::codec::key::{self, KeyValue, prefix_successor};
+use crate::codec::key::{KeyValue, prefix_successor};
 use crate::error::{Error, Result};
 use crate::memtable::MemCursor;
 use crate::sst::SstIter;
@@ -121,6 +121,7 @@ impl std::fmt::Debug for TableScan {
 impl Table {
     /// Scans the table: an iterator of record batches in key order.
     pub fn scan(&self, opts: ScanOptions<'_>) -> Result<TableScan> {
+        self.inner().check_open()?;
         let layout = self.layout().clone();
         let (lower, upper) = encode_range(self, &opts.range)?;
         let projection = match &opts.projection {
@@ -170,28 +171,16 @@ impl Table {
     }
 }
 
+/// A merged batch is cut once one of its columns holds this many bytes, so
+/// that a `Utf8` or `Binary` column's i32 offsets never overflow: one more
+/// row adds at most a value (under 1 GiB, the largest write batch), and
+/// 512 MiB + 1 GiB stays below 2 GiB.
+const BATCH_COLUMN_BYTES_MAX: usize = 512 << 20;
+
 /// Encodes the key-value bounds into user-key bounds.
 fn encode_range(table: &Table, (lo, hi): &KeyValueRange<'_>) -> Result<super::iter::KeyRange> {
     let full = table.layout().primary_key().len();
-    let enc = |t: &[KeyValue<'_>]| -> Result<Vec<u8>> {
-        if t.len() > full {
-            return Err(Error::InvalidArgument(format!(
-                "range bound has {} columns, the key {full}",
-                t.len()
-            )));
-        }
-        if table.layout().raw_key() {
-            return Ok(match t.first() {
-                Some(KeyValue::Bytes(b)) => b.to_vec(),
-                Some(KeyValue::Str(s)) => s.as_bytes().to_vec(),
-                None => Vec::new(),
-                Some(other) => {
-                    return Err(Error::SchemaMismatch(format!("key bound {other:?} is not bytes")));
-                }
-            });
-        }
-        Ok(key::encode(t))
-    };
+    let enc = |t: &[KeyValue<'_>]| table.encode_key_values(t, false);
     let successor = |k: Vec<u8>| prefix_successor(&k).map_or(Bound::Unbounded, Bound::Excluded);
     let lower = match lo {
         Bound::Unbounded => Bound::Unbounded,
@@ -230,7 +219,7 @@ fn open_sources(table: &Table, sv: &SuperVersion, lower: &Bound<Vec<u8>>) -> Res
         if start.is_some_and(|k| file.largest.user_key.as_ref() < k) {
             continue;
         }
-        let mut c = SstIter::new(inner.table_cache.get(file.number, &inner.block_cache)?);
+        let mut c = SstIter::new(inner.table_cache.get(tree, file, &inner.block_cache)?);
         match start {
             Some(k) => c.seek(k, u64::MAX)?,
             None => c.seek_to_first()?,
@@ -325,7 +314,10 @@ impl TableScan {
         }
         // The rows are this block's alone: its zone map may rule them out.
         if let (Some(filter), Some(b)) = (&self.filter, cursor.block_index())
-            && cursor.reader().zones(b).is_some_and(|z| !zone::may_match(&self.layout, z, n, filter))
+            && cursor.reader().zones(b).is_some_and(|z| {
+                let floats = cursor.reader().float_zones_in_total_order();
+                !zone::may_match(&self.layout, z, n, filter, floats)
+            })
         {
             self.last_zero_copy_key = Some(block.key(end - 1).to_vec());
             self.blocks_skipped += 1;
@@ -400,7 +392,9 @@ impl TableScan {
             }
         }
         self.merged_rows += 1;
-        if self.builders.first().is_some_and(|b| b.len() >= self.batch_rows) {
+        let full = self.builders.first().is_some_and(|b| b.len() >= self.batch_rows)
+            || self.builders.iter().any(|b| b.bytes() >= BATCH_COLUMN_BYTES_MAX);
+        if full {
             self.flush_builders()?;
         }
         Ok(())
@@ -480,6 +474,12 @@ impl Iterator for TableScan {
     type Item = Result<RecordBatch>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        let more = !self.done || !self.ready.is_empty();
+        if more && let Err(e) = self.table.inner().check_open() {
+            self.done = true;
+            self.ready.clear();
+            return Some(Err(e));
+        }
         if let Some(b) = self.ready.pop_front() {
             return Some(Ok(b));
         }

@@ -255,6 +255,7 @@ impl DbInner {
         let c = &self.counters;
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let sv = self.state.load_full();
+        let memtables = self.state.memtable_bytes();
         let levels = sv.version.tree(DEFAULT_TREE).map_or_else(
             || vec![LevelStats::default(); LEVELS],
             |t| {
@@ -302,10 +303,9 @@ impl DbInner {
             compaction_written_bytes: get(&c.compaction_written_bytes),
             compaction_time: Duration::from_micros(get(&c.compaction_micros)),
             ingest_bytes: get(&c.ingest_bytes),
-            memtable_bytes: sv.mem.approximate_bytes(),
-            memtable_bytes_total: sv.mem.approximate_bytes()
-                + sv.imms.iter().map(|m| m.approximate_bytes()).sum::<usize>(),
-            immutable_memtables: sv.imms.len(),
+            memtable_bytes: memtables.active,
+            memtable_bytes_total: memtables.total,
+            immutable_memtables: memtables.immutables,
             flushes: get(&c.flushes),
             flush_bytes: get(&c.flush_bytes),
             flush_time: Duration::from_micros(get(&c.flush_micros)),

@@ -16,6 +16,7 @@ use crate::options::{ReadOptions, WriteOptions};
 use crate::table::layout::{ColumnBuilder, ColumnSource, TableLayout, builders_for, decode_row};
 use crate::table::{self, schema_to_ipc};
 use crate::version::VersionEdit;
+use crate::version::edit::SCHEMA_BYTES_MAX;
 use crate::wal::batch::{DEFAULT_TREE, TreeId, WriteBatch};
 
 /// Longest table name accepted, in bytes.
@@ -114,6 +115,12 @@ impl DbInner {
         }
         TableLayout::new(schema.clone(), &key)?;
         let ipc = schema_to_ipc(schema)?;
+        if ipc.len() > SCHEMA_BYTES_MAX {
+            return Err(Error::InvalidArgument(format!(
+                "the schema takes {} bytes (Arrow IPC), more than the {SCHEMA_BYTES_MAX} a table may have",
+                ipc.len()
+            )));
+        }
         self.check_writable()?;
         // Under the exclusive writer, so no write batch sees a half-made catalog.
         self.with_exclusive_writer(|| {
@@ -130,7 +137,7 @@ impl DbInner {
                 tree_schemas: vec![(id, key, ipc)],
                 ..VersionEdit::default()
             };
-            let version = versions.log_and_apply(edit)?;
+            let version = self.log_and_apply(&mut versions, edit)?;
             self.state.replace(|s| SuperVersion { mem: s.mem.clone(), imms: s.imms.clone(), version });
             Ok(())
         })
@@ -165,38 +172,71 @@ impl DbInner {
             // No compaction may be running on the tree while it goes.
             let _no_compaction = self.compaction_lock.lock();
             let mut versions = self.versions.lock();
-            let version =
-                versions.log_and_apply(VersionEdit { trees_dropped: vec![id], ..VersionEdit::default() })?;
+            let edit = VersionEdit { trees_dropped: vec![id], ..VersionEdit::default() };
+            let version = self.log_and_apply(&mut versions, edit)?;
             self.state.replace(|s| SuperVersion { mem: s.mem.clone(), imms: s.imms.clone(), version });
             Ok(())
         })?;
-        self.delete_obsolete_files(false)
+        // The drop is durable: files left behind by a failed deletion are
+        // garbage that a later collection (or the next open) removes, not
+        // a reason to tell the caller the drop failed.
+        let _ = self.delete_obsolete_files(false);
+        Ok(())
     }
 }
 
 impl WriteBatch {
     /// Adds an upsert of every row of `batch` into `table`: rows whose key
     /// exists replace it; when the batch holds a key twice, the later row
-    /// wins. A batch whose schema does not match is
-    /// [`Error::SchemaMismatch`] naming the column, a null key is
-    /// [`Error::InvalidArgument`]; either way the write batch is unchanged.
+    /// wins. A batch whose schema does not match, or that holds a null in
+    /// a column the schema makes non-nullable (every key column), is
+    /// [`Error::SchemaMismatch`] naming the column; rows whose encoded key
+    /// or row exceed `key_bytes_max` or `value_bytes_max`, or a `table` of
+    /// another database than the batch's earlier rows, are
+    /// [`Error::InvalidArgument`]. Either way the write batch is unchanged.
     pub fn put_table(&mut self, table: &Table, batch: &RecordBatch) -> Result<()> {
-        let layout = &table.shared.layout;
-        layout.check_batch(batch)?;
-        for &k in layout.primary_key() {
-            if batch.column(k).null_count() > 0 {
-                return Err(Error::InvalidArgument(format!(
-                    "null in primary key column {}",
-                    layout.schema().field(k).name()
-                )));
-            }
+        table.shared.layout.check_batch(batch)?;
+        self.add_table_rows(table, batch, false)
+    }
+
+    /// Encodes and appends rows of `table` (checked against its layout),
+    /// refusing a table of another database and rows over the limits.
+    fn add_table_rows(&mut self, table: &Table, batch: &RecordBatch, delete: bool) -> Result<()> {
+        if self.database().is_some_and(|db| db != table.inner.id) {
+            return Err(Error::InvalidArgument(format!(
+                "table {} belongs to another database than the rows already in this write batch",
+                table.name()
+            )));
         }
         if batch.num_rows() == 0 {
             return Ok(());
         }
-        let rows = table::encode_rows(layout, batch, false)?;
+        if self.len().saturating_add(batch.num_rows()) > u32::MAX as usize {
+            return Err(Error::InvalidArgument("a write batch holds at most 2^32 - 1 rows".into()));
+        }
+        let layout = &table.shared.layout;
+        let rows = table::encode_rows(layout, batch, delete)?;
+        let opts = &table.inner.opts;
+        for (key, row) in &rows.rows {
+            if key.len() > opts.key_bytes_max {
+                return Err(Error::InvalidArgument(format!(
+                    "a row's primary key encodes to {} bytes, over key_bytes_max ({})",
+                    key.len(),
+                    opts.key_bytes_max
+                )));
+            }
+            if row.len() > opts.value_bytes_max {
+                return Err(Error::InvalidArgument(format!(
+                    "a row encodes to {} bytes, over value_bytes_max ({})",
+                    row.len(),
+                    opts.value_bytes_max
+                )));
+            }
+        }
         let ipc = table::batch_to_ipc(batch)?;
-        self.put_rows(table.shared.id, &ipc, rows, false);
+        let bound = self.bind_database(table.inner.id);
+        debug_assert!(bound, "checked above");
+        self.put_rows(table.shared.id, &ipc, rows, delete);
         Ok(())
     }
 
@@ -205,13 +245,7 @@ impl WriteBatch {
     pub fn delete_table(&mut self, table: &Table, keys: &RecordBatch) -> Result<()> {
         let layout = &table.shared.layout;
         layout.check_key_batch(keys)?;
-        if keys.num_rows() == 0 {
-            return Ok(());
-        }
-        let rows = table::encode_rows(layout, keys, true)?;
-        let ipc = table::batch_to_ipc(keys)?;
-        self.put_rows(table.shared.id, &ipc, rows, true);
-        Ok(())
+        self.add_table_rows(table, keys, true)
     }
 }
 
@@ -300,9 +334,17 @@ impl Table {
 
     /// Encodes a key given as values, checking each against its column type.
     fn encode_key(&self, key: &[KeyValue<'_>]) -> Result<Vec<u8>> {
+        self.encode_key_values(key, true)
+    }
+
+    /// Encodes the values of the first key columns (all of them when
+    /// `whole`, as a point read needs; a prefix for a range bound), each
+    /// checked against its column's type: a value of another type would
+    /// encode to bytes that sort among other keys, a silently wrong range.
+    pub(crate) fn encode_key_values(&self, key: &[KeyValue<'_>], whole: bool) -> Result<Vec<u8>> {
         let layout = &self.shared.layout;
         let pk = layout.primary_key();
-        if key.len() != pk.len() {
+        if key.len() > pk.len() || (whole && key.len() < pk.len()) {
             return Err(Error::InvalidArgument(format!(
                 "the key has {} columns, {} given",
                 pk.len(),
@@ -320,10 +362,11 @@ impl Table {
             }
         }
         if layout.raw_key() {
-            return Ok(match key[0] {
-                KeyValue::Bytes(b) => b.to_vec(),
-                KeyValue::Str(s) => s.as_bytes().to_vec(),
-                _ => unreachable!("checked above"),
+            return Ok(match key.first() {
+                Some(KeyValue::Bytes(b)) => b.to_vec(),
+                Some(KeyValue::Str(s)) => s.as_bytes().to_vec(),
+                None => Vec::new(),
+                Some(_) => unreachable!("checked above"),
             });
         }
         Ok(key::encode(key))
@@ -331,6 +374,7 @@ impl Table {
 
     /// The newest visible version of `user_key` as a one-row batch.
     fn row_at(&self, user_key: &[u8], seqno: SeqNo, sv: &SuperVersion) -> Result<Option<RecordBatch>> {
+        self.inner.check_open()?;
         let tree = self.shared.id;
         for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
             if let Some((trailer, value)) = mem.get(tree, user_key, seqno) {
@@ -341,7 +385,7 @@ impl Table {
             return Err(Error::InvalidArgument(format!("table {} was dropped", self.shared.name)));
         };
         for file in tv.files_for_key(user_key) {
-            let reader = self.inner.table_cache.reader(file, &self.inner.block_cache)?;
+            let reader = self.inner.table_cache.reader(tree, file, &self.inner.block_cache)?;
             if let Some((block, i)) = reader.get_entry(user_key, seqno)? {
                 if !matches!(unpack_trailer(block.trailer(i)), Some((_, Kind::Put))) {
                     return Ok(None);

@@ -47,6 +47,7 @@ impl DbInner {
     /// Commits `batch`; returns once it is in the memtable (and durable, if
     /// `sync`).
     pub(crate) fn write(&self, batch: WriteBatch, sync: bool) -> Result<()> {
+        self.check_open()?;
         self.validate(&batch)?;
         if batch.is_empty() {
             // Nothing to log, but a synced empty write still promises that
@@ -67,7 +68,16 @@ impl DbInner {
             }
             q.leader_active = true;
             let mut group = self.take_group(&mut q.pending);
-            let outcome = parking_lot::MutexGuard::unlocked(&mut q, || self.commit_group(&mut group));
+            let outcome = parking_lot::MutexGuard::unlocked(&mut q, || {
+                // A panic here is a bug; it must not leave the leader flag set
+                // (every later writer, and closing, would wait forever) or
+                // the group's writers without an answer. The memtable may
+                // hold part of the group: writes stop.
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.commit_group(&mut group)))
+                    .unwrap_or_else(|_| {
+                        Err(self.set_bg_error(Error::Closed("a write failed with a panic (a bug)".into())))
+                    })
+            });
             for r in &group {
                 let result = match &outcome {
                     Ok(()) => Ok(()),
@@ -89,6 +99,11 @@ impl DbInner {
                 self.opts.batch_bytes_max
             )));
         }
+        if batch.database().is_some_and(|db| db != self.id) {
+            return Err(Error::InvalidArgument(
+                "the write batch holds rows of a table of another database".into(),
+            ));
+        }
         let version = self.state.load().version.clone();
         for e in batch.entries() {
             if e.key.len() > self.opts.key_bytes_max {
@@ -105,8 +120,19 @@ impl DbInner {
                     self.opts.value_bytes_max
                 )));
             }
-            if version.tree(e.tree).is_none() {
-                return Err(Error::InvalidArgument(format!("write to unknown tree {}", e.tree)));
+            // Key-value entries go to the key-value tree only; Arrow rows to
+            // a live table or to the key-value tree's table face. Tree ids
+            // are never reused and the batch belongs to this database, so
+            // the tree is the one its rows were encoded for.
+            match version.tree(e.tree) {
+                None => return Err(Error::InvalidArgument(format!("write to unknown tree {}", e.tree))),
+                Some(t) if t.table.is_some() && e.arrow_rows == 0 => {
+                    return Err(Error::InvalidArgument(format!(
+                        "a key-value entry for tree {}, a table's",
+                        e.tree
+                    )));
+                }
+                Some(_) => {}
             }
         }
         Ok(())
@@ -179,6 +205,7 @@ impl DbInner {
 
     /// Fails if an earlier background or WAL error stopped writes.
     pub(crate) fn check_writable(&self) -> Result<()> {
+        self.check_open()?;
         match &self.bg.lock().error {
             Some(e) => Err(Error::Closed(format!("writes stopped after an earlier error: {e}"))),
             None => Ok(()),
@@ -198,14 +225,13 @@ impl DbInner {
     /// What the write-buffer manager needs to decide on a group of
     /// `incoming` bytes.
     fn write_buffer_state(&self, incoming: usize) -> WriteBufferState {
-        let sv = self.state.load_full();
-        let active = sv.mem.approximate_bytes();
-        let total = active + sv.imms.iter().map(|m| m.approximate_bytes()).sum::<usize>();
-        let l0_files = sv.version.trees.values().map(|t| t.levels[0].len()).max().unwrap_or(0);
+        let memtables = self.state.memtable_bytes();
+        let version = self.state.load().version.clone();
+        let l0_files = version.trees.values().map(|t| t.levels[0].len()).max().unwrap_or(0);
         WriteBufferState {
-            active_bytes: active,
-            total_bytes: total,
-            immutables: sv.imms.len(),
+            active_bytes: memtables.active,
+            total_bytes: memtables.total,
+            immutables: memtables.immutables,
             l0_files,
             incoming_bytes: incoming,
         }
@@ -229,6 +255,10 @@ impl DbInner {
                     let mut bg = self.bg.lock();
                     if let Some(e) = &bg.error {
                         return Err(Error::Closed(format!("writes stopped after an earlier error: {e}")));
+                    }
+                    // The background threads are gone: nothing would make room.
+                    if bg.shutting_down {
+                        return Err(Error::Closed("the database is closed".into()));
                     }
                     // Re-check under the lock the background threads notify
                     // under, so a wake-up cannot be missed; the timeout is a
@@ -328,11 +358,14 @@ pub(crate) fn insert_batch(
         let rows = if let Some(all) = encoded {
             all.get(arrow_index).map(|r| r.rows.as_slice()).unwrap_or_default()
         } else {
-            let Some(layout) = version.tree(e.tree).and_then(|t| t.table.as_ref()).map(|t| t.layout.clone())
-            else {
+            // The key-value tree has rows too (its table face), with the
+            // key-value layout; a dropped tree's rows go nowhere.
+            let Some(tree) = version.tree(e.tree) else {
                 seqno += u64::from(e.arrow_rows);
                 continue;
             };
+            let layout =
+                tree.table.as_ref().map_or_else(|| Arc::new(TableLayout::key_value()), |t| t.layout.clone());
             recovered = decode_arrow_entry(&layout, e.value, e.kind == Kind::Delete, e.arrow_rows)
                 .map_err(|err| Error::corruption(path, offset, format!("table rows: {err}")))?;
             recovered.rows.as_slice()
@@ -358,4 +391,39 @@ fn decode_arrow_entry(layout: &TableLayout, ipc: &[u8], delete: bool, rows: u32)
         layout.check_batch(&batch)?;
     }
     table::encode_rows(layout, &batch, delete)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_schema::{DataType, Field, Schema};
+
+    use crate::io::MemFs;
+    use crate::{Db, Error, Options, TableOptions, WriteBatch};
+
+    /// The outside review's bug 5: a key-value entry in a table's tree made
+    /// the flush fail and the database unopenable. Only the crate can build
+    /// such a batch now; the engine refuses it all the same, and a
+    /// key-value entry for a tree that does not exist.
+    #[test]
+    fn kv_entry_into_a_table_tree_is_refused() {
+        let fs = MemFs::new();
+        let opts = Options { fs: Arc::new(fs.clone()), ..Options::default() };
+        let db = Db::open("/db", opts.clone()).expect("open");
+        let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false)]));
+        let table = db.create_table("t", schema, &["id"], TableOptions::default()).expect("table");
+        for tree in [table.tree(), table.tree() + 1000] {
+            let mut batch = WriteBatch::new();
+            batch.put_in(tree, b"k", b"not a row");
+            let refused = db.write(batch);
+            assert!(matches!(refused, Err(Error::InvalidArgument(_))), "{refused:?}");
+        }
+        db.put("k", "v").expect("writes go on");
+        db.flush().expect("flush");
+        drop(table);
+        db.close().expect("close");
+        let db = Db::open("/db", opts).expect("reopen");
+        assert_eq!(db.get("k").expect("get").as_deref(), Some(&b"v"[..]));
+    }
 }

@@ -23,12 +23,12 @@ use arrow_buffer::Buffer;
 use crate::codec::internal::{Kind, compare_user_keys, unpack_trailer};
 use crate::error::{Error, Result};
 use crate::table::layout::{
-    ColumnBuilder, ColumnSource, TableLayout, array_from_buffers, builders_for, decode_row,
+    COLUMNS_MAX, ColumnBuilder, ColumnSource, TableLayout, array_from_buffers, builders_for, decode_row,
 };
 
-/// Most buffers a block may have: 3 + 3 per stored column, for up to 1,000
-/// columns (a bound on what a damaged header can make us allocate).
-const MAX_BUFFERS: usize = 3 + 3 * 1000;
+/// Most buffers a block may have: 3 + 3 per stored column of the widest
+/// table (a bound on what a damaged header can make us allocate).
+const MAX_BUFFERS: usize = 3 + 3 * COLUMNS_MAX;
 
 /// Bytes of the header (fixed part plus directory) of a v1 block.
 const HEADER_BYTES: usize = BLOCK_HEADER_FIXED_BYTES + DATA_BLOCK_BUFFERS * BUFFER_ENTRY_BYTES;
@@ -275,9 +275,10 @@ fn u64_at(buf: &[u8], at: usize) -> u64 {
 pub struct Block {
     data: Bytes,
     rows: usize,
-    /// Where the first five buffers lie (every block layout has at least
-    /// five), kept inline: a lookup reads keys, trailers and values without
-    /// a dependent load of the `buffers` vector, one cache miss fewer.
+    /// Where the first five buffers lie, kept inline: a lookup reads keys,
+    /// trailers and values without a dependent load of the `buffers`
+    /// vector, one cache miss fewer. A table block without stored columns
+    /// (a key-only table) has three; its last two slots are empty.
     head: [(usize, usize); DATA_BLOCK_BUFFERS],
     /// Widths of the key and value columns written without offsets
     /// (key-value blocks whose keys, or values, all have one width).
@@ -303,7 +304,7 @@ impl Block {
         let data = data.into();
         let corrupt = |what: String| Error::corruption(file, offset, format!("block: {what}"));
         let (rows, buffers) = read_directory(&data).map_err(corrupt)?;
-        let head = std::array::from_fn(|i| (buffers[i].start, buffers[i].end));
+        let head = std::array::from_fn(|i| buffers.get(i).map_or((0, 0), |r| (r.start, r.end)));
         let buffer_count = buffers.len();
         let more_buffers = buffers.get(DATA_BLOCK_BUFFERS..).map(<[_]>::to_vec).unwrap_or_default();
         let mut block = Block {
@@ -720,8 +721,9 @@ fn read_directory_with(
     }
     let rows = u32_at(data, 0) as usize;
     let count = u32_at(data, 4) as usize;
-    // A key-value block has 5 buffers; a table block 3 + 3 per stored column.
-    if count != DATA_BLOCK_BUFFERS && (count < 6 || !count.is_multiple_of(3) || count > MAX_BUFFERS) {
+    // A key-value block has 5 buffers; a table block 3 + 3 per stored
+    // column, so 3 when the key is its only column.
+    if count != DATA_BLOCK_BUFFERS && (count < 3 || !count.is_multiple_of(3) || count > MAX_BUFFERS) {
         return Err(format!("{count} buffers is not a block layout"));
     }
     if rows == 0 || rows > data.len() {

@@ -1,4 +1,4 @@
-//! Every constant of SST format v1, and the fixed-size structures that locate
+//! Every constant of the SST format, and the fixed-size structures that locate
 //! the rest of a file: block handles, the block trailer's checksum and the
 //! footer. `docs/format-sst.md` draws these bytes.
 
@@ -11,8 +11,17 @@ use crate::error::{Error, Result};
 /// block's key or value column without offsets when its values all have
 /// one width (an empty offsets buffer); version 1 never does. Readers of
 /// version 1 reject version 2 files by this number, not by a confusing
-/// corruption of the first such block.
-pub const FORMAT_VERSION: u32 = 2;
+/// corruption of the first such block. Version 3 records the file's number
+/// in its properties (so a file found under another name is caught) and
+/// orders float columns' zone-map ranges by IEEE 754 totalOrder, as
+/// Arrow's comparison kernels do (versions 1 and 2 recorded the key
+/// codec's order, in which `-0.0 == 0.0` and every NaN sorts last; their
+/// float zones are not used for pruning).
+pub const FORMAT_VERSION: u32 = 3;
+
+/// The first version whose properties hold the file number and whose
+/// float zone ranges are in totalOrder.
+pub const FORMAT_VERSION_FILE_NUMBER: u32 = 3;
 
 /// The oldest format version this code reads.
 pub const FORMAT_VERSION_MIN: u32 = 1;
@@ -109,7 +118,8 @@ pub const METAINDEX_HEADER_BYTES: usize = 4;
 /// Most metaindex entries a reader accepts; bounds the work on a bad count.
 pub const METAINDEX_ENTRIES_MAX: usize = 64;
 
-/// Fixed part of the properties block, before the two smallest/largest keys.
+/// Fixed part of the properties block, before the two smallest/largest keys
+/// (and, from version 3, the file number).
 pub const PROPERTIES_FIXED_BYTES: usize = 80;
 
 /// Masks a CRC (rotate right by 15, add [`CRC_MASK_DELTA`]).

@@ -7,8 +7,8 @@ use std::path::Path;
 use bytes::Bytes;
 
 use super::format::{
-    BlockHandle, FORMAT_VERSION, FORMAT_VERSION_MIN, METAINDEX_ENTRIES_MAX, METAINDEX_ENTRY_BYTES,
-    METAINDEX_HEADER_BYTES, PROPERTIES_FIXED_BYTES,
+    BlockHandle, FORMAT_VERSION, FORMAT_VERSION_FILE_NUMBER, FORMAT_VERSION_MIN, METAINDEX_ENTRIES_MAX,
+    METAINDEX_ENTRY_BYTES, METAINDEX_HEADER_BYTES, PROPERTIES_FIXED_BYTES,
 };
 use crate::codec::internal::{InternalKey, SeqNo, compare, unpack_trailer};
 use crate::codec::varint::Reader;
@@ -68,6 +68,9 @@ pub struct Properties {
     pub format_version: u32,
     /// The tree (table or index) whose entries the file holds.
     pub tree_id: u32,
+    /// The file's number, which names it (`NNNNNN.sst`); `None` in files of
+    /// versions 1 and 2, which did not record it.
+    pub file_number: Option<u64>,
     /// Entries, deletes included.
     pub entries: u64,
     /// Entries of kind `Delete`.
@@ -89,11 +92,12 @@ pub struct Properties {
 }
 
 impl Properties {
-    /// Encodes the fixed 80-byte part, then the smallest and largest user
-    /// keys, each as length u32 LE and bytes.
+    /// Encodes the fixed 80-byte part, the file number (u64 LE, from
+    /// version 3), then the smallest and largest user keys, each as length
+    /// u32 LE and bytes.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(
-            PROPERTIES_FIXED_BYTES + 8 + self.smallest.user_key.len() + self.largest.user_key.len(),
+            PROPERTIES_FIXED_BYTES + 16 + self.smallest.user_key.len() + self.largest.user_key.len(),
         );
         out.extend_from_slice(&self.format_version.to_le_bytes());
         out.extend_from_slice(&self.tree_id.to_le_bytes());
@@ -111,6 +115,9 @@ impl Properties {
             out.extend_from_slice(&v.to_le_bytes());
         }
         debug_assert_eq!(out.len(), PROPERTIES_FIXED_BYTES);
+        if let Some(n) = self.file_number {
+            out.extend_from_slice(&n.to_le_bytes());
+        }
         for key in [&self.smallest.user_key, &self.largest.user_key] {
             out.extend_from_slice(&(key.len() as u32).to_le_bytes());
             out.extend_from_slice(key);
@@ -138,6 +145,7 @@ impl Properties {
             t_small,
             t_large,
         ] = fixed;
+        let file_number = if format_version >= FORMAT_VERSION_FILE_NUMBER { Some(r.u64_le()?) } else { None };
         let mut key = || -> Result<Bytes> {
             let len = r.u32_le()? as usize;
             Ok(Bytes::copy_from_slice(r.bytes(len)?))
@@ -150,6 +158,7 @@ impl Properties {
         let props = Properties {
             format_version,
             tree_id,
+            file_number,
             entries,
             deletions,
             data_blocks,
@@ -168,6 +177,9 @@ impl Properties {
     fn check(&self) -> std::result::Result<(), &'static str> {
         if !(FORMAT_VERSION_MIN..=FORMAT_VERSION).contains(&self.format_version) {
             return Err("unknown format version");
+        }
+        if self.file_number.is_some() != (self.format_version >= FORMAT_VERSION_FILE_NUMBER) {
+            return Err("file number present in a version without it, or missing");
         }
         if self.entries == 0 || self.data_blocks == 0 || self.data_blocks > self.entries {
             return Err("impossible entry or block count");
@@ -206,6 +218,7 @@ mod tests {
         Properties {
             format_version: FORMAT_VERSION,
             tree_id: 7,
+            file_number: Some(12),
             entries: 10,
             deletions: 2,
             data_blocks: 3,
@@ -222,7 +235,7 @@ mod tests {
     fn properties_round_trip() {
         let p = sample();
         let bytes = p.encode();
-        assert_eq!(bytes.len(), PROPERTIES_FIXED_BYTES + 8 + 5 + 4);
+        assert_eq!(bytes.len(), PROPERTIES_FIXED_BYTES + 8 + 8 + 5 + 4);
         assert_eq!(Properties::decode(&bytes, Path::new("p"), 0).expect("decodes"), p);
     }
 

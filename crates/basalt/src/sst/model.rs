@@ -114,7 +114,11 @@ impl RadixTable {
             return 0;
         };
         let slot = (offset >> self.shift) as usize;
-        let (Some(&lo), Some(&hi)) = (self.first.get(slot), self.first.get(slot + 1)) else {
+        // `slot + 1` overflows for the largest key when the table needs no
+        // shift (a span of a few values starting at 0): past the table.
+        let bounds =
+            slot.checked_add(1).and_then(|next| Some((*self.first.get(slot)?, *self.first.get(next)?)));
+        let Some((lo, hi)) = bounds else {
             return n;
         };
         // A binary search between the two, as a skewed column can crowd

@@ -588,6 +588,13 @@ impl SstReader {
         })
     }
 
+    /// Whether the zone maps order float values as Arrow does (IEEE 754
+    /// totalOrder), so they may rule out blocks for float predicates:
+    /// from format version 3 on.
+    pub fn float_zones_in_total_order(&self) -> bool {
+        self.properties.format_version >= super::format::FORMAT_VERSION_FILE_NUMBER
+    }
+
     /// The zones of data block `index`'s stored columns, if recorded.
     pub fn zones(&self, index: usize) -> Option<&[crate::table::zone::Zone]> {
         self.zones.as_ref().and_then(|z| z.get(index)).map(Vec::as_slice)

@@ -28,6 +28,7 @@ fn options(block_bytes_target: usize, compression: Compression, bloom_bits_per_k
         tree_id: 3,
         layout: None,
         learned_index_epsilon: Some(4),
+        file_number: 1,
     }
 }
 
@@ -453,9 +454,8 @@ const V1_FIXTURE_HEX: &str = concat!(
     "57005189424153414c540a",
 );
 
-/// The same file as this version writes it (fixed-width columns without
-/// offsets). A change here is a format change: bump `FORMAT_VERSION` and
-/// keep this file readable.
+/// The same file as version 2 wrote it (fixed-width columns without
+/// offsets).
 const V2_FIXTURE_HEX: &str = concat!(
     "010000000500000030000000000000003000000001000000380000000800000040000000000000004000000001000000",
     "6b0000000000000001010000000000007600810128800100000007000000000000000000002040000000000000000000",
@@ -467,6 +467,25 @@ const V2_FIXTURE_HEX: &str = concat!(
     "480000000293000000000000004c00000003e4000000000000005a00000000fdd3ad4043010000000000002b00000002",
     "000000000000000000000000000000d447b66d89424153414c540a",
 );
+
+/// The same file as this version writes it (the file number in the
+/// properties). A change here is a format change: bump `FORMAT_VERSION` and
+/// keep this file readable.
+const V3_FIXTURE_HEX: &str = concat!(
+    "010000000500000030000000000000003000000001000000380000000800000040000000000000004000000001000000",
+    "6b0000000000000001010000000000007600810128800100000007000000000000000000002040000000000000000000",
+    "008000000000000000000000000000000000000000000000000020000000200000000002000000000000000000010043",
+    "1fe43201000000050000003000000000000000300000000100000038000000080000004000000000000000400000000c",
+    "0000006b0000000000000001010000000000000000000000000000410000000071dd9987030000000300000001000000",
+    "000000000000000000000000010000000000000001000000000000000100000000000000010000000000000001000000",
+    "00000000010100000000000001010000000000000100000000000000010000006b010000006b0041e339aa0300000001",
+    "4600000000000000480000000293000000000000004c00000003e4000000000000006200000000d63583c24b01000000",
+    "0000002b00000003000000000000000000000000000000dfa767dc89424153414c540a",
+);
+
+fn to_hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
 
 fn from_hex(hex: &str) -> Vec<u8> {
     (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex")).collect()
@@ -480,8 +499,10 @@ fn fixtures_of_every_version_read_and_this_one_is_stable() -> Result<()> {
     // files must stay byte-identical and readable.
     let no_model = SstWriterOptions { learned_index_epsilon: None, ..options(4096, Compression::None, 10) };
     write_sst(&fs, Path::new("new.sst"), &entries, &no_model)?;
-    assert_eq!(fs.get(Path::new("new.sst")), from_hex(V2_FIXTURE_HEX), "the SST format changed");
-    for (name, fixture) in [("v1.sst", V1_FIXTURE_HEX), ("v2.sst", V2_FIXTURE_HEX)] {
+    assert_eq!(to_hex(&fs.get(Path::new("new.sst"))), V3_FIXTURE_HEX, "the SST format changed");
+    for (name, fixture) in
+        [("v1.sst", V1_FIXTURE_HEX), ("v2.sst", V2_FIXTURE_HEX), ("v3.sst", V3_FIXTURE_HEX)]
+    {
         fs.put(Path::new(name), from_hex(fixture));
         check_all(&open(&fs, Path::new(name))?, &entries)?;
     }

@@ -18,7 +18,7 @@ use super::seal::seal;
 use crate::codec::internal::{InternalKey, Kind, SeqNo, compare, unpack_trailer};
 use crate::error::{Error, Result};
 use crate::io::WritableFile;
-use crate::options::{Compression, Options};
+use crate::options::Compression;
 
 /// How an SST is written.
 #[derive(Debug, Clone)]
@@ -38,20 +38,9 @@ pub struct SstWriterOptions {
     /// Build a learned index with this error bound; `None` writes none
     /// (readers then use the fence keys).
     pub learned_index_epsilon: Option<u32>,
-}
-
-impl SstWriterOptions {
-    /// The SST settings of the database options, for tree `tree_id`.
-    pub fn from_options(options: &Options, tree_id: u32) -> Self {
-        SstWriterOptions {
-            block_bytes_target: options.block_bytes_target,
-            bloom_bits_per_key: options.bloom_bits_per_key,
-            compression: options.compression,
-            tree_id,
-            layout: None,
-            learned_index_epsilon: options.learned_index.then_some(options.learned_index_epsilon),
-        }
-    }
+    /// The number the file is named by, recorded in its properties so a
+    /// reader can tell the file from another under its name.
+    pub file_number: u64,
 }
 
 /// What a finished SST holds, for the version edit that adds it.
@@ -111,6 +100,7 @@ impl SstWriter {
         let filter = (options.bloom_bits_per_key > 0).then(|| BloomBuilder::new(options.bloom_bits_per_key));
         let empty = InternalKey { user_key: Bytes::new(), trailer: 0 };
         let tree_id = options.tree_id;
+        let file_number = options.file_number;
         let model = options.learned_index_epsilon.map(super::model::ModelBuilder::new);
         SstWriter {
             file,
@@ -127,6 +117,7 @@ impl SstWriter {
             stats: Properties {
                 format_version: FORMAT_VERSION,
                 tree_id,
+                file_number: Some(file_number),
                 entries: 0,
                 deletions: 0,
                 data_blocks: 0,

@@ -15,7 +15,7 @@ use arrow_array::{Array, ArrayRef};
 use arrow_schema::DataType;
 
 use super::filter::{CmpOp, Filter, Predicate};
-use super::layout::{TableLayout, Width, key_bytes_of};
+use super::layout::{COLUMNS_MAX, TableLayout, Width, key_bytes_of};
 use crate::codec::varint::{self, Reader};
 use crate::error::Result;
 
@@ -58,7 +58,7 @@ impl ZoneBuilder {
             return;
         }
         self.scratch.clear();
-        key_bytes_of(data_type, bytes, &mut self.scratch);
+        zone_bytes_of(data_type, bytes, &mut self.scratch);
         match &mut self.zone.range {
             None => self.zone.range = Some((self.scratch.clone(), self.scratch.clone())),
             Some((min, max)) => {
@@ -127,7 +127,7 @@ pub fn decode(data: &[u8], file: &Path, offset: u64, blocks: usize) -> Result<Ve
     let mut r = Reader::new(data, file, offset);
     let count = r.u32_le()? as usize;
     let columns = r.u32_le()? as usize;
-    if count != blocks || columns > 1000 {
+    if count != blocks || columns > COLUMNS_MAX {
         return Err(r.corrupt(format!("zone map of {count} blocks x {columns} columns for {blocks} blocks")));
     }
     let mut out = Vec::with_capacity(count);
@@ -150,15 +150,63 @@ pub fn decode(data: &[u8], file: &Path, offset: u64, blocks: usize) -> Result<Ve
     Ok(out)
 }
 
-/// Whether some row of a block with these zones (one per stored column, in
-/// layout order) may satisfy `filter`; false means the block can be skipped.
-pub fn may_match(layout: &TableLayout, zones: &[Zone], rows: usize, filter: &Filter) -> bool {
-    filter.predicates.iter().all(|p| predicate_may_match(layout, zones, rows, p))
+/// Appends the bytes a zone records for a value given as row bytes of
+/// `data_type`: bytes that compare as Arrow's comparison kernels compare
+/// the values. That is the key codec's order for every type but floats,
+/// which the key codec canonicalises (`-0.0` as `0.0`, every NaN as one
+/// NaN after `+inf`) while Arrow orders them by IEEE 754 totalOrder (a NaN
+/// with the sign bit set, as x86 makes of `0.0 / 0.0`, below `-inf`): a
+/// zone in the key codec's order would rule out a block holding such a
+/// NaN for `x < 0.5`, a row the filter selects.
+fn zone_bytes_of(data_type: &DataType, bytes: &[u8], out: &mut Vec<u8>) {
+    match (data_type, bytes.len()) {
+        (DataType::Float32, 4) => {
+            let bits = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+            let ordered = if bits >> 31 == 1 { !bits } else { bits | 1 << 31 };
+            out.extend_from_slice(&ordered.to_be_bytes());
+        }
+        (DataType::Float64, 8) => {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(bytes);
+            let bits = u64::from_le_bytes(a);
+            let ordered = if bits >> 63 == 1 { !bits } else { bits | 1 << 63 };
+            out.extend_from_slice(&ordered.to_be_bytes());
+        }
+        _ => key_bytes_of(data_type, bytes, out),
+    }
 }
 
-fn predicate_may_match(layout: &TableLayout, zones: &[Zone], rows: usize, p: &Predicate) -> bool {
+/// Whether some row of a block with these zones (one per stored column, in
+/// layout order) may satisfy `filter`; false means the block can be skipped.
+/// `floats_in_total_order` is false for files of format versions 1 and 2,
+/// whose float zones are in the key codec's order: those are not used.
+pub fn may_match(
+    layout: &TableLayout,
+    zones: &[Zone],
+    rows: usize,
+    filter: &Filter,
+    floats_in_total_order: bool,
+) -> bool {
+    filter.predicates.iter().all(|p| predicate_may_match(layout, zones, rows, p, floats_in_total_order))
+}
+
+fn predicate_may_match(
+    layout: &TableLayout,
+    zones: &[Zone],
+    rows: usize,
+    p: &Predicate,
+    floats_in_total_order: bool,
+) -> bool {
     let Ok(col) = layout.schema().index_of(&p.column) else { return true };
     let Some(pos) = layout.stored().iter().position(|&c| c == col) else { return true };
+    let data_type = layout.schema().field(col).data_type();
+    if p.literal.data_type() != data_type {
+        return true;
+    }
+    let float = matches!(data_type, DataType::Float32 | DataType::Float64);
+    if float && !floats_in_total_order && !matches!(p.op, CmpOp::IsNull | CmpOp::IsNotNull) {
+        return true;
+    }
     let Some(zone) = zones.get(pos) else { return true };
     match p.op {
         CmpOp::IsNull => return zone.null_count > 0,
@@ -184,32 +232,16 @@ fn predicate_may_match(layout: &TableLayout, zones: &[Zone], rows: usize, p: &Pr
     }
 }
 
-/// The key encoding of a one-element literal, or `None` where zone pruning
-/// must not be trusted (float zero and NaN, whose order differs between the
-/// key codec and Arrow's comparison kernels).
+/// The zone encoding of a one-element literal ([`zone_bytes_of`]), or
+/// `None` when it is null or not of the column's type.
 fn literal_key(literal: &ArrayRef, width: Width) -> Option<Vec<u8>> {
     if literal.len() != 1 || literal.is_null(0) {
         return None;
     }
     let mut row = Vec::new();
     super::layout::value_bytes(literal, width, 0, &mut row).ok()?;
-    match literal.data_type() {
-        DataType::Float32 | DataType::Float64 => {
-            let v = if row.len() == 4 {
-                f64::from(f32::from_le_bytes([row[0], row[1], row[2], row[3]]))
-            } else {
-                let mut a = [0u8; 8];
-                a.copy_from_slice(&row[..8]);
-                f64::from_le_bytes(a)
-            };
-            if v == 0.0 || v.is_nan() {
-                return None;
-            }
-        }
-        _ => {}
-    }
     let mut out = Vec::new();
-    key_bytes_of(literal.data_type(), &row, &mut out);
+    zone_bytes_of(literal.data_type(), &row, &mut out);
     Some(out)
 }
 
@@ -231,6 +263,86 @@ mod tests {
         assert!(decode(&bytes, Path::new("z"), 0, 3).is_err());
         for cut in 0..bytes.len() {
             assert!(decode(&bytes[..cut], Path::new("z"), 0, 2).is_err());
+        }
+    }
+
+    /// The outside review's bug 3, over every float class: a zone built
+    /// from a block's values never rules out a block in which Arrow's own
+    /// kernels select a row (the version 2 zones ruled out `[-NaN, 1.0]`
+    /// for `x < 0.5`). Both float widths, both NaN signs, a NaN payload,
+    /// ±0.0, ±inf, a subnormal, the extremes.
+    #[test]
+    fn float_zones_agree_with_arrow_kernels() {
+        use arrow_array::{Float32Array, Float64Array, RecordBatch};
+        use arrow_schema::{Field, Schema};
+        use std::sync::Arc;
+
+        let specials = [
+            f64::from_bits(0xfff8_0000_0000_0000),
+            f64::from_bits(0x7ff8_0000_0000_0000),
+            f64::from_bits(0xfff0_0000_0000_0001),
+            f64::NEG_INFINITY,
+            f64::INFINITY,
+            -0.0,
+            0.0,
+            f64::MIN_POSITIVE / 4.0,
+            -1.5,
+            0.5,
+            1.0,
+            f64::MAX,
+            f64::MIN,
+        ];
+        let ops = [CmpOp::Eq, CmpOp::NotEq, CmpOp::Lt, CmpOp::LtEq, CmpOp::Gt, CmpOp::GtEq];
+        for wide in [true, false] {
+            let data_type = if wide { DataType::Float64 } else { DataType::Float32 };
+            let array = |v: &[f64]| -> ArrayRef {
+                if wide {
+                    Arc::new(Float64Array::from(v.to_vec()))
+                } else {
+                    Arc::new(Float32Array::from(v.iter().map(|&x| x as f32).collect::<Vec<_>>()))
+                }
+            };
+            let schema = Arc::new(Schema::new(vec![
+                Field::new("id", DataType::Int64, false),
+                Field::new("x", data_type.clone(), false),
+            ]));
+            let layout = TableLayout::new(schema.clone(), &[0]).expect("layout");
+            // Every block of one or two special values.
+            for (i, &a) in specials.iter().enumerate() {
+                for &b in &specials[i..] {
+                    let values = array(&[a, b]);
+                    let mut builder = super::super::layout::ColumnBuilder::new(
+                        Arc::new(Field::new("x", data_type.clone(), false)),
+                        Width::Fixed(if wide { 8 } else { 4 }),
+                    );
+                    for row in 0..2 {
+                        let mut bytes = Vec::new();
+                        super::super::layout::value_bytes(
+                            &values,
+                            Width::Fixed(if wide { 8 } else { 4 }),
+                            row,
+                            &mut bytes,
+                        )
+                        .expect("bytes");
+                        builder.push(&bytes);
+                    }
+                    let zones = vec![Zone::default(), zone_of(&builder)];
+                    let ids: ArrayRef = Arc::new(arrow_array::Int64Array::from(vec![1, 2]));
+                    let batch = RecordBatch::try_new(schema.clone(), vec![ids, values]).expect("batch");
+                    for &lit in &specials {
+                        for op in ops {
+                            let filter = Filter::all(vec![Predicate::new("x", op, array(&[lit]))]);
+                            let selected = filter.evaluate(&batch).expect("evaluate").true_count();
+                            let may = may_match(&layout, &zones, 2, &filter, true);
+                            assert!(
+                                may || selected == 0,
+                                "{data_type} block [{a:e}, {b:e}] ruled out for x {op:?} {lit:e}, \
+                                 which Arrow selects in {selected} rows"
+                            );
+                        }
+                    }
+                }
+            }
         }
     }
 }

@@ -37,8 +37,9 @@ const TAG_FILE_ADDED: u8 = 6;
 const TAG_FILE_DELETED: u8 = 7;
 const TAG_TREE_SCHEMA: u8 = 8;
 
-/// Largest Arrow IPC schema accepted in a MANIFEST.
-const SCHEMA_BYTES_MAX: usize = 16 << 20;
+/// Largest Arrow IPC schema accepted in a MANIFEST; `create_table` refuses
+/// larger ones.
+pub(crate) const SCHEMA_BYTES_MAX: usize = 16 << 20;
 
 /// Longest tree name accepted in a MANIFEST.
 const TREE_NAME_BYTES_MAX: usize = 4096;

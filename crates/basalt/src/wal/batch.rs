@@ -18,6 +18,15 @@ pub type TreeId = u32;
 pub const DEFAULT_TREE: TreeId = 0;
 
 /// An atomic group of writes.
+///
+/// Key-value writes go to the key-value store and table rows to their
+/// table ([`WriteBatch::put_table`]); there is no way to write raw bytes
+/// into a table's tree, whose entries must be rows of its layout:
+///
+/// ```compile_fail
+/// let mut batch = basalt::WriteBatch::new();
+/// batch.put_in(1, b"key", b"not a row");
+/// ```
 #[derive(Clone, Debug)]
 pub struct WriteBatch {
     rep: Vec<u8>,
@@ -25,6 +34,10 @@ pub struct WriteBatch {
     count: u32,
     /// Pre-encoded rows of each Arrow entry, in entry order.
     encoded: Vec<EncodedRows>,
+    /// The database whose tables the Arrow entries were encoded for (its
+    /// tree ids and layouts): set by the first table write, checked by
+    /// every later one and by the database the batch is written to.
+    db: Option<u64>,
 }
 
 impl Default for WriteBatch {
@@ -68,7 +81,7 @@ pub(crate) struct EncodedRows {
 impl WriteBatch {
     /// An empty batch.
     pub fn new() -> Self {
-        WriteBatch { rep: vec![0u8; BATCH_HEADER_BYTES], count: 0, encoded: Vec::new() }
+        WriteBatch { rep: vec![0u8; BATCH_HEADER_BYTES], count: 0, encoded: Vec::new(), db: None }
     }
 
     /// Sets `key` to `value` in the key-value store.
@@ -81,8 +94,9 @@ impl WriteBatch {
         self.delete_in(DEFAULT_TREE, key.as_ref());
     }
 
-    /// Sets `key` to `value` in `tree`.
-    pub fn put_in(&mut self, tree: TreeId, key: &[u8], value: &[u8]) {
+    /// Sets `key` to `value` in `tree`. Not public: a tree of a table takes
+    /// only rows encoded with its layout (`put_rows`).
+    pub(crate) fn put_in(&mut self, tree: TreeId, key: &[u8], value: &[u8]) {
         self.rep.push(Kind::Put as u8);
         varint::put_u64(&mut self.rep, u64::from(tree));
         varint::put_bytes(&mut self.rep, key);
@@ -90,12 +104,23 @@ impl WriteBatch {
         self.count += 1;
     }
 
-    /// Deletes `key` from `tree`.
-    pub fn delete_in(&mut self, tree: TreeId, key: &[u8]) {
+    /// Deletes `key` from `tree` (not public, as `put_in`).
+    pub(crate) fn delete_in(&mut self, tree: TreeId, key: &[u8]) {
         self.rep.push(Kind::Delete as u8);
         varint::put_u64(&mut self.rep, u64::from(tree));
         varint::put_bytes(&mut self.rep, key);
         self.count += 1;
+    }
+
+    /// The database this batch's table rows belong to, if it has any.
+    pub(crate) fn database(&self) -> Option<u64> {
+        self.db
+    }
+
+    /// Binds the batch to database `db` for a table write; false (and
+    /// nothing changed) when it already holds rows of another database.
+    pub(crate) fn bind_database(&mut self, db: u64) -> bool {
+        *self.db.get_or_insert(db) == db
     }
 
     /// Appends Arrow rows of a table: `ipc` is the Arrow IPC stream the WAL
@@ -124,6 +149,7 @@ impl WriteBatch {
         self.rep.truncate(BATCH_HEADER_BYTES);
         self.count = 0;
         self.encoded.clear();
+        self.db = None;
     }
 
     /// Size of the encoded batch in bytes.
@@ -194,10 +220,11 @@ pub fn decode<'a>(payload: &'a [u8], file: &Path, offset: u64) -> Result<Decoded
     let mut r = Reader::new(payload, file, offset);
     let first_seqno = r.u64_le()?;
     let count = r.u32_le()?;
-    // Each entry takes at least 3 bytes, which bounds the allocation.
-    if count as usize > r.remaining() / 3 && count as usize > r.remaining() {
-        return Err(r.corrupt(format!("batch claims {count} entries in {} bytes", r.remaining())));
-    }
+    // The entries vector grows with the entries read, each at least three
+    // bytes, so the header's count bounds no allocation and is checked only
+    // against the entries found. (It cannot be checked against the payload's
+    // size: an Arrow entry's rows can take less than a byte each, as a
+    // Boolean key column does.)
     let mut entries = Vec::new();
     let mut seqnos = 0u64;
     while !r.is_empty() {

@@ -5,6 +5,7 @@
 
 pub mod guard;
 pub mod history;
+pub mod limit;
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
