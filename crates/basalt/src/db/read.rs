@@ -31,6 +31,8 @@ impl DbInner {
     /// it began.
     pub(crate) fn read_view(&self, snapshot: Option<SeqNo>) -> (SeqNo, Arc<SuperVersion>) {
         let sv = self.state.load_full();
+        #[cfg(test)]
+        between_loads::run();
         let seqno = snapshot.unwrap_or_else(|| self.visible_seqno.load(Ordering::Acquire));
         (seqno, sv)
     }
@@ -79,6 +81,8 @@ impl DbInner {
         // super version: no reference count to update for a lookup that
         // returns before anything changes.
         let sv = self.state.load();
+        #[cfg(test)]
+        between_loads::run();
         let seqno = snapshot.unwrap_or_else(|| self.visible_seqno.load(Ordering::Acquire));
         let timed = self.opts.timing_stats;
         let clock = timed.then(Instant::now);
@@ -213,4 +217,54 @@ impl GetTiming {
 /// Whether the version with `trailer` is a value (not a delete).
 fn is_put(trailer: u64) -> bool {
     matches!(unpack_trailer(trailer), Some((_, Kind::Put)))
+}
+
+/// A test hook run by a read between its two loads (state, then seqno), so
+/// a test can make writes, flushes and compactions land exactly there.
+#[cfg(test)]
+pub(crate) mod between_loads {
+    use std::cell::RefCell;
+
+    thread_local! {
+        static HOOK: RefCell<Option<Box<dyn FnOnce()>>> = RefCell::new(None);
+    }
+
+    /// Runs `f` in the next read of this thread, between its loads.
+    pub(crate) fn set(f: impl FnOnce() + 'static) {
+        HOOK.with(|h| *h.borrow_mut() = Some(Box::new(f)));
+    }
+
+    pub(super) fn run() {
+        if let Some(f) = HOOK.with(|h| h.borrow_mut().take()) {
+            f();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use crate::io::MemFs;
+    use crate::{Db, Options};
+
+    /// The outside review's item (a): with the seqno loaded first, a write
+    /// of the key, its flush and a compaction that dropped the version the
+    /// read's seqno needed could all land between the loads, and the read
+    /// answered "absent" for a key that had a value all along.
+    #[test]
+    fn a_read_keeps_its_version_when_a_write_flush_and_compaction_land_between_its_loads() {
+        let opts = Options { fs: Arc::new(MemFs::new()), auto_compaction: false, ..Options::default() };
+        let db = Arc::new(Db::open("/db", opts).expect("open"));
+        db.put("k", "old").expect("put");
+        db.compact_range::<&[u8]>(..).expect("compact");
+        let writer = db.clone();
+        super::between_loads::set(move || {
+            writer.put("k", "new").expect("put");
+            writer.compact_range::<&[u8]>(..).expect("flush and compact");
+        });
+        let got = db.get("k").expect("get");
+        assert!(got.is_some(), "the key had a value at every moment of the read");
+        assert_eq!(db.get("k").expect("get").as_deref(), Some(&b"new"[..]));
+    }
 }
