@@ -105,7 +105,7 @@ fn scan_range_bound_of_wrong_type_is_not_rejected() {
 /// `WriteBatch::put_in`. Raw tree writes are no longer public (a doctest on
 /// `WriteBatch` fails to compile such a call), and the engine refuses such
 /// an entry itself: `db::write::tests::kv_entry_into_a_table_tree_is_refused`.
-
+//
 /// Same as above with the typed API only: a `Table` handle of another
 /// database, whose table has the same tree id but another schema.
 #[test]
@@ -173,7 +173,9 @@ fn table_writes_after_close_are_accepted_then_hang() {
             println!("writes after close: {msg}");
             assert!(first.is_err(), "write after close was acknowledged");
         }
-        Err(_) => panic!("writes after close hang (no answer in 10 s); first write after close: {first:?}"),
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout | std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            panic!("writes after close hang (no answer in 10 s); first write after close: {first:?}")
+        }
     }
 }
 
@@ -188,7 +190,7 @@ fn table_keys_bypass_key_bytes_max() {
     let t = db.create_table("t", schema.clone(), &["k"], TableOptions::default()).expect("table");
     let big = "x".repeat(1 << 20);
     let kv = db.put(big.as_bytes(), b"v");
-    println!("key-value put of a 1 MiB key: {:?}", kv);
+    println!("key-value put of a 1 MiB key: {kv:?}");
     assert!(kv.is_err());
     let batch =
         RecordBatch::try_new(schema, vec![Arc::new(StringArray::from(vec![big.as_str()])) as ArrayRef])
@@ -325,7 +327,7 @@ fn iterators_survive_compaction_and_file_deletion() {
         let mut v: Vec<String> = std::fs::read_dir(d)
             .expect("dir")
             .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-            .filter(|n| n.ends_with(".sst"))
+            .filter(|n| std::path::Path::new(n).extension().is_some_and(|x| x.eq_ignore_ascii_case("sst")))
             .collect();
         v.sort();
         v
@@ -439,7 +441,7 @@ fn row_cache_snapshots_and_compactions_agree() {
             std::thread::spawn(move || {
                 let mut x = w + 1;
                 for n in 0..3000u64 {
-                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
                     let k = format!("k/{:03}", (x >> 33) % 150);
                     let mut b = WriteBatch::new();
                     if n % 7 == 3 {
@@ -483,7 +485,7 @@ fn row_cache_snapshots_and_compactions_agree() {
                         let got = snap.get(&k).expect("snapshot get");
                         let want = present.get(k.as_bytes()).cloned();
                         assert_eq!(got, want, "snapshot get of {k} disagrees with the snapshot's scan");
-                        let with = snap.get_with(&k, |v| v.to_vec()).expect("get_with");
+                        let with = snap.get_with(&k, <[u8]>::to_vec).expect("get_with");
                         assert_eq!(with.as_deref(), want.as_deref());
                     }
                     let rev: Vec<_> = snap
@@ -510,7 +512,7 @@ fn row_cache_snapshots_and_compactions_agree() {
 }
 
 /// Hypothesis: `create_table` enforces no column limit, but a block with
-/// more than 3 + 3 * 1000 buffers (`block.rs` MAX_BUFFERS) and a zone map
+/// more than 3 + 3 * 1000 buffers (`block.rs` `MAX_BUFFERS`) and a zone map
 /// of more than 1000 columns (`zone::decode`) are read back as corruption.
 /// A table of 1001 columns took writes and flushed, then every read of its
 /// SSTs failed. Now `create_table` refuses it, and a table at the limit
@@ -661,8 +663,9 @@ fn assert_corruption_naming(result: Result<(), Error>, files: &[std::path::PathB
     match result {
         Err(Error::Corruption { file, .. }) => {
             assert!(
-                files.iter().any(|f| *f == file),
-                "{what}: corruption names {file:?}, not one of {files:?}"
+                files.contains(&file),
+                "{what}: corruption names {}, not one of {files:?}",
+                file.display()
             );
         }
         other => panic!("{what}: expected Error::Corruption naming an SST, got {other:?}"),

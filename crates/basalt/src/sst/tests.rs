@@ -484,7 +484,11 @@ const V3_FIXTURE_HEX: &str = concat!(
 );
 
 fn to_hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    bytes.iter().fold(String::with_capacity(2 * bytes.len()), |mut hex, b| {
+        use std::fmt::Write;
+        let _ = write!(hex, "{b:02x}");
+        hex
+    })
 }
 
 fn from_hex(hex: &str) -> Vec<u8> {

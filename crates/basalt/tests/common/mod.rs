@@ -6,6 +6,8 @@
 pub mod guard;
 pub mod history;
 pub mod limit;
+pub mod schema_gen;
+pub mod table_oracle;
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
