@@ -8,17 +8,22 @@
 //! mutations of them, so every CI run exercises the targets even where no
 //! nightly toolchain is installed. [`seeds`] writes the seed corpora.
 
-use std::collections::BTreeMap;
+mod cells;
+mod input;
+mod ops;
+mod ops_seeds;
+mod table_ops;
+
 use std::path::Path;
 use std::sync::Arc;
 
 use basalt::cache::BlockCache;
 use basalt::codec::key::{self, KeyType, KeyValue};
-use basalt::io::{Fs, MemFs};
+use basalt::io::MemFs;
 use basalt::log::reader::read_log;
 use basalt::sst::{SstIter, SstReader};
 use basalt::version::VersionEdit;
-use basalt::{Db, Options, WriteBatch};
+pub use ops::ops;
 
 /// A fuzz target's body.
 pub type Target = fn(&[u8]);
@@ -308,93 +313,6 @@ pub fn arrow_schema(data: &[u8]) {
     }
 }
 
-/// Random operations against a `BTreeMap`: each step takes three bytes (an
-/// operation code, a key byte, a value length) and puts, deletes, writes a
-/// batch, reads, scans either way, flushes, compacts, reopens or crashes
-/// the process. Every read must match the model.
-pub fn ops(data: &[u8]) {
-    skip_caught_panics_in_hook();
-    let fs = MemFs::new();
-    let options = Options {
-        fs: Arc::new(fs.clone()),
-        memtable_bytes_max: 512,
-        block_bytes_target: 64,
-        auto_compaction: false,
-        block_cache_bytes: 4 << 10,
-        ..Options::default()
-    };
-    let mut db = Some(Db::open("/db", options.clone()).expect("open a new database"));
-    let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
-    // At most 128 steps of 3 bytes and 8 reopens or crashes (each opens a
-    // database, the slow part): one input runs in milliseconds.
-    let mut restarts = 0;
-    for step in data.chunks_exact(3).take(128) {
-        let d = db.as_ref().expect("open");
-        let mut op = step[0] % 10;
-        if op >= 8 {
-            restarts += 1;
-            if restarts > 8 {
-                op = 6;
-            }
-        }
-        let (key, n) = (vec![b'k', step[1] % 32], usize::from(step[2]));
-        let value = vec![step[1]; n % 64];
-        match op {
-            0 | 1 => {
-                d.put(&key, &value).expect("put");
-                model.insert(key, value);
-            }
-            2 => {
-                d.delete(&key).expect("delete");
-                model.remove(&key);
-            }
-            3 => {
-                let mut wb = WriteBatch::new();
-                for i in 0..n % 8 {
-                    let k = vec![b'k', (step[1].wrapping_add(i as u8)) % 32];
-                    if i % 3 == 2 {
-                        wb.delete(&k);
-                        model.remove(&k);
-                    } else {
-                        wb.put(&k, &value);
-                        model.insert(k, value.clone());
-                    }
-                }
-                d.write(wb).expect("batch");
-            }
-            4 => assert_eq!(d.get(&key).expect("get").map(|v| v.to_vec()).as_ref(), model.get(&key), "get"),
-            5 => check_scan(d, &model, &key, n % 2 == 0),
-            6 => d.flush().expect("flush"),
-            7 => d.compact_range::<&[u8]>(..).expect("compact_range"),
-            8 => {
-                db.take().expect("open").close().expect("close");
-                db = Some(Db::open("/db", options.clone()).expect("reopen"));
-            }
-            _ => {
-                // A crash of the process: every appended byte kept.
-                let image = fs.process_crash();
-                drop(db.take());
-                let reopened = Db::open("/db", Options { fs: Arc::new(image), ..options.clone() });
-                let reopened = reopened.expect("reopen after a process crash");
-                check_scan(&reopened, &model, b"", true);
-                db = Some(Db::open("/db", options.clone()).expect("reopen"));
-            }
-        }
-    }
-    let d = db.expect("open");
-    check_scan(&d, &model, b"", true);
-    let _ = fs.list(Path::new("/db"));
-}
-
-fn check_scan(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>, from: &[u8], forward: bool) {
-    let items = if forward { db.iter(from.to_vec()..) } else { db.iter_rev(from.to_vec()..) };
-    let got: Vec<(Vec<u8>, Vec<u8>)> =
-        items.map(|kv| kv.map(|(k, v)| (k.to_vec(), v.to_vec())).expect("scan")).collect();
-    let want = model.range(from.to_vec()..).map(|(k, v)| (k.clone(), v.clone()));
-    let want: Vec<_> = if forward { want.collect() } else { want.rev().collect() };
-    assert_eq!(got, want, "scan from {from:?} forward={forward}");
-}
-
 /// Writing the seed corpora: small valid inputs of each target, made with
 /// the engine's own writers, so the fuzzers start from real formats.
 pub mod seeds {
@@ -447,12 +365,7 @@ pub mod seeds {
             put("key_codec", n, &[types.to_vec(), bytes.clone()].concat())?;
         }
         put("arrow_schema", 0, &schema_bytes())?;
-        let ops: [&[u8]; 3] = [
-            &[0, 1, 5, 0, 2, 9, 4, 1, 0, 6, 0, 0, 5, 0, 0, 2, 1, 0, 8, 0, 0, 4, 1, 0],
-            &[3, 4, 13, 5, 0, 1, 7, 0, 0, 9, 0, 0, 5, 9, 1],
-            &[0, 3, 60, 0, 4, 61, 0, 5, 62, 6, 0, 0, 0, 3, 1, 7, 0, 0, 4, 3, 0, 8, 0, 0, 5, 2, 0],
-        ];
-        for (n, bytes) in ops.iter().enumerate() {
+        for (n, bytes) in super::ops_seeds::all().iter().enumerate() {
             put("ops", n, bytes)?;
         }
         Ok(written.get())
@@ -521,6 +434,32 @@ pub mod seeds {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ops_seeds_run_every_op_and_are_committed() {
+        let mut total = ops::Coverage::default();
+        let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/ops");
+        for (n, seed) in ops_seeds::all().iter().enumerate() {
+            let run = ops::run_ops(seed);
+            for (sum, count) in total.steps.iter_mut().zip(run.steps) {
+                *sum += count;
+            }
+            total.zero_copy_rows += run.zero_copy_rows;
+            total.blocks_skipped += run.blocks_skipped;
+            let path = committed.join(format!("seed-{n}"));
+            let on_disk = std::fs::read(&path).unwrap_or_default();
+            assert!(
+                on_disk == *seed,
+                "{} differs from ops seed {n}: run `basalt-crashtest fuzz-seeds --out <dir>` and copy its ops/",
+                path.display()
+            );
+        }
+        let missing: Vec<u8> =
+            (0..ops::op::OPS).filter(|&c| ops::op::of(c) == c && total.steps[usize::from(c)] == 0).collect();
+        assert!(missing.is_empty(), "no ops seed runs op codes {missing:?}");
+        assert!(total.zero_copy_rows > 0, "no ops seed scans rows straight from SST blocks: {total:?}");
+        assert!(total.blocks_skipped > 0, "no ops seed skips a block by its zone map: {total:?}");
+    }
 
     #[test]
     fn fixing_checksums_keeps_valid_files_and_framing_keeps_payloads() {

@@ -85,3 +85,39 @@ fn empty_time_zone_table_refuses_its_own_batches() {
     let table = db.table("t").expect("table");
     table.write(&batch).expect("the same batch after a reopen");
 }
+
+/// Found by the `ops` fuzz target (`fuzz/regressions/ops/is_null_literal_of_two_values`):
+/// a scan filter `IS NULL` or `IS NOT NULL` whose literal holds two values
+/// panicked in `Filter::evaluate` as soon as the scan had rows to filter
+/// (`Scalar::new` asserts a single value). `Filter::check` skips the
+/// literal of these ops and `CmpOp::IsNull` documents it as ignored; the
+/// scan now ignores it.
+#[test]
+fn is_null_filter_with_a_literal_of_two_values_panics() {
+    use std::sync::Arc;
+
+    use arrow_array::{ArrayRef, Int64Array, RecordBatch};
+    use arrow_schema::{DataType, Field, Schema};
+    use basalt::{CmpOp, Filter, Predicate, ScanOptions};
+    let options = basalt::Options { fs: Arc::new(basalt::io::MemFs::new()), ..basalt::Options::default() };
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("v", DataType::Int64, true),
+    ]));
+    let columns: Vec<ArrayRef> =
+        vec![Arc::new(Int64Array::from(vec![1, 2])), Arc::new(Int64Array::from(vec![Some(7), None]))];
+    let batch = RecordBatch::try_new(schema.clone(), columns).expect("batch");
+    let db = basalt::Db::open("/db", options).expect("open");
+    let table = db.create_table("t", schema, &["id"], basalt::TableOptions::default()).expect("create");
+    table.write(&batch).expect("write");
+    let literal: ArrayRef = Arc::new(Int64Array::from(vec![0, 0]));
+    let filter = Filter::all(vec![Predicate::new("v", CmpOp::IsNull, literal)]);
+    let scanned = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        let scan = table.scan(ScanOptions { filter: Some(filter), ..ScanOptions::default() })?;
+        scan.map(|b| b.map(|b| b.num_rows())).sum::<basalt::Result<usize>>()
+    }))
+    .unwrap_or_else(|_| panic!("a scan filtering IS NULL with a literal of two values panicked"));
+    if let Ok(rows) = scanned {
+        assert_eq!(rows, 1, "IS NULL (its literal ignored) keeps the one row whose v is null");
+    }
+}
