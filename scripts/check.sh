@@ -4,13 +4,26 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-echo "== fmt"
+# Each stage prints its name, and the time the previous one took.
+stage_started=$SECONDS
+stage_name=""
+stage() {
+  if [ -n "$stage_name" ]; then
+    echo "== $stage_name took $((SECONDS - stage_started)) s"
+  fi
+  stage_name=$1
+  stage_started=$SECONDS
+  echo "== $1"
+}
+trap 'rc=$?; echo "== $stage_name took $((SECONDS - stage_started)) s; check.sh exits $rc after $SECONDS s"' EXIT
+
+stage "fmt"
 cargo fmt --all -- --check
-echo "== clippy"
+stage "clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
-echo "== tests"
+stage "tests"
 cargo test --workspace --locked
-echo "== kill test"
+stage "kill test"
 # A short series of real SIGKILLs (docs/RELIABILITY.md has a long run's
 # figures). A random seed per run widens coverage; it is printed, and
 # BASALT_CRASHTEST_SEED replays it. The run's directory is kept on failure.
@@ -22,7 +35,7 @@ echo "basalt-crashtest seed $crash_seed in $crash_dir"
 "${CARGO_TARGET_DIR:-target}/debug/basalt-crashtest" \
   --cycles "${BASALT_CRASHTEST_CYCLES:-20}" --seed "$crash_seed" --dir "$crash_dir/run"
 rm -rf "$crash_dir"
-echo "== fuzz"
+stage "fuzz"
 # Each libFuzzer target for a few seconds, built unoptimized (a cold build
 # takes about a minute and a half; later runs reuse it). 0 skips.
 if [ "${BASALT_FUZZ_SECONDS:-5}" != 0 ]; then
