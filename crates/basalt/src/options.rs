@@ -62,6 +62,9 @@ pub struct Options {
     /// catch up before reads degrade. 12.
     pub l0_files_slowdown: usize,
     /// L0 files at which writes stop until compaction reduces them. 20.
+    /// With `auto_compaction` it must be above `l0_compaction_trigger`
+    /// (else writers would wait for a compaction that never starts):
+    /// `Db::open` refuses it otherwise.
     pub l0_files_stop: usize,
     /// Target size of L1 in bytes; each deeper level is `level_size_ratio`
     /// times larger. 0 (the default) derives it as RocksDB advises: the

@@ -819,3 +819,119 @@ fn huge_string_columns_split_into_batches() {
     }
     assert_eq!(ids, (0..8).collect::<Vec<_>>());
 }
+
+/// A `MemFs` whose `sync_dir` panics once when armed: a user's `Fs` may
+/// panic, and the engine calls it while owning the write path.
+#[derive(Debug)]
+struct PanickingFs {
+    inner: MemFs,
+    armed: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl basalt::io::Fs for PanickingFs {
+    fn create(&self, path: &std::path::Path) -> basalt::Result<Box<dyn basalt::io::WritableFile>> {
+        self.inner.create(path)
+    }
+    fn open(&self, path: &std::path::Path) -> basalt::Result<Box<dyn basalt::io::RandomAccessFile>> {
+        self.inner.open(path)
+    }
+    fn rename(&self, from: &std::path::Path, to: &std::path::Path) -> basalt::Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn remove(&self, path: &std::path::Path) -> basalt::Result<()> {
+        self.inner.remove(path)
+    }
+    fn list(&self, dir: &std::path::Path) -> basalt::Result<Vec<String>> {
+        self.inner.list(dir)
+    }
+    fn exists(&self, path: &std::path::Path) -> basalt::Result<bool> {
+        self.inner.exists(path)
+    }
+    fn is_dir(&self, path: &std::path::Path) -> basalt::Result<bool> {
+        self.inner.is_dir(path)
+    }
+    fn create_dir_all(&self, path: &std::path::Path) -> basalt::Result<()> {
+        self.inner.create_dir_all(path)
+    }
+    fn sync_dir(&self, path: &std::path::Path) -> basalt::Result<()> {
+        assert!(
+            !self.armed.swap(false, std::sync::atomic::Ordering::SeqCst),
+            "the file system panics in sync_dir"
+        );
+        self.inner.sync_dir(path)
+    }
+    fn lock(
+        &self,
+        path: &std::path::Path,
+        dir: &std::path::Path,
+    ) -> basalt::Result<Box<dyn basalt::io::FileLock>> {
+        self.inner.lock(path, dir)
+    }
+}
+
+/// Found by the review of these fixes: a panic while a call owned the write
+/// path (here a flush switching the memtable, whose `sync_dir` panics) left
+/// the leader flag set, and every later write and `close` waited forever.
+/// Now the write path is given back and writes stop; the database closes
+/// and reopens with every acknowledged write.
+#[test]
+fn a_panic_while_owning_the_write_path_stops_writes_without_a_hang() {
+    let fs = MemFs::new();
+    let armed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let opts = Options {
+        fs: Arc::new(PanickingFs { inner: fs.clone(), armed: armed.clone() }),
+        ..Options::default()
+    };
+    let db = Db::open("/db", opts).expect("open");
+    db.put("a", "1").expect("put");
+    armed.store(true, std::sync::atomic::Ordering::SeqCst);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let flushed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| db.flush()));
+        assert!(flushed.is_err(), "the flush should have panicked inside the Fs");
+        let after = db.put("b", "2");
+        let closed = db.close();
+        let _ = tx.send((after.map_err(|e| e.to_string()), closed.map_err(|e| e.to_string())));
+    });
+    let (after, closed) =
+        rx.recv_timeout(Duration::from_secs(10)).expect("a write or close hung after the panic");
+    assert!(after.is_err(), "a write was acknowledged after a panic left the write path half done");
+    assert!(closed.is_err(), "close reports the error that stopped writes");
+    let db = Db::open("/db", mem_opts(&fs)).expect("reopen");
+    assert_eq!(db.get("a").expect("get").as_deref(), Some(&b"1"[..]));
+}
+
+/// Found by the review of these fixes: the first option check refused
+/// sensible tunings (a trigger of 16 with the default slowdown of 12, a
+/// stop of 8). Only a stop at or below the trigger, which hangs, is refused.
+#[test]
+fn sensible_l0_tunings_open_and_only_a_hanging_one_is_refused() {
+    let fs = MemFs::new();
+    let with = |f: fn(&mut Options)| {
+        let mut o = mem_opts(&fs);
+        f(&mut o);
+        o
+    };
+    for (what, o) in [
+        ("trigger 16", with(|o| o.l0_compaction_trigger = 16)),
+        ("stop 8", with(|o| o.l0_files_stop = 8)),
+        (
+            "no auto compaction, thresholds at MAX",
+            with(|o| {
+                o.auto_compaction = false;
+                o.l0_compaction_trigger = usize::MAX;
+                o.l0_files_slowdown = usize::MAX;
+                o.l0_files_stop = usize::MAX;
+            }),
+        ),
+    ] {
+        let db = Db::open("/db", o).unwrap_or_else(|e| panic!("{what} refused: {e}"));
+        db.put("k", what).expect("put");
+        db.close().expect("close");
+    }
+    let refused = Db::open("/db", with(|o| o.l0_files_stop = 4));
+    match refused {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("l0_files_stop"), "{m}"),
+        other => panic!("a stop at the trigger opened: {:?}", other.map(|_| ())),
+    }
+}

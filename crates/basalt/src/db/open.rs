@@ -93,7 +93,6 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         opts,
     };
     inner.recover_wals(&wals, last_seqno)?;
-    inner.check_live_sst_sizes()?;
     inner.delete_obsolete_files(true)?;
     Ok(inner)
 }
@@ -111,13 +110,26 @@ fn check_files_present(
 ) -> Result<()> {
     let manifest = vs.recovered_manifest().map(Path::to_path_buf).unwrap_or_default();
     let present: std::collections::HashSet<&str> = names.iter().map(String::as_str).collect();
-    for n in vs.current_version().file_numbers() {
-        if !present.contains(files::sst(n).as_str()) {
-            return Err(Error::corruption(
-                &manifest,
-                0,
-                format!("names SST {}, which is missing", files::sst(n)),
-            ));
+    let version = vs.current_version();
+    for tree in version.trees.values() {
+        for (_, file) in tree.all_files() {
+            let name = files::sst(file.number);
+            if !present.contains(name.as_str()) {
+                return Err(Error::corruption(&manifest, 0, format!("names SST {name}, which is missing")));
+            }
+            // A shorter file read through a memory map would raise SIGBUS
+            // at the first access past its end instead of an error (see
+            // `io/mmap.rs`); each reader checks the rest of its MANIFEST
+            // entry when it opens.
+            let path = dir.join(&name);
+            let size = fs.open(&path)?.len();
+            if size != file.size {
+                return Err(Error::corruption(
+                    &path,
+                    0,
+                    format!("SST of {size} bytes, the MANIFEST says {}", file.size),
+                ));
+            }
         }
     }
     if log_number == 0 {
@@ -195,14 +207,15 @@ fn validate_options(opts: &Options) -> Result<()> {
         return bad("level_size_ratio must be at least 2 (deeper levels must be larger)");
     }
     // Writers wait at `l0_files_stop` for a compaction that only starts at
-    // `l0_compaction_trigger`: a stop at or below the trigger would wait
-    // forever (the outside review's option hang), and a slowdown below the
-    // trigger would slow writes that no compaction is coming to relieve.
-    let (trigger, slowdown, stop) = (opts.l0_compaction_trigger, opts.l0_files_slowdown, opts.l0_files_stop);
-    if trigger == 0 || trigger > slowdown || slowdown > stop || stop <= trigger {
+    // `l0_compaction_trigger`: a stop at or below the trigger waits forever
+    // (the outside review's option hang). Only that is refused: a slowdown
+    // below the trigger or above the stop works (it delays early, or never),
+    // and without automatic compaction the L0 thresholds are not used.
+    let (trigger, stop) = (opts.l0_compaction_trigger, opts.l0_files_stop);
+    if opts.auto_compaction && (trigger == 0 || stop <= trigger) {
         return Err(Error::InvalidArgument(format!(
-            "need 1 <= l0_compaction_trigger ({trigger}) <= l0_files_slowdown ({slowdown}) <= l0_files_stop \
-             ({stop}), with l0_files_stop above l0_compaction_trigger"
+            "l0_files_stop ({stop}) must be above l0_compaction_trigger ({trigger}), which must be at least 1: \
+             writers would wait at the stop for a compaction that never starts"
         )));
     }
     Ok(())
@@ -258,35 +271,6 @@ fn next_db_id() -> u64 {
 }
 
 impl DbInner {
-    /// Checks that every SST the MANIFEST lists is there with the size it
-    /// records. A shorter file read through a memory map would raise
-    /// SIGBUS at the first access past its end instead of an error (see
-    /// `io/mmap.rs`), and a missing one would fail reads much later.
-    /// (Each reader checks the rest of its MANIFEST entry when it opens.)
-    fn check_live_sst_sizes(&self) -> Result<()> {
-        let version = self.state.load().version.clone();
-        for tree in version.trees.values() {
-            for (_, file) in tree.all_files() {
-                let path = self.dir.join(files::sst(file.number));
-                let size = match self.fs.open(&path) {
-                    Ok(f) => f.len(),
-                    Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
-                        return Err(Error::corruption(&path, 0, "an SST the MANIFEST lists is missing"));
-                    }
-                    Err(e) => return Err(e),
-                };
-                if size != file.size {
-                    return Err(Error::corruption(
-                        &path,
-                        0,
-                        format!("SST of {size} bytes, the MANIFEST says {}", file.size),
-                    ));
-                }
-            }
-        }
-        Ok(())
-    }
-
     /// Replays the WALs into memtables, writes them to L0 SSTs, starts a
     /// fresh WAL and records all of it in one MANIFEST edit.
     fn recover_wals(&self, wals: &[u64], flushed_seqno: SeqNo) -> Result<()> {

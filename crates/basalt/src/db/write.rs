@@ -310,16 +310,31 @@ impl DbInner {
     }
 
     /// Runs `f` while owning the write path: no group commits in between.
+    /// A panic in `f` (a bug, or a panicking `Fs`) still gives the write
+    /// path back, or every later writer, and closing, would wait forever;
+    /// it stops writes, as `f` may have left its work half done.
     pub(crate) fn with_exclusive_writer<T>(&self, f: impl FnOnce() -> T) -> T {
-        let mut q = self.write_queue.lock();
-        while q.leader_active {
-            self.write_cv.wait(&mut q);
+        /// Gives the write path back when dropped, on return or unwinding.
+        struct Release<'a>(&'a DbInner);
+        impl Drop for Release<'_> {
+            fn drop(&mut self) {
+                if std::thread::panicking() {
+                    self.0.set_bg_error(Error::Closed("a panic while owning the write path".into()));
+                }
+                let mut q = self.0.write_queue.lock();
+                q.leader_active = false;
+                self.0.write_cv.notify_all();
+            }
         }
-        q.leader_active = true;
-        let out = parking_lot::MutexGuard::unlocked(&mut q, f);
-        q.leader_active = false;
-        self.write_cv.notify_all();
-        out
+        {
+            let mut q = self.write_queue.lock();
+            while q.leader_active {
+                self.write_cv.wait(&mut q);
+            }
+            q.leader_active = true;
+        }
+        let _release = Release(self);
+        f()
     }
 
     /// Makes every write so far durable.
