@@ -306,7 +306,7 @@ impl Table {
 
     /// [`Table::get`] with explicit read options.
     pub fn get_opt(&self, key: &[KeyValue<'_>], opts: &ReadOptions<'_>) -> Result<Option<RecordBatch>> {
-        let user_key = self.encode_key(key)?;
+        let user_key = self.encode_key_values(key, true)?;
         let seqno = opts.snapshot.map(super::Snapshot::seqno);
         let (seqno, sv) = self.inner.read_view(seqno);
         self.row_at(&user_key, seqno, &sv)
@@ -330,11 +330,6 @@ impl Table {
         }
         arrow_select::concat::concat_batches(&self.schema(), &found)
             .map_err(|e| Error::InvalidArgument(format!("concatenating rows: {e}")))
-    }
-
-    /// Encodes a key given as values, checking each against its column type.
-    fn encode_key(&self, key: &[KeyValue<'_>]) -> Result<Vec<u8>> {
-        self.encode_key_values(key, true)
     }
 
     /// Encodes the values of the first key columns (all of them when

@@ -47,7 +47,6 @@ impl DbInner {
     /// Commits `batch`; returns once it is in the memtable (and durable, if
     /// `sync`).
     pub(crate) fn write(&self, batch: WriteBatch, sync: bool) -> Result<()> {
-        self.check_open()?;
         self.validate(&batch)?;
         if batch.is_empty() {
             // Nothing to log, but a synced empty write still promises that

@@ -103,30 +103,30 @@ impl Filter {
 
 fn predicate_mask(col: &ArrayRef, p: &Predicate) -> Result<BooleanArray> {
     use arrow_ord::cmp;
-    match p.op {
-        // The literal of these is ignored, whatever it holds.
+    // The literal is read only by comparisons (`IS NULL` ignores it,
+    // whatever it holds); `Scalar::new` panics on a length other than one,
+    // which `Filter::check` refuses first and this refuses again, so
+    // `evaluate` is safe on its own.
+    let lit = || {
+        if p.literal.len() == 1 {
+            Ok(Scalar::new(Arc::clone(&p.literal)))
+        } else {
+            Err(Error::InvalidArgument(format!("filter on {} needs one literal value", p.column)))
+        }
+    };
+    let r = match p.op {
+        CmpOp::Eq => cmp::eq(col, &lit()?),
+        CmpOp::NotEq => cmp::neq(col, &lit()?),
+        CmpOp::Lt => cmp::lt(col, &lit()?),
+        CmpOp::LtEq => cmp::lt_eq(col, &lit()?),
+        CmpOp::Gt => cmp::gt(col, &lit()?),
+        CmpOp::GtEq => cmp::gt_eq(col, &lit()?),
         CmpOp::IsNull => {
             return arrow_arith::boolean::is_null(col).map_err(|e| Error::InvalidArgument(e.to_string()));
         }
         CmpOp::IsNotNull => {
             return arrow_arith::boolean::is_not_null(col).map_err(|e| Error::InvalidArgument(e.to_string()));
         }
-        _ => {}
-    }
-    // `Scalar::new` panics on any other length (`Filter::check` refuses
-    // such a literal first; this keeps `evaluate` safe on its own).
-    if p.literal.len() != 1 {
-        return Err(Error::InvalidArgument(format!("filter on {} needs one literal value", p.column)));
-    }
-    let lit = Scalar::new(Arc::clone(&p.literal));
-    let r = match p.op {
-        CmpOp::Eq => cmp::eq(col, &lit),
-        CmpOp::NotEq => cmp::neq(col, &lit),
-        CmpOp::Lt => cmp::lt(col, &lit),
-        CmpOp::LtEq => cmp::lt_eq(col, &lit),
-        CmpOp::Gt => cmp::gt(col, &lit),
-        CmpOp::GtEq => cmp::gt_eq(col, &lit),
-        CmpOp::IsNull | CmpOp::IsNotNull => unreachable!("answered above"),
     };
     let m = r.map_err(|e| Error::InvalidArgument(format!("filter on {}: {e}", p.column)))?;
     // Nulls in the comparison result mean "unknown": not selected.
