@@ -7,7 +7,7 @@ const CRATES: [(&str, &str); 6] = [
     ("heed", "HEED"),
     ("rusqlite", "RUSQLITE"),
     ("rocksdb", "ROCKSDB"),
-    ("leveldb", "LEVELDB"),
+    ("leveldb-sys", "LEVELDB"),
 ];
 
 fn main() {

@@ -13,6 +13,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use crate::datagen::{self, Distribution};
 use crate::engine::{Kind, Result};
 use crate::measure::Machine;
+use crate::memory::{self, MemoryLimit};
 use crate::report;
 use crate::result::{self, Record};
 use crate::workload::{self, Job, Workload, ycsb};
@@ -75,9 +76,16 @@ struct Common {
     /// Block/page cache of every engine, MiB.
     #[arg(long, default_value_t = 64)]
     cache_mib: usize,
-    /// Repeat every job this many times and report medians.
+    /// Repeat every job this many times and report medians; each run
+    /// rotates the order of the engines.
     #[arg(long, default_value_t = 1)]
     runs: usize,
+    /// Equal-memory mode: run each job's read phases a second time with
+    /// the engine reopened in a memory cgroup of this many MiB (heap, page
+    /// cache and mapped pages), recorded as `<workload>@<N>MiB`. Needs a
+    /// memory cgroup this process may create (root, cgroup v1 or v2).
+    #[arg(long)]
+    memory_mib: Option<u64>,
     /// Seed of every generator.
     #[arg(long, default_value_t = 42)]
     seed: u64,
@@ -150,7 +158,7 @@ impl Common {
 
     fn engines(&self) -> Result<Vec<Kind>> {
         if self.engines.is_empty() {
-            return Ok(Kind::built());
+            return Ok(Kind::defaults());
         }
         self.engines
             .iter()
@@ -190,6 +198,7 @@ impl Common {
             seed: self.seed,
             data_dir: self.data_dir.clone().unwrap_or_else(|| self.out.join("data")),
             machine: Machine::default(),
+            memory: None,
         }
     }
 }
@@ -306,12 +315,29 @@ fn execute(name: &str, common: &Common, jobs: &[Job]) -> Result<()> {
     let exe = std::env::current_exe()?;
     let mut raw: Vec<Record> = Vec::new();
     let mut failures = Vec::new();
+    if let Some(mib) = common.memory_mib {
+        // Fail before any job runs if this machine cannot limit memory.
+        let probe = memory::create(&format!("basalt-bench-{}-probe", std::process::id()), mib << 20)?;
+        memory::remove(&probe);
+    }
     for run in 0..common.runs.max(1) {
-        for job in jobs {
+        for (i, job) in rotated(jobs, run).into_iter().enumerate() {
             let mut job = job.clone();
             job.machine = machine.clone();
             bar.set_message(format!("run {}: {}", run + 1, job.label()));
-            match run_child(&exe, &job) {
+            let outcome = match common.memory_mib {
+                Some(mib) => {
+                    let name = format!("basalt-bench-{}-{run}-{i}", std::process::id());
+                    memory::create(&name, mib << 20).and_then(|cgroup| {
+                        job.memory = Some(MemoryLimit { bytes: mib << 20, cgroup: cgroup.clone() });
+                        let out = run_child(&exe, &job);
+                        memory::remove(&cgroup);
+                        out
+                    })
+                }
+                None => run_child(&exe, &job),
+            };
+            match outcome {
                 Ok(records) => raw.extend(records),
                 Err(e) => {
                     let msg = format!("{}: {e}", job.label());
@@ -344,10 +370,47 @@ fn execute(name: &str, common: &Common, jobs: &[Job]) -> Result<()> {
     if failures.is_empty() { Ok(()) } else { Err(format!("{} job(s) failed", failures.len()).into()) }
 }
 
+/// The jobs of run `run` (from 0): within each consecutive group of jobs
+/// of one (scale, distribution), the engines' order rotated left by
+/// `run`, so no engine is always first (a transient as a phase begins, a
+/// machine warming up) and each engine's neighbours change between runs.
+/// A job keeps its place relative to the other jobs of its engine.
+fn rotated(jobs: &[Job], run: usize) -> Vec<&Job> {
+    let mut out = Vec::with_capacity(jobs.len());
+    let mut start = 0;
+    while start < jobs.len() {
+        // A back-pressure job (key order `sequential`) belongs with the
+        // marbledb job before it.
+        let same = |j: &Job| {
+            j.scale == jobs[start].scale
+                && (j.distribution == jobs[start].distribution || j.workload == Workload::Backpressure)
+        };
+        let end = start + jobs[start..].iter().take_while(|j| same(j)).count();
+        let group = &jobs[start..end];
+        let mut engines: Vec<Kind> = Vec::new();
+        for j in group {
+            if !engines.contains(&j.engine) {
+                engines.push(j.engine);
+            }
+        }
+        let shift = run % engines.len().max(1);
+        engines.rotate_left(shift);
+        for engine in engines {
+            out.extend(group.iter().filter(|j| j.engine == engine));
+        }
+        start = end;
+    }
+    out
+}
+
 fn run_child(exe: &std::path::Path, job: &Job) -> Result<Vec<Record>> {
     let out = Command::new(exe).arg("child").arg(serde_json::to_string(job)?).output()?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
+        if let Some(signal) = std::os::unix::process::ExitStatusExt::signal(&out.status) {
+            let hint = if job.memory.is_some() { " (over the memory limit?)" } else { "" };
+            return Err(format!("killed by signal {signal}{hint}").into());
+        }
         return Err(err.trim().lines().last().unwrap_or("child failed").to_string().into());
     }
     String::from_utf8_lossy(&out.stdout)
@@ -402,4 +465,48 @@ fn add_kept_ratio(records: &mut Vec<Record>) {
         }
     }
     records.extend(extra);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(engine: Kind, scale: u64, distribution: Distribution) -> Job {
+        let c = Cli::parse_from(["basalt-bench", "omendb"]);
+        let Cmd::Omendb(common) = c.cmd else { unreachable!("parsed omendb") };
+        common.job(Workload::Omendb, engine, scale, distribution)
+    }
+
+    #[test]
+    fn each_run_rotates_the_engines_within_a_group() {
+        let engines = [Kind::Basalt, Kind::Sqlite, Kind::Lmdb];
+        let mut jobs = Vec::new();
+        for dist in [Distribution::Sequential, Distribution::Random] {
+            for e in engines {
+                jobs.push(job(e, 10, dist));
+            }
+        }
+        let order = |run| rotated(&jobs, run).iter().map(|j| (j.engine, j.distribution)).collect::<Vec<_>>();
+        let first: Vec<Kind> = (0..3).map(|run| order(run)[0].0).collect();
+        assert_eq!(first, engines, "every engine goes first once in three runs");
+        for run in 0..4 {
+            let o = order(run);
+            assert_eq!(o.len(), jobs.len());
+            assert!(o[..3].iter().all(|j| j.1 == Distribution::Sequential), "groups stay in place");
+            let mut kinds: Vec<&str> = o[3..].iter().map(|j| j.0.name()).collect();
+            kinds.sort_unstable();
+            assert_eq!(kinds, ["basalt", "lmdb", "sqlite"]);
+        }
+        // Marbledb's pairs (main job, back-pressure job) stay together.
+        let mut pairs = Vec::new();
+        for e in engines {
+            pairs.push(job(e, 10, Distribution::Random));
+            let mut bp = job(e, 10, Distribution::Sequential);
+            bp.workload = Workload::Backpressure;
+            pairs.push(bp);
+        }
+        let o = rotated(&pairs, 1);
+        assert_eq!((o[0].engine, o[0].workload), (Kind::Sqlite, Workload::Omendb));
+        assert_eq!((o[1].engine, o[1].workload), (Kind::Sqlite, Workload::Backpressure));
+    }
 }

@@ -189,21 +189,76 @@ impl ValuePool {
     }
 
     /// Writes the value of item `id` (version `version`) into `out`:
-    /// `value_bytes` bytes whose first 8 are `id` (little-endian), so a
-    /// reader checks that it got the right row.
+    /// `value_bytes` bytes (at least 16) whose first 8 are `id` and next 8
+    /// `version` (little-endian), the rest cut from the pool at a place
+    /// that depends on both, so every version of every row has its own
+    /// bytes and a reader can check the whole value (see [`ValuePool::check`]).
     pub fn fill(&self, id: u64, version: u64, value_bytes: usize, out: &mut Vec<u8>) {
+        let len = value_bytes.max(VALUE_BYTES_MIN);
         out.clear();
-        let len = self.bytes.len() - value_bytes.max(16);
-        let start = (mix64(id ^ version.rotate_left(32)) as usize) % len;
-        out.extend_from_slice(&self.bytes[start..start + value_bytes.max(8)]);
-        out[..8].copy_from_slice(&id.to_le_bytes());
-        out.truncate(value_bytes.max(8));
+        out.extend_from_slice(&id.to_le_bytes());
+        out.extend_from_slice(&version.to_le_bytes());
+        out.extend_from_slice(self.tail(id, version, len));
+    }
+
+    /// The pool bytes after the 16-byte header of the value of `id` at
+    /// `version`, `len` bytes long in all.
+    fn tail(&self, id: u64, version: u64, len: usize) -> &[u8] {
+        let tail = len - VALUE_BYTES_MIN;
+        let start = (mix64(id ^ version.rotate_left(32)) as usize) % (self.bytes.len() - tail);
+        &self.bytes[start..start + tail]
+    }
+
+    /// Checks that `value` is, byte for byte, the value [`ValuePool::fill`]
+    /// writes for item `id` at a version in `versions` (from the latest
+    /// acknowledged one to the latest issued) and length `value_bytes`;
+    /// returns that version, or what is wrong. A stale version after an
+    /// update, another row's value, a torn or truncated value: each fails.
+    pub fn check(
+        &self,
+        value: &[u8],
+        id: u64,
+        versions: std::ops::RangeInclusive<u64>,
+        value_bytes: usize,
+    ) -> Result<u64, String> {
+        let len = value_bytes.max(VALUE_BYTES_MIN);
+        if value.len() != len {
+            return Err(format!("item {id}: a value of {} bytes, expected {len}", value.len()));
+        }
+        let (got_id, version) = value_header(value).ok_or_else(|| format!("item {id}: no header"))?;
+        if got_id != id {
+            return Err(format!("item {id}: the value of item {got_id}"));
+        }
+        if version < *versions.start() {
+            return Err(format!(
+                "item {id}: stale version {version}, version {} was acknowledged",
+                versions.start()
+            ));
+        }
+        if version > *versions.end() {
+            return Err(format!(
+                "item {id}: version {version}, never written (the latest is {})",
+                versions.end()
+            ));
+        }
+        if value[VALUE_BYTES_MIN..] != *self.tail(id, version, len) {
+            return Err(format!("item {id}: version {version}'s bytes differ"));
+        }
+        Ok(version)
     }
 }
+
+/// The shortest value: the item number and the version.
+pub const VALUE_BYTES_MIN: usize = 16;
 
 /// The id stamped in the first 8 bytes of a value.
 pub fn value_id(value: &[u8]) -> Option<u64> {
     Some(u64::from_le_bytes(value.get(..8)?.try_into().ok()?))
+}
+
+/// The id and the version stamped in the first 16 bytes of a value.
+pub fn value_header(value: &[u8]) -> Option<(u64, u64)> {
+    Some((value_id(value)?, u64::from_le_bytes(value.get(8..16)?.try_into().ok()?)))
 }
 
 /// YCSB's zipfian generator (Gray et al., "Quickly generating billion-record
@@ -428,14 +483,44 @@ mod tests {
     fn values_carry_their_id_and_size() {
         let pool = ValuePool::new(1);
         let mut v = Vec::new();
-        for (id, size) in [(0u64, 8usize), (17, 16), (123_456, 512), (9, 1000)] {
+        for (id, size) in [(0u64, 16usize), (17, 17), (123_456, 512), (9, 1000)] {
             pool.fill(id, 0, size, &mut v);
             assert_eq!(v.len(), size);
-            assert_eq!(value_id(&v), Some(id));
+            assert_eq!(value_header(&v), Some((id, 0)));
+            assert_eq!(pool.check(&v, id, 0..=0, size), Ok(0));
         }
+        pool.fill(3, 0, 8, &mut v);
+        assert_eq!(v.len(), VALUE_BYTES_MIN, "never shorter than the header");
         let mut w = Vec::new();
         pool.fill(9, 1, 1000, &mut w);
         assert_ne!(v, w, "a new version has new bytes");
+    }
+
+    #[test]
+    fn the_check_fails_every_wrong_value() {
+        let pool = ValuePool::new(1);
+        let (mut v1, mut v2) = (Vec::new(), Vec::new());
+        pool.fill(5, 1, 100, &mut v1);
+        pool.fill(5, 2, 100, &mut v2);
+        assert_eq!(pool.check(&v2, 5, 2..=2, 100), Ok(2));
+        assert_eq!(pool.check(&v2, 5, 1..=3, 100), Ok(2), "a newer version than the floor passes");
+        let stale = pool.check(&v1, 5, 2..=3, 100).expect_err("stale");
+        assert!(stale.contains("stale version 1"), "{stale}");
+        assert!(pool.check(&v2, 5, 0..=1, 100).expect_err("unwritten").contains("never written"));
+        assert!(pool.check(&v1, 6, 0..=9, 100).expect_err("other row").contains("the value of item 5"));
+        assert!(pool.check(&v1[..99], 5, 0..=9, 100).is_err(), "truncated");
+        let mut torn = v2.clone();
+        torn[16..50].copy_from_slice(&v1[16..50]);
+        assert!(pool.check(&torn, 5, 0..=9, 100).expect_err("torn").contains("bytes differ"));
+        let mut relabelled = v1.clone();
+        relabelled[8..16].copy_from_slice(&2u64.to_le_bytes());
+        assert!(pool.check(&relabelled, 5, 2..=9, 100).is_err(), "an old value with a new version number");
+        let (mut short, mut flipped) = (Vec::new(), Vec::new());
+        pool.fill(8, 0, 16, &mut short);
+        pool.fill(8, 0, 16, &mut flipped);
+        flipped[15] ^= 1;
+        assert_eq!(pool.check(&short, 8, 0..=0, 16), Ok(0));
+        assert!(pool.check(&flipped, 8, 0..=0, 16).is_err(), "a 16-byte value has only its header to check");
     }
 
     #[test]

@@ -6,6 +6,7 @@ pub mod cli;
 pub mod datagen;
 pub mod engine;
 pub mod measure;
+pub mod memory;
 pub mod report;
 pub mod result;
 pub mod workload;

@@ -92,3 +92,50 @@ fn quick_at_tiny_scale_writes_parseable_results() {
     assert!(report.contains("| get_ops_per_s"));
     assert!(dir.join("omendb-get_ops_per_s.svg").exists());
 }
+
+/// The equal-memory mode where this machine lets the harness make memory
+/// cgroups (root with cgroup v1 or v2): every workload's read phases run a
+/// second time under the limit, recorded as `<workload>@<N>MiB` with the
+/// cgroup's peak. Elsewhere the harness must refuse the flag up front.
+#[test]
+fn equal_memory_mode_reruns_the_reads_under_a_cgroup_limit() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let run = Command::new(env!("CARGO_BIN_EXE_basalt-bench"))
+        .args(["quick", "--scale", "2000", "--engines", "basalt,lmdb", "--memory-mib", "64", "--out"])
+        .arg(out.path())
+        .output()
+        .expect("run basalt-bench");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    match basalt_bench::memory::create(&format!("basalt-bench-test-{}", std::process::id()), 64 << 20) {
+        Ok(probe) => basalt_bench::memory::remove(&probe),
+        Err(e) => {
+            assert!(!run.status.success() && stderr.contains("memory cgroup"), "{stderr}");
+            eprintln!("equal-memory mode is not available here, and the harness says so: {e}");
+            return;
+        }
+    }
+    assert!(run.status.success(), "quick --memory-mib failed: {stderr}");
+    let dir = std::fs::read_dir(out.path())
+        .expect("out")
+        .flatten()
+        .find(|e| e.file_name().to_string_lossy().starts_with("quick-"))
+        .expect("a result directory");
+    let records = read_jsonl(&dir.path().join("results.jsonl")).expect("results parse");
+    for engine in ["basalt", "lmdb"] {
+        for (workload, metric) in [
+            ("omendb@64MiB", "get_ops_per_s"),
+            ("omendb@64MiB", "cgroup_peak_bytes"),
+            ("marbledb@64MiB", "scan_rows_per_s"),
+            ("ycsb-c@64MiB", "ops_per_s"),
+            ("arrow@64MiB", "scan_rows_per_s"),
+        ] {
+            let found =
+                records.iter().find(|r| r.workload == workload && r.engine == engine && r.metric == metric);
+            let value = found.unwrap_or_else(|| panic!("{workload} {engine} {metric}")).value;
+            assert!(value > 0.0, "{workload} {engine} {metric}");
+            if metric == "cgroup_peak_bytes" {
+                assert!(value <= f64::from(64u32 << 20), "{engine} stayed under its limit: {value}");
+            }
+        }
+    }
+}

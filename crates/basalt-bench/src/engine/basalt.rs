@@ -1,6 +1,10 @@
 //! Basalt: default options except the block cache (the shared budget) and
-//! the write-buffer budget when one is asked for; `basalt-fences` also
-//! turns the learned index off.
+//! the write-buffer budget when one is asked for. Lookups call `Db::get`,
+//! as the README teaches (the value comes back as owned `Bytes`). Variants,
+//! each one change: `basalt-fences` turns the learned index off,
+//! `basalt-get-with` looks up with `Db::get_with` (the value borrowed where
+//! it lies, no copy), `basalt-nomaps` reads SSTs with `pread` into the
+//! block cache instead of through memory maps (`mmap_reads: false`).
 
 use std::path::Path;
 
@@ -12,6 +16,7 @@ fn db_options(cfg: &Config, kind: Kind) -> Options {
     let mut options = Options {
         block_cache_bytes: cfg.cache_bytes,
         learned_index: kind != Kind::BasaltFences,
+        mmap_reads: kind != Kind::BasaltNoMaps,
         ..Options::default()
     };
     if let Some(budget) = cfg.write_buffer_budget_bytes {
@@ -24,9 +29,11 @@ fn db_options(cfg: &Config, kind: Kind) -> Options {
 pub fn options(cfg: &Config, kind: Kind) -> String {
     let o = db_options(cfg, kind);
     format!(
-        "block cache {} MiB, {} KiB blocks, {}-bit bloom, {}, {} MiB memtables, write-buffer budget {} MiB, \
-         compression {:?}, sync=false",
+        "{}; block cache {} MiB, {}, {} KiB blocks, {}-bit bloom, {}, {} MiB memtables, write-buffer budget \
+         {} MiB, compression {:?}, sync=false",
+        if kind == Kind::BasaltGetWith { "lookups by Db::get_with (borrowed)" } else { "lookups by Db::get" },
         o.block_cache_bytes >> 20,
+        if o.mmap_reads { "SSTs read through memory maps" } else { "SSTs read with pread (maps off)" },
         o.block_bytes_target >> 10,
         o.bloom_bits_per_key,
         if o.learned_index {
@@ -44,6 +51,7 @@ pub fn options(cfg: &Config, kind: Kind) -> String {
 pub struct BasaltEngine {
     db: Db,
     timed: bool,
+    borrow: bool,
 }
 
 impl BasaltEngine {
@@ -51,7 +59,7 @@ impl BasaltEngine {
     /// with `Options::timing_stats` when `timed`.
     pub fn open(dir: &Path, cfg: &Config, kind: Kind, timed: bool) -> Result<BasaltEngine> {
         let options = Options { timing_stats: timed, ..db_options(cfg, kind) };
-        Ok(BasaltEngine { db: Db::open(dir, options)?, timed })
+        Ok(BasaltEngine { db: Db::open(dir, options)?, timed, borrow: kind == Kind::BasaltGetWith })
     }
 }
 
@@ -65,7 +73,7 @@ impl Engine for BasaltEngine {
     }
 
     fn reader(&self) -> Result<Box<dyn Reader + '_>> {
-        Ok(Box::new(BasaltReader { db: &self.db }))
+        Ok(Box::new(BasaltReader { db: &self.db, borrow: self.borrow }))
     }
 
     fn settle(&self) -> Result<()> {
@@ -85,11 +93,15 @@ impl Engine for BasaltEngine {
 
 struct BasaltReader<'a> {
     db: &'a Db,
+    borrow: bool,
 }
 
 impl Reader for BasaltReader<'_> {
     fn get(&mut self, key: &[u8], check: &mut dyn FnMut(&[u8])) -> Result<bool> {
-        Ok(self.db.get_with(key, check)?.is_some())
+        if self.borrow {
+            return Ok(self.db.get_with(key, check)?.is_some());
+        }
+        Ok(self.db.get(key)?.map(|value| check(&value)).is_some())
     }
 
     fn scan(

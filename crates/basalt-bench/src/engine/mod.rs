@@ -89,6 +89,15 @@ pub enum Kind {
     /// binary-search the fence keys (the model's on/off comparison).
     #[serde(rename = "basalt-fences")]
     BasaltFences,
+    /// Basalt looking values up with `Db::get_with` (borrowed, no copy)
+    /// instead of `Db::get`.
+    #[serde(rename = "basalt-get-with")]
+    BasaltGetWith,
+    /// Basalt with memory-mapped reads off: SST blocks are read with
+    /// `pread` into the block cache (the equal-memory comparison where a
+    /// memory cgroup is not available).
+    #[serde(rename = "basalt-nomaps")]
+    BasaltNoMaps,
     /// SQLite through rusqlite (bundled).
     Sqlite,
     /// LMDB through heed.
@@ -105,9 +114,11 @@ pub enum Kind {
 
 impl Kind {
     /// Every engine, built or not.
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 10] = [
         Kind::Basalt,
         Kind::BasaltFences,
+        Kind::BasaltGetWith,
+        Kind::BasaltNoMaps,
         Kind::Sqlite,
         Kind::Lmdb,
         Kind::Redb,
@@ -121,6 +132,8 @@ impl Kind {
         match self {
             Kind::Basalt => "basalt",
             Kind::BasaltFences => "basalt-fences",
+            Kind::BasaltGetWith => "basalt-get-with",
+            Kind::BasaltNoMaps => "basalt-nomaps",
             Kind::Sqlite => "sqlite",
             Kind::Lmdb => "lmdb",
             Kind::Redb => "redb",
@@ -147,16 +160,40 @@ impl Kind {
         Kind::ALL.into_iter().filter(|k| k.is_built()).collect()
     }
 
+    /// The engines a run takes when none are named: every built one but
+    /// the variants that differ from `basalt` by one read-path setting
+    /// (`basalt-get-with`, `basalt-nomaps`), which run when asked for.
+    /// `basalt-fences` stays: the learned index is measured in every run.
+    pub fn defaults() -> Vec<Kind> {
+        Kind::built().into_iter().filter(|k| !matches!(k, Kind::BasaltGetWith | Kind::BasaltNoMaps)).collect()
+    }
+
+    /// Whether a Basalt build (the engine or one of its variants).
+    pub fn is_basalt(self) -> bool {
+        matches!(self, Kind::Basalt | Kind::BasaltFences | Kind::BasaltGetWith | Kind::BasaltNoMaps)
+    }
+
+    /// Whether the engine's reads run inside a read transaction (a
+    /// snapshot the reader holds until it is dropped): LMDB, redb and
+    /// SQLite, whose APIs read only within one. The others (Basalt,
+    /// fjall, RocksDB, LevelDB) read the latest committed data with each
+    /// lookup, without a transaction; the harness renews every reader at
+    /// the same points for all.
+    pub fn reads_in_transactions(self) -> bool {
+        matches!(self, Kind::Sqlite | Kind::Lmdb | Kind::Redb)
+    }
+
     /// The engine's version (of the library the crate wraps, where it says).
     pub fn version(self) -> String {
         match self {
-            Kind::Basalt | Kind::BasaltFences => format!("basalt {}", env!("CARGO_PKG_VERSION")),
+            k if k.is_basalt() => format!("basalt {}", env!("CARGO_PKG_VERSION")),
             Kind::Sqlite => sqlite::version(),
             Kind::Lmdb => lmdb::version(),
             Kind::Redb => format!("redb {}", env!("BENCH_VERSION_REDB")),
             Kind::Fjall => format!("fjall {}", env!("BENCH_VERSION_FJALL")),
             Kind::Rocksdb => format!("rust-rocksdb {}", env!("BENCH_VERSION_ROCKSDB")),
-            Kind::Leveldb => format!("leveldb crate {}", env!("BENCH_VERSION_LEVELDB")),
+            Kind::Leveldb => format!("LevelDB 1.22 (leveldb-sys {})", env!("BENCH_VERSION_LEVELDB")),
+            _ => unreachable!("every Basalt kind is matched above"),
         }
     }
 
@@ -165,7 +202,7 @@ impl Kind {
         let cache = cfg.cache_bytes >> 20;
         let budget = cfg.write_buffer_budget_bytes.map(|b| b >> 20);
         match self {
-            Kind::Basalt | Kind::BasaltFences => basalt::options(cfg, self),
+            k if k.is_basalt() => basalt::options(cfg, self),
             Kind::Sqlite => sqlite::options(cfg),
             Kind::Lmdb => lmdb::OPTIONS.to_string(),
             Kind::Redb => format!("cache {cache} MiB; Durability::None per batch, Immediate on settle"),
@@ -175,14 +212,16 @@ impl Kind {
                 if budget.is_some() { " (budget ignored)" } else { "" }
             ),
             Kind::Rocksdb => format!(
-                "block cache {cache} MiB (LRU), 16 KiB blocks, 10-bit bloom, partitioned index and filter \
-                 in cache with L0 and top level pinned, 256 MiB memtables, LZ4 (ZSTD bottommost), sync=false{}",
+                "block cache {cache} MiB (LRU), 4 KiB blocks with a hash index, 10-bit bloom, index and \
+                 filters held by the table readers, memtable whole-key bloom, 64 MiB memtables, no \
+                 compression, bytes_per_sync 1 MiB, sync=false{}",
                 budget.map_or(String::new(), |b| format!(", db_write_buffer_size {b} MiB"))
             ),
             Kind::Leveldb => format!(
-                "LRU cache {cache} MiB, no bloom filter (the binding has no filter policy), no compression, \
-                 sync=false; settle = full compact_range"
+                "LRU cache {cache} MiB, 10-bit bloom filter, 4 KiB blocks, 4 MiB write buffer, no compression, \
+                 sync=false; settle = synced empty batch + full compact_range"
             ),
+            _ => unreachable!("every Basalt kind is matched above"),
         }
     }
 }
@@ -191,7 +230,7 @@ impl Kind {
 pub fn open(kind: Kind, dir: &Path, cfg: &Config) -> Result<Box<dyn Engine>> {
     std::fs::create_dir_all(dir)?;
     Ok(match kind {
-        Kind::Basalt | Kind::BasaltFences => Box::new(basalt::BasaltEngine::open(dir, cfg, kind, false)?),
+        k if k.is_basalt() => Box::new(basalt::BasaltEngine::open(dir, cfg, kind, false)?),
         Kind::Sqlite => Box::new(sqlite::SqliteEngine::open(dir, cfg)?),
         Kind::Lmdb => Box::new(lmdb::LmdbEngine::open(dir, cfg)?),
         Kind::Redb => Box::new(redb::RedbEngine::open(dir, cfg)?),
@@ -219,9 +258,7 @@ pub fn open(kind: Kind, dir: &Path, cfg: &Config) -> Result<Box<dyn Engine>> {
 /// `None` for the other engines.
 pub fn open_timed(kind: Kind, dir: &Path, cfg: &Config) -> Result<Option<Box<dyn Engine>>> {
     Ok(match kind {
-        Kind::Basalt | Kind::BasaltFences => {
-            Some(Box::new(basalt::BasaltEngine::open(dir, cfg, kind, true)?))
-        }
+        k if k.is_basalt() => Some(Box::new(basalt::BasaltEngine::open(dir, cfg, kind, true)?)),
         _ => None,
     })
 }
@@ -280,6 +317,52 @@ mod tests {
         }
     }
 
+    /// The harness's fairness rule for readers: an engine with read
+    /// transactions holds one per reader (its lookups share it, so a write
+    /// after the reader was taken is not seen), an engine without reads
+    /// the latest data; a fresh reader sees every write.
+    #[test]
+    fn readers_hold_one_read_transaction_where_the_engine_has_them() {
+        for kind in Kind::built() {
+            for int_keys in [false, true] {
+                let dir = tempfile::tempdir().expect("tempdir");
+                let cfg = Config { cache_bytes: 8 << 20, write_buffer_budget_bytes: None, int_keys };
+                let engine = open(kind, dir.path(), &cfg).expect("open");
+                let (k1, k2) = (5u64.to_be_bytes().to_vec(), 9u64.to_be_bytes().to_vec());
+                engine.write(&[(k1.clone(), b"one".to_vec())]).expect("write");
+                let read = |reader: &mut Box<dyn Reader + '_>, key: &[u8]| {
+                    let mut got = None;
+                    reader.get(key, &mut |v| got = Some(v.to_vec())).expect("get");
+                    got
+                };
+                let mut reader = engine.reader().expect("reader");
+                assert_eq!(read(&mut reader, &k1).as_deref(), Some(&b"one"[..]), "{}", kind.name());
+                engine.write(&[(k1.clone(), b"two".to_vec()), (k2.clone(), b"new".to_vec())]).expect("write");
+                let (v1, v2) = (read(&mut reader, &k1), read(&mut reader, &k2));
+                if kind.reads_in_transactions() {
+                    assert_eq!(
+                        (v1.as_deref(), v2),
+                        (Some(&b"one"[..]), None),
+                        "{}: one transaction",
+                        kind.name()
+                    );
+                } else {
+                    assert_eq!(
+                        (v1.as_deref(), v2.as_deref()),
+                        (Some(&b"two"[..]), Some(&b"new"[..])),
+                        "{}: latest data",
+                        kind.name()
+                    );
+                }
+                drop(reader);
+                let mut fresh = engine.reader().expect("reader");
+                assert_eq!(read(&mut fresh, &k1).as_deref(), Some(&b"two"[..]), "{}", kind.name());
+                drop(fresh);
+                engine.settle().unwrap_or_else(|e| panic!("{}: settle after readers: {e}", kind.name()));
+            }
+        }
+    }
+
     #[test]
     fn names_round_trip() {
         for kind in Kind::ALL {
@@ -290,5 +373,8 @@ mod tests {
         assert_eq!(json, "\"basalt-fences\"");
         assert_eq!(serde_json::from_str::<Kind>(&json).expect("parse"), Kind::BasaltFences);
         assert_eq!(Kind::ALL[1], Kind::BasaltFences, "listed right after basalt");
+        let defaults = Kind::defaults();
+        assert!(defaults.contains(&Kind::BasaltFences) && !defaults.contains(&Kind::BasaltGetWith));
+        assert!(Kind::ALL.iter().filter(|k| k.is_basalt()).count() == 4);
     }
 }

@@ -5,6 +5,9 @@
 //! also runs the columnar path: the same rows written as Arrow record
 //! batches into a table and scanned as Arrow arrays (distribution
 //! `columnar`), so the ratio of the two paths is measured in one run.
+//! Before the timed scans an untimed one checks every row whole (key,
+//! value, name); the timed scans check the sum of `value`. With a memory
+//! limit both paths' scans run again under it, each store reopened.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -14,8 +17,9 @@ use arrow_array::{Array, ArrayRef, Float64Array, Int64Array, RecordBatch, String
 use arrow_schema::{DataType, Field, Schema};
 use basalt::{Db, Options, ScanOptions, TableOptions};
 
-use super::{Job, Sink, load, rate};
-use crate::engine::{self, Result};
+use super::{Job, Opener, Sink, end_limited, load, rate, start_limited};
+use crate::engine::{self, Engine, Reader, Result};
+use crate::memory;
 
 /// Rows per written batch.
 pub const BATCH_ROWS: u64 = 1000;
@@ -30,30 +34,55 @@ fn value(id: u64) -> f64 {
     id as f64 * 1.5
 }
 
+/// The table of the columnar path.
+const TABLE: &str = "seed003";
+
 /// Runs the row path for every engine, and the columnar path for Basalt.
-pub fn run(job: &Job, dir: &Path, sink: &mut Sink) -> Result<()> {
-    row_path(job, &dir.join("rows"), sink)?;
-    if job.engine == engine::Kind::Basalt {
-        columnar_path(job, &dir.join("columnar"), sink)?;
+pub fn run(job: &Job, open: &Opener<'_>, dir: &Path, sink: &mut Sink) -> Result<()> {
+    let (rows_dir, columnar_dir) = (dir.join("rows"), dir.join("columnar"));
+    let engine = open(&rows_dir)?;
+    row_load(job, engine.as_ref(), sink)?;
+    row_scans(job, engine.as_ref(), sink)?;
+    drop(engine);
+    let columnar = job.engine == engine::Kind::Basalt;
+    if columnar {
+        columnar_load(job, &columnar_dir, sink)?;
+        columnar_scans(job, &columnar_dir, sink)?;
+    }
+    if let Some(engine) = start_limited(job, open, &rows_dir, sink)? {
+        row_scans(job, engine.as_ref(), sink)?;
+        drop(engine);
+        if columnar {
+            memory::evict(&columnar_dir)?;
+            columnar_scans(job, &columnar_dir, sink)?;
+        }
+        end_limited(job, sink);
     }
     Ok(())
 }
 
-fn row_path(job: &Job, dir: &Path, sink: &mut Sink) -> Result<()> {
+fn row_value(id: u64, out: &mut Vec<u8>) {
+    out.clear();
+    out.extend_from_slice(&value(id).to_le_bytes());
+    out.extend_from_slice(name(id).as_bytes());
+}
+
+fn row_load(job: &Job, engine: &dyn Engine, sink: &mut Sink) -> Result<()> {
     let n = job.scale;
-    let engine = engine::open(job.engine, dir, &job.config(true))?;
-    let stats = load(engine.as_ref(), n, BATCH_ROWS as usize, |i, (k, v)| {
+    let stats = load(engine, n, BATCH_ROWS as usize, |i, (k, v)| {
         k.clear();
         k.extend_from_slice(&i.to_be_bytes());
-        v.clear();
-        v.extend_from_slice(&value(i).to_le_bytes());
-        v.extend_from_slice(name(i).as_bytes());
+        row_value(i, v);
     })?;
     sink.put_in("arrow", "row", 1, "insert_rows_per_s", rate(n, stats.took), "rows/s");
-    engine.settle()?;
+    engine.settle()
+}
+
+fn row_scans(job: &Job, engine: &dyn Engine, sink: &mut Sink) -> Result<()> {
+    let n = job.scale;
     let mut reader = engine.reader()?;
     let expected: f64 = (0..n).map(value).sum();
-    let mut scan = |sink_metric: &str, sink: &mut Sink, min: Duration| -> Result<()> {
+    let scan = |reader: &mut dyn Reader, sink_metric: &str, sink: &mut Sink, min: Duration| -> Result<()> {
         let (mut rows, mut passes) = (0u64, 0u32);
         let t = Instant::now();
         while passes == 0 || t.elapsed() < min {
@@ -69,21 +98,36 @@ fn row_path(job: &Job, dir: &Path, sink: &mut Sink) -> Result<()> {
         sink.put_in("arrow", "row", 1, sink_metric, rate(rows, t.elapsed()), "rows/s");
         Ok(())
     };
-    scan("scan_first_rows_per_s", sink, Duration::ZERO)?;
-    scan("scan_rows_per_s", sink, SCAN_MIN)?;
-    Ok(())
+    scan(reader.as_mut(), "scan_first_rows_per_s", sink, Duration::ZERO)?;
+    let (mut next, mut bad, mut want) = (0u64, 0u64, Vec::new());
+    reader.scan(&[], None, usize::MAX, &mut |k, v| {
+        row_value(next, &mut want);
+        bad += u64::from(k != next.to_be_bytes() || v != want.as_slice());
+        next += 1;
+    })?;
+    if bad > 0 || next != n {
+        return Err(format!("arrow: {bad} wrong rows of {next} scanned, {n} written").into());
+    }
+    scan(reader.as_mut(), "scan_rows_per_s", sink, SCAN_MIN)
 }
 
-fn columnar_path(job: &Job, dir: &Path, sink: &mut Sink) -> Result<()> {
-    let n = job.scale;
-    let options = Options { block_cache_bytes: job.cache_bytes, ..Options::default() };
-    let db = Db::open(dir, options)?;
-    let schema = Arc::new(Schema::new(vec![
+fn schema() -> Arc<Schema> {
+    Arc::new(Schema::new(vec![
         Field::new("id", DataType::Int64, false),
         Field::new("name", DataType::Utf8, false),
         Field::new("value", DataType::Float64, false),
-    ]));
-    let table = db.create_table("seed003", schema.clone(), &["id"], TableOptions::default())?;
+    ]))
+}
+
+fn columnar_options(job: &Job) -> Options {
+    Options { block_cache_bytes: job.cache_bytes, ..Options::default() }
+}
+
+fn columnar_load(job: &Job, dir: &Path, sink: &mut Sink) -> Result<()> {
+    let n = job.scale;
+    let db = Db::open(dir, columnar_options(job))?;
+    let schema = schema();
+    let table = db.create_table(TABLE, schema.clone(), &["id"], TableOptions::default())?;
     let t = Instant::now();
     let mut from = 0;
     while from < n {
@@ -100,8 +144,18 @@ fn columnar_path(job: &Job, dir: &Path, sink: &mut Sink) -> Result<()> {
     db.flush()?;
     db.wait_for_background_work()?;
     db.sync_wal()?;
+    db.close()?;
+    Ok(())
+}
+
+/// Reopens the columnar store and times its scans: the first, a check of
+/// every row, then repeated warm scans.
+fn columnar_scans(job: &Job, dir: &Path, sink: &mut Sink) -> Result<()> {
+    let n = job.scale;
+    let db = Db::open(dir, columnar_options(job))?;
+    let table = db.table(TABLE)?;
     let expected: f64 = (0..n).map(value).sum();
-    for (metric, min) in [("scan_first_rows_per_s", Duration::ZERO), ("scan_rows_per_s", SCAN_MIN)] {
+    let timed = |metric: &str, min: Duration, sink: &mut Sink| -> Result<()> {
         let (mut rows, mut passes) = (0u64, 0u32);
         let t = Instant::now();
         while passes == 0 || t.elapsed() < min {
@@ -119,7 +173,30 @@ fn columnar_path(job: &Job, dir: &Path, sink: &mut Sink) -> Result<()> {
             passes += 1;
         }
         sink.put_in("arrow", "columnar", 1, metric, rate(rows, t.elapsed()), "rows/s");
+        Ok(())
+    };
+    timed("scan_first_rows_per_s", Duration::ZERO, sink)?;
+    let mut next = 0u64;
+    for batch in table.scan(ScanOptions::default())? {
+        let batch = batch?;
+        let ids = batch.column(0).as_any().downcast_ref::<Int64Array>().ok_or("id is not Int64")?;
+        let names = batch.column(1).as_any().downcast_ref::<StringArray>().ok_or("name is not Utf8")?;
+        let values = batch.column(2).as_any().downcast_ref::<Float64Array>().ok_or("value is not Float64")?;
+        for row in 0..batch.num_rows() {
+            let id = next + row as u64;
+            if ids.value(row) != id as i64
+                || names.value(row) != name(id)
+                || values.value(row).to_bits() != value(id).to_bits()
+            {
+                return Err(format!("arrow: columnar row {id} is wrong").into());
+            }
+        }
+        next += batch.num_rows() as u64;
     }
+    if next != n {
+        return Err(format!("arrow: the columnar scan gave {next} rows, {n} written").into());
+    }
+    timed("scan_rows_per_s", SCAN_MIN, sink)?;
     db.close()?;
     Ok(())
 }

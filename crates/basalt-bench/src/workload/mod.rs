@@ -2,6 +2,8 @@
 //! scale; each job runs in its own child process (so memory is measured
 //! per engine and one engine's heap or page-cache state cannot tax the
 //! next), checks the adapter, then prints its measurements as JSON lines.
+//! With a memory limit, a job's read phases run a second time under it
+//! (see [`crate::memory`]), recorded as workload `<name>@<N>MiB`.
 
 pub mod arrow;
 pub mod marbledb;
@@ -16,7 +18,13 @@ use serde::{Deserialize, Serialize};
 use crate::datagen::Distribution;
 use crate::engine::{self, Config, Engine, Kind, Result, Row};
 use crate::measure::{self, Latencies, Machine};
+use crate::memory::{self, MemoryLimit};
 use crate::result::{Env, Record};
+
+/// Opens the job's engine in a directory (new, or written by an earlier
+/// open): workloads take it as a parameter so that a test can run one
+/// against an engine that misbehaves.
+pub type Opener<'a> = dyn Fn(&std::path::Path) -> Result<Box<dyn Engine>> + 'a;
 
 /// Which workload a job runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -64,6 +72,9 @@ pub struct Job {
     pub data_dir: PathBuf,
     /// The machine, detected once by the parent.
     pub machine: Machine,
+    /// The equal-memory pass's limit and cgroup, if one runs.
+    #[serde(default)]
+    pub memory: Option<MemoryLimit>,
 }
 
 impl Job {
@@ -100,13 +111,24 @@ impl Job {
 
     fn harness(&self) -> String {
         format!(
-            "cache {} MiB; no fsync per batch (settle syncs); seed {}; {} B values; {} ops per phase{}",
+            "cache {} MiB; no fsync per batch (settle syncs); seed {}; {} B values; {} ops per phase{}{}",
             self.cache_bytes >> 20,
             self.seed,
             self.value_bytes,
             self.ops,
-            self.budget_bytes.map_or(String::new(), |b| format!("; write-buffer budget {} MiB", b >> 20))
+            self.budget_bytes.map_or(String::new(), |b| format!("; write-buffer budget {} MiB", b >> 20)),
+            self.memory.as_ref().map_or(String::new(), |m| format!(
+                "; workloads named `{}` read with heap, page cache and maps held to {} MiB (memory cgroup, \
+                 engine reopened on an evicted page cache)",
+                m.suffix(),
+                m.bytes >> 20
+            ))
         )
+    }
+
+    /// The engine opener of this job: the job's engine and configuration.
+    pub fn opener(&self) -> impl Fn(&std::path::Path) -> Result<Box<dyn Engine>> + '_ {
+        move |dir| engine::open(self.engine, dir, &self.config(self.int_keys()))
     }
 }
 
@@ -115,6 +137,8 @@ impl Job {
 pub struct Sink {
     records: Vec<Record>,
     template: Record,
+    /// Appended to every workload name (the equal-memory pass's `@<N>MiB`).
+    suffix: String,
 }
 
 impl Sink {
@@ -137,7 +161,7 @@ impl Sink {
                 runs: 1,
             },
         };
-        Sink { records: Vec::new(), template }
+        Sink { records: Vec::new(), template, suffix: String::new() }
     }
 
     /// Records `metric` for the job's own workload, distribution and one
@@ -159,7 +183,7 @@ impl Sink {
         unit: &str,
     ) {
         let mut r = self.template.clone();
-        r.workload = workload.to_string();
+        r.workload = format!("{workload}{}", self.suffix);
         r.distribution = distribution.to_string();
         r.threads = threads;
         r.metric = metric.to_string();
@@ -180,6 +204,38 @@ impl Sink {
             self.put(metric, b as f64, "bytes");
         }
     }
+
+    /// The records so far.
+    pub fn records(&self) -> &[Record] {
+        &self.records
+    }
+}
+
+/// The equal-memory pass: with a limit in `job`, evicts the database's
+/// pages (the caller has closed the engine: mapped pages are not evicted),
+/// moves this process into the job's cgroup, reopens the engine and names
+/// what is recorded from then on `<workload>@<N>MiB`. Returns the reopened
+/// engine, or `None` without a limit. Call [`end_limited`] after its
+/// phases.
+pub fn start_limited(
+    job: &Job,
+    open: &Opener<'_>,
+    dir: &std::path::Path,
+    sink: &mut Sink,
+) -> Result<Option<Box<dyn Engine>>> {
+    let Some(limit) = &job.memory else { return Ok(None) };
+    memory::evict(dir)?;
+    memory::join(&limit.cgroup)?;
+    sink.suffix = limit.suffix();
+    Ok(Some(open(dir)?))
+}
+
+/// Records the limited pass's peak memory (`cgroup_peak_bytes`: heap,
+/// page cache and mapped pages charged to the cgroup).
+pub fn end_limited(job: &Job, sink: &mut Sink) {
+    if let Some(peak) = job.memory.as_ref().and_then(|m| memory::peak_bytes(&m.cgroup)) {
+        sink.put("cgroup_peak_bytes", peak as f64, "bytes");
+    }
 }
 
 /// Runs `job` in this process and returns its records.
@@ -192,15 +248,21 @@ pub fn run(job: &Job) -> Result<Vec<Record>> {
         engine::check(engine.as_ref(), 2_000)?;
     }
     std::fs::remove_dir_all(base.join("check"))?;
+    let dir = base.join("db");
+    run_on(job, &job.opener(), &dir)
+}
+
+/// Runs `job` with engines from `open` in `dir` (no adapter check) and
+/// returns its records.
+pub fn run_on(job: &Job, open: &Opener<'_>, dir: &std::path::Path) -> Result<Vec<Record>> {
     let mut sink = Sink::new(job);
     measure::reset_peak_rss();
-    let dir = base.join("db");
     match job.workload {
-        Workload::Omendb => omendb::run(job, &dir, &mut sink)?,
-        Workload::Marbledb => marbledb::run(job, &dir, &mut sink)?,
-        Workload::Backpressure => marbledb::run_backpressure(job, &dir, &mut sink)?,
-        Workload::Ycsb => ycsb::run(job, &dir, &mut sink)?,
-        Workload::Arrow => arrow::run(job, &dir, &mut sink)?,
+        Workload::Omendb => omendb::run(job, open, dir, &mut sink)?,
+        Workload::Marbledb => marbledb::run(job, open, dir, &mut sink)?,
+        Workload::Backpressure => marbledb::run_backpressure(job, open, dir, &mut sink)?,
+        Workload::Ycsb => ycsb::run(job, open, dir, &mut sink)?,
+        Workload::Arrow => arrow::run(job, open, dir, &mut sink)?,
     }
     Ok(sink.records)
 }
@@ -265,4 +327,135 @@ pub fn disk_bytes(dir: &std::path::Path) -> u64 {
 /// Operations per second.
 pub fn rate(ops: u64, took: Duration) -> f64 {
     ops as f64 / took.as_secs_f64().max(1e-9)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::engine::{Reader, Row};
+
+    /// How a broken engine breaks.
+    #[derive(Clone, Copy, PartialEq)]
+    enum Fault {
+        /// Writes of a key already written are dropped: reads stay stale.
+        DropsUpdates,
+        /// Reads hand back values with their last byte flipped.
+        FlipsLastByte,
+    }
+
+    /// A real engine (Basalt) with one fault.
+    struct Broken {
+        inner: Box<dyn Engine>,
+        fault: Fault,
+        written: Mutex<HashSet<Vec<u8>>>,
+    }
+
+    impl Engine for Broken {
+        fn write(&self, rows: &[Row]) -> Result<()> {
+            let mut written = self.written.lock().expect("lock");
+            let rows: Vec<Row> = rows
+                .iter()
+                .filter(|(k, _)| self.fault != Fault::DropsUpdates || written.insert(k.clone()))
+                .cloned()
+                .collect();
+            self.inner.write(&rows)
+        }
+
+        fn reader(&self) -> Result<Box<dyn Reader + '_>> {
+            Ok(Box::new(BrokenReader { inner: self.inner.reader()?, fault: self.fault }))
+        }
+
+        fn settle(&self) -> Result<()> {
+            self.inner.settle()
+        }
+    }
+
+    struct BrokenReader<'a> {
+        inner: Box<dyn Reader + 'a>,
+        fault: Fault,
+    }
+
+    impl Reader for BrokenReader<'_> {
+        fn get(&mut self, key: &[u8], check: &mut dyn FnMut(&[u8])) -> Result<bool> {
+            let fault = self.fault;
+            self.inner.get(key, &mut |v| {
+                let mut v = v.to_vec();
+                if fault == Fault::FlipsLastByte
+                    && let Some(last) = v.last_mut()
+                {
+                    *last ^= 1;
+                }
+                check(&v);
+            })
+        }
+
+        fn scan(
+            &mut self,
+            start: &[u8],
+            end: Option<&[u8]>,
+            limit: usize,
+            visit: &mut dyn FnMut(&[u8], &[u8]),
+        ) -> Result<usize> {
+            self.inner.scan(start, end, limit, visit)
+        }
+    }
+
+    fn job(workload: Workload, scale: u64, ycsb: &[char]) -> Job {
+        Job {
+            workload,
+            engine: Kind::Basalt,
+            scale,
+            distribution: if workload == Workload::Ycsb {
+                Distribution::Zipfian
+            } else {
+                Distribution::Random
+            },
+            threads: vec![1],
+            ycsb: ycsb.to_vec(),
+            ops: 3_000,
+            value_bytes: if workload == Workload::Ycsb { 100 } else { 16 },
+            cache_bytes: 8 << 20,
+            budget_bytes: None,
+            seed: 7,
+            data_dir: PathBuf::new(),
+            machine: Machine::default(),
+            memory: None,
+        }
+    }
+
+    fn run_broken(job: &Job, fault: Option<Fault>) -> Result<Vec<Record>> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let open = |d: &std::path::Path| -> Result<Box<dyn Engine>> {
+            let inner = job.opener()(d)?;
+            Ok(match fault {
+                Some(fault) => Box::new(Broken { inner, fault, written: Mutex::new(HashSet::new()) }),
+                None => inner,
+            })
+        };
+        run_on(job, &open, &dir.path().join("db"))
+    }
+
+    #[test]
+    fn a_stale_value_after_an_update_fails_ycsb() {
+        let a = job(Workload::Ycsb, 500, &['a']);
+        assert!(run_broken(&a, None).is_ok(), "the real engine passes");
+        let err = run_broken(&a, Some(Fault::DropsUpdates)).expect_err("stale reads fail").to_string();
+        assert!(err.contains("stale version"), "{err}");
+    }
+
+    #[test]
+    fn a_wrong_byte_anywhere_in_a_value_fails_each_workload() {
+        for (workload, ycsb) in
+            [(Workload::Omendb, &[][..]), (Workload::Marbledb, &[]), (Workload::Ycsb, &['c'])]
+        {
+            let j = job(workload, 500, ycsb);
+            assert!(run_broken(&j, None).is_ok(), "{workload:?}: the real engine passes");
+            let err =
+                run_broken(&j, Some(Fault::FlipsLastByte)).expect_err("a flipped byte fails").to_string();
+            assert!(err.contains("wrong"), "{workload:?}: {err}");
+        }
+    }
 }

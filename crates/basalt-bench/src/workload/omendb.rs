@@ -1,15 +1,17 @@
 //! Seeds 001/004 (OmenDB): bulk insert of N rows with 8-byte keys in
 //! sequential or random order, or a lognormal key set in random order,
 //! settle, then random point lookups uniform over the present keys, and as
-//! many lookups of missing keys. For Basalt (`basalt`, `basalt-fences`) an
-//! untimed last pass breaks lookups down by phase (see [`breakdown`]).
+//! many lookups of missing keys; every value read is checked whole. For
+//! Basalt builds an untimed pass breaks lookups down by phase (see
+//! [`breakdown`]). With a memory limit the lookups run again under it,
+//! after an untimed warm-up pass of as many lookups.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use rand::Rng;
 
-use super::{Job, Sink, disk_bytes, load, rate};
+use super::{Job, Opener, Sink, disk_bytes, end_limited, load, rate, start_limited};
 use crate::datagen::{self, KeyOrder, ValuePool};
 use crate::engine::{self, Engine, Result};
 use crate::measure::Latencies;
@@ -21,11 +23,11 @@ pub const READS_PER_READER: u64 = 1000;
 
 /// Runs the workload for the job's key order (sequential, random or
 /// lognormal).
-pub fn run(job: &Job, dir: &Path, sink: &mut Sink) -> Result<()> {
+pub fn run(job: &Job, open: &Opener<'_>, dir: &Path, sink: &mut Sink) -> Result<()> {
     let n = job.scale;
     let order = KeyOrder::new(job.distribution, n, job.seed)
         .ok_or_else(|| format!("omendb: {} is not a key order", job.distribution.name()))?;
-    let engine = engine::open(job.engine, dir, &job.config(true))?;
+    let engine = open(dir)?;
     let pool = ValuePool::new(job.seed);
     let stats = load(engine.as_ref(), n, BATCH_ROWS, |i, (k, v)| {
         k.clear();
@@ -40,19 +42,33 @@ pub fn run(job: &Job, dir: &Path, sink: &mut Sink) -> Result<()> {
     sink.put("insert_settled_rows_per_s", rate(n, stats.took + settle), "rows/s");
     sink.put("disk_bytes", disk_bytes(dir) as f64, "bytes");
 
+    let lookups = Lookups { order: &order, pool: &pool, n, value_bytes: job.value_bytes };
+    read_phases(job, engine.as_ref(), &lookups, sink)?;
+    sink.put_peak_memory("peak_memory_bytes");
+    drop(engine);
+    breakdown(job, dir, &lookups, sink)?;
+    if let Some(engine) = start_limited(job, open, dir, sink)? {
+        let mut rng = datagen::rng(job.seed, 3);
+        lookups.run(engine.as_ref(), job.ops, Keys::Present, &mut rng, &mut Latencies::new(u64::MAX))?;
+        read_phases(job, engine.as_ref(), &lookups, sink)?;
+        end_limited(job, sink);
+    }
+    Ok(())
+}
+
+/// The timed passes: present keys, then missing keys.
+fn read_phases(job: &Job, engine: &dyn Engine, lookups: &Lookups<'_>, sink: &mut Sink) -> Result<()> {
     let mut rng = datagen::rng(job.seed, 1);
     let mut lat = Latencies::new(4);
-    let took = lookups(engine.as_ref(), &order, n, job.ops, Keys::Present, &mut rng, &mut lat)?;
+    let took = lookups.run(engine, job.ops, Keys::Present, &mut rng, &mut lat)?;
     sink.put("get_ops_per_s", rate(job.ops, took), "ops/s");
     sink.put_latency("get", &mut lat);
 
     let mut lat = Latencies::new(4);
-    let took = lookups(engine.as_ref(), &order, n, job.ops, Keys::Missing, &mut rng, &mut lat)?;
+    let took = lookups.run(engine, job.ops, Keys::Missing, &mut rng, &mut lat)?;
     sink.put("get_missing_ops_per_s", rate(job.ops, took), "ops/s");
     sink.put_latency("get_missing", &mut lat);
-    sink.put_peak_memory("peak_memory_bytes");
-    drop(engine);
-    breakdown(job, dir, &order, sink)
+    Ok(())
 }
 
 /// Which keys a pass of lookups asks for.
@@ -64,51 +80,62 @@ enum Keys {
     Missing,
 }
 
-/// `ops` lookups of items uniform over the store's `n`, a new reader every
-/// [`READS_PER_READER`]; fails if a present key is not found, a missing one
-/// is, or a value is another row's. Returns the wall time of the pass.
-fn lookups(
-    engine: &dyn Engine,
-    order: &KeyOrder,
+/// What a pass of lookups needs: the store's keys and how its values
+/// were made.
+struct Lookups<'a> {
+    order: &'a KeyOrder,
+    pool: &'a ValuePool,
     n: u64,
-    ops: u64,
-    keys: Keys,
-    rng: &mut impl Rng,
-    lat: &mut Latencies,
-) -> Result<Duration> {
-    let mut wrong = None;
-    let mut unexpected = 0u64;
-    let t = Instant::now();
-    let mut done = 0;
-    while done < ops {
-        let mut reader = engine.reader()?;
-        for _ in 0..READS_PER_READER.min(ops - done) {
-            let i = rng.random_range(0..n);
-            let key = datagen::u64_key(match keys {
-                Keys::Present => order.key_number(i),
-                Keys::Missing => order.missing_number(i, n),
-            });
-            let found = lat.time(|| {
-                reader.get(&key, &mut |v| {
-                    if datagen::value_id(v) != Some(i) {
-                        wrong = Some(i);
-                    }
-                })
-            })?;
-            unexpected += u64::from(found != (keys == Keys::Present));
-            done += 1;
+    value_bytes: usize,
+}
+
+impl Lookups<'_> {
+    /// `ops` lookups of items uniform over the store's `n`, a new reader
+    /// every [`READS_PER_READER`]; fails if a present key is not found, a
+    /// missing one is, or a value is not, byte for byte, the one written.
+    /// Returns the wall time of the pass.
+    fn run(
+        &self,
+        engine: &dyn Engine,
+        ops: u64,
+        keys: Keys,
+        rng: &mut impl Rng,
+        lat: &mut Latencies,
+    ) -> Result<Duration> {
+        let mut wrong = None;
+        let mut unexpected = 0u64;
+        let t = Instant::now();
+        let mut done = 0;
+        while done < ops {
+            let mut reader = engine.reader()?;
+            for _ in 0..READS_PER_READER.min(ops - done) {
+                let i = rng.random_range(0..self.n);
+                let key = datagen::u64_key(match keys {
+                    Keys::Present => self.order.key_number(i),
+                    Keys::Missing => self.order.missing_number(i, self.n),
+                });
+                let found = lat.time(|| {
+                    reader.get(&key, &mut |v| {
+                        if let Err(e) = self.pool.check(v, i, 0..=0, self.value_bytes) {
+                            wrong.get_or_insert(e);
+                        }
+                    })
+                })?;
+                unexpected += u64::from(found != (keys == Keys::Present));
+                done += 1;
+            }
         }
+        let took = t.elapsed();
+        if let Some(e) = wrong {
+            return Err(format!("omendb: a wrong value: {e}").into());
+        }
+        if unexpected > 0 {
+            let what =
+                if keys == Keys::Present { "present keys were not found" } else { "missing keys were found" };
+            return Err(format!("omendb: {unexpected} {what}").into());
+        }
+        Ok(took)
     }
-    let took = t.elapsed();
-    if let Some(i) = wrong {
-        return Err(format!("omendb: key of item {i} returned another row's value").into());
-    }
-    if unexpected > 0 {
-        let what =
-            if keys == Keys::Present { "present keys were not found" } else { "missing keys were found" };
-        return Err(format!("omendb: {unexpected} {what}").into());
-    }
-    Ok(took)
 }
 
 /// Lookups per pass of Basalt's latency breakdown, at most (fewer when the
@@ -125,7 +152,7 @@ pub const BREAKDOWN_PHASES: [&str; 6] = ["memtable", "filter", "index", "block",
 /// of present and a pass of missing keys, each recorded as the mean
 /// nanoseconds per lookup in each phase. The clock reads of the timing are
 /// in these figures, so they add up to more than the timed passes' mean.
-fn breakdown(job: &Job, dir: &Path, order: &KeyOrder, sink: &mut Sink) -> Result<()> {
+fn breakdown(job: &Job, dir: &Path, lookups: &Lookups<'_>, sink: &mut Sink) -> Result<()> {
     let Some(engine) = engine::open_timed(job.engine, dir, &job.config(true))? else { return Ok(()) };
     let ops = job.ops.min(BREAKDOWN_OPS);
     let mut rng = datagen::rng(job.seed, 2);
@@ -140,10 +167,10 @@ fn breakdown(job: &Job, dir: &Path, order: &KeyOrder, sink: &mut Sink) -> Result
         sums[5] = sums[..5].iter().sum();
         Ok((l.gets, sums))
     };
-    lookups(engine.as_ref(), order, job.scale, ops, Keys::Present, &mut rng, &mut unsampled)?;
+    lookups.run(engine.as_ref(), ops, Keys::Present, &mut rng, &mut unsampled)?;
     for (keys, prefix) in [(Keys::Present, "get_breakdown"), (Keys::Missing, "get_missing_breakdown")] {
         let (gets_before, before) = totals(engine.as_ref())?;
-        lookups(engine.as_ref(), order, job.scale, ops, keys, &mut rng, &mut unsampled)?;
+        lookups.run(engine.as_ref(), ops, keys, &mut rng, &mut unsampled)?;
         let (gets_after, after) = totals(engine.as_ref())?;
         let gets = (gets_after - gets_before).max(1) as f64;
         for ((phase, b), a) in BREAKDOWN_PHASES.iter().zip(before).zip(after) {

@@ -4,7 +4,11 @@
 //! phase, then each workload's run phase with 1 and 2 client threads, in
 //! YCSB's recommended order (A, B, C, F, D, E: the inserts of D and E come
 //! last). Each operation is its own transaction and takes a fresh reader,
-//! as an application serving requests would.
+//! as an application serving requests would. The harness keeps the latest
+//! acknowledged version of every item: a read must return, byte for byte,
+//! that version or a newer one (a concurrent update), so a stale value
+//! fails the run; a scan checks each row's key, id and version. With a
+//! memory limit the run phases go again under it.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,9 +16,9 @@ use std::time::Instant;
 
 use rand::Rng;
 
-use super::{Job, Sink, load, rate};
+use super::{Job, Opener, Sink, end_limited, load, rate, start_limited};
 use crate::datagen::{self, Chooser, Distribution, ValuePool};
-use crate::engine::{self, Engine, Result};
+use crate::engine::{Engine, Result};
 use crate::measure::Latencies;
 
 /// Rows per batch in the load phase.
@@ -52,12 +56,19 @@ struct Phase<'a> {
     engine: &'a dyn Engine,
     pool: &'a ValuePool,
     value_bytes: usize,
+    items: &'a Items,
+}
+
+/// What the harness knows of the items, across phases and passes.
+struct Items {
     /// Items inserted so far (the load plus D's and E's inserts).
-    inserted: &'a AtomicU64,
+    inserted: AtomicU64,
     /// Next item number to insert.
-    next_insert: &'a AtomicU64,
+    next_insert: AtomicU64,
     /// Update version, so every write has new bytes.
-    version: &'a AtomicU64,
+    version: AtomicU64,
+    /// The latest acknowledged version of each item (0: the load's).
+    acknowledged: Vec<AtomicU64>,
 }
 
 #[derive(Debug, Default)]
@@ -65,20 +76,63 @@ struct Outcome {
     ops: u64,
     wrong: u64,
     missing: u64,
+    /// The first wrong value, described.
+    first_wrong: Option<String>,
+}
+
+impl Outcome {
+    fn wrong(&mut self, what: String) {
+        self.wrong += 1;
+        self.first_wrong.get_or_insert(what);
+    }
 }
 
 impl Phase<'_> {
+    fn acknowledged(&self, id: u64) -> Result<&AtomicU64> {
+        self.items
+            .acknowledged
+            .get(id as usize)
+            .ok_or_else(|| format!("ycsb: item {id} beyond the version table").into())
+    }
+
     fn write(&self, id: u64) -> Result<()> {
         let mut v = Vec::new();
-        self.pool.fill(id, self.version.fetch_add(1, Ordering::Relaxed) + 1, self.value_bytes, &mut v);
-        self.engine.write(&[(datagen::ycsb_key(id), v)])
+        let version = self.items.version.fetch_add(1, Ordering::Relaxed) + 1;
+        self.pool.fill(id, version, self.value_bytes, &mut v);
+        self.engine.write(&[(datagen::ycsb_key(id), v)])?;
+        self.acknowledged(id)?.fetch_max(version, Ordering::AcqRel);
+        Ok(())
     }
 
     fn read(&self, id: u64, out: &mut Outcome) -> Result<()> {
+        let floor = self.acknowledged(id)?.load(Ordering::Acquire);
         let mut reader = self.engine.reader()?;
-        let found = reader
-            .get(&datagen::ycsb_key(id), &mut |v| out.wrong += u64::from(datagen::value_id(v) != Some(id)))?;
+        let mut wrong = None;
+        let found = reader.get(&datagen::ycsb_key(id), &mut |v| {
+            // Issued before this check: a concurrent update's version
+            // may be newer than `floor`, never newer than this.
+            let latest = self.items.version.load(Ordering::Acquire);
+            wrong = self.pool.check(v, id, floor..=latest, self.value_bytes).err();
+        })?;
+        if let Some(e) = wrong {
+            out.wrong(e);
+        }
         out.missing += u64::from(!found);
+        Ok(())
+    }
+
+    fn scan(&self, id: u64, len: usize, out: &mut Outcome) -> Result<()> {
+        let mut reader = self.engine.reader()?;
+        reader.scan(&datagen::ycsb_key(id), None, len, &mut |k, v| {
+            let Some((row, version)) = datagen::value_header(v) else {
+                out.wrong(format!("a scanned value of {} bytes", v.len()));
+                return;
+            };
+            let floor = self.items.acknowledged.get(row as usize).map_or(0, |a| a.load(Ordering::Acquire));
+            if datagen::ycsb_key(row) != k || version < floor || v.len() != self.value_bytes.max(16) {
+                out.wrong(format!("scanned item {row}: version {version}, {floor} acknowledged"));
+            }
+        })?;
         Ok(())
     }
 
@@ -94,12 +148,12 @@ impl Phase<'_> {
         out: &mut Outcome,
     ) -> Result<()> {
         let mut rng = datagen::rng(seed, 0);
-        let items = self.inserted.load(Ordering::Acquire);
+        let items = self.items.inserted.load(Ordering::Acquire);
         let mut chooser = Chooser::new(dist, items);
         for _ in 0..ops {
             let p = rng.random_range(0..100u32);
             let t = lat.sample_next().then(Instant::now);
-            let present = self.inserted.load(Ordering::Acquire);
+            let present = self.items.inserted.load(Ordering::Acquire);
             let id = chooser.next(&mut rng, present).min(present - 1);
             if p < m.read {
                 let r = Instant::now();
@@ -108,15 +162,12 @@ impl Phase<'_> {
             } else if p < m.read + m.update {
                 self.write(id)?;
             } else if p < m.read + m.update + m.insert {
-                let new = self.next_insert.fetch_add(1, Ordering::Relaxed);
+                let new = self.items.next_insert.fetch_add(1, Ordering::Relaxed);
                 self.write(new)?;
-                self.inserted.fetch_max(new + 1, Ordering::Release);
+                self.items.inserted.fetch_max(new + 1, Ordering::Release);
             } else if p < m.read + m.update + m.insert + m.scan {
                 let len = rng.random_range(1..=SCAN_ROWS_MAX);
-                let mut reader = self.engine.reader()?;
-                reader.scan(&datagen::ycsb_key(id), None, len, &mut |k, v| {
-                    out.wrong += u64::from(datagen::value_id(v).map(datagen::ycsb_key).as_deref() != Some(k));
-                })?;
+                self.scan(id, len, out)?;
             } else {
                 self.read(id, out)?;
                 self.write(id)?;
@@ -131,9 +182,9 @@ impl Phase<'_> {
 }
 
 /// Loads the records, then runs the job's workloads with each thread count.
-pub fn run(job: &Job, dir: &Path, sink: &mut Sink) -> Result<()> {
+pub fn run(job: &Job, open: &Opener<'_>, dir: &Path, sink: &mut Sink) -> Result<()> {
     let n = job.scale;
-    let engine = engine::open(job.engine, dir, &job.config(false))?;
+    let engine = open(dir)?;
     let pool = ValuePool::new(job.seed);
     let stats = load(engine.as_ref(), n, LOAD_BATCH_ROWS, |i, (k, v)| {
         *k = datagen::ycsb_key(i);
@@ -152,26 +203,35 @@ pub fn run(job: &Job, dir: &Path, sink: &mut Sink) -> Result<()> {
         "rows/s",
     );
 
-    let inserted = AtomicU64::new(n);
-    let next_insert = AtomicU64::new(n);
-    let version = AtomicU64::new(0);
-    let phase = Phase {
-        engine: engine.as_ref(),
-        pool: &pool,
-        value_bytes: job.value_bytes,
-        inserted: &inserted,
-        next_insert: &next_insert,
-        version: &version,
+    // Room for every insert D and E could make, in both passes.
+    let insert_phases = job.ycsb.iter().filter(|l| matches!(l, 'd' | 'e')).count() * job.threads.len() * 2;
+    let items = Items {
+        inserted: AtomicU64::new(n),
+        next_insert: AtomicU64::new(n),
+        version: AtomicU64::new(0),
+        acknowledged: (0..n + job.ops * insert_phases as u64).map(|_| AtomicU64::new(0)).collect(),
     };
+    let value_bytes = job.value_bytes;
+    run_phases(job, &Phase { engine: engine.as_ref(), pool: &pool, value_bytes, items: &items }, sink)?;
+    sink.put_peak_memory("peak_memory_bytes");
+    drop(engine);
+    if let Some(engine) = start_limited(job, open, dir, sink)? {
+        run_phases(job, &Phase { engine: engine.as_ref(), pool: &pool, value_bytes, items: &items }, sink)?;
+        end_limited(job, sink);
+    }
+    Ok(())
+}
+
+/// The job's run phases, in YCSB's order, each with every thread count.
+fn run_phases(job: &Job, phase: &Phase<'_>, sink: &mut Sink) -> Result<()> {
     for letter in ORDER.into_iter().filter(|l| job.ycsb.contains(l)) {
         let m = mix(letter).ok_or("unknown YCSB workload")?;
         let dist = if letter == 'd' { Distribution::Latest } else { job.distribution };
         for &threads in &job.threads {
-            run_phase(job, &phase, letter, m, dist, threads, sink)?;
-            engine.settle()?;
+            run_phase(job, phase, letter, m, dist, threads, sink)?;
+            phase.engine.settle()?;
         }
     }
-    sink.put_peak_memory("peak_memory_bytes");
     Ok(())
 }
 
@@ -221,9 +281,17 @@ fn run_phase(
         total.ops += o.ops;
         total.wrong += o.wrong;
         total.missing += o.missing;
+        if total.first_wrong.is_none() {
+            total.first_wrong = o.first_wrong;
+        }
     }
     if total.wrong > 0 {
-        return Err(format!("ycsb-{letter}: {} reads returned another row", total.wrong).into());
+        return Err(format!(
+            "ycsb-{letter}: {} reads returned a wrong value (first: {})",
+            total.wrong,
+            total.first_wrong.unwrap_or_default()
+        )
+        .into());
     }
     // Latest (D) may pick an item whose insert is still in flight in
     // another thread; anything else missing is a bug.
