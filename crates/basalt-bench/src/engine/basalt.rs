@@ -131,7 +131,8 @@ mod tests {
 
     fn lookups(kind: Kind, timed: bool) -> (basalt::Stats, Option<GetLatency>) {
         let dir = tempfile::tempdir().expect("tempdir");
-        let cfg = Config { cache_bytes: 8 << 20, write_buffer_budget_bytes: None, int_keys: true };
+        let cfg =
+            Config { cache_bytes: 8 << 20, write_buffer_budget_bytes: None, int_keys: true, value_bytes: 16 };
         let engine = BasaltEngine::open(dir.path(), &cfg, kind, timed).expect("open");
         let rows: Vec<Row> = (0..2_000u64).map(|i| (i.to_be_bytes().to_vec(), vec![7; 16])).collect();
         engine.write(&rows).expect("write");
@@ -157,7 +158,7 @@ mod tests {
         assert!(latency.index_ns > 0.0 && latency.block_ns > 0.0, "{latency:?}");
         assert!(
             options(
-                &Config { cache_bytes: 0, write_buffer_budget_bytes: None, int_keys: true },
+                &Config { cache_bytes: 0, write_buffer_budget_bytes: None, int_keys: true, value_bytes: 16 },
                 Kind::BasaltFences
             )
             .contains("learned index off")

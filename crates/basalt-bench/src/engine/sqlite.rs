@@ -1,8 +1,11 @@
 //! SQLite through rusqlite (bundled): WAL journal, `synchronous=NORMAL` (no
 //! fsync per commit in WAL mode), statements prepared once per connection
-//! and reused (`prepare_cached`), one transaction per batch, a `WITHOUT
-//! ROWID` table for byte-string keys and an `INTEGER PRIMARY KEY` table for
-//! 8-byte integer keys. One writer connection; readers take connections
+//! and reused (`prepare_cached`), one transaction per batch, an `INTEGER
+//! PRIMARY KEY` table for 8-byte integer keys, and for byte-string keys a
+//! `WITHOUT ROWID` table when rows are small and a rowid table with a
+//! unique key index when they are not (SQLite's docs: a `WITHOUT ROWID`
+//! row should stay under about 1/20 of a page; YCSB's 1 KB rows in one
+//! spilled to overflow pages and grew the file 5×). One writer connection; readers take connections
 //! from a pool, one per thread, each with the same page-cache budget and
 //! memory-mapped reads (`mmap_size`, which SQLite's docs advise for
 //! read-heavy use: a page is read from the map instead of copied into the
@@ -35,8 +38,28 @@ pub fn options(cfg: &Config) -> String {
          prepared statements cached, one transaction per batch, one read transaction per reader",
         cfg.cache_bytes >> 20,
         MMAP_BYTES >> 20,
-        if cfg.int_keys { "INTEGER PRIMARY KEY" } else { "WITHOUT ROWID" }
+        table_layout(cfg)
     )
+}
+
+/// SQLite's default page size.
+const PAGE_BYTES: usize = 4096;
+
+/// Whether byte-string keys go into a `WITHOUT ROWID` table: rows under
+/// 1/20 of a page (SQLite's rule of thumb in "Clustered Indexes and the
+/// WITHOUT ROWID Optimization").
+fn without_rowid(cfg: &Config) -> bool {
+    !cfg.int_keys && cfg.value_bytes < PAGE_BYTES / 20
+}
+
+fn table_layout(cfg: &Config) -> &'static str {
+    if cfg.int_keys {
+        "INTEGER PRIMARY KEY"
+    } else if without_rowid(cfg) {
+        "WITHOUT ROWID"
+    } else {
+        "rowid table with a unique BLOB key index (rows over 1/20 of a page)"
+    }
 }
 
 /// `mmap_size`: the bundled build's largest (`SQLITE_MAX_MMAP_SIZE`,
@@ -59,8 +82,10 @@ impl SqliteEngine {
         writer.pragma_update_and_check(None, "journal_mode", "WAL", |_| Ok(()))?;
         let table = if cfg.int_keys {
             "CREATE TABLE IF NOT EXISTS kv (k INTEGER PRIMARY KEY, v BLOB NOT NULL)"
-        } else {
+        } else if without_rowid(cfg) {
             "CREATE TABLE IF NOT EXISTS kv (k BLOB PRIMARY KEY, v BLOB NOT NULL) WITHOUT ROWID"
+        } else {
+            "CREATE TABLE IF NOT EXISTS kv (k BLOB PRIMARY KEY, v BLOB NOT NULL)"
         };
         writer.execute_batch(table)?;
         Ok(SqliteEngine { path, cfg: *cfg, writer: Mutex::new(writer), readers: Mutex::new(Vec::new()) })

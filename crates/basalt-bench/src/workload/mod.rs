@@ -80,7 +80,12 @@ pub struct Job {
 impl Job {
     /// The engine configuration of this job.
     pub fn config(&self, int_keys: bool) -> Config {
-        Config { cache_bytes: self.cache_bytes, write_buffer_budget_bytes: self.budget_bytes, int_keys }
+        Config {
+            cache_bytes: self.cache_bytes,
+            write_buffer_budget_bytes: self.budget_bytes,
+            int_keys,
+            value_bytes: self.value_bytes,
+        }
     }
 
     /// The workload's name in result files.
