@@ -164,7 +164,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn eviction_drops_a_files_pages() {
+    fn eviction_walks_subdirectories_and_keeps_the_data() {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::create_dir(dir.path().join("sub")).expect("mkdir");
         let path = dir.path().join("sub").join("data");

@@ -189,14 +189,15 @@ impl Kind {
     /// The engine's version (of the library the crate wraps, where it says).
     pub fn version(self) -> String {
         match self {
-            k if k.is_basalt() => format!("basalt {}", env!("CARGO_PKG_VERSION")),
+            Kind::Basalt | Kind::BasaltFences | Kind::BasaltGetWith | Kind::BasaltNoMaps => {
+                format!("basalt {}", env!("CARGO_PKG_VERSION"))
+            }
             Kind::Sqlite => sqlite::version(),
             Kind::Lmdb => lmdb::version(),
             Kind::Redb => format!("redb {}", env!("BENCH_VERSION_REDB")),
             Kind::Fjall => format!("fjall {}", env!("BENCH_VERSION_FJALL")),
             Kind::Rocksdb => format!("rust-rocksdb {}", env!("BENCH_VERSION_ROCKSDB")),
             Kind::Leveldb => format!("LevelDB 1.22 (leveldb-sys {})", env!("BENCH_VERSION_LEVELDB")),
-            _ => unreachable!("every Basalt kind is matched above"),
         }
     }
 
@@ -205,7 +206,9 @@ impl Kind {
         let cache = cfg.cache_bytes >> 20;
         let budget = cfg.write_buffer_budget_bytes.map(|b| b >> 20);
         match self {
-            k if k.is_basalt() => basalt::options(cfg, self),
+            Kind::Basalt | Kind::BasaltFences | Kind::BasaltGetWith | Kind::BasaltNoMaps => {
+                basalt::options(cfg, self)
+            }
             Kind::Sqlite => sqlite::options(cfg),
             Kind::Lmdb => lmdb::OPTIONS.to_string(),
             Kind::Redb => format!("cache {cache} MiB; Durability::None per batch, Immediate on settle"),
@@ -224,7 +227,6 @@ impl Kind {
                 "LRU cache {cache} MiB, 10-bit bloom filter, 4 KiB blocks, 4 MiB write buffer, no compression, \
                  sync=false; settle = synced empty batch + full compact_range"
             ),
-            _ => unreachable!("every Basalt kind is matched above"),
         }
     }
 }
@@ -233,7 +235,9 @@ impl Kind {
 pub fn open(kind: Kind, dir: &Path, cfg: &Config) -> Result<Box<dyn Engine>> {
     std::fs::create_dir_all(dir)?;
     Ok(match kind {
-        k if k.is_basalt() => Box::new(basalt::BasaltEngine::open(dir, cfg, kind, false)?),
+        Kind::Basalt | Kind::BasaltFences | Kind::BasaltGetWith | Kind::BasaltNoMaps => {
+            Box::new(basalt::BasaltEngine::open(dir, cfg, kind, false)?)
+        }
         Kind::Sqlite => Box::new(sqlite::SqliteEngine::open(dir, cfg)?),
         Kind::Lmdb => Box::new(lmdb::LmdbEngine::open(dir, cfg)?),
         Kind::Redb => Box::new(redb::RedbEngine::open(dir, cfg)?),
@@ -308,13 +312,22 @@ pub fn check(engine: &dyn Engine, n: u64) -> Result<()> {
 mod tests {
     use super::*;
 
+    /// Integer keys, and byte keys with small and large rows (SQLite's two
+    /// table layouts for them).
+    fn test_configs() -> [Config; 3] {
+        [(false, 16), (false, 1000), (true, 16)].map(|(int_keys, value_bytes)| Config {
+            cache_bytes: 8 << 20,
+            write_buffer_budget_bytes: None,
+            int_keys,
+            value_bytes,
+        })
+    }
+
     #[test]
     fn every_built_engine_passes_the_check() {
         for kind in Kind::built() {
-            for (int_keys, value_bytes) in [(false, 16), (false, 1000), (true, 16)] {
+            for cfg in test_configs() {
                 let dir = tempfile::tempdir().expect("tempdir");
-                let cfg =
-                    Config { cache_bytes: 8 << 20, write_buffer_budget_bytes: None, int_keys, value_bytes };
                 let engine = open(kind, dir.path(), &cfg).expect("open");
                 check(engine.as_ref(), 1_000).unwrap_or_else(|e| panic!("{}: {e}", kind.name()));
             }
@@ -328,11 +341,8 @@ mod tests {
     #[test]
     fn readers_hold_one_read_transaction_where_the_engine_has_them() {
         for kind in Kind::built() {
-            // Both of SQLite's layouts for byte keys (small and large rows).
-            for (int_keys, value_bytes) in [(false, 16), (false, 1000), (true, 16)] {
+            for cfg in test_configs() {
                 let dir = tempfile::tempdir().expect("tempdir");
-                let cfg =
-                    Config { cache_bytes: 8 << 20, write_buffer_budget_bytes: None, int_keys, value_bytes };
                 let engine = open(kind, dir.path(), &cfg).expect("open");
                 let (k1, k2) = (5u64.to_be_bytes().to_vec(), 9u64.to_be_bytes().to_vec());
                 engine.write(&[(k1.clone(), b"one".to_vec())]).expect("write");

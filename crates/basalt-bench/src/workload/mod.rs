@@ -209,11 +209,6 @@ impl Sink {
             self.put(metric, b as f64, "bytes");
         }
     }
-
-    /// The records so far.
-    pub fn records(&self) -> &[Record] {
-        &self.records
-    }
 }
 
 /// The equal-memory pass: with a limit in `job`, evicts the database's
