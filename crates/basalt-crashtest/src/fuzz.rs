@@ -15,14 +15,10 @@ mod ops_seeds;
 mod table_ops;
 
 use std::path::Path;
-use std::sync::Arc;
 
-use basalt::cache::BlockCache;
-use basalt::codec::key::{self, KeyType, KeyValue};
-use basalt::io::MemFs;
-use basalt::log::reader::read_log;
-use basalt::sst::{SstIter, SstReader};
-use basalt::version::VersionEdit;
+use basalt::KeyValue;
+use basalt::inspect::{self, KeyType, ManifestEdit, Sst, read_log};
+use basalt::testing::MemFs;
 pub use ops::ops;
 
 /// A fuzz target's body.
@@ -71,17 +67,14 @@ pub const FIX_CHECKSUMS: u8 = 0xC5;
 /// record: every 2 bytes give the next payload's length (mod 4096), the
 /// payload follows (empty ones are skipped: a record is never empty).
 pub fn framed_log(data: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
+    let mut payloads = Vec::new();
     let mut rest = data;
     while rest.len() >= 2 {
         let n = usize::from(u16::from_le_bytes([rest[0], rest[1]]) % 4096).min(rest.len() - 2);
-        if n > 0 {
-            basalt::log::format::encode_record(&rest[2..2 + n], &mut out);
-            basalt::log::format::encode_record(basalt::log::format::SEAL_PAYLOAD, &mut out);
-        }
+        payloads.push(&rest[2..2 + n]);
         rest = &rest[2 + n..];
     }
-    out
+    inspect::frame_log(payloads)
 }
 
 /// `data` as a log file: framed with valid checksums when it asks for it.
@@ -103,7 +96,7 @@ pub fn wal(data: &[u8]) {
         assert!(*offset >= last_end, "records overlap");
         last_end = offset + payload.len() as u64;
         assert!(last_end <= data.len() as u64, "a record runs past the file");
-        if let Ok(batch) = basalt::wal::batch::decode(payload, path, *offset) {
+        if let Ok(batch) = basalt::inspect::decode_wal_batch(payload, path, *offset) {
             assert!(batch.entries.len() <= payload.len(), "more entries than bytes");
         }
     }
@@ -130,11 +123,11 @@ pub fn sst(data: &[u8]) {
         return;
     }
     // The engine's default, a memory map (`MemFs` maps by copying).
-    let Ok(reader) = SstReader::open(&fs, path, 9, Arc::new(BlockCache::new(1 << 20)), true) else { return };
+    let Ok(sst) = Sst::open(&fs, path, 9, true) else { return };
     // Each entry takes bytes of the file, which bounds a correct walk.
     let limit = data.len() + 1;
     let mut keys = Vec::new();
-    let mut it = SstIter::new(reader.clone());
+    let mut it = sst.cursor();
     let mut ok = it.seek_to_first().is_ok();
     while ok && it.valid() && keys.len() <= limit {
         keys.push((it.user_key().to_vec(), it.trailer()));
@@ -150,8 +143,8 @@ pub fn sst(data: &[u8]) {
     }
     assert!(back <= limit, "backward walk does not end");
     for (k, trailer) in keys.iter().take(64) {
-        let _ = reader.get(k, trailer >> 8);
-        let _ = reader.may_contain(k);
+        let _ = sst.get(k, trailer >> 8);
+        let _ = sst.may_contain(k);
     }
 }
 
@@ -167,7 +160,7 @@ fn le_u64(data: &[u8], at: usize) -> Option<u64> {
 /// (its trailer follows it), if it lies in `data`.
 fn fix_block(data: &mut [u8], offset: usize, size: usize) -> Option<()> {
     let kind = *data.get(offset.checked_add(size)?)?;
-    let crc = basalt::sst::format::block_crc(data.get(offset..offset + size)?, kind);
+    let crc = basalt::inspect::sst_format::block_crc(data.get(offset..offset + size)?, kind);
     data.get_mut(offset + size + 1..offset + size + 5)?.copy_from_slice(&crc.to_le_bytes());
     Some(())
 }
@@ -183,8 +176,8 @@ pub fn fix_sst_checksums(data: &[u8]) -> Vec<u8> {
 }
 
 fn fix_sst(data: &mut [u8]) -> Option<()> {
-    let footer = data.len().checked_sub(basalt::sst::format::FOOTER_BYTES)?;
-    let crc = basalt::sst::format::mask_crc(crc32c_of(&data[footer..footer + 28]));
+    let footer = data.len().checked_sub(basalt::inspect::sst_format::FOOTER_BYTES)?;
+    let crc = basalt::inspect::sst_format::mask_crc(crc32c_of(&data[footer..footer + 28]));
     data[footer + 28..footer + 32].copy_from_slice(&crc.to_le_bytes());
     let meta = usize::try_from(le_u64(data, footer)?).ok()?;
     let meta_size = le_u32(data, footer + 8)? as usize;
@@ -196,7 +189,7 @@ fn fix_sst(data: &mut [u8]) -> Option<()> {
         let offset = usize::try_from(le_u64(data, at + 1)?).ok()?;
         let size = le_u32(data, at + 9)? as usize;
         fix_block(data, offset, size)?;
-        if kind == basalt::sst::format::META_INDEX {
+        if kind == basalt::inspect::sst_format::META_INDEX {
             fix_data_blocks(data, offset, size);
         }
     }
@@ -248,8 +241,8 @@ pub fn manifest(data: &[u8]) {
 }
 
 fn round_trip_edit(payload: &[u8], path: &Path, offset: u64) {
-    let Ok(edit) = VersionEdit::decode(payload, path, offset) else { return };
-    let again = VersionEdit::decode(&edit.encode(), path, 0).expect("an encoded edit decodes");
+    let Ok(edit) = ManifestEdit::decode(payload, path, offset) else { return };
+    let again = ManifestEdit::decode(&edit.encode(), path, 0).expect("an encoded edit decodes");
     assert_eq!(again, edit, "edit changed across encode and decode");
 }
 
@@ -284,14 +277,14 @@ pub fn key_codec(data: &[u8]) {
     let (type_bytes, bytes) = rest.split_at(n);
     let types: Vec<KeyType> =
         type_bytes.iter().map(|&b| KEY_TYPES[usize::from(b) % KEY_TYPES.len()]).collect();
-    if let Ok(values) = key::decode(bytes, &types) {
-        let parts: Vec<KeyValue<'_>> = values.iter().map(key::OwnedKeyValue::as_value).collect();
-        assert_eq!(key::encode(&parts), bytes, "a decoded key is not canonical");
+    if let Ok(values) = inspect::decode_key(bytes, &types) {
+        let parts: Vec<KeyValue<'_>> = values.iter().map(basalt::OwnedKeyValue::as_value).collect();
+        assert_eq!(inspect::encode_key(&parts), bytes, "a decoded key is not canonical");
     }
-    if let Ok(values) = key::decode_nullable(bytes, &types) {
+    if let Ok(values) = inspect::decode_nullable_key(bytes, &types) {
         let parts: Vec<Option<KeyValue<'_>>> =
-            values.iter().map(|v| v.as_ref().map(key::OwnedKeyValue::as_value)).collect();
-        assert_eq!(key::encode_nullable(&parts), bytes, "a decoded nullable key is not canonical");
+            values.iter().map(|v| v.as_ref().map(basalt::OwnedKeyValue::as_value)).collect();
+        assert_eq!(inspect::encode_nullable_key(&parts), bytes, "a decoded nullable key is not canonical");
     }
 }
 
@@ -304,10 +297,10 @@ pub fn key_codec(data: &[u8]) {
 pub fn arrow_schema(data: &[u8]) {
     skip_caught_panics_in_hook();
     let round_trip = |schema: &arrow_schema::Schema| {
-        let bytes = basalt::table::schema_to_ipc(schema).expect("a decoded schema encodes");
-        basalt::table::schema_from_ipc(&bytes).expect("an encoded schema decodes")
+        let bytes = basalt::inspect::schema_to_ipc(schema).expect("a decoded schema encodes");
+        basalt::inspect::schema_from_ipc(&bytes).expect("an encoded schema decodes")
     };
-    if let Ok(schema) = basalt::table::schema_from_ipc(data) {
+    if let Ok(schema) = basalt::inspect::schema_from_ipc(data) {
         let once = round_trip(&schema);
         assert_eq!(round_trip(&once), once, "schema changed across encode and decode");
     }
@@ -319,8 +312,9 @@ pub mod seeds {
     use std::path::Path;
     use std::sync::Arc;
 
-    use basalt::codec::key::{self, KeyValue};
-    use basalt::io::MemFs;
+    use basalt::KeyValue;
+    use basalt::inspect::{self, encode_key};
+    use basalt::testing::MemFs;
     use basalt::{Compression, Db, Options, WriteBatch};
 
     /// Writes `<out>/<target>/seed-<n>` files for every target.
@@ -353,13 +347,13 @@ pub mod seeds {
             }
         }
         let keys: [(&[u8], Vec<u8>); 4] = [
-            (&[1, 4], key::encode(&[KeyValue::I64(-42)])),
-            (&[2, 12, 3], key::encode(&[KeyValue::Str("a\0b"), KeyValue::I32(7)])),
+            (&[1, 4], encode_key(&[KeyValue::I64(-42)])),
+            (&[2, 12, 3], encode_key(&[KeyValue::Str("a\0b"), KeyValue::I32(7)])),
             (
                 &[3, 11, 10, 0],
-                key::encode(&[KeyValue::Bytes(b"\x00\xff"), KeyValue::F64(-0.5), KeyValue::Bool(true)]),
+                encode_key(&[KeyValue::Bytes(b"\x00\xff"), KeyValue::F64(-0.5), KeyValue::Bool(true)]),
             ),
-            (&[1, 9], key::encode(&[KeyValue::F32(f32::NAN)])),
+            (&[1, 9], encode_key(&[KeyValue::F32(f32::NAN)])),
         ];
         for (n, (types, bytes)) in keys.iter().enumerate() {
             put("key_codec", n, &[types.to_vec(), bytes.clone()].concat())?;
@@ -373,7 +367,7 @@ pub mod seeds {
 
     /// A log file's payloads in the form `framed_log` takes.
     fn payloads_framed(log: &[u8]) -> Vec<u8> {
-        let records = basalt::log::reader::read_log(Path::new("seed"), log).expect("an intact log");
+        let records = inspect::read_log(Path::new("seed"), log).expect("an intact log");
         let mut out = Vec::new();
         for (_, payload) in records.records {
             out.extend_from_slice(&(payload.len() as u16).to_le_bytes());
@@ -427,7 +421,7 @@ pub mod seeds {
             Field::new("name", DataType::Utf8, true),
             Field::new("score", DataType::Float64, false),
         ]);
-        basalt::table::schema_to_ipc(&schema).expect("schema")
+        basalt::inspect::schema_to_ipc(&schema).expect("schema")
     }
 }
 
@@ -475,14 +469,13 @@ mod tests {
                 // block: fixed up, no checksum fails any more.
                 let mut damaged = bytes.clone();
                 damaged[20] ^= 0x40;
-                let meta_end = damaged.len() - basalt::sst::format::FOOTER_BYTES - 6;
+                let meta_end = damaged.len() - basalt::inspect::sst_format::FOOTER_BYTES - 6;
                 damaged[meta_end] ^= 0x01;
                 let fixed = fix_sst_checksums(&damaged);
                 let fs = MemFs::new();
                 fs.write_file_synced(Path::new("/s.sst"), &fixed).expect("write");
-                let opened =
-                    SstReader::open(&fs, Path::new("/s.sst"), 1, Arc::new(BlockCache::new(1 << 20)), true);
-                let read = opened.and_then(|r| r.read_block(0).map(|_| ()));
+                let opened = Sst::open(&fs, Path::new("/s.sst"), 1, true);
+                let read = opened.and_then(|sst| sst.cursor().seek_to_first());
                 assert!(read.as_ref().is_ok() || !format!("{read:?}").contains("checksum"), "{read:?}");
             }
         }
@@ -493,7 +486,8 @@ mod tests {
                 let log = read_log(Path::new("w"), &framed_log(rest)).expect("framed log reads");
                 assert!(log.records.len() >= 3 && log.torn_tail_at.is_none());
                 for (offset, payload) in &log.records {
-                    basalt::wal::batch::decode(payload, Path::new("w"), *offset).expect("a real batch");
+                    basalt::inspect::decode_wal_batch(payload, Path::new("w"), *offset)
+                        .expect("a real batch");
                 }
             }
         }

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use basalt::io::MemFs;
+use basalt::testing::MemFs;
 use basalt::{Db, Options, WriteBatch};
 use basalt_crashtest::workload::{self, Model, Workload};
 

@@ -20,7 +20,7 @@ fn peak_rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-/// Found by the `arrow_schema` fuzz target: `basalt::table::schema_from_ipc`
+/// Found by the `arrow_schema` fuzz target: `basalt::inspect::schema_from_ipc`
 /// hands its bytes (a table schema kept in the MANIFEST) to arrow-ipc's
 /// `StreamReader`, which panics on malformed input (`unimplemented!("Type
 /// NONE not supported")`, `Option::unwrap()` on a missing field) instead
@@ -30,7 +30,7 @@ fn peak_rss_kib() -> u64 {
 #[test]
 fn arrow_schema_decoding_panics_on_malformed_ipc() {
     let input = regression_input("arrow_schema", "type_none");
-    let result = std::panic::catch_unwind(AssertUnwindSafe(|| basalt::table::schema_from_ipc(&input)))
+    let result = std::panic::catch_unwind(AssertUnwindSafe(|| basalt::inspect::schema_from_ipc(&input)))
         .unwrap_or_else(|_| panic!("schema_from_ipc panicked on a malformed schema"));
     match result {
         Ok(_) => panic!("a malformed schema decoded"),
@@ -48,7 +48,7 @@ fn arrow_schema_decoding_allocates_the_claimed_length() {
     let mut input = vec![0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x00, 0x38];
     input.extend_from_slice(&[0u8; 35]);
     let before = peak_rss_kib();
-    let _ = std::panic::catch_unwind(AssertUnwindSafe(|| basalt::table::schema_from_ipc(&input)));
+    let _ = std::panic::catch_unwind(AssertUnwindSafe(|| basalt::inspect::schema_from_ipc(&input)));
     let grown_mib = (peak_rss_kib().saturating_sub(before)) / 1024;
     assert!(grown_mib < 64, "decoding 43 bytes raised peak memory by {grown_mib} MiB");
 }
@@ -67,7 +67,7 @@ fn empty_time_zone_table_refuses_its_own_batches() {
 
     use arrow_array::{ArrayRef, Int64Array, RecordBatch, TimestampSecondArray};
     use arrow_schema::{DataType, Field, Schema, TimeUnit};
-    let fs = basalt::io::MemFs::new();
+    let fs = basalt::testing::MemFs::new();
     let options = basalt::Options { fs: Arc::new(fs), ..basalt::Options::default() };
     let schema = Arc::new(Schema::new(vec![
         Field::new("id", DataType::Int64, false),
@@ -99,7 +99,8 @@ fn is_null_filter_with_a_literal_of_two_values_panics() {
     use arrow_array::{ArrayRef, Int64Array, RecordBatch};
     use arrow_schema::{DataType, Field, Schema};
     use basalt::{CmpOp, Filter, Predicate, ScanOptions};
-    let options = basalt::Options { fs: Arc::new(basalt::io::MemFs::new()), ..basalt::Options::default() };
+    let options =
+        basalt::Options { fs: Arc::new(basalt::testing::MemFs::new()), ..basalt::Options::default() };
     let schema = Arc::new(Schema::new(vec![
         Field::new("id", DataType::Int64, false),
         Field::new("v", DataType::Int64, true),

@@ -1,30 +1,52 @@
 //! Basalt: an embedded, crash-safe storage engine whose tables take and give
 //! Apache Arrow record batches. This crate root only re-exports the public
 //! API; the folders are the architecture (see `docs/architecture.md`).
+//!
+//! The API is [`Db`] and its handles ([`Table`], [`Snapshot`], iterators and
+//! scans), [`WriteBatch`], the option structs and [`Error`]. Two features add
+//! modules for tools rather than applications: `testing` (an in-memory file
+//! system that simulates crashes, fault injection) and `inspect` (dumping
+//! and checking the on-disk formats).
 
-pub mod cache;
-pub mod codec;
-pub mod compaction;
+mod codec;
+mod compaction;
 mod db;
 mod error;
 mod files;
-pub mod io;
-pub mod log;
-pub mod memtable;
+mod ids;
+mod io;
+mod log;
+mod memtable;
 mod options;
-pub mod row_cache;
-pub mod sst;
+mod row;
+mod sst;
 mod striped;
-pub mod table;
-pub mod version;
-pub mod wal;
+mod version;
+mod wal;
 
-pub use codec::key::KeyValue;
+#[cfg(feature = "inspect")]
+pub mod inspect;
+#[cfg(feature = "testing")]
+pub mod testing;
+
+/// The file-system seam: every byte the engine reads or writes goes
+/// through an [`Fs`](fs::Fs) (`Options::fs`), the real one by default.
+pub mod fs {
+    pub use crate::io::{FileLock, Fs, RandomAccessFile, RealFs, WritableFile};
+}
+
+/// The crates whose types the API shows, re-exported so that a user's
+/// versions always match the engine's.
+pub use {arrow_array, arrow_schema, bytes};
+
+pub use bytes::Bytes;
+pub use codec::key::{KeyValue, OwnedKeyValue};
 pub use db::{
-    Db, DbIterator, Direction, GetLatency, LevelStats, ScanOptions, Snapshot, Stats, Table, TableOptions,
-    TableScan,
+    Db, DbIterator, Direction, GetLatency, KeyValueRange, LevelStats, ReadOptions, ScanOptions, Snapshot,
+    Stats, Table, TableOptions, TableScan,
 };
 pub use error::{Error, Result};
-pub use options::{Compression, Options, ReadOptions, WriteOptions};
-pub use table::filter::{CmpOp, Filter, Predicate};
+pub use options::{Compression, Options, WriteOptions};
+pub use row::filter::{CmpOp, Filter, Predicate};
+pub use row::layout::COLUMNS_MAX as TABLE_COLUMNS_MAX;
 pub use wal::batch::WriteBatch;

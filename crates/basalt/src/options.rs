@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use crate::db::Snapshot;
 use crate::io::{Fs, RealFs};
 
 /// Per-block compression of SST data blocks.
@@ -210,11 +209,4 @@ impl WriteOptions {
     pub fn sync() -> Self {
         WriteOptions { sync: true }
     }
-}
-
-/// Options for one read.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ReadOptions<'a> {
-    /// Read as of this snapshot; `None` reads the latest committed state.
-    pub snapshot: Option<&'a Snapshot>,
 }

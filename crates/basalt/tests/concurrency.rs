@@ -247,7 +247,7 @@ fn memtable_memory_stays_within_the_budget() {
     stop.store(true, Ordering::Relaxed);
     let sampled_peak = sampler.join().expect("sampler panicked");
     let stats = db.stats();
-    let one_group = BATCH * (VALUE + 16 + basalt::memtable::ENTRY_OVERHEAD_BYTES) + 64;
+    let one_group = BATCH * (VALUE + 16 + basalt::testing::MEMTABLE_ENTRY_OVERHEAD_BYTES) + 64;
     assert!(sampled_peak <= BUDGET + one_group, "sampled {sampled_peak} B over the {BUDGET} B budget");
     assert!(
         stats.memtable_bytes_peak as usize <= BUDGET + one_group,

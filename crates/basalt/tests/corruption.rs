@@ -31,7 +31,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use basalt::io::{CrashMode, Fs, MemFs, RealFs};
+use basalt::fs::{Fs, RealFs};
+use basalt::testing::{CrashMode, MemFs};
 use basalt::{Compression, Db, DbIterator, Error, Options, WriteBatch, WriteOptions};
 use common::guard::{Watchdog, panic_message, record_background_panics, take_background_panics};
 use common::{Model, rng, run_seeded};

@@ -23,7 +23,7 @@ mod common;
 
 use std::collections::BTreeSet;
 
-use basalt::io::{CrashMode, MemFs};
+use basalt::testing::{CrashMode, MemFs};
 use basalt::{Db, Options, WriteBatch, WriteOptions};
 use common::history::{
     Context, DB, Entry, History, Op, assert_closed, copy, differing_keys, open, options_on, verify_recovery,

@@ -34,7 +34,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
 use arrow_array::{ArrayRef, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use basalt::io::{CrashMode, Fault, FaultError, MemFs, OpKind};
+use basalt::testing::{CrashMode, Fault, FaultError, MemFs, OpKind};
 use basalt::{Db, Error, Options, ScanOptions, Table, TableOptions, WriteBatch, WriteOptions};
 use common::history::{Entry, apply, options_on, random_entry, submit};
 use common::limit::{LIMIT, Limited, run_limited};

@@ -35,7 +35,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use basalt::io::{CrashMode, Fault, FaultError, MemFs, OpKind};
+use basalt::testing::{CrashMode, Fault, FaultError, MemFs, OpKind};
 use basalt::{Db, Error, Options, WriteOptions};
 use common::guard::{Watchdog, panic_message, record_background_panics, take_background_panics};
 use common::history::{DB, Entry, History, Op, options_on, read_all, verify_recovery, workload};

@@ -19,7 +19,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
 use arrow_array::{ArrayRef, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray, new_null_array};
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
-use basalt::io::MemFs;
+use basalt::testing::MemFs;
 use basalt::{Db, Direction, Error, KeyValue, Options, ScanOptions, Table, TableOptions, WriteBatch};
 use common::limit::{LIMIT, Limited, Pending, run_limited, spawn_limited, within};
 use common::{Model, rng, run_seeded};

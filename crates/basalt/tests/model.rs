@@ -7,7 +7,7 @@ mod common;
 
 use std::path::Path;
 
-use basalt::io::MemFs;
+use basalt::testing::MemFs;
 use basalt::{Db, Direction, ReadOptions, Snapshot, WriteBatch};
 use common::{
     Model, collect, model_range, random_bound, random_key, random_value, rng, run_seeded, small_options,

@@ -22,7 +22,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
 use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use basalt::io::MemFs;
+use basalt::testing::MemFs;
 use basalt::{Compression, Db, Error, Options, ScanOptions, Table, TableOptions, WriteBatch};
 use common::limit::{LIMIT, Limited, spawn_limited};
 use common::{Model, rng, seeds};

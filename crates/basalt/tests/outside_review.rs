@@ -239,7 +239,7 @@ fn smoke_floats() {
 // Second batch.
 
 use basalt::WriteOptions;
-use basalt::io::{CrashMode, Fault, MemFs, OpKind};
+use basalt::testing::{CrashMode, Fault, MemFs, OpKind};
 
 fn mem_opts(fs: &MemFs) -> Options {
     Options { fs: Arc::new(fs.clone()), ..Options::default() }
@@ -828,11 +828,11 @@ struct PanickingFs {
     armed: Arc<std::sync::atomic::AtomicBool>,
 }
 
-impl basalt::io::Fs for PanickingFs {
-    fn create(&self, path: &std::path::Path) -> basalt::Result<Box<dyn basalt::io::WritableFile>> {
+impl basalt::fs::Fs for PanickingFs {
+    fn create(&self, path: &std::path::Path) -> basalt::Result<Box<dyn basalt::fs::WritableFile>> {
         self.inner.create(path)
     }
-    fn open(&self, path: &std::path::Path) -> basalt::Result<Box<dyn basalt::io::RandomAccessFile>> {
+    fn open(&self, path: &std::path::Path) -> basalt::Result<Box<dyn basalt::fs::RandomAccessFile>> {
         self.inner.open(path)
     }
     fn rename(&self, from: &std::path::Path, to: &std::path::Path) -> basalt::Result<()> {
@@ -864,7 +864,7 @@ impl basalt::io::Fs for PanickingFs {
         &self,
         path: &std::path::Path,
         dir: &std::path::Path,
-    ) -> basalt::Result<Box<dyn basalt::io::FileLock>> {
+    ) -> basalt::Result<Box<dyn basalt::fs::FileLock>> {
         self.inner.lock(path, dir)
     }
 }

@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
-use basalt::io::MemFs;
+use basalt::testing::MemFs;
 use basalt::{
     CmpOp, Db, Error, Filter, KeyValue, Options, Predicate, ReadOptions, ScanOptions, Snapshot, Table,
     TableOptions, TableScan, WriteBatch, WriteOptions,
@@ -41,7 +41,7 @@ use rand::seq::SliceRandom;
 
 /// Columns a table may have (the zone map reader takes no more): a wider
 /// table must be refused when created.
-const COLUMNS_MAX: usize = basalt::table::layout::COLUMNS_MAX;
+const COLUMNS_MAX: usize = basalt::TABLE_COLUMNS_MAX;
 
 type KeyValueRange<'a> = (Bound<Vec<KeyValue<'a>>>, Bound<Vec<KeyValue<'a>>>);
 

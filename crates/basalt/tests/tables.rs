@@ -15,7 +15,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int32Type, Int64Type};
 use arrow_array::{Array, ArrayRef, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use basalt::io::MemFs;
+use basalt::testing::MemFs;
 use basalt::{CmpOp, Db, Error, Filter, KeyValue, Predicate, ScanOptions, Table, TableOptions};
 use rand::Rng;
 use rand::rngs::StdRng;
@@ -309,7 +309,7 @@ fn batches_across_tables_are_atomic_and_snapshots_pin_scans() {
     drop((snap, a, b));
     drop(db);
     // The synced multi-table batch survives a power loss as a whole.
-    let image = fs.crash(basalt::io::CrashMode::DropUnsynced, 7);
+    let image = fs.crash(basalt::testing::CrashMode::DropUnsynced, 7);
     let db = Db::open("/db", basalt::Options { fs: Arc::new(image), ..basalt::Options::default() })
         .expect("reopen");
     assert_eq!(scan(&db.table("a").expect("a"), None), vec![(2, (Some("x".into()), 2.0, Some(1)))]);

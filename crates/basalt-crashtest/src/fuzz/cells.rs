@@ -21,7 +21,7 @@ use arrow_array::{
     PrimitiveArray, RecordBatch, RecordBatchOptions, StringArray,
 };
 use arrow_schema::{DataType, SchemaRef, TimeUnit};
-use basalt::codec::key::OwnedKeyValue;
+use basalt::OwnedKeyValue;
 
 /// One value of a table column. Integers of every width, dates,
 /// timestamps and decimals are `Int`; the Large forms are their small

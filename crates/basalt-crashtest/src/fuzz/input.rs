@@ -18,7 +18,8 @@
 use std::sync::Arc;
 
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
-use basalt::codec::key::{KeyType, OwnedKeyValue};
+use basalt::OwnedKeyValue;
+use basalt::inspect::KeyType;
 
 use super::cells::{Cell, key_value};
 

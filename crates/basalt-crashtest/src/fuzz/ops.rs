@@ -21,7 +21,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use basalt::io::{Fs, MemFs};
+use basalt::fs::Fs;
+use basalt::testing::MemFs;
 use basalt::{Compression, Db, Options, ReadOptions, Snapshot, Table, TableOptions, WriteBatch};
 
 use super::input::{Input, table_spec};

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, BooleanArray, Scalar};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use basalt::codec::key::OwnedKeyValue;
+use basalt::OwnedKeyValue;
 use basalt::{CmpOp, Db, Filter, Predicate, ReadOptions, ScanOptions, Snapshot, Table, WriteBatch};
 
 use super::cells::{Cell, KeyCell, array_of, batch_of, cells_of, key_cell, key_value, rows_of};

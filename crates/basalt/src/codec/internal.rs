@@ -98,20 +98,16 @@ pub struct InternalKey {
 }
 
 impl InternalKey {
+    #[cfg(test)]
     /// Builds an internal key.
     pub fn new(user_key: Bytes, seqno: SeqNo, kind: Kind) -> Self {
         InternalKey { user_key, trailer: pack_trailer(seqno, kind) }
     }
 
+    #[cfg(test)]
     /// The sequence number of the write.
     pub fn seqno(&self) -> SeqNo {
         self.trailer >> 8
-    }
-
-    /// The kind of the write; unknown kinds read as `Put` never happen because
-    /// every trailer is validated when decoded.
-    pub fn kind(&self) -> Kind {
-        Kind::from_u8((self.trailer & 0xff) as u8).unwrap_or(Kind::Put)
     }
 
     /// The smallest internal key for `user_key` visible at `seqno`: seeking to

@@ -23,10 +23,13 @@
 
 use std::cmp::Ordering;
 
+#[cfg(any(test, feature = "inspect"))]
 use crate::error::{Error, Result};
 
+#[cfg(any(test, feature = "inspect"))]
 /// Marker before a null part in the nullable form; sorts before any value.
 pub const NULL_MARKER: u8 = 0x00;
+#[cfg(any(test, feature = "inspect"))]
 /// Marker before a present part in the nullable form.
 pub const PRESENT_MARKER: u8 = 0x01;
 
@@ -399,6 +402,7 @@ pub fn put_value(out: &mut Vec<u8>, v: &KeyValue<'_>) {
     }
 }
 
+#[cfg(any(test, feature = "inspect"))]
 /// Appends one nullable part: `00` for null, else `01` and the value.
 pub fn put_nullable(out: &mut Vec<u8>, v: Option<&KeyValue<'_>>) {
     match v {
@@ -424,6 +428,7 @@ pub fn encode(parts: &[KeyValue<'_>]) -> Vec<u8> {
     out
 }
 
+#[cfg(any(test, feature = "inspect"))]
 /// Appends the encoding of a tuple whose every part carries a null marker.
 pub fn encode_nullable_into(parts: &[Option<KeyValue<'_>>], out: &mut Vec<u8>) {
     for part in parts {
@@ -431,6 +436,7 @@ pub fn encode_nullable_into(parts: &[Option<KeyValue<'_>>], out: &mut Vec<u8>) {
     }
 }
 
+#[cfg(any(test, feature = "inspect"))]
 /// Encodes a tuple whose every part carries a null marker; nulls sort first.
 pub fn encode_nullable(parts: &[Option<KeyValue<'_>>]) -> Vec<u8> {
     let mut out = Vec::new();
@@ -438,6 +444,7 @@ pub fn encode_nullable(parts: &[Option<KeyValue<'_>>]) -> Vec<u8> {
     out
 }
 
+#[cfg(any(test, feature = "inspect"))]
 /// Decodes a tuple of non-null parts of the given types; every byte must be
 /// used.
 pub fn decode(bytes: &[u8], types: &[KeyType]) -> Result<Vec<OwnedKeyValue>> {
@@ -447,6 +454,7 @@ pub fn decode(bytes: &[u8], types: &[KeyType]) -> Result<Vec<OwnedKeyValue>> {
     Ok(parts)
 }
 
+#[cfg(any(test, feature = "inspect"))]
 /// Decodes a tuple written by [`encode_nullable`]; every byte must be used.
 pub fn decode_nullable(bytes: &[u8], types: &[KeyType]) -> Result<Vec<Option<OwnedKeyValue>>> {
     let mut reader = KeyReader::new(bytes);
@@ -455,6 +463,7 @@ pub fn decode_nullable(bytes: &[u8], types: &[KeyType]) -> Result<Vec<Option<Own
     Ok(parts)
 }
 
+#[cfg(any(test, feature = "inspect"))]
 /// Reads parts one at a time, for keys that mix nullable and non-null parts
 /// (an index key `enc_nullable(index cols) | enc(pk)`) or are read partially.
 ///
@@ -464,15 +473,11 @@ pub struct KeyReader<'a> {
     pos: usize,
 }
 
+#[cfg(any(test, feature = "inspect"))]
 impl<'a> KeyReader<'a> {
     /// A reader at the start of an encoded key.
     pub fn new(buf: &'a [u8]) -> Self {
         KeyReader { buf, pos: 0 }
-    }
-
-    /// Bytes read so far.
-    pub fn position(&self) -> usize {
-        self.pos
     }
 
     /// The bytes not yet read.
@@ -601,6 +606,7 @@ impl<'a> KeyReader<'a> {
     }
 }
 
+#[cfg(any(test, feature = "inspect"))]
 /// A corruption error at `offset` within the key; keys are not files, so the
 /// path is empty and the caller adds context.
 fn corrupt(offset: usize, what: impl Into<String>) -> Error {

@@ -8,4 +8,4 @@ pub mod merge;
 pub mod picker;
 pub mod retain;
 
-pub use picker::{CompactionTask, LevelTargets, choose};
+pub use picker::{CompactionTask, choose};

@@ -11,9 +11,9 @@
 use std::sync::Arc;
 
 use crate::codec::internal::InternalKey;
+use crate::ids::TreeId;
 use crate::options::Options;
 use crate::version::{FileMeta, LEVELS, TreeVersion, Version};
-use crate::wal::batch::TreeId;
 
 /// One compaction: merge `inputs` (from `level`) with `overlapping` (from
 /// `level + 1`) into new files at `level + 1`.

@@ -14,9 +14,9 @@ use crate::compaction::merge::MergedSsts;
 use crate::compaction::retain::Retention;
 use crate::compaction::{self, CompactionTask};
 use crate::error::{Error, Result};
+use crate::ids::TreeId;
 use crate::sst::{SstIter, SstWriter};
 use crate::version::{FileMeta, LEVELS, VersionEdit};
-use crate::wal::batch::TreeId;
 
 /// Starts the compaction thread.
 pub(crate) fn spawn(inner: Arc<DbInner>) -> Result<JoinHandle<()>> {
@@ -171,7 +171,7 @@ impl DbInner {
     fn merge_inputs(&self, task: &CompactionTask) -> Result<Vec<FileMeta>> {
         let mut cursors = Vec::new();
         for f in task.all_inputs() {
-            cursors.push(SstIter::new(self.table_cache.get(task.tree, f, &self.block_cache)?));
+            cursors.push(SstIter::new(self.sst_readers.get(task.tree, f, &self.block_cache)?));
         }
         let mut merged = MergedSsts::new(cursors)?;
         let snapshots: Vec<u64> = self.snapshots.lock().keys().copied().collect();

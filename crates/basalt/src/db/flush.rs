@@ -9,11 +9,11 @@ use std::time::Instant;
 use super::{DbInner, SuperVersion};
 use crate::error::{Error, Result};
 use crate::files::{self, FileKind};
+use crate::ids::TreeId;
 use crate::memtable::Memtable;
 use crate::sst::writer::{SstWriter, SstWriterOptions};
 use crate::version::edit::ReaderSlot;
 use crate::version::{FileMeta, VersionEdit};
-use crate::wal::batch::TreeId;
 
 /// Starts the flush thread.
 pub(crate) fn spawn(inner: Arc<DbInner>) -> Result<JoinHandle<()>> {
@@ -182,7 +182,7 @@ impl DbInner {
         let sv = self.state.load_full();
         let files = sv.version.trees.iter().flat_map(|(&tree, t)| t.all_files().map(move |(_, f)| (tree, f)));
         for (tree, file) in files.filter(|(_, f)| numbers.contains(&f.number)) {
-            if let Ok(reader) = self.table_cache.reader(tree, file, &self.block_cache) {
+            if let Ok(reader) = self.sst_readers.reader(tree, file, &self.block_cache) {
                 let _ = reader.check_blocks_in_place();
             }
         }
@@ -216,7 +216,7 @@ impl DbInner {
             };
             if obsolete {
                 if let Some(FileKind::Sst(n)) = files::parse(&name) {
-                    self.table_cache.evict(n, &self.block_cache);
+                    self.sst_readers.evict(n, &self.block_cache);
                 }
                 match self.fs.remove(&self.dir.join(&name)) {
                     Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}

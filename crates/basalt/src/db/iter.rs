@@ -11,9 +11,9 @@ use super::{DbInner, SuperVersion};
 use crate::codec::internal::{Kind, SeqNo, unpack_trailer};
 use crate::codec::key::prefix_successor;
 use crate::error::Result;
+use crate::ids::TreeId;
 use crate::memtable::MemCursor;
 use crate::sst::iter::SstIter;
-use crate::wal::batch::TreeId;
 
 /// Order of iteration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,7 +159,7 @@ impl DbIterator {
             if !self.file_overlaps(&file.smallest.user_key, &file.largest.user_key) {
                 continue;
             }
-            let reader = inner.table_cache.get(tree, file, &inner.block_cache)?;
+            let reader = inner.sst_readers.get(tree, file, &inner.block_cache)?;
             let mut c = SstIter::new(reader);
             match (start_ref, self.forward) {
                 (Some((k, t)), true) => c.seek(k, t)?,

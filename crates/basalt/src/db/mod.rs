@@ -6,11 +6,12 @@ mod flush;
 mod iter;
 mod open;
 mod read;
+pub(crate) mod row_cache;
 mod scan;
 mod snapshot;
+mod sst_readers;
 mod stats;
 mod table;
-mod table_cache;
 mod write;
 mod write_buffer;
 
@@ -24,22 +25,23 @@ use bytes::Bytes;
 use parking_lot::{Condvar, Mutex};
 
 pub use iter::{DbIterator, Direction};
-pub use scan::{ScanOptions, TableScan};
-pub use snapshot::Snapshot;
+pub use scan::{KeyValueRange, ScanOptions, TableScan};
+pub use snapshot::{ReadOptions, Snapshot};
 pub use stats::{GetLatency, LevelStats, Stats};
 pub use table::{Table, TableOptions};
 
-use crate::cache::BlockCache;
 use crate::codec::internal::SeqNo;
 use crate::error::{Error, Result};
+use crate::ids::DEFAULT_TREE;
 use crate::io::{FileLock, Fs};
 use crate::log::writer::LogWriter;
 use crate::memtable::Memtable;
-use crate::options::{Options, ReadOptions, WriteOptions};
+use crate::options::{Options, WriteOptions};
+use crate::sst::block_cache::BlockCache;
 use crate::version::{Version, VersionEdit, VersionSet};
-use crate::wal::batch::{DEFAULT_TREE, WriteBatch};
+use crate::wal::batch::WriteBatch;
+use sst_readers::SstReaders;
 use stats::Counters;
-use table_cache::TableCache;
 use write::WriteQueue;
 
 /// What readers need, swapped as one unit: the active memtable, the
@@ -147,12 +149,12 @@ pub(crate) struct DbInner {
     pub visible_seqno: AtomicU64,
     pub bg: Mutex<BgState>,
     pub bg_cv: Condvar,
-    pub table_cache: TableCache,
+    pub sst_readers: SstReaders,
     /// SSTs being written, not yet in any version: never obsolete.
     pub pending_outputs: Mutex<std::collections::HashSet<u64>>,
     pub block_cache: Arc<BlockCache>,
     /// With `Options::row_cache_bytes` above zero.
-    pub row_cache: Option<crate::row_cache::RowCache>,
+    pub row_cache: Option<crate::db::row_cache::RowCache>,
     /// Live snapshots: seqno → number of handles.
     pub snapshots: Mutex<std::collections::BTreeMap<SeqNo, usize>>,
     pub counters: Counters,
@@ -162,7 +164,7 @@ pub(crate) struct DbInner {
     pub gc_lock: Mutex<()>,
     /// Live table handles by tree, to refuse dropping a table in use.
     pub open_tables:
-        Mutex<std::collections::HashMap<crate::wal::batch::TreeId, std::sync::Weak<table::TableShared>>>,
+        Mutex<std::collections::HashMap<crate::ids::TreeId, std::sync::Weak<table::TableShared>>>,
 }
 
 /// An open database. `Send + Sync`: share it between threads by reference or
@@ -187,6 +189,12 @@ impl Db {
         db.threads.lock().push(flush::spawn(inner.clone())?);
         db.threads.lock().push(compact::spawn(inner)?);
         Ok(db)
+    }
+
+    /// The shared state, for the crate's own modules (`inspect`).
+    #[cfg_attr(not(feature = "inspect"), expect(dead_code, reason = "read by the inspect module"))]
+    pub(crate) fn inner(&self) -> &Arc<DbInner> {
+        &self.inner
     }
 
     /// The database directory.

@@ -7,11 +7,10 @@ use std::sync::atomic::AtomicU64;
 
 use parking_lot::{Condvar, Mutex};
 
+use super::sst_readers::SstReaders;
 use super::stats::Counters;
-use super::table_cache::TableCache;
 use super::write::{WriteQueue, insert_batch};
 use super::{BgState, DbInner, SuperVersion, SuperVersionCell};
-use crate::cache::BlockCache;
 use crate::codec::internal::{SEQNO_MAX, SeqNo};
 use crate::error::{Error, Result};
 use crate::files::{self, FileKind};
@@ -20,6 +19,7 @@ use crate::log::reader::read_log_file;
 use crate::log::writer::LogWriter;
 use crate::memtable::Memtable;
 use crate::options::Options;
+use crate::sst::block_cache::BlockCache;
 use crate::version::{VersionEdit, VersionSet};
 use crate::wal::batch;
 
@@ -76,14 +76,15 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         }),
         write_queue: Mutex::new(WriteQueue::default()),
         write_cv: Condvar::new(),
-        wal: Mutex::new(LogWriter::new(dir.join("unused"), Box::new(NoFile))),
+        wal: Mutex::new(LogWriter::new(Box::new(NoFile))),
         last_seqno: AtomicU64::new(last_seqno),
         visible_seqno: AtomicU64::new(last_seqno),
         bg: Mutex::new(BgState::default()),
         bg_cv: Condvar::new(),
-        table_cache: TableCache::new(fs, dir.to_path_buf(), opts.mmap_reads),
+        sst_readers: SstReaders::new(fs, dir.to_path_buf(), opts.mmap_reads),
         block_cache: Arc::new(BlockCache::new(opts.block_cache_bytes)),
-        row_cache: (opts.row_cache_bytes > 0).then(|| crate::row_cache::RowCache::new(opts.row_cache_bytes)),
+        row_cache: (opts.row_cache_bytes > 0)
+            .then(|| crate::db::row_cache::RowCache::new(opts.row_cache_bytes)),
         pending_outputs: Mutex::new(std::collections::HashSet::new()),
         snapshots: Mutex::new(std::collections::BTreeMap::new()),
         counters: Counters::default(),
@@ -327,7 +328,7 @@ impl DbInner {
         };
         let version = self.versions.lock().log_and_apply(edit)?;
         self.pending_outputs.lock().clear();
-        *self.wal.lock() = LogWriter::new(path, file);
+        *self.wal.lock() = LogWriter::new(file);
         self.state.replace(|_| SuperVersion {
             mem: Arc::new(Memtable::new(number)),
             imms: Vec::new(),

@@ -11,9 +11,9 @@ use bytes::Bytes;
 use super::{DbInner, SuperVersion};
 use crate::codec::internal::{Kind, SeqNo, unpack_trailer};
 use crate::error::{Error, Result};
+use crate::ids::TreeId;
 use crate::sst::filter::key_hash;
 use crate::sst::reader::LookupTrace;
-use crate::wal::batch::TreeId;
 
 impl DbInner {
     /// The seqno to read at and the state to read from. The state is loaded
@@ -116,7 +116,7 @@ impl DbInner {
         let mut probes = 0;
         for file in tree_version.files_for_key(user_key) {
             probes += 1;
-            let reader = self.table_cache.reader(tree, file, &self.block_cache)?;
+            let reader = self.sst_readers.reader(tree, file, &self.block_cache)?;
             let mut trace = LookupTrace { timed, ..LookupTrace::default() };
             let probe = timed.then(Instant::now);
             // The filter before the row cache: a key the file lacks costs

@@ -17,10 +17,10 @@ use crate::codec::internal::{Kind, SeqNo, unpack_trailer};
 use crate::codec::key::{KeyValue, prefix_successor};
 use crate::error::{Error, Result};
 use crate::memtable::MemCursor;
+use crate::row::filter::Filter;
+use crate::row::layout::{ColumnBuilder, ColumnSource, TableLayout, builders_for, decode_row};
+use crate::row::zone;
 use crate::sst::SstIter;
-use crate::table::filter::Filter;
-use crate::table::layout::{ColumnBuilder, ColumnSource, TableLayout, builders_for, decode_row};
-use crate::table::zone;
 
 /// Rows per output batch unless the scan asks otherwise.
 const BATCH_ROWS_DEFAULT: usize = 8192;
@@ -219,7 +219,7 @@ fn open_sources(table: &Table, sv: &SuperVersion, lower: &Bound<Vec<u8>>) -> Res
         if start.is_some_and(|k| file.largest.user_key.as_ref() < k) {
             continue;
         }
-        let mut c = SstIter::new(inner.table_cache.get(tree, file, &inner.block_cache)?);
+        let mut c = SstIter::new(inner.sst_readers.get(tree, file, &inner.block_cache)?);
         match start {
             Some(k) => c.seek(k, u64::MAX)?,
             None => c.seek_to_first()?,

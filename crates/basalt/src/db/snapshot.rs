@@ -11,7 +11,7 @@ use super::DbInner;
 use super::iter::{self, DbIterator, Direction};
 use crate::codec::internal::SeqNo;
 use crate::error::Result;
-use crate::wal::batch::DEFAULT_TREE;
+use crate::ids::DEFAULT_TREE;
 
 /// A consistent read-only view of the database at one moment.
 pub struct Snapshot {
@@ -66,4 +66,11 @@ impl Drop for Snapshot {
             }
         }
     }
+}
+
+/// Options for one read.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReadOptions<'a> {
+    /// Read as of this snapshot; `None` reads the latest committed state.
+    pub snapshot: Option<&'a Snapshot>,
 }

@@ -6,9 +6,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use super::DbInner;
+use crate::ids::DEFAULT_TREE;
 use crate::striped::StripedCounters;
 use crate::version::LEVELS;
-use crate::wal::batch::DEFAULT_TREE;
 
 // The read counters, by index into `Counters::reads`.
 const READ_GETS: usize = 0;
@@ -292,8 +292,8 @@ impl DbInner {
                 let n = c.reads.sum(READ_BY_MODEL);
                 if n == 0 { 0.0 } else { c.reads.sum(READ_WINDOW_SUM) as f64 / n as f64 }
             },
-            model_bytes_per_key: self.table_cache.model_bytes_per_key(),
-            blocks_unchecked: self.table_cache.blocks_unchecked(),
+            model_bytes_per_key: self.sst_readers.model_bytes_per_key(),
+            blocks_unchecked: self.sst_readers.blocks_unchecked(),
             delayed_groups: get(&c.delayed_groups),
             write_delay_time: Duration::from_micros(get(&c.delay_micros)),
             memtable_bytes_peak: get(&c.memtable_bytes_peak),
@@ -317,10 +317,10 @@ impl DbInner {
             block_cache_misses: self.block_cache.misses(),
             block_cache_bytes: self.block_cache.usage_bytes(),
             block_cache_capacity_bytes: self.block_cache.capacity_bytes(),
-            row_cache_hits: self.row_cache.as_ref().map_or(0, crate::row_cache::RowCache::hits),
-            row_cache_misses: self.row_cache.as_ref().map_or(0, crate::row_cache::RowCache::misses),
-            row_cache_bytes: self.row_cache.as_ref().map_or(0, crate::row_cache::RowCache::usage_bytes),
-            open_sst_readers: self.table_cache.len(),
+            row_cache_hits: self.row_cache.as_ref().map_or(0, crate::db::row_cache::RowCache::hits),
+            row_cache_misses: self.row_cache.as_ref().map_or(0, crate::db::row_cache::RowCache::misses),
+            row_cache_bytes: self.row_cache.as_ref().map_or(0, crate::db::row_cache::RowCache::usage_bytes),
+            open_sst_readers: self.sst_readers.len(),
             snapshots: self.snapshots.lock().values().sum(),
         }
     }

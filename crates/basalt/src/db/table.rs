@@ -8,16 +8,18 @@ use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::SchemaRef;
 use bytes::Bytes;
 
+use super::ReadOptions;
 use super::{Db, DbInner, SuperVersion};
 use crate::codec::internal::{Kind, SeqNo, unpack_trailer};
 use crate::codec::key::{self, KeyValue};
 use crate::error::{Error, Result};
-use crate::options::{ReadOptions, WriteOptions};
-use crate::table::layout::{ColumnBuilder, ColumnSource, TableLayout, builders_for, decode_row};
-use crate::table::{self, schema_to_ipc};
+use crate::ids::{DEFAULT_TREE, TreeId};
+use crate::options::WriteOptions;
+use crate::row::layout::{ColumnBuilder, ColumnSource, TableLayout, builders_for, decode_row};
+use crate::row::{self, schema_to_ipc};
 use crate::version::VersionEdit;
 use crate::version::edit::SCHEMA_BYTES_MAX;
-use crate::wal::batch::{DEFAULT_TREE, TreeId, WriteBatch};
+use crate::wal::batch::WriteBatch;
 
 /// Longest table name accepted, in bytes.
 const TABLE_NAME_BYTES_MAX: usize = 255;
@@ -215,7 +217,7 @@ impl WriteBatch {
             return Err(Error::InvalidArgument("a write batch holds at most 2^32 - 1 rows".into()));
         }
         let layout = &table.shared.layout;
-        let rows = table::encode_rows(layout, batch, delete)?;
+        let rows = row::encode_rows(layout, batch, delete)?;
         let opts = &table.inner.opts;
         for (key, row) in &rows.rows {
             if key.len() > opts.key_bytes_max {
@@ -233,7 +235,7 @@ impl WriteBatch {
                 )));
             }
         }
-        let ipc = table::batch_to_ipc(batch)?;
+        let ipc = row::batch_to_ipc(batch)?;
         let bound = self.bind_database(table.inner.id);
         debug_assert!(bound, "checked above");
         self.put_rows(table.shared.id, &ipc, rows, delete);
@@ -317,7 +319,7 @@ impl Table {
     pub fn get_many(&self, keys: &RecordBatch) -> Result<RecordBatch> {
         let layout = &self.shared.layout;
         layout.check_key_batch(keys)?;
-        let encoded = table::encode_rows(layout, keys, true)?;
+        let encoded = row::encode_rows(layout, keys, true)?;
         let (seqno, sv) = self.inner.read_view(None);
         let mut found = Vec::new();
         for (k, _) in &encoded.rows {
@@ -380,7 +382,7 @@ impl Table {
             return Err(Error::InvalidArgument(format!("table {} was dropped", self.shared.name)));
         };
         for file in tv.files_for_key(user_key) {
-            let reader = self.inner.table_cache.reader(tree, file, &self.inner.block_cache)?;
+            let reader = self.inner.sst_readers.reader(tree, file, &self.inner.block_cache)?;
             if let Some((block, i)) = reader.get_entry(user_key, seqno)? {
                 if !matches!(unpack_trailer(block.trailer(i)), Some((_, Kind::Put))) {
                     return Ok(None);

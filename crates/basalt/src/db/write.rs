@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::files;
 use crate::log::writer::LogWriter;
 use crate::memtable::{ENTRY_OVERHEAD_BYTES, Memtable};
-use crate::table::{self, layout::TableLayout};
+use crate::row::{self, layout::TableLayout};
 use crate::version::Version;
 use crate::wal::batch::{self, EncodedRows, WriteBatch};
 use std::path::Path;
@@ -295,7 +295,7 @@ impl DbInner {
             // Sync the old WAL so that no unsynced write in it can be lost
             // while a later synced write in the new WAL survives (a hole).
             wal.sync().map_err(|e| self.set_bg_error(e))?;
-            *wal = LogWriter::new(path, file);
+            *wal = LogWriter::new(file);
         }
         self.state.replace(|s| {
             let mut imms = Vec::with_capacity(s.imms.len() + 1);
@@ -395,7 +395,7 @@ pub(crate) fn insert_batch(
 
 /// Re-encodes the rows of a logged Arrow entry.
 fn decode_arrow_entry(layout: &TableLayout, ipc: &[u8], delete: bool, rows: u32) -> Result<EncodedRows> {
-    let batch = table::batch_from_ipc(ipc)?;
+    let batch = row::batch_from_ipc(ipc)?;
     if batch.num_rows() != rows as usize {
         return Err(Error::InvalidArgument(format!("{} rows, the entry says {rows}", batch.num_rows())));
     }
@@ -404,7 +404,7 @@ fn decode_arrow_entry(layout: &TableLayout, ipc: &[u8], delete: bool, rows: u32)
     } else {
         layout.check_batch(&batch)?;
     }
-    table::encode_rows(layout, &batch, delete)
+    row::encode_rows(layout, &batch, delete)
 }
 
 #[cfg(test)]

@@ -1,13 +1,17 @@
 //! File I/O. Every byte the engine reads or writes goes through the [`Fs`]
 //! trait, so tests can swap the disk for [`MemFs`], which simulates crashes.
 
+#[cfg(any(test, feature = "testing"))]
 mod faults;
 mod fs;
+#[cfg(any(test, feature = "testing"))]
 mod mem;
 mod mmap;
 mod real;
 
+#[cfg(any(test, feature = "testing"))]
 pub use faults::{Fault, FaultError, OpKind};
 pub use fs::{FileLock, Fs, RandomAccessFile, WritableFile};
+#[cfg(any(test, feature = "testing"))]
 pub use mem::{CrashMode, MemFs};
 pub use real::RealFs;

@@ -1,7 +1,5 @@
 //! Appends framed records to a log file.
 
-use std::path::{Path, PathBuf};
-
 use super::format;
 use crate::error::Result;
 use crate::io::WritableFile;
@@ -9,20 +7,14 @@ use crate::io::WritableFile;
 /// Writes records to one log file. Several records can be appended in one
 /// write (group commit), so a torn write can only damage the tail.
 pub struct LogWriter {
-    path: PathBuf,
     file: Box<dyn WritableFile>,
     scratch: Vec<u8>,
 }
 
 impl LogWriter {
     /// Wraps a freshly created file.
-    pub fn new(path: PathBuf, file: Box<dyn WritableFile>) -> Self {
-        LogWriter { path, file, scratch: Vec::new() }
-    }
-
-    /// The file's path.
-    pub fn path(&self) -> &Path {
-        &self.path
+    pub fn new(file: Box<dyn WritableFile>) -> Self {
+        LogWriter { file, scratch: Vec::new() }
     }
 
     /// Appends one record per payload and a seal record in a single write,
@@ -52,10 +44,5 @@ impl LogWriter {
     /// Bytes written so far.
     pub fn len(&self) -> u64 {
         self.file.len()
-    }
-
-    /// True when nothing was written.
-    pub fn is_empty(&self) -> bool {
-        self.file.is_empty()
     }
 }

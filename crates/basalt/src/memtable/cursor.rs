@@ -9,7 +9,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::{KeyView, MemKey, Memtable, Probe};
-use crate::wal::batch::TreeId;
+use crate::ids::TreeId;
 
 /// Entries copied per refill: large enough to amortise the O(log n) re-seek,
 /// small enough that a short scan copies little.
@@ -45,11 +45,6 @@ impl MemCursor {
         if self.buf.len() < CHUNK_ENTRIES {
             self.exhausted = true;
         }
-    }
-
-    /// Whether the cursor is on an entry.
-    pub fn valid(&self) -> bool {
-        !self.buf.is_empty()
     }
 
     /// The current entry's key. Call only when `valid()`.

@@ -15,7 +15,7 @@ use crossbeam_skiplist::SkipMap;
 pub use cursor::MemCursor;
 
 use crate::codec::internal::{SeqNo, key_prefix, seek_trailer};
-use crate::wal::batch::TreeId;
+use crate::ids::TreeId;
 
 /// Bytes charged per entry beyond its key and value: the skiplist node with
 /// its tower, the key struct and the value handle.
@@ -172,11 +172,6 @@ impl Memtable {
     /// Bytes charged to this memtable.
     pub fn approximate_bytes(&self) -> usize {
         self.bytes.load(AtomicOrdering::Relaxed)
-    }
-
-    /// Number of versions held.
-    pub fn len(&self) -> usize {
-        self.map.len()
     }
 
     /// True when nothing was inserted.

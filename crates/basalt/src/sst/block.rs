@@ -22,7 +22,7 @@ use arrow_buffer::Buffer;
 
 use crate::codec::internal::{Kind, compare_user_keys, unpack_trailer};
 use crate::error::{Error, Result};
-use crate::table::layout::{
+use crate::row::layout::{
     COLUMNS_MAX, ColumnBuilder, ColumnSource, TableLayout, array_from_buffers, builders_for, decode_row,
 };
 
@@ -51,7 +51,7 @@ pub struct BlockBuilder {
     /// bytes are split into Arrow columns instead of one value column.
     table: Option<(Arc<TableLayout>, Vec<ColumnBuilder>)>,
     /// Zones of the stored columns of the last finished table block.
-    last_zones: Option<Vec<crate::table::zone::Zone>>,
+    last_zones: Option<Vec<crate::row::zone::Zone>>,
 }
 
 impl Default for BlockBuilder {
@@ -82,14 +82,15 @@ impl BlockBuilder {
         BlockBuilder { table: Some((layout, builders)), ..BlockBuilder::new() }
     }
 
-    /// Rows added since the last [`BlockBuilder::finish`].
-    pub fn len(&self) -> usize {
-        self.rows
-    }
-
     /// True when no row was added.
     pub fn is_empty(&self) -> bool {
         self.rows == 0
+    }
+
+    /// Rows added since the last [`BlockBuilder::finish`].
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.rows
     }
 
     /// The size [`BlockBuilder::finish`] would return now: exact for table
@@ -175,7 +176,7 @@ impl BlockBuilder {
     }
 
     /// The zones of the block last returned by `finish` (table blocks).
-    pub fn take_zones(&mut self) -> Option<Vec<crate::table::zone::Zone>> {
+    pub fn take_zones(&mut self) -> Option<Vec<crate::row::zone::Zone>> {
         self.last_zones.take()
     }
 
@@ -204,7 +205,7 @@ impl BlockBuilder {
                 out
             }
             Some((layout, cols)) => {
-                let zones = layout.stored().iter().map(|&i| crate::table::zone::zone_of(&cols[i])).collect();
+                let zones = layout.stored().iter().map(|&i| crate::row::zone::zone_of(&cols[i])).collect();
                 self.last_zones = Some(zones);
                 let mut owned: Vec<Vec<u8>> = Vec::new();
                 for &i in layout.stored() {
@@ -357,11 +358,6 @@ impl Block {
         self.rows
     }
 
-    /// Always false: a decoded block has at least one row.
-    pub fn is_empty(&self) -> bool {
-        self.rows == 0
-    }
-
     /// Raw bytes of buffer `i` of the directory (for zero-copy column access).
     ///
     /// # Panics
@@ -382,6 +378,7 @@ impl Block {
     }
 
     /// The whole block contents.
+    #[cfg(test)]
     pub fn bytes(&self) -> &Bytes {
         &self.data
     }
@@ -578,11 +575,6 @@ impl<'a> Rows<'a> {
     /// Number of rows.
     pub fn len(&self) -> usize {
         self.len
-    }
-
-    /// Always false: a block has at least one row.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 
     /// Buffer `i` (one of the first five).

@@ -76,16 +76,6 @@ impl BloomBuilder {
         self.hashes.push(key_hash(user_key));
     }
 
-    /// Keys added so far.
-    pub fn len(&self) -> usize {
-        self.hashes.len()
-    }
-
-    /// True when no key was added.
-    pub fn is_empty(&self) -> bool {
-        self.hashes.is_empty()
-    }
-
     /// Encodes the filter block: header, then each line as eight u64 LE.
     pub fn finish(&self) -> Vec<u8> {
         let bits = self.hashes.len() as u64 * u64::from(self.bits_per_key);
@@ -152,6 +142,7 @@ impl BloomFilter {
         Ok(BloomFilter { lines: table, k })
     }
 
+    #[cfg(test)]
     /// False only if `user_key` was certainly not added.
     pub fn may_contain(&self, user_key: &[u8]) -> bool {
         self.may_contain_hash(key_hash(user_key))
@@ -171,6 +162,7 @@ impl BloomFilter {
     }
 
     /// Memory held by the filter.
+    #[cfg(test)]
     pub fn approximate_bytes(&self) -> usize {
         self.lines.len() * FILTER_LINE_BYTES
     }

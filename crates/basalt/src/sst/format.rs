@@ -127,6 +127,7 @@ pub fn mask_crc(crc: u32) -> u32 {
     crc.rotate_right(15).wrapping_add(CRC_MASK_DELTA)
 }
 
+#[cfg(test)]
 /// Inverse of [`mask_crc`].
 pub fn unmask_crc(masked: u32) -> u32 {
     masked.wrapping_sub(CRC_MASK_DELTA).rotate_left(15)

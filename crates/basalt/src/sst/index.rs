@@ -66,11 +66,6 @@ impl FenceIndex {
         self.handles.len()
     }
 
-    /// Always false: an SST has at least one data block.
-    pub fn is_empty(&self) -> bool {
-        self.handles.is_empty()
-    }
-
     /// Handle of data block `i`, or `None` past the end.
     pub fn handle(&self, i: usize) -> Option<BlockHandle> {
         self.handles.get(i).copied()
@@ -90,11 +85,6 @@ impl FenceIndex {
     pub fn find(&self, user_key: &[u8], trailer: u64) -> Option<usize> {
         let i = self.fences.seek(user_key, trailer);
         (i < self.len()).then_some(i)
-    }
-
-    /// Memory held by the index.
-    pub fn approximate_bytes(&self) -> usize {
-        self.fences.approximate_bytes() + self.handles.len() * std::mem::size_of::<BlockHandle>()
     }
 }
 

@@ -110,7 +110,6 @@ impl SstIter {
     }
 
     /// Moves to the next entry, or past the end. A no-op when invalid.
-    #[expect(clippy::should_implement_trait, reason = "a fallible cursor step, not an Iterator")]
     pub fn next(&mut self) -> Result<()> {
         let Some((b, block)) = &self.block else {
             return Ok(());

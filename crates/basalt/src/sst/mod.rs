@@ -4,6 +4,7 @@
 //! inside it (`block`, `filter`, `index`, `meta`, `seal`).
 
 pub mod block;
+pub mod block_cache;
 pub mod filter;
 pub mod format;
 pub mod index;
@@ -20,6 +21,4 @@ mod test_fs;
 mod tests;
 
 pub use iter::SstIter;
-pub use meta::Properties;
-pub use reader::SstReader;
-pub use writer::{SstSummary, SstWriter, SstWriterOptions};
+pub use writer::SstWriter;

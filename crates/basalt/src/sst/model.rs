@@ -191,6 +191,7 @@ impl Model {
         self.entries
     }
 
+    #[cfg(test)]
     /// The measured error bound (≤ ε + 1).
     pub fn err(&self) -> u64 {
         self.err
@@ -204,11 +205,6 @@ impl Model {
             + self.segment_radix.bytes()
             + self.block_radix.bytes()
             + 64
-    }
-
-    /// Number of segments.
-    pub fn segments(&self) -> usize {
-        self.segments.len()
     }
 
     /// Decodes a model block that starts at `offset` of `file`.

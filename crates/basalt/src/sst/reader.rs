@@ -18,10 +18,10 @@ use super::index::FenceIndex;
 use super::meta::{MetaEntry, Properties, decode_metaindex};
 use super::model::Model;
 use super::seal::{Unsealed, check_trailer, unseal};
-use crate::cache::BlockCache;
 use crate::codec::internal::{SeqNo, compare, seek_trailer};
 use crate::error::{Error, Result};
 use crate::io::{Fs, RandomAccessFile};
+use crate::sst::block_cache::BlockCache;
 
 /// An open SST, shared by lookups and iterators.
 pub struct SstReader {
@@ -34,7 +34,7 @@ pub struct SstReader {
     filter: Option<BloomFilter>,
     properties: Properties,
     /// Zone maps per data block (table trees).
-    zones: Option<Vec<Vec<crate::table::zone::Zone>>>,
+    zones: Option<Vec<Vec<crate::row::zone::Zone>>>,
     /// The learned index, when the SST has one.
     model: Option<Model>,
     /// The whole file, memory-mapped, when reads go through a map.
@@ -117,10 +117,6 @@ impl BlockStates {
         if let Some(s) = self.0.get(block) {
             s.store(state.pack(), Ordering::Relaxed);
         }
-    }
-
-    fn approximate_bytes(&self) -> usize {
-        self.0.len() * std::mem::size_of::<AtomicU64>()
     }
 
     fn unchecked(&self) -> usize {
@@ -226,7 +222,7 @@ impl SstReader {
             None => None,
         };
         let zones = match meta.zones {
-            Some(h) => Some(crate::table::zone::decode(&read(h)?, path, h.offset, index.len())?),
+            Some(h) => Some(crate::row::zone::decode(&read(h)?, path, h.offset, index.len())?),
             None => None,
         };
         let filter = match meta.filter {
@@ -250,6 +246,7 @@ impl SstReader {
         }))
     }
 
+    #[cfg(test)]
     /// False only if no entry of `user_key` can be in the file.
     pub fn may_contain(&self, user_key: &[u8]) -> bool {
         self.may_contain_hash(key_hash(user_key))
@@ -266,6 +263,7 @@ impl SstReader {
         self.filter.as_ref().map_or(0, |f| f.touch(hash))
     }
 
+    #[cfg(test)]
     /// The newest entry of exactly `user_key` with seqno <= `seqno`, as its
     /// trailer and value (empty for a delete). The value is copied out of
     /// the block, so holding it does not pin a cached block.
@@ -277,6 +275,7 @@ impl SstReader {
         self.get_unfiltered(user_key, seqno, &mut trace)
     }
 
+    #[cfg(test)]
     /// [`SstReader::get`] for a key that already passed the filter
     /// ([`SstReader::filter_traced`]). Reads a mapped file's checked blocks
     /// in place, without the block cache.
@@ -596,7 +595,7 @@ impl SstReader {
     }
 
     /// The zones of data block `index`'s stored columns, if recorded.
-    pub fn zones(&self, index: usize) -> Option<&[crate::table::zone::Zone]> {
+    pub fn zones(&self, index: usize) -> Option<&[crate::row::zone::Zone]> {
         self.zones.as_ref().and_then(|z| z.get(index)).map(Vec::as_slice)
     }
 
@@ -621,11 +620,6 @@ impl SstReader {
         &self.properties
     }
 
-    /// The file number blocks are cached under.
-    pub fn file_number(&self) -> u64 {
-        self.file_number
-    }
-
     /// Bytes in the file.
     pub fn file_size(&self) -> u64 {
         self.file_size
@@ -634,13 +628,6 @@ impl SstReader {
     /// Where the file is.
     pub fn path(&self) -> &Path {
         &self.path
-    }
-
-    /// Memory pinned by this reader (index and filter), outside the cache.
-    pub fn pinned_bytes(&self) -> usize {
-        self.index.approximate_bytes()
-            + self.filter.as_ref().map_or(0, BloomFilter::approximate_bytes)
-            + self.blocks.approximate_bytes()
     }
 }
 

@@ -9,13 +9,15 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use super::format::{FOOTER_BYTES, FORMAT_VERSION, Footer};
+use super::reader::SstReader;
 use super::test_fs::TestFs;
-use super::{SstIter, SstReader, SstSummary, SstWriter, SstWriterOptions};
-use crate::cache::BlockCache;
+use super::writer::{SstSummary, SstWriterOptions};
+use super::{SstIter, SstWriter};
 use crate::codec::internal::{Kind, SEQNO_MAX, compare, pack_trailer, unpack_trailer};
 use crate::error::{Error, Result};
 use crate::io::{Fs, RealFs};
 use crate::options::Compression;
+use crate::sst::block_cache::BlockCache;
 
 /// (user key, trailer, value), sorted in internal-key order.
 type Entry = (Vec<u8>, u64, Vec<u8>);

@@ -2,7 +2,7 @@
 //! they fill, then the filter, index, properties and metaindex blocks and the
 //! footer, then a sync.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use bytes::Bytes;
 
@@ -34,7 +34,7 @@ pub struct SstWriterOptions {
     pub tree_id: u32,
     /// For a table tree, its layout: data blocks then hold one set of
     /// Arrow buffers per stored column. `None` for the key-value tree.
-    pub layout: Option<std::sync::Arc<crate::table::layout::TableLayout>>,
+    pub layout: Option<std::sync::Arc<crate::row::layout::TableLayout>>,
     /// Build a learned index with this error bound; `None` writes none
     /// (readers then use the fence keys).
     pub learned_index_epsilon: Option<u32>,
@@ -77,7 +77,7 @@ pub struct SstWriter {
     smallest: Option<InternalKey>,
     stats: Properties,
     /// Zone maps of the data blocks written so far (table trees).
-    zones: Vec<Vec<crate::table::zone::Zone>>,
+    zones: Vec<Vec<crate::row::zone::Zone>>,
     /// The learned index being built, when enabled.
     model: Option<super::model::ModelBuilder>,
 }
@@ -131,12 +131,8 @@ impl SstWriter {
         }
     }
 
-    /// The file being written.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// Entries added so far.
+    #[cfg(test)]
     pub fn entries(&self) -> u64 {
         self.stats.entries
     }
@@ -262,7 +258,7 @@ impl SstWriter {
             meta.push(MetaEntry { kind: META_FILTER, handle });
         }
         if let Some(layout) = &self.options.layout {
-            let zones = crate::table::zone::encode(&self.zones, layout.stored().len());
+            let zones = crate::row::zone::encode(&self.zones, layout.stored().len());
             meta.push(MetaEntry { kind: META_ZONES, handle: self.write_block(zones, Compression::None)? });
         }
         if let Some(model) = self.model.as_ref().and_then(super::model::ModelBuilder::finish) {

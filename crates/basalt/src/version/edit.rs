@@ -26,7 +26,7 @@ use super::version::LEVELS;
 use crate::codec::internal::{InternalKey, SeqNo};
 use crate::codec::varint::{self, Reader};
 use crate::error::Result;
-use crate::wal::batch::TreeId;
+use crate::ids::TreeId;
 
 const TAG_LOG_NUMBER: u8 = 1;
 const TAG_NEXT_FILE: u8 = 2;

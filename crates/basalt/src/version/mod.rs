@@ -9,4 +9,4 @@ pub mod version;
 
 pub use edit::{FileMeta, VersionEdit};
 pub use set::VersionSet;
-pub use version::{LEVELS, TableDef, TreeVersion, Version};
+pub use version::{LEVELS, TreeVersion, Version};

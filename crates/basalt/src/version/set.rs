@@ -13,10 +13,10 @@ use super::version::Version;
 use crate::codec::internal::SeqNo;
 use crate::error::{Error, Result};
 use crate::files;
+use crate::ids::DEFAULT_TREE;
 use crate::io::Fs;
 use crate::log::reader::read_log_file;
 use crate::log::writer::LogWriter;
-use crate::wal::batch::{DEFAULT_TREE, TreeId};
 
 /// A MANIFEST larger than this is replaced by a fresh one holding a single
 /// snapshot edit, so recovery never replays an unbounded log.
@@ -156,7 +156,7 @@ impl VersionSet {
         edit.log_number = Some(self.log_number);
         edit.last_seqno = Some(self.last_seqno);
         edit.next_file_number = Some(self.next_file_number);
-        let mut writer = LogWriter::new(path.clone(), self.fs.create(&path)?);
+        let mut writer = LogWriter::new(self.fs.create(&path)?);
         writer.append([edit.encode().as_slice()])?;
         writer.sync()?;
         self.set_current(number)?;
@@ -246,15 +246,5 @@ impl VersionSet {
     /// Number of the live MANIFEST.
     pub fn manifest_number(&self) -> u64 {
         self.manifest_number
-    }
-
-    /// Last seqno recorded in the MANIFEST.
-    pub fn last_seqno(&self) -> SeqNo {
-        self.last_seqno
-    }
-
-    /// Whether tree `id` exists in the current version.
-    pub fn has_tree(&self, id: TreeId) -> bool {
-        self.current.tree(id).is_some()
     }
 }

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use super::edit::{FileMeta, VersionEdit};
 use crate::error::{Error, Result};
-use crate::table::layout::TableLayout;
-use crate::wal::batch::TreeId;
+use crate::ids::TreeId;
+use crate::row::layout::TableLayout;
 
 /// Number of levels per tree (L0 … L6), as LevelDB and RocksDB.
 pub const LEVELS: usize = 7;
@@ -86,7 +86,7 @@ impl Version {
         }
         for (id, key, ipc) in &edit.tree_schemas {
             let tree = next.trees.get_mut(id).ok_or_else(|| bad(format!("schema for unknown tree {id}")))?;
-            let schema = crate::table::schema_from_ipc(ipc).map_err(|e| bad(format!("table schema: {e}")))?;
+            let schema = crate::row::schema_from_ipc(ipc).map_err(|e| bad(format!("table schema: {e}")))?;
             let layout = TableLayout::new(schema, key).map_err(|e| bad(format!("table schema: {e}")))?;
             tree.table = Some(TableDef {
                 layout: Arc::new(layout),

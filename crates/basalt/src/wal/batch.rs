@@ -10,12 +10,7 @@ use super::format::BATCH_HEADER_BYTES;
 use crate::codec::internal::{Kind, SeqNo};
 use crate::codec::varint::{self, Reader};
 use crate::error::Result;
-
-/// Identifies one LSM tree (a table or an index) within a database.
-pub type TreeId = u32;
-
-/// The tree of the key-value API.
-pub const DEFAULT_TREE: TreeId = 0;
+use crate::ids::{DEFAULT_TREE, TreeId};
 
 /// An atomic group of writes.
 ///

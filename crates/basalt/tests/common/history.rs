@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use std::ops::Bound;
 use std::sync::Arc;
 
-use basalt::io::{CrashMode, MemFs};
+use basalt::testing::{CrashMode, MemFs};
 use basalt::{Db, Error, Options, WriteBatch, WriteOptions};
 use rand::Rng;
 use rand::rngs::StdRng;

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::Arc;
 
-use basalt::io::MemFs;
+use basalt::testing::MemFs;
 use basalt::{Compression, Db, DbIterator, Options};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

@@ -89,6 +89,7 @@ impl BlockCache {
     }
 
     /// The cached block for `key`, if any; counts as a hit or a miss.
+    #[cfg(test)]
     pub fn get(&self, key: BlockKey) -> Option<Arc<Block>> {
         let block = self.cache.get(&key);
         self.counts.record(block.is_some());
@@ -122,12 +123,14 @@ impl BlockCache {
         self.capacity_bytes
     }
 
+    #[cfg(test)]
     /// Blocks held now.
     pub fn len(&self) -> usize {
         self.cache.len()
     }
 
     /// True when no block is held.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.cache.is_empty()
     }

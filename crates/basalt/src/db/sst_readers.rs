@@ -7,16 +7,16 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 
-use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 use crate::files;
+use crate::ids::TreeId;
 use crate::io::Fs;
+use crate::sst::block_cache::BlockCache;
 use crate::sst::reader::SstReader;
 use crate::version::FileMeta;
-use crate::wal::batch::TreeId;
 
 /// Readers of the SSTs in use, opened on first access.
-pub(crate) struct TableCache {
+pub(crate) struct SstReaders {
     fs: Arc<dyn Fs>,
     dir: PathBuf,
     readers: RwLock<HashMap<u64, Arc<SstReader>>>,
@@ -24,9 +24,9 @@ pub(crate) struct TableCache {
     mmap_reads: bool,
 }
 
-impl TableCache {
+impl SstReaders {
     pub(crate) fn new(fs: Arc<dyn Fs>, dir: PathBuf, mmap_reads: bool) -> Self {
-        TableCache { fs, dir, readers: RwLock::new(HashMap::new()), mmap_reads }
+        SstReaders { fs, dir, readers: RwLock::new(HashMap::new()), mmap_reads }
     }
 
     /// The reader of `file`, an SST of `tree`, opening it if needed. A

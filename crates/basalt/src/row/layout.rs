@@ -617,11 +617,6 @@ impl ColumnBuilder {
         &self.field
     }
 
-    /// Nulls appended.
-    pub fn null_count(&self) -> usize {
-        self.null_count
-    }
-
     /// The three buffers (validity, offsets, values); validity is empty when
     /// no row is null.
     pub fn take_buffers(&mut self) -> [Vec<u8>; 3] {
