@@ -239,8 +239,8 @@ pub struct FileInfo {
 pub fn files(db: &Db) -> Vec<FileInfo> {
     let state = db.inner().state.load_full();
     let mut out = Vec::new();
-    for tree in state.version.trees.values() {
-        let name = tree.name.clone();
+    for (id, tree) in &state.version.trees {
+        let name = state.version.catalog.tree(*id).map(|t| t.name.clone()).unwrap_or_default();
         for (level, f) in tree.all_files() {
             out.push(FileInfo {
                 tree: name.clone(),

@@ -8,6 +8,7 @@
 //! system that simulates crashes, fault injection) and `inspect` (dumping
 //! and checking the on-disk formats).
 
+mod catalog;
 mod codec;
 mod compaction;
 mod db;
@@ -42,8 +43,8 @@ pub use {arrow_array, arrow_schema, bytes};
 pub use bytes::Bytes;
 pub use codec::key::{KeyValue, OwnedKeyValue};
 pub use db::{
-    Db, DbIterator, Direction, GetLatency, KeyValueRange, LevelStats, ReadOptions, ScanOptions, Snapshot,
-    Stats, Table, TableOptions, TableScan,
+    Db, DbIterator, Direction, GetLatency, KeyValueRange, Keyspace, LevelStats, ReadOptions, ScanOptions,
+    Snapshot, Stats, Table, TableOptions, TableScan,
 };
 pub use error::{Error, Result};
 pub use options::{Compression, Options, WriteOptions};

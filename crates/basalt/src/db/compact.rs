@@ -121,8 +121,47 @@ impl DbInner {
         Ok(())
     }
 
-    /// Runs one compaction and installs its result.
+    /// Runs one compaction and installs its result. Its inputs stay on
+    /// disk while it reads them, even if their tree is dropped meanwhile:
+    /// a drop does not wait for a compaction (writes would wait with it),
+    /// and the compaction, finding its tree gone, discards its outputs.
     pub(crate) fn run_compaction(&self, task: &CompactionTask) -> Result<()> {
+        let inputs: Vec<u64> = task.all_inputs().map(|f| f.number).collect();
+        {
+            // Under the versions lock, as the collection reads its live and
+            // in-use sets: the inputs are seen in one or the other.
+            let versions = self.versions.lock();
+            let Some(tree) = versions.current_version().tree(task.tree) else {
+                return Ok(());
+            };
+            if !inputs.iter().all(|n| tree.all_files().any(|(_, f)| f.number == *n)) {
+                return Err(Error::InvalidArgument(format!(
+                    "a compaction of tree {} names files no longer in it",
+                    task.tree
+                )));
+            }
+            self.pending_outputs.lock().extend(inputs.iter().copied());
+        }
+        let result = self.compact_and_install(task);
+        {
+            let _versions = self.versions.lock();
+            let mut pending = self.pending_outputs.lock();
+            for n in &inputs {
+                pending.remove(n);
+            }
+        }
+        result?;
+        // Collect before waking waiters, so `wait_for_background_work`
+        // returns with the inputs already deleted.
+        let collected = self.delete_obsolete_files(false);
+        {
+            let _bg = self.bg.lock();
+            self.bg_cv.notify_all();
+        }
+        collected
+    }
+
+    fn compact_and_install(&self, task: &CompactionTask) -> Result<()> {
         let start = Instant::now();
         let mut edit = VersionEdit::default();
         for f in &task.inputs {
@@ -137,32 +176,33 @@ impl DbInner {
                 edit.files_added.push((task.tree, task.output_level(), (**f).clone()));
             }
         } else {
+            #[cfg(test)]
+            before_merge::run(self.id);
             let outputs = self.merge_inputs(task)?;
             written = outputs.iter().map(|f| f.size).sum();
             edit.files_added = outputs.into_iter().map(|f| (task.tree, task.output_level(), f)).collect();
         }
         let numbers: Vec<u64> = edit.files_added.iter().map(|(_, _, f)| f.number).collect();
-        {
+        let installed = {
             let mut versions = self.versions.lock();
-            let version = self.log_and_apply(&mut versions, edit)?;
-            self.state.replace(|s| SuperVersion { mem: s.mem.clone(), imms: s.imms.clone(), version });
+            // A tree dropped while this ran: its outputs are garbage, left
+            // to the collection once no longer pending.
+            let live = versions.current_version().tree(task.tree).is_some();
+            if live {
+                let version = self.log_and_apply(&mut versions, edit)?;
+                self.state.replace(|s| SuperVersion { mem: s.mem.clone(), imms: s.imms.clone(), version });
+            }
             let mut pending = self.pending_outputs.lock();
             for n in &numbers {
                 pending.remove(n);
             }
-        }
+            live
+        };
         self.counters.record_compaction(task.input_bytes(), written, task.is_trivial_move(), start.elapsed());
-        if !task.is_trivial_move() {
+        if installed && !task.is_trivial_move() {
             self.check_new_ssts(&numbers);
         }
-        // Collect before waking waiters, so `wait_for_background_work`
-        // returns with the inputs already deleted.
-        let collected = self.delete_obsolete_files(false);
-        {
-            let _bg = self.bg.lock();
-            self.bg_cv.notify_all();
-        }
-        collected
+        Ok(())
     }
 
     /// Merges the inputs, keeping what `Retention` keeps, into SSTs of about
@@ -176,12 +216,7 @@ impl DbInner {
         let mut merged = MergedSsts::new(cursors)?;
         let snapshots: Vec<u64> = self.snapshots.lock().keys().copied().collect();
         let mut retention = Retention::new(snapshots, task.bottommost);
-        let layout = self
-            .versions
-            .lock()
-            .current_version()
-            .tree(task.tree)
-            .and_then(|t| t.table.as_ref().map(|d| d.layout.clone()));
+        let layout = self.versions.lock().current_version().catalog.table_layout(task.tree);
         let mut outputs = Vec::new();
         let mut current: Option<(TreeId, u64, SstWriter)> = None;
         let mut last_key: Vec<u8> = Vec::new();
@@ -201,7 +236,7 @@ impl DbInner {
                     outputs.push(super::flush::finish_sst(done)?.1);
                 }
                 if current.is_none() {
-                    current = Some(self.start_sst(task.tree)?);
+                    current = Some(self.start_sst(task.tree, layout.clone())?);
                 }
                 if let Some((_, _, w)) = current.as_mut() {
                     match &layout {
@@ -247,4 +282,90 @@ fn overlaps(f: &FileMeta, (lo, hi): &KeyRange) -> bool {
         Bound::Unbounded => false,
     };
     !below && !above
+}
+
+/// A test hook run by a compaction of one database just before it merges
+/// its inputs, so a test can act while a compaction is running.
+#[cfg(test)]
+pub(crate) mod before_merge {
+    use std::collections::HashMap;
+
+    use parking_lot::Mutex;
+
+    type Hook = Box<dyn FnOnce() + Send>;
+
+    static HOOKS: Mutex<Option<HashMap<u64, Hook>>> = Mutex::new(None);
+
+    /// Runs `f` in the next compaction of database `db` (its `DbInner::id`).
+    pub(crate) fn set(db: u64, f: impl FnOnce() + Send + 'static) {
+        HOOKS.lock().get_or_insert_with(HashMap::new).insert(db, Box::new(f));
+    }
+
+    pub(super) fn run(db: u64) {
+        let hook = HOOKS.lock().as_mut().and_then(|h| h.remove(&db));
+        if let Some(f) = hook {
+            f();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ops::Bound;
+    use std::sync::Arc;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use crate::io::MemFs;
+    use crate::{Db, Options};
+
+    /// The restructuring issue's defect: `drop_table` took the compaction
+    /// lock while owning the write path, so every write waited for a
+    /// running compaction. Now the drop and later writes finish while a
+    /// compaction of the dropped tree is still running; the compaction
+    /// then discards its outputs, and every file of the tree is collected.
+    #[test]
+    fn a_drop_and_writes_do_not_wait_for_a_compaction_of_the_dropped_tree() {
+        let fs = MemFs::new();
+        let opts = Options { fs: Arc::new(fs.clone()), auto_compaction: false, ..Options::default() };
+        let db = Arc::new(Db::open("/db", opts).expect("open"));
+        let doomed = db.create_keyspace("doomed").expect("create");
+        for round in 0..3 {
+            for i in 0..200 {
+                doomed.put(format!("key{i:04}"), format!("value {round}")).expect("put");
+            }
+            db.flush().expect("flush");
+        }
+        let tree = db.inner().find_tree(crate::catalog::Namespace::Keyspaces, "doomed").expect("tree").0;
+        drop(doomed);
+        let (entered, entered_rx) = mpsc::channel();
+        let (release, release_rx) = mpsc::channel::<()>();
+        super::before_merge::set(db.inner().id, move || {
+            entered.send(()).expect("test waits");
+            release_rx.recv().expect("test releases");
+        });
+        let inner = db.inner().clone();
+        let compaction =
+            std::thread::spawn(move || inner.compact_range(tree, &(Bound::Unbounded, Bound::Unbounded)));
+        entered_rx.recv_timeout(Duration::from_secs(30)).expect("the compaction started");
+        let (done, done_rx) = mpsc::channel();
+        let db2 = db.clone();
+        std::thread::spawn(move || {
+            let result = db2.drop_keyspace("doomed").and_then(|()| db2.put("after", "the drop"));
+            done.send(result).expect("test waits");
+        });
+        let finished = done_rx.recv_timeout(Duration::from_secs(10));
+        release.send(()).expect("compaction waits");
+        finished.expect("the drop and a write finished while the compaction ran").expect("drop and put");
+        compaction.join().expect("no panic").expect("the compaction of a dropped tree is no error");
+        db.wait_for_background_work().expect("settled");
+        let ssts = fs
+            .file_names(std::path::Path::new("/db"))
+            .into_iter()
+            .filter(|n| std::path::Path::new(n).extension().is_some_and(|e| e == "sst"))
+            .count();
+        assert_eq!(ssts, 0, "every file of the dropped keyspace was collected");
+        assert_eq!(db.get("after").expect("get").as_deref(), Some(&b"the drop"[..]));
+        assert_eq!(db.keyspaces(), vec!["default".to_string()]);
+    }
 }

@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 use crate::files::{self, FileKind};
 use crate::ids::TreeId;
 use crate::memtable::Memtable;
+use crate::row::layout::TableLayout;
 use crate::sst::writer::{SstWriter, SstWriterOptions};
 use crate::version::edit::ReaderSlot;
 use crate::version::{FileMeta, VersionEdit};
@@ -106,7 +107,8 @@ impl DbInner {
                 if let Some(done) = current.take() {
                     outputs.push(finish_sst(done)?);
                 }
-                current = Some(self.start_sst(key.tree)?);
+                let layout = self.versions.lock().current_version().catalog.table_layout(key.tree);
+                current = Some(self.start_sst(key.tree, layout)?);
             }
             if let Some((_, _, writer)) = current.as_mut() {
                 writer.add(&key.user_key, key.trailer, &value)?;
@@ -121,7 +123,15 @@ impl DbInner {
         Ok(outputs)
     }
 
-    pub(crate) fn start_sst(&self, tree: TreeId) -> Result<(TreeId, u64, SstWriter)> {
+    /// Starts an SST of `tree` whose rows have `layout` (a table's; `None`
+    /// for a keyspace). The caller passes the layout it read its input
+    /// with: the catalog may have changed since (a drop while a compaction
+    /// runs), and rows must be written as they were read.
+    pub(crate) fn start_sst(
+        &self,
+        tree: TreeId,
+        layout: Option<Arc<TableLayout>>,
+    ) -> Result<(TreeId, u64, SstWriter)> {
         let number = {
             let mut versions = self.versions.lock();
             let n = versions.new_file_number();
@@ -130,12 +140,6 @@ impl DbInner {
         };
         let path = self.dir.join(files::sst(number));
         let file = self.fs.create(&path)?;
-        let layout = self
-            .versions
-            .lock()
-            .current_version()
-            .tree(tree)
-            .and_then(|t| t.table.as_ref().map(|d| d.layout.clone()));
         let options = SstWriterOptions {
             block_bytes_target: self.opts.block_bytes_target,
             bloom_bits_per_key: self.opts.bloom_bits_per_key,

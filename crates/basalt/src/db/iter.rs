@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+use super::ddl::TreeShared;
 use super::{DbInner, SuperVersion};
 use crate::codec::internal::{Kind, SeqNo, unpack_trailer};
 use crate::codec::key::prefix_successor;
@@ -84,6 +85,9 @@ pub struct DbIterator {
     /// Keeps the database (and its directory lock) alive while iterating,
     /// as snapshots do.
     db: Arc<DbInner>,
+    /// The keyspace handle's shared state, so the keyspace cannot be
+    /// dropped while it is iterated.
+    _tree: Option<Arc<TreeShared>>,
     cursors: Vec<Cursor>,
     forward: bool,
     seqno: SeqNo,
@@ -118,6 +122,7 @@ pub(crate) fn new(
     let mut it = DbIterator {
         pin: None,
         db: inner.clone(),
+        _tree: None,
         cursors: Vec::new(),
         forward,
         seqno,
@@ -133,6 +138,11 @@ pub(crate) fn new(
 }
 
 impl DbIterator {
+    /// The iterator, keeping a keyspace's handle state alive.
+    pub(super) fn holding(self, tree: Arc<TreeShared>) -> Self {
+        DbIterator { _tree: Some(tree), ..self }
+    }
+
     fn open_cursors(&mut self, inner: &DbInner, sv: &SuperVersion, tree: TreeId) -> Result<()> {
         // Forward starts at the newest version of the lower bound; reverse
         // at the oldest version of the upper bound. Excluded bounds are

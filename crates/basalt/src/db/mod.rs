@@ -2,8 +2,10 @@
 //! memtable), background flushes, recovery and reads. It owns no format code.
 
 mod compact;
+mod ddl;
 mod flush;
 mod iter;
+mod keyspace;
 mod open;
 mod read;
 pub(crate) mod row_cache;
@@ -25,6 +27,7 @@ use bytes::Bytes;
 use parking_lot::{Condvar, Mutex};
 
 pub use iter::{DbIterator, Direction};
+pub use keyspace::Keyspace;
 pub use scan::{KeyValueRange, ScanOptions, TableScan};
 pub use snapshot::{ReadOptions, Snapshot};
 pub use stats::{GetLatency, LevelStats, Stats};
@@ -150,7 +153,8 @@ pub(crate) struct DbInner {
     pub bg: Mutex<BgState>,
     pub bg_cv: Condvar,
     pub sst_readers: SstReaders,
-    /// SSTs being written, not yet in any version: never obsolete.
+    /// SSTs a running job uses: outputs being written, not yet in any
+    /// version, and compaction inputs being read. Never obsolete.
     pub pending_outputs: Mutex<std::collections::HashSet<u64>>,
     pub block_cache: Arc<BlockCache>,
     /// With `Options::row_cache_bytes` above zero.
@@ -162,9 +166,9 @@ pub(crate) struct DbInner {
     pub compaction_lock: Mutex<()>,
     /// Held while obsolete files are collected.
     pub gc_lock: Mutex<()>,
-    /// Live table handles by tree, to refuse dropping a table in use.
-    pub open_tables:
-        Mutex<std::collections::HashMap<crate::ids::TreeId, std::sync::Weak<table::TableShared>>>,
+    /// Live table and keyspace handles by tree, to refuse dropping a tree
+    /// in use.
+    pub open_trees: Mutex<std::collections::HashMap<crate::ids::TreeId, std::sync::Weak<ddl::TreeShared>>>,
 }
 
 /// An open database. `Send + Sync`: share it between threads by reference or

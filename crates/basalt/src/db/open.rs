@@ -90,7 +90,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         counters: Counters::default(),
         compaction_lock: Mutex::new(()),
         gc_lock: Mutex::new(()),
-        open_tables: Mutex::new(std::collections::HashMap::new()),
+        open_trees: Mutex::new(std::collections::HashMap::new()),
         opts,
     };
     inner.recover_wals(&wals, last_seqno)?;

@@ -1,48 +1,34 @@
-//! Tables: the catalog (create, open, drop, list) and the `Table` handle that
-//! writes and reads Arrow record batches. Each table is its own tree; all
-//! share the WAL, MANIFEST, block cache and write-buffer budget.
+//! The `Table` handle, which writes and reads Arrow record batches. Each
+//! table is its own tree; all share the WAL, MANIFEST, block cache and
+//! write-buffer budget. Creating, listing and dropping tables is `ddl.rs`.
 
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::SchemaRef;
 use bytes::Bytes;
 
-use super::ReadOptions;
-use super::{Db, DbInner, SuperVersion};
+use super::ddl::TreeShared;
+use super::{DbInner, ReadOptions, SuperVersion};
 use crate::codec::internal::{Kind, SeqNo, unpack_trailer};
 use crate::codec::key::{self, KeyValue};
 use crate::error::{Error, Result};
-use crate::ids::{DEFAULT_TREE, TreeId};
+use crate::ids::TreeId;
 use crate::options::WriteOptions;
+use crate::row;
 use crate::row::layout::{ColumnBuilder, ColumnSource, TableLayout, builders_for, decode_row};
-use crate::row::{self, schema_to_ipc};
-use crate::version::VersionEdit;
-use crate::version::edit::SCHEMA_BYTES_MAX;
 use crate::wal::batch::WriteBatch;
-
-/// Longest table name accepted, in bytes.
-const TABLE_NAME_BYTES_MAX: usize = 255;
 
 /// Options of a table. Reserved: every table uses the database's SST and
 /// compaction settings today.
 #[derive(Debug, Clone, Default)]
 pub struct TableOptions {}
 
-/// What a `Table` handle shares with its clones; the catalog watches it to
-/// refuse dropping a table that is in use.
-#[derive(Debug)]
-pub(crate) struct TableShared {
-    pub id: TreeId,
-    pub name: String,
-    pub layout: Arc<TableLayout>,
-}
-
 /// A handle to one table. Cheap to clone; `Send + Sync`.
 #[derive(Clone)]
 pub struct Table {
-    inner: Arc<DbInner>,
-    shared: Arc<TableShared>,
+    pub(super) inner: Arc<DbInner>,
+    pub(super) shared: Arc<TreeShared>,
 }
 
 impl std::fmt::Debug for Table {
@@ -51,139 +37,6 @@ impl std::fmt::Debug for Table {
             .field("name", &self.shared.name)
             .field("id", &self.shared.id)
             .finish_non_exhaustive()
-    }
-}
-
-impl Db {
-    /// Creates a table with `schema` and a primary key of the named columns.
-    #[expect(clippy::needless_pass_by_value, reason = "a SchemaRef is an Arc; Arrow APIs take it by value")]
-    /// The key columns must not be nullable in the schema; the schema and
-    /// key are checked before anything is written.
-    pub fn create_table(
-        &self,
-        name: &str,
-        schema: SchemaRef,
-        primary_key: &[&str],
-        _options: TableOptions,
-    ) -> Result<Table> {
-        self.inner.create_table(name, &schema, primary_key)?;
-        self.table(name)
-    }
-
-    /// The table called `name` (`"default"` is the key-value store).
-    pub fn table(&self, name: &str) -> Result<Table> {
-        self.inner.open_table(name)
-    }
-
-    /// Names of every table, the key-value store's `"default"` included.
-    pub fn tables(&self) -> Vec<String> {
-        let version = self.inner.state.load().version.clone();
-        version.trees.values().map(|t| t.name.clone()).collect()
-    }
-
-    /// Drops a table and its data. Fails with [`Error::Busy`] while any
-    /// handle to it (or a scan over it) is alive, and refuses the key-value
-    /// store.
-    pub fn drop_table(&self, name: &str) -> Result<()> {
-        self.inner.drop_table(name)
-    }
-}
-
-impl DbInner {
-    fn find_tree(&self, name: &str) -> Option<(TreeId, Option<Arc<TableLayout>>)> {
-        let version = self.state.load().version.clone();
-        version
-            .trees
-            .iter()
-            .find(|(_, t)| t.name == name)
-            .map(|(id, t)| (*id, t.table.as_ref().map(|d| d.layout.clone())))
-    }
-
-    fn create_table(&self, name: &str, schema: &SchemaRef, primary_key: &[&str]) -> Result<()> {
-        if name.is_empty() || name.len() > TABLE_NAME_BYTES_MAX {
-            return Err(Error::InvalidArgument(format!(
-                "table name must be 1 to {TABLE_NAME_BYTES_MAX} bytes"
-            )));
-        }
-        let mut key = Vec::with_capacity(primary_key.len());
-        for col in primary_key {
-            let i = schema.index_of(col).map_err(|_| {
-                Error::InvalidArgument(format!("primary key column {col} is not in the schema"))
-            })?;
-            if schema.field(i).is_nullable() {
-                return Err(Error::InvalidArgument(format!("primary key column {col} must not be nullable")));
-            }
-            key.push(i);
-        }
-        TableLayout::new(schema.clone(), &key)?;
-        let ipc = schema_to_ipc(schema)?;
-        if ipc.len() > SCHEMA_BYTES_MAX {
-            return Err(Error::InvalidArgument(format!(
-                "the schema takes {} bytes (Arrow IPC), more than the {SCHEMA_BYTES_MAX} a table may have",
-                ipc.len()
-            )));
-        }
-        self.check_writable()?;
-        // Under the exclusive writer, so no write batch sees a half-made catalog.
-        self.with_exclusive_writer(|| {
-            if self.find_tree(name).is_some() {
-                return Err(Error::InvalidArgument(format!("table {name} already exists")));
-            }
-            let mut versions = self.versions.lock();
-            // Tree ids come from the file-number counter: never reused, so rows
-            // of a dropped table still in a WAL can never reach a new one.
-            let id = TreeId::try_from(versions.new_file_number())
-                .map_err(|_| Error::InvalidArgument("tree ids exhausted".into()))?;
-            let edit = VersionEdit {
-                trees_created: vec![(id, name.to_string())],
-                tree_schemas: vec![(id, key, ipc)],
-                ..VersionEdit::default()
-            };
-            let version = self.log_and_apply(&mut versions, edit)?;
-            self.state.replace(|s| SuperVersion { mem: s.mem.clone(), imms: s.imms.clone(), version });
-            Ok(())
-        })
-    }
-
-    fn open_table(self: &Arc<Self>, name: &str) -> Result<Table> {
-        let (id, layout) =
-            self.find_tree(name).ok_or_else(|| Error::InvalidArgument(format!("no table {name}")))?;
-        let layout = layout.unwrap_or_else(|| Arc::new(TableLayout::key_value()));
-        let mut open = self.open_tables.lock();
-        if let Some(shared) = open.get(&id).and_then(Weak::upgrade) {
-            return Ok(Table { inner: self.clone(), shared });
-        }
-        let shared = Arc::new(TableShared { id, name: name.to_string(), layout });
-        open.insert(id, Arc::downgrade(&shared));
-        Ok(Table { inner: self.clone(), shared })
-    }
-
-    fn drop_table(&self, name: &str) -> Result<()> {
-        let (id, _) =
-            self.find_tree(name).ok_or_else(|| Error::InvalidArgument(format!("no table {name}")))?;
-        if id == DEFAULT_TREE {
-            return Err(Error::InvalidArgument("the key-value store cannot be dropped".into()));
-        }
-        self.check_writable()?;
-        self.with_exclusive_writer(|| {
-            let mut open = self.open_tables.lock();
-            if open.get(&id).is_some_and(|w| w.strong_count() > 0) {
-                return Err(Error::Busy(format!("table {name} is in use by a handle or a scan")));
-            }
-            open.remove(&id);
-            // No compaction may be running on the tree while it goes.
-            let _no_compaction = self.compaction_lock.lock();
-            let mut versions = self.versions.lock();
-            let edit = VersionEdit { trees_dropped: vec![id], ..VersionEdit::default() };
-            let version = self.log_and_apply(&mut versions, edit)?;
-            self.state.replace(|s| SuperVersion { mem: s.mem.clone(), imms: s.imms.clone(), version });
-            Ok(())
-        })?;
-        // The drop is durable: files left behind by a failed deletion are
-        // garbage that a later collection (or the next open) removes, not
-        // a reason to tell the caller the drop failed.
-        let _ = self.delete_obsolete_files(false);
-        Ok(())
     }
 }
 

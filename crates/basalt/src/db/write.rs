@@ -11,6 +11,7 @@ use bytes::Bytes;
 
 use super::write_buffer::{self, StallAction, WriteBufferState};
 use super::{DbInner, SuperVersion};
+use crate::catalog::TreeKind;
 use crate::codec::internal::{Kind, SEQNO_MAX, pack_trailer};
 use crate::error::{Error, Result};
 use crate::files;
@@ -119,17 +120,21 @@ impl DbInner {
                     self.opts.value_bytes_max
                 )));
             }
-            // Key-value entries go to the key-value tree only; Arrow rows to
-            // a live table or to the key-value tree's table face. Tree ids
-            // are never reused and the batch belongs to this database, so
-            // the tree is the one its rows were encoded for.
-            match version.tree(e.tree) {
+            // Key-value entries go to keyspaces only; Arrow rows to a live
+            // table or to a keyspace's table face; nothing to an index but
+            // the engine's own upkeep. Tree ids are never reused and the
+            // batch belongs to this database, so the tree is the one its
+            // rows were encoded for.
+            match version.catalog.tree(e.tree).map(|t| &t.kind) {
                 None => return Err(Error::InvalidArgument(format!("write to unknown tree {}", e.tree))),
-                Some(t) if t.table.is_some() && e.arrow_rows == 0 => {
+                Some(TreeKind::Table(_)) if e.arrow_rows == 0 => {
                     return Err(Error::InvalidArgument(format!(
                         "a key-value entry for tree {}, a table's",
                         e.tree
                     )));
+                }
+                Some(TreeKind::Index(_)) => {
+                    return Err(Error::InvalidArgument(format!("a write to tree {}, an index", e.tree)));
                 }
                 Some(_) => {}
             }
@@ -374,12 +379,12 @@ pub(crate) fn insert_batch(
         } else {
             // The key-value tree has rows too (its table face), with the
             // key-value layout; a dropped tree's rows go nowhere.
-            let Some(tree) = version.tree(e.tree) else {
+            if version.catalog.tree(e.tree).is_none() {
                 seqno += u64::from(e.arrow_rows);
                 continue;
-            };
+            }
             let layout =
-                tree.table.as_ref().map_or_else(|| Arc::new(TableLayout::key_value()), |t| t.layout.clone());
+                version.catalog.table_layout(e.tree).unwrap_or_else(|| Arc::new(TableLayout::key_value()));
             recovered = decode_arrow_entry(&layout, e.value, e.kind == Kind::Delete, e.arrow_rows)
                 .map_err(|err| Error::corruption(path, offset, format!("table rows: {err}")))?;
             recovered.rows.as_slice()
@@ -429,7 +434,7 @@ mod tests {
         let table = db.create_table("t", schema, &["id"], TableOptions::default()).expect("table");
         for tree in [table.tree(), table.tree() + 1000] {
             let mut batch = WriteBatch::new();
-            batch.put_in(tree, b"k", b"not a row");
+            batch.put_raw(tree, b"k", b"not a row");
             let refused = db.write(batch);
             assert!(matches!(refused, Err(Error::InvalidArgument(_))), "{refused:?}");
         }

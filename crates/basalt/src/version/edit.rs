@@ -13,6 +13,14 @@
 //! 7 file deleted    varint tree | u8 level | varint number
 //! 8 tree schema     varint tree | varint n | varint key column{n}
 //!                   | varint len + Arrow IPC stream of the schema
+//!                   (written before tree kinds; still read)
+//! 9 tree kind       varint tree | u8 kind | kind body:
+//!                   1 keyspace: nothing
+//!                   2 table:    varint n | varint key column{n}
+//!                               | varint len + Arrow IPC stream of the schema
+//!                   3 index:    varint table tree | u8 flags (bit 0: unique)
+//!                               | varint n | varint column{n}
+//!                               | varint m | varint included column{m}
 //! file meta := number | size | entries | min seqno | max seqno (varints)
 //!              | smallest: varint len + key | u64 LE trailer
 //!              | largest:  varint len + key | u64 LE trailer
@@ -23,6 +31,7 @@ use std::path::Path;
 use bytes::Bytes;
 
 use super::version::LEVELS;
+use crate::catalog::TreeKindRecord;
 use crate::codec::internal::{InternalKey, SeqNo};
 use crate::codec::varint::{self, Reader};
 use crate::error::Result;
@@ -36,6 +45,18 @@ const TAG_TREE_DROPPED: u8 = 5;
 const TAG_FILE_ADDED: u8 = 6;
 const TAG_FILE_DELETED: u8 = 7;
 const TAG_TREE_SCHEMA: u8 = 8;
+const TAG_TREE_KIND: u8 = 9;
+
+const KIND_KEYSPACE: u8 = 1;
+const KIND_TABLE: u8 = 2;
+const KIND_INDEX: u8 = 3;
+
+/// Bit of an index record's flags: the index is unique.
+const INDEX_UNIQUE: u8 = 1;
+
+/// Most key, indexed or included columns a record may list (a table has
+/// at most `COLUMNS_MAX` columns).
+const RECORD_COLUMNS_MAX: usize = 1024;
 
 /// Largest Arrow IPC schema accepted in a MANIFEST; `create_table` refuses
 /// larger ones.
@@ -129,8 +150,12 @@ pub struct VersionEdit {
     pub trees_created: Vec<(TreeId, String)>,
     /// Trees dropped.
     pub trees_dropped: Vec<TreeId>,
-    /// Table schemas: (tree, primary key column indices, Arrow IPC schema).
+    /// Table schemas of MANIFESTs written before tree kinds: (tree,
+    /// primary key column indices, Arrow IPC schema). Read, never written
+    /// by new edits (they record `tree_kinds`).
     pub tree_schemas: Vec<(TreeId, Vec<usize>, Vec<u8>)>,
+    /// The kind of each tree created.
+    pub tree_kinds: Vec<(TreeId, TreeKindRecord)>,
     /// Files added: (tree, level, meta).
     pub files_added: Vec<(TreeId, usize, FileMeta)>,
     /// Files deleted: (tree, level, number).
@@ -161,6 +186,66 @@ fn read_tree(r: &mut Reader<'_, '_>) -> Result<TreeId> {
     TreeId::try_from(v).map_err(|_| r.corrupt(format!("tree id {v} out of range")))
 }
 
+fn put_columns(out: &mut Vec<u8>, columns: &[usize]) {
+    varint::put_u64(out, columns.len() as u64);
+    for &c in columns {
+        varint::put_u64(out, c as u64);
+    }
+}
+
+fn read_columns(r: &mut Reader<'_, '_>) -> Result<Vec<usize>> {
+    let n = r.varint_len(RECORD_COLUMNS_MAX)?;
+    (0..n).map(|_| r.varint_len(1 << 16)).collect()
+}
+
+fn read_schema(r: &mut Reader<'_, '_>) -> Result<Vec<u8>> {
+    let ipc = r.len_bytes()?;
+    if ipc.len() > SCHEMA_BYTES_MAX {
+        return Err(r.corrupt("table schema too large"));
+    }
+    Ok(ipc.to_vec())
+}
+
+fn encode_kind(out: &mut Vec<u8>, kind: &TreeKindRecord) {
+    match kind {
+        TreeKindRecord::Keyspace => out.push(KIND_KEYSPACE),
+        TreeKindRecord::Table { primary_key, schema_ipc } => {
+            out.push(KIND_TABLE);
+            put_columns(out, primary_key);
+            varint::put_bytes(out, schema_ipc);
+        }
+        TreeKindRecord::Index { table, unique, columns, include } => {
+            out.push(KIND_INDEX);
+            varint::put_u64(out, u64::from(*table));
+            out.push(if *unique { INDEX_UNIQUE } else { 0 });
+            put_columns(out, columns);
+            put_columns(out, include);
+        }
+    }
+}
+
+fn decode_kind(r: &mut Reader<'_, '_>) -> Result<TreeKindRecord> {
+    match r.u8()? {
+        KIND_KEYSPACE => Ok(TreeKindRecord::Keyspace),
+        KIND_TABLE => {
+            let primary_key = read_columns(r)?;
+            let schema_ipc = read_schema(r)?;
+            Ok(TreeKindRecord::Table { primary_key, schema_ipc })
+        }
+        KIND_INDEX => {
+            let table = read_tree(r)?;
+            let flags = r.u8()?;
+            if flags & !INDEX_UNIQUE != 0 {
+                return Err(r.corrupt(format!("unknown index flags {flags:#x}")));
+            }
+            let columns = read_columns(r)?;
+            let include = read_columns(r)?;
+            Ok(TreeKindRecord::Index { table, unique: flags & INDEX_UNIQUE != 0, columns, include })
+        }
+        kind => Err(r.corrupt(format!("unknown tree kind {kind}"))),
+    }
+}
+
 impl VersionEdit {
     /// Encodes the edit as a MANIFEST record payload.
     pub fn encode(&self) -> Vec<u8> {
@@ -182,11 +267,13 @@ impl VersionEdit {
         for (tree, key, ipc) in &self.tree_schemas {
             out.push(TAG_TREE_SCHEMA);
             varint::put_u64(&mut out, u64::from(*tree));
-            varint::put_u64(&mut out, key.len() as u64);
-            for &k in key {
-                varint::put_u64(&mut out, k as u64);
-            }
+            put_columns(&mut out, key);
             varint::put_bytes(&mut out, ipc);
+        }
+        for (tree, kind) in &self.tree_kinds {
+            out.push(TAG_TREE_KIND);
+            varint::put_u64(&mut out, u64::from(*tree));
+            encode_kind(&mut out, kind);
         }
         for tree in &self.trees_dropped {
             out.push(TAG_TREE_DROPPED);
@@ -233,13 +320,14 @@ impl VersionEdit {
                 TAG_TREE_DROPPED => e.trees_dropped.push(read_tree(&mut r)?),
                 TAG_TREE_SCHEMA => {
                     let tree = read_tree(&mut r)?;
-                    let n = r.varint_len(1024)?;
-                    let key = (0..n).map(|_| r.varint_len(1 << 16)).collect::<Result<Vec<_>>>()?;
-                    let ipc = r.len_bytes()?;
-                    if ipc.len() > SCHEMA_BYTES_MAX {
-                        return Err(r.corrupt("table schema too large"));
-                    }
-                    e.tree_schemas.push((tree, key, ipc.to_vec()));
+                    let key = read_columns(&mut r)?;
+                    let ipc = read_schema(&mut r)?;
+                    e.tree_schemas.push((tree, key, ipc));
+                }
+                TAG_TREE_KIND => {
+                    let tree = read_tree(&mut r)?;
+                    let kind = decode_kind(&mut r)?;
+                    e.tree_kinds.push((tree, kind));
                 }
                 TAG_FILE_ADDED => {
                     let tree = read_tree(&mut r)?;
@@ -289,6 +377,12 @@ mod tests {
             trees_created: vec![(0, "default".into()), (3, "users".into())],
             trees_dropped: vec![2],
             tree_schemas: vec![(3, vec![0, 2], vec![1, 2, 3])],
+            tree_kinds: vec![
+                (0, TreeKindRecord::Keyspace),
+                (4, TreeKindRecord::Table { primary_key: vec![1], schema_ipc: vec![9, 8] }),
+                (5, TreeKindRecord::Index { table: 4, unique: true, columns: vec![0, 2], include: vec![3] }),
+                (6, TreeKindRecord::Index { table: 4, unique: false, columns: vec![2], include: vec![] }),
+            ],
             files_added: vec![(
                 0,
                 0,
@@ -324,4 +418,30 @@ mod tests {
         bad[0] = 99;
         assert!(VersionEdit::decode(&bad, Path::new("M"), 0).is_err());
     }
+
+    /// The catalog records of tree kinds, byte for byte (a format
+    /// fixture): a keyspace, a table and an index of it. A change to these
+    /// bytes is a change of the MANIFEST format.
+    #[test]
+    fn tree_kind_records_keep_their_bytes() {
+        let edit = VersionEdit {
+            trees_created: vec![(0, "default".into()), (4, "t".into()), (5, "by_name".into())],
+            tree_kinds: vec![
+                (0, TreeKindRecord::Keyspace),
+                (4, TreeKindRecord::Table { primary_key: vec![0], schema_ipc: vec![0xAB, 0xCD] }),
+                (5, TreeKindRecord::Index { table: 4, unique: true, columns: vec![1, 2], include: vec![3] }),
+            ],
+            ..VersionEdit::default()
+        };
+        let hex = edit.encode().iter().fold(String::new(), |mut hex, b| {
+            use std::fmt::Write as _;
+            let _ = write!(hex, "{b:02x}");
+            hex
+        });
+        assert_eq!(hex, FIXTURE_HEX);
+        assert_eq!(VersionEdit::decode(&edit.encode(), Path::new("M"), 0).expect("decodes"), edit);
+    }
+
+    const FIXTURE_HEX: &str =
+        "04000764656661756c740404017404050762795f6e616d65090001090402010002abcd09050304010201020103";
 }

@@ -10,6 +10,7 @@ use std::sync::{Arc, Weak};
 
 use super::edit::VersionEdit;
 use super::version::Version;
+use crate::catalog::{DEFAULT_KEYSPACE, TreeKindRecord};
 use crate::codec::internal::SeqNo;
 use crate::error::{Error, Result};
 use crate::files;
@@ -21,9 +22,6 @@ use crate::log::writer::LogWriter;
 /// A MANIFEST larger than this is replaced by a fresh one holding a single
 /// snapshot edit, so recovery never replays an unbounded log.
 const MANIFEST_BYTES_MAX: u64 = 64 << 20;
-
-/// Name of the tree behind the key-value API.
-pub const DEFAULT_TREE_NAME: &str = "default";
 
 /// The versions of one database and the MANIFEST that records them.
 pub struct VersionSet {
@@ -56,7 +54,8 @@ impl VersionSet {
     pub fn create(fs: Arc<dyn Fs>, dir: &Path) -> Result<VersionSet> {
         let mut vs = VersionSet::empty(fs, dir);
         let edit = VersionEdit {
-            trees_created: vec![(DEFAULT_TREE, DEFAULT_TREE_NAME.to_string())],
+            trees_created: vec![(DEFAULT_TREE, DEFAULT_KEYSPACE.to_string())],
+            tree_kinds: vec![(DEFAULT_TREE, TreeKindRecord::Keyspace)],
             ..VersionEdit::default()
         };
         vs.current = Arc::new(vs.current.apply(&edit, Path::new(files::CURRENT), 0)?);

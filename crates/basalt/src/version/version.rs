@@ -1,43 +1,29 @@
-//! An immutable picture of every tree's SSTs, level by level.
+//! An immutable picture of every tree's SSTs, level by level, with the
+//! catalog (`catalog.rs`) that names the trees.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
 use super::edit::{FileMeta, VersionEdit};
+use crate::catalog::{Catalog, CatalogChange, TreeKindRecord};
 use crate::error::{Error, Result};
 use crate::ids::TreeId;
-use crate::row::layout::TableLayout;
 
 /// Number of levels per tree (L0 … L6), as LevelDB and RocksDB.
 pub const LEVELS: usize = 7;
 
-/// The schema of a table tree, as the catalog keeps it.
-#[derive(Debug, Clone)]
-pub struct TableDef {
-    /// The layout derived from the schema and key.
-    pub layout: Arc<TableLayout>,
-    /// Primary key column indices.
-    pub primary_key: Vec<usize>,
-    /// The schema as an Arrow IPC stream (what the MANIFEST stores).
-    pub schema_ipc: Arc<Vec<u8>>,
-}
-
 /// The SSTs of one tree.
 #[derive(Debug, Clone, Default)]
 pub struct TreeVersion {
-    /// The tree's name.
-    pub name: String,
-    /// For a table, its schema; `None` for the key-value tree.
-    pub table: Option<TableDef>,
     /// `levels[0]` holds overlapping files, newest first; deeper levels hold
     /// files with disjoint key ranges, sorted by smallest key.
     pub levels: Vec<Vec<Arc<FileMeta>>>,
 }
 
 impl TreeVersion {
-    fn new(name: String) -> Self {
-        TreeVersion { name, table: None, levels: vec![Vec::new(); LEVELS] }
+    fn new() -> Self {
+        TreeVersion { levels: vec![Vec::new(); LEVELS] }
     }
 
     /// Files that may hold `user_key`, in the order a point lookup must
@@ -60,11 +46,14 @@ impl TreeVersion {
     }
 }
 
-/// Every tree's files at one moment.
+/// Every tree's files at one moment, and the catalog of that moment.
 #[derive(Debug, Clone, Default)]
 pub struct Version {
     /// Trees by id.
     pub trees: BTreeMap<TreeId, TreeVersion>,
+    /// Names and kinds of the trees; shared with the versions before and
+    /// after this one until DDL changes it.
+    pub catalog: Arc<Catalog>,
 }
 
 impl Version {
@@ -79,23 +68,23 @@ impl Version {
     pub fn apply(&self, edit: &VersionEdit, manifest: &Path, offset: u64) -> Result<Version> {
         let bad = |what: String| Error::corruption(manifest, offset, what);
         let mut next = self.clone();
-        for (id, name) in &edit.trees_created {
-            if next.trees.insert(*id, TreeVersion::new(name.clone())).is_some() {
-                return Err(bad(format!("tree {id} created twice")));
-            }
+        // Schemas of MANIFESTs written before tree kinds make tables.
+        let old_schemas = edit.tree_schemas.iter().map(|(id, key, ipc)| {
+            (*id, TreeKindRecord::Table { primary_key: key.clone(), schema_ipc: ipc.clone() })
+        });
+        let change = CatalogChange {
+            created: &edit.trees_created,
+            kinds: old_schemas.chain(edit.tree_kinds.iter().cloned()).collect(),
+            dropped: &edit.trees_dropped,
+        };
+        if !change.is_empty() {
+            next.catalog = Arc::new(self.catalog.apply(&change, &bad)?);
         }
-        for (id, key, ipc) in &edit.tree_schemas {
-            let tree = next.trees.get_mut(id).ok_or_else(|| bad(format!("schema for unknown tree {id}")))?;
-            let schema = crate::row::schema_from_ipc(ipc).map_err(|e| bad(format!("table schema: {e}")))?;
-            let layout = TableLayout::new(schema, key).map_err(|e| bad(format!("table schema: {e}")))?;
-            tree.table = Some(TableDef {
-                layout: Arc::new(layout),
-                primary_key: key.clone(),
-                schema_ipc: Arc::new(ipc.clone()),
-            });
+        for (id, _) in &edit.trees_created {
+            next.trees.insert(*id, TreeVersion::new());
         }
         for id in &edit.trees_dropped {
-            next.trees.remove(id).ok_or_else(|| bad(format!("dropping unknown tree {id}")))?;
+            next.trees.remove(id);
         }
         for (id, level, number) in &edit.files_deleted {
             let tree =
@@ -129,11 +118,11 @@ impl Version {
     /// a fresh MANIFEST).
     pub fn snapshot_edit(&self) -> VersionEdit {
         let mut e = VersionEdit::default();
+        for (id, name, kind) in self.catalog.records() {
+            e.trees_created.push((id, name));
+            e.tree_kinds.push((id, kind));
+        }
         for (id, tree) in &self.trees {
-            e.trees_created.push((*id, tree.name.clone()));
-            if let Some(t) = &tree.table {
-                e.tree_schemas.push((*id, t.primary_key.clone(), (*t.schema_ipc).clone()));
-            }
             for (level, f) in tree.all_files() {
                 e.files_added.push((*id, level, (**f).clone()));
             }

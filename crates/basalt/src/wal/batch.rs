@@ -20,7 +20,7 @@ use crate::ids::{DEFAULT_TREE, TreeId};
 ///
 /// ```compile_fail
 /// let mut batch = basalt::WriteBatch::new();
-/// batch.put_in(1, b"key", b"not a row");
+/// batch.put_raw(1, b"key", b"not a row");
 /// ```
 #[derive(Clone, Debug)]
 pub struct WriteBatch {
@@ -81,17 +81,17 @@ impl WriteBatch {
 
     /// Sets `key` to `value` in the key-value store.
     pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
-        self.put_in(DEFAULT_TREE, key.as_ref(), value.as_ref());
+        self.put_raw(DEFAULT_TREE, key.as_ref(), value.as_ref());
     }
 
     /// Deletes `key` from the key-value store.
     pub fn delete(&mut self, key: impl AsRef<[u8]>) {
-        self.delete_in(DEFAULT_TREE, key.as_ref());
+        self.delete_raw(DEFAULT_TREE, key.as_ref());
     }
 
     /// Sets `key` to `value` in `tree`. Not public: a tree of a table takes
     /// only rows encoded with its layout (`put_rows`).
-    pub(crate) fn put_in(&mut self, tree: TreeId, key: &[u8], value: &[u8]) {
+    pub(crate) fn put_raw(&mut self, tree: TreeId, key: &[u8], value: &[u8]) {
         self.rep.push(Kind::Put as u8);
         varint::put_u64(&mut self.rep, u64::from(tree));
         varint::put_bytes(&mut self.rep, key);
@@ -99,8 +99,8 @@ impl WriteBatch {
         self.count += 1;
     }
 
-    /// Deletes `key` from `tree` (not public, as `put_in`).
-    pub(crate) fn delete_in(&mut self, tree: TreeId, key: &[u8]) {
+    /// Deletes `key` from `tree` (not public, as `put_raw`).
+    pub(crate) fn delete_raw(&mut self, tree: TreeId, key: &[u8]) {
         self.rep.push(Kind::Delete as u8);
         varint::put_u64(&mut self.rep, u64::from(tree));
         varint::put_bytes(&mut self.rep, key);
@@ -245,7 +245,7 @@ mod tests {
         let mut b = WriteBatch::new();
         b.put(b"a", b"1");
         b.delete(b"b");
-        b.put_in(7, b"c", b"");
+        b.put_raw(7, b"c", b"");
         b.seal(42);
         let payload = b.sealed_bytes().to_vec();
         let d = decode(&payload, Path::new("w"), 0).expect("valid");

@@ -1,0 +1,226 @@
+//! Catalog operations: create, open, list and drop keyspaces and tables
+//! (`catalog.rs` has the model). Each change is one MANIFEST edit logged
+//! while owning the write path, so no write batch sees a half-made catalog.
+//! Keyspaces and tables are separate namespaces; the default keyspace is
+//! also the table `"default"` (its table face, two binary columns).
+
+use std::sync::{Arc, Weak};
+
+use arrow_schema::SchemaRef;
+
+use super::keyspace::Keyspace;
+use super::table::{Table, TableOptions};
+use super::{Db, DbInner, SuperVersion};
+use crate::catalog::{DEFAULT_KEYSPACE, Namespace, TreeKind, TreeKindRecord};
+use crate::error::{Error, Result};
+use crate::ids::{DEFAULT_TREE, TreeId};
+use crate::row::layout::TableLayout;
+use crate::row::schema_to_ipc;
+use crate::version::VersionEdit;
+use crate::version::edit::SCHEMA_BYTES_MAX;
+
+/// Longest keyspace or table name accepted, in bytes.
+const TREE_NAME_BYTES_MAX: usize = 255;
+
+/// What the handles of one tree share; the catalog watches it to refuse
+/// dropping a tree that is in use.
+#[derive(Debug)]
+pub(crate) struct TreeShared {
+    pub id: TreeId,
+    pub name: String,
+    /// The table's layout, or the key-value layout of a keyspace.
+    pub layout: Arc<TableLayout>,
+}
+
+impl Db {
+    /// Creates a table with `schema` and a primary key of the named columns.
+    /// The key columns must not be nullable in the schema; the schema and
+    /// key are checked before anything is written.
+    #[expect(clippy::needless_pass_by_value, reason = "a SchemaRef is an Arc; Arrow APIs take it by value")]
+    pub fn create_table(
+        &self,
+        name: &str,
+        schema: SchemaRef,
+        primary_key: &[&str],
+        _options: TableOptions,
+    ) -> Result<Table> {
+        let kind = table_record(&schema, primary_key)?;
+        self.inner.create_tree(Namespace::Tables, name, kind)?;
+        self.table(name)
+    }
+
+    /// The table called `name` (`"default"` is the default keyspace seen
+    /// as a table of two binary columns, `key` and `value`).
+    pub fn table(&self, name: &str) -> Result<Table> {
+        let shared = self.inner.open_tree(Namespace::Tables, name)?;
+        Ok(Table { inner: self.inner.clone(), shared })
+    }
+
+    /// Names of every table, `"default"` (the default keyspace's table
+    /// face) first.
+    pub fn tables(&self) -> Vec<String> {
+        let catalog = self.inner.state.load().version.catalog.clone();
+        std::iter::once(DEFAULT_KEYSPACE.to_string()).chain(catalog.names(Namespace::Tables)).collect()
+    }
+
+    /// Drops a table and its data. Fails with [`Error::Busy`] while any
+    /// handle to it (or a scan over it) is alive, and refuses `"default"`.
+    pub fn drop_table(&self, name: &str) -> Result<()> {
+        self.inner.drop_tree(Namespace::Tables, name)
+    }
+
+    /// Creates a key-value keyspace: a tree of its own, with its own
+    /// keys, that shares the WAL, caches and write buffer (RocksDB's
+    /// column families, fjall's partitions). Writes to several keyspaces
+    /// commit atomically in one [`WriteBatch`](crate::WriteBatch).
+    pub fn create_keyspace(&self, name: &str) -> Result<Keyspace> {
+        self.inner.create_tree(Namespace::Keyspaces, name, TreeKindRecord::Keyspace)?;
+        self.keyspace(name)
+    }
+
+    /// The keyspace called `name`; `"default"` is the one the `Db`'s own
+    /// key-value methods use.
+    pub fn keyspace(&self, name: &str) -> Result<Keyspace> {
+        let shared = self.inner.open_tree(Namespace::Keyspaces, name)?;
+        Ok(Keyspace::new(self.inner.clone(), shared))
+    }
+
+    /// Names of every keyspace, `"default"` first.
+    pub fn keyspaces(&self) -> Vec<String> {
+        self.inner.state.load().version.catalog.names(Namespace::Keyspaces)
+    }
+
+    /// Drops a keyspace and its data. Fails with [`Error::Busy`] while a
+    /// handle to it (or an iterator over it) is alive, and refuses
+    /// `"default"`.
+    pub fn drop_keyspace(&self, name: &str) -> Result<()> {
+        self.inner.drop_tree(Namespace::Keyspaces, name)
+    }
+}
+
+/// The catalog record of a table, with its schema and key checked.
+fn table_record(schema: &SchemaRef, primary_key: &[&str]) -> Result<TreeKindRecord> {
+    let mut key = Vec::with_capacity(primary_key.len());
+    for col in primary_key {
+        let i = schema
+            .index_of(col)
+            .map_err(|_| Error::InvalidArgument(format!("primary key column {col} is not in the schema")))?;
+        if schema.field(i).is_nullable() {
+            return Err(Error::InvalidArgument(format!("primary key column {col} must not be nullable")));
+        }
+        key.push(i);
+    }
+    TableLayout::new(schema.clone(), &key)?;
+    let ipc = schema_to_ipc(schema)?;
+    if ipc.len() > SCHEMA_BYTES_MAX {
+        return Err(Error::InvalidArgument(format!(
+            "the schema takes {} bytes (Arrow IPC), more than the {SCHEMA_BYTES_MAX} a table may have",
+            ipc.len()
+        )));
+    }
+    Ok(TreeKindRecord::Table { primary_key: key, schema_ipc: ipc })
+}
+
+/// What a namespace's trees are called in messages.
+fn what(namespace: Namespace) -> &'static str {
+    match namespace {
+        Namespace::Keyspaces => "keyspace",
+        Namespace::Tables => "table",
+        Namespace::IndexesOf(_) => "index",
+    }
+}
+
+impl DbInner {
+    /// The tree called `name` in `namespace` now, with its layout; the
+    /// table `"default"` is the default keyspace.
+    pub(super) fn find_tree(&self, namespace: Namespace, name: &str) -> Option<(TreeId, Arc<TableLayout>)> {
+        if namespace == Namespace::Tables && name == DEFAULT_KEYSPACE {
+            return Some((DEFAULT_TREE, Arc::new(TableLayout::key_value())));
+        }
+        let catalog = self.state.load().version.catalog.clone();
+        let (id, tree) = catalog.find(namespace, name)?;
+        let layout = match &tree.kind {
+            TreeKind::Table(t) => t.layout.clone(),
+            TreeKind::Keyspace | TreeKind::Index(_) => Arc::new(TableLayout::key_value()),
+        };
+        Some((id, layout))
+    }
+
+    fn create_tree(&self, namespace: Namespace, name: &str, kind: TreeKindRecord) -> Result<()> {
+        let what = what(namespace);
+        if name.is_empty() || name.len() > TREE_NAME_BYTES_MAX {
+            return Err(Error::InvalidArgument(format!(
+                "{what} name must be 1 to {TREE_NAME_BYTES_MAX} bytes"
+            )));
+        }
+        self.check_writable()?;
+        self.with_exclusive_writer(|| {
+            if self.find_tree(namespace, name).is_some() {
+                return Err(Error::InvalidArgument(format!("{what} {name} already exists")));
+            }
+            let mut versions = self.versions.lock();
+            // Tree ids come from the file-number counter: never reused, so rows
+            // of a dropped tree still in a WAL can never reach a new one.
+            let id = TreeId::try_from(versions.new_file_number())
+                .map_err(|_| Error::InvalidArgument("tree ids exhausted".into()))?;
+            let edit = VersionEdit {
+                trees_created: vec![(id, name.to_string())],
+                tree_kinds: vec![(id, kind)],
+                ..VersionEdit::default()
+            };
+            let version = self.log_and_apply(&mut versions, edit)?;
+            self.state.replace(|s| SuperVersion { mem: s.mem.clone(), imms: s.imms.clone(), version });
+            Ok(())
+        })
+    }
+
+    /// The shared state of the handles of a tree, registered so that a
+    /// drop can refuse while one is alive.
+    fn open_tree(&self, namespace: Namespace, name: &str) -> Result<Arc<TreeShared>> {
+        let (id, layout) = self
+            .find_tree(namespace, name)
+            .ok_or_else(|| Error::InvalidArgument(format!("no {} {name}", what(namespace))))?;
+        let mut open = self.open_trees.lock();
+        if let Some(shared) = open.get(&id).and_then(Weak::upgrade) {
+            return Ok(shared);
+        }
+        let shared = Arc::new(TreeShared { id, name: name.to_string(), layout });
+        open.insert(id, Arc::downgrade(&shared));
+        Ok(shared)
+    }
+
+    /// Drops a tree. A compaction running on it is not waited for (writes
+    /// would wait with it): it finds the tree gone when it installs its
+    /// result and discards it (`compact.rs`).
+    fn drop_tree(&self, namespace: Namespace, name: &str) -> Result<()> {
+        let what = what(namespace);
+        let (id, _) = self
+            .find_tree(namespace, name)
+            .ok_or_else(|| Error::InvalidArgument(format!("no {what} {name}")))?;
+        if id == DEFAULT_TREE {
+            return Err(Error::InvalidArgument(format!(
+                "the default keyspace cannot be dropped ({what} {name})"
+            )));
+        }
+        self.check_writable()?;
+        self.with_exclusive_writer(|| {
+            let mut open = self.open_trees.lock();
+            if open.get(&id).is_some_and(|w| w.strong_count() > 0) {
+                return Err(Error::Busy(format!(
+                    "{what} {name} is in use by a handle, an iterator or a scan"
+                )));
+            }
+            open.remove(&id);
+            let mut versions = self.versions.lock();
+            let edit = VersionEdit { trees_dropped: vec![id], ..VersionEdit::default() };
+            let version = self.log_and_apply(&mut versions, edit)?;
+            self.state.replace(|s| SuperVersion { mem: s.mem.clone(), imms: s.imms.clone(), version });
+            Ok(())
+        })?;
+        // The drop is durable: files left behind by a failed deletion are
+        // garbage that a later collection (or the next open) removes, not
+        // a reason to tell the caller the drop failed.
+        let _ = self.delete_obsolete_files(false);
+        Ok(())
+    }
+}

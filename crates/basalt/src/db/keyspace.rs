@@ -1,0 +1,148 @@
+//! The `Keyspace` handle: the key-value API on one named keyspace. `Db`'s
+//! own key-value methods are the default keyspace's.
+
+use std::ops::RangeBounds;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::ddl::TreeShared;
+use super::iter::{self, DbIterator, Direction};
+use super::{DbInner, ReadOptions, Snapshot};
+use crate::error::{Error, Result};
+use crate::options::WriteOptions;
+use crate::wal::batch::WriteBatch;
+
+/// A handle to one keyspace. Cheap to clone; `Send + Sync`. While a handle
+/// (or an iterator from it) is alive, the keyspace cannot be dropped.
+#[derive(Clone)]
+pub struct Keyspace {
+    inner: Arc<DbInner>,
+    shared: Arc<TreeShared>,
+}
+
+impl std::fmt::Debug for Keyspace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Keyspace").field("name", &self.shared.name).finish_non_exhaustive()
+    }
+}
+
+impl Keyspace {
+    pub(super) fn new(inner: Arc<DbInner>, shared: Arc<TreeShared>) -> Self {
+        Keyspace { inner, shared }
+    }
+
+    /// The keyspace's name.
+    pub fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    /// The value of `key`, if present.
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
+        self.inner.get(self.shared.id, key.as_ref(), None)
+    }
+
+    /// The value of `key` as of the snapshot in `opts` (or now).
+    pub fn get_opt(&self, key: impl AsRef<[u8]>, opts: &ReadOptions<'_>) -> Result<Option<Bytes>> {
+        self.inner.get(self.shared.id, key.as_ref(), opts.snapshot.map(Snapshot::seqno))
+    }
+
+    /// `f` of the value of `key`, borrowed where it lies (see `Db::get_with`).
+    pub fn get_with<R>(&self, key: impl AsRef<[u8]>, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
+        self.inner.get_with(self.shared.id, key.as_ref(), None, |v| f(v.as_slice()))
+    }
+
+    /// Sets `key` to `value`.
+    pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        self.put_opt(key, value, &WriteOptions::default())
+    }
+
+    /// Sets `key` to `value` with explicit write options.
+    pub fn put_opt(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>, opts: &WriteOptions) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.put_keyspace(self, key, value)?;
+        self.inner.write(batch, opts.sync)
+    }
+
+    /// Deletes `key` (deleting a missing key is not an error).
+    pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
+        self.delete_opt(key, &WriteOptions::default())
+    }
+
+    /// Deletes `key` with explicit write options.
+    pub fn delete_opt(&self, key: impl AsRef<[u8]>, opts: &WriteOptions) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.delete_keyspace(self, key)?;
+        self.inner.write(batch, opts.sync)
+    }
+
+    /// Iterates over the keys in `range` in ascending order.
+    pub fn iter<K: AsRef<[u8]>>(&self, range: impl RangeBounds<K>) -> DbIterator {
+        self.iter_opt(range, Direction::Forward, &ReadOptions::default())
+    }
+
+    /// Iterates over the keys in `range` in descending order.
+    pub fn iter_rev<K: AsRef<[u8]>>(&self, range: impl RangeBounds<K>) -> DbIterator {
+        self.iter_opt(range, Direction::Reverse, &ReadOptions::default())
+    }
+
+    /// Iterates over `range` in `direction` with explicit read options.
+    pub fn iter_opt<K: AsRef<[u8]>>(
+        &self,
+        range: impl RangeBounds<K>,
+        direction: Direction,
+        opts: &ReadOptions<'_>,
+    ) -> DbIterator {
+        let snapshot = opts.snapshot.map(Snapshot::seqno);
+        iter::new(&self.inner, self.shared.id, iter::owned_range(&range), direction, snapshot)
+            .holding(self.shared.clone())
+    }
+
+    /// Iterates over the keys that start with `prefix`, ascending.
+    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> DbIterator {
+        let range = iter::prefix_range(prefix.as_ref());
+        iter::new(&self.inner, self.shared.id, range, Direction::Forward, None).holding(self.shared.clone())
+    }
+
+    /// Compacts the keyspace's SSTs overlapping `range` down the levels
+    /// (see `Db::compact_range`).
+    pub fn compact_range<K: AsRef<[u8]>>(&self, range: impl RangeBounds<K>) -> Result<()> {
+        self.inner.compact_range(self.shared.id, &iter::owned_range(&range))
+    }
+}
+
+impl WriteBatch {
+    /// Sets `key` to `value` in `keyspace`. A keyspace of another database
+    /// than the batch's earlier keyspace or table writes is
+    /// [`Error::InvalidArgument`], and the batch is unchanged.
+    pub fn put_keyspace(
+        &mut self,
+        keyspace: &Keyspace,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+    ) -> Result<()> {
+        self.bind_keyspace(keyspace)?;
+        self.put_raw(keyspace.shared.id, key.as_ref(), value.as_ref());
+        Ok(())
+    }
+
+    /// Deletes `key` from `keyspace` (see [`WriteBatch::put_keyspace`]).
+    pub fn delete_keyspace(&mut self, keyspace: &Keyspace, key: impl AsRef<[u8]>) -> Result<()> {
+        self.bind_keyspace(keyspace)?;
+        self.delete_raw(keyspace.shared.id, key.as_ref());
+        Ok(())
+    }
+
+    /// Binds the batch to the keyspace's database: tree ids mean nothing
+    /// in another one.
+    fn bind_keyspace(&mut self, keyspace: &Keyspace) -> Result<()> {
+        if self.bind_database(keyspace.inner.id) {
+            Ok(())
+        } else {
+            Err(Error::InvalidArgument(format!(
+                "keyspace {} belongs to another database than the writes already in this batch",
+                keyspace.name()
+            )))
+        }
+    }
+}
