@@ -57,6 +57,17 @@ impl Error {
         Error::Corruption { file: file.into(), offset, what: what.into() }
     }
 
+    /// What went wrong, without the location: the `what` of a corruption
+    /// found by a decoder that does not know its file (Arrow IPC, row
+    /// bytes, keys), for the caller to report under the file and offset
+    /// it read the bytes from.
+    pub(crate) fn reason(&self) -> String {
+        match self {
+            Error::Corruption { what, .. } => what.clone(),
+            other => other.to_string(),
+        }
+    }
+
     /// True for [`Error::Corruption`].
     pub fn is_corruption(&self) -> bool {
         matches!(self, Error::Corruption { .. })

@@ -222,10 +222,13 @@ impl DbInner {
         let mut last_key: Vec<u8> = Vec::new();
         while let Some((key, trailer, value)) = merged.peek() {
             let Some((seqno, kind)) = unpack_trailer(trailer) else {
+                let (path, offset) = merged.peek_cursor().map_or_else(Default::default, |c| {
+                    (c.reader().path().to_path_buf(), c.current().map_or(0, |(b, _)| b.file_offset()))
+                });
                 return Err(Error::corruption(
-                    "",
-                    0,
-                    format!("compaction input has an entry of unknown kind {trailer:#x}"),
+                    path,
+                    offset,
+                    format!("an entry of unknown kind {trailer:#x}"),
                 ));
             };
             if retention.keep(key, seqno, kind) {
@@ -244,12 +247,16 @@ impl DbInner {
                         Some(layout) => {
                             // Table rows are copied column by column from the
                             // input block's arrays.
-                            let Some((block, i)) = merged.peek_cursor().and_then(|c| c.current()) else {
-                                return Err(Error::corruption("", 0, "compaction cursor lost its block"));
+                            // The merge peeked a valid cursor, which is on a block.
+                            let Some((cursor, (block, i))) =
+                                merged.peek_cursor().and_then(|c| c.current().map(|at| (c, at)))
+                            else {
+                                return Err(Error::InvalidArgument(
+                                    "compaction cursor lost its block (a bug)".into(),
+                                ));
                             };
                             let arrays = block.arrays(layout).map_err(|e| {
-                                let path = merged.peek_cursor().map(|c| c.reader().path().to_path_buf());
-                                Error::corruption(path.unwrap_or_default(), 0, e)
+                                Error::corruption(cursor.reader().path(), block.file_offset(), e)
                             })?;
                             w.add_from_arrays(key, trailer, arrays, i)?;
                         }

@@ -85,7 +85,8 @@ impl Source {
 /// The newest visible version of a key, where it lives.
 enum Found {
     Bytes(Bytes),
-    Block(Arc<crate::sst::block::Block>, usize),
+    /// A row of an SST block, with the reader naming the file in errors.
+    Block(Arc<crate::sst::block::Block>, usize, Arc<crate::sst::reader::SstReader>),
 }
 
 /// An iterator of record batches over a table.
@@ -344,11 +345,14 @@ impl TableScan {
     }
 
     fn corrupt(&self, i: usize, what: &str) -> Error {
-        let path = match &self.sources[i] {
-            Source::Sst(c) => c.reader().path().to_path_buf(),
-            Source::Mem(_) => std::path::PathBuf::new(),
+        // Only SST cursors hand out blocks.
+        let (path, offset) = match &self.sources[i] {
+            Source::Sst(c) => {
+                (c.reader().path().to_path_buf(), c.current().map_or(0, |(b, _)| b.file_offset()))
+            }
+            Source::Mem(_) => (std::path::PathBuf::from("memtable"), 0),
         };
-        Error::corruption(path, 0, format!("table block: {what}"))
+        Error::corruption(path, offset, format!("table block: {what}"))
     }
 
     /// Consumes every version of `key`; returns the newest visible one.
@@ -364,7 +368,7 @@ impl TableScan {
                     let found = match s {
                         Source::Mem(c) => Found::Bytes(c.value().cloned().unwrap_or_default()),
                         Source::Sst(c) => match c.current() {
-                            Some((b, i)) => Found::Block(b.clone(), i),
+                            Some((b, i)) => Found::Block(b.clone(), i, c.reader().clone()),
                             None => Found::Bytes(Bytes::new()),
                         },
                     };
@@ -379,8 +383,10 @@ impl TableScan {
     fn push_row(&mut self, key: &[u8], found: Found) -> Result<()> {
         match found {
             Found::Bytes(row) => decode_row(&self.layout, Some(&row), &mut self.builders)?,
-            Found::Block(block, i) => {
-                let arrays = block.arrays(&self.layout).map_err(|e| Error::corruption("", 0, e))?;
+            Found::Block(block, i, reader) => {
+                let arrays = block.arrays(&self.layout).map_err(|e| {
+                    Error::corruption(reader.path(), block.file_offset(), format!("table block: {e}"))
+                })?;
                 for &c in self.layout.stored() {
                     self.builders[c].push_from_array(&arrays[c], i)?;
                 }

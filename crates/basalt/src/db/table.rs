@@ -240,13 +240,13 @@ impl Table {
                 if !matches!(unpack_trailer(block.trailer(i)), Some((_, Kind::Put))) {
                     return Ok(None);
                 }
-                let arrays = block
-                    .arrays(&self.shared.layout)
-                    .map_err(|e| Error::corruption(reader.path(), 0, format!("table block: {e}")))?;
+                let arrays = block.arrays(&self.shared.layout).map_err(|e| {
+                    Error::corruption(reader.path(), block.file_offset(), format!("table block: {e}"))
+                })?;
                 let row: Vec<ArrayRef> = arrays.iter().map(|a| a.slice(i, 1)).collect();
-                return RecordBatch::try_new(self.schema(), row)
-                    .map(Some)
-                    .map_err(|e| Error::corruption(reader.path(), 0, format!("table row: {e}")));
+                return RecordBatch::try_new(self.schema(), row).map(Some).map_err(|e| {
+                    Error::corruption(reader.path(), block.file_offset(), format!("table row: {e}"))
+                });
             }
         }
         Ok(None)

@@ -386,7 +386,7 @@ pub(crate) fn insert_batch(
             let layout =
                 version.catalog.table_layout(e.tree).unwrap_or_else(|| Arc::new(TableLayout::key_value()));
             recovered = decode_arrow_entry(&layout, e.value, e.kind == Kind::Delete, e.arrow_rows)
-                .map_err(|err| Error::corruption(path, offset, format!("table rows: {err}")))?;
+                .map_err(|err| Error::corruption(path, offset, format!("table rows: {}", err.reason())))?;
             recovered.rows.as_slice()
         };
         arrow_index += 1;

@@ -1,5 +1,9 @@
-//! Tables: an Arrow schema and a primary key over one LSM tree. Rows go in
-//! and come out as `RecordBatch`es.
+//! The row codec: how a table's Arrow rows become keys and row bytes and
+//! back (`layout`), filters over them (`filter`) and the zone maps that
+//! skip blocks (`zone`), and the Arrow IPC streams the WAL and MANIFEST
+//! keep. Its decoders do not know which file their bytes came from: their
+//! `Error::Corruption` has an empty file, and each caller reports the
+//! `reason` under the file and offset it read (`catalog.rs`, WAL recovery).
 
 pub mod filter;
 pub mod layout;

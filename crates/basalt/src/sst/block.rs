@@ -296,6 +296,9 @@ pub struct Block {
     /// The bytes are a memory-mapped file's, held by the page cache rather
     /// than by this block: the block cache charges only the rest.
     data_is_mapped: bool,
+    /// Where the block starts in its file, for errors found after decoding
+    /// (its Arrow arrays are checked on first use).
+    file_offset: u64,
 }
 
 impl Block {
@@ -318,9 +321,15 @@ impl Block {
             more_buffers,
             arrays: OnceLock::new(),
             data_is_mapped: false,
+            file_offset: offset,
         };
         block.check_columns().map_err(corrupt)?;
         Ok(block)
+    }
+
+    /// Where the block starts in its file.
+    pub fn file_offset(&self) -> u64 {
+        self.file_offset
     }
 
     /// [`Block::decode`] of contents that lie in a memory map: the same

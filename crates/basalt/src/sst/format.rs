@@ -1,6 +1,6 @@
 //! Every constant of the SST format, and the fixed-size structures that locate
 //! the rest of a file: block handles, the block trailer's checksum and the
-//! footer. `docs/format-sst.md` draws these bytes.
+//! footer. `docs/format.md` draws these bytes.
 
 use std::path::Path;
 

@@ -1,5 +1,5 @@
 //! Sorted String Tables: Basalt's one columnar on-disk format. This folder
-//! owns the bytes of an SST (`format`, `docs/format-sst.md`), writing one
+//! owns the bytes of an SST (`format`, `docs/format.md`), writing one
 //! (`writer`), opening and reading one (`reader`, `iter`) and the structures
 //! inside it (`block`, `filter`, `index`, `meta`, `seal`).
 

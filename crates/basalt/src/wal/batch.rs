@@ -6,7 +6,7 @@ use std::path::Path;
 
 use bytes::Bytes;
 
-use super::format::BATCH_HEADER_BYTES;
+use super::format::{BATCH_HEADER_BYTES, ENTRY_DELETE, ENTRY_PUT, ENTRY_ROWS_DELETE, ENTRY_ROWS_PUT};
 use crate::codec::internal::{Kind, SeqNo};
 use crate::codec::varint::{self, Reader};
 use crate::error::Result;
@@ -92,7 +92,7 @@ impl WriteBatch {
     /// Sets `key` to `value` in `tree`. Not public: a tree of a table takes
     /// only rows encoded with its layout (`put_rows`).
     pub(crate) fn put_raw(&mut self, tree: TreeId, key: &[u8], value: &[u8]) {
-        self.rep.push(Kind::Put as u8);
+        self.rep.push(ENTRY_PUT);
         varint::put_u64(&mut self.rep, u64::from(tree));
         varint::put_bytes(&mut self.rep, key);
         varint::put_bytes(&mut self.rep, value);
@@ -101,7 +101,7 @@ impl WriteBatch {
 
     /// Deletes `key` from `tree` (not public, as `put_raw`).
     pub(crate) fn delete_raw(&mut self, tree: TreeId, key: &[u8]) {
-        self.rep.push(Kind::Delete as u8);
+        self.rep.push(ENTRY_DELETE);
         varint::put_u64(&mut self.rep, u64::from(tree));
         varint::put_bytes(&mut self.rep, key);
         self.count += 1;
@@ -121,7 +121,7 @@ impl WriteBatch {
     /// Appends Arrow rows of a table: `ipc` is the Arrow IPC stream the WAL
     /// keeps; `rows` the pre-encoded (key, row bytes) of each row.
     pub(crate) fn put_rows(&mut self, tree: TreeId, ipc: &[u8], rows: EncodedRows, delete: bool) {
-        self.rep.push(if delete { KIND_ARROW_DELETE } else { KIND_ARROW_PUT });
+        self.rep.push(if delete { ENTRY_ROWS_DELETE } else { ENTRY_ROWS_PUT });
         varint::put_u64(&mut self.rep, u64::from(tree));
         varint::put_u64(&mut self.rep, rows.rows.len() as u64);
         varint::put_bytes(&mut self.rep, ipc);
@@ -186,25 +186,23 @@ pub struct DecodedBatch<'a> {
     pub entries: Vec<BatchEntry<'a>>,
 }
 
-/// Entry kind byte of Arrow rows upserted into a table.
-const KIND_ARROW_PUT: u8 = 2;
-/// Entry kind byte of Arrow key rows deleted from a table.
-const KIND_ARROW_DELETE: u8 = 3;
-
 fn next_entry<'a>(r: &mut Reader<'a, '_>) -> Result<BatchEntry<'a>> {
     let kind_byte = r.u8()?;
     let tree = r.varint()?;
     let tree = TreeId::try_from(tree).map_err(|_| r.corrupt(format!("tree id {tree} out of range")))?;
-    if matches!(kind_byte, KIND_ARROW_PUT | KIND_ARROW_DELETE) {
+    if matches!(kind_byte, ENTRY_ROWS_PUT | ENTRY_ROWS_DELETE) {
         let rows = r.varint()?;
         let rows =
             u32::try_from(rows).ok().filter(|&n| n > 0).ok_or_else(|| r.corrupt(format!("{rows} rows")))?;
         let ipc = r.len_bytes()?;
-        let kind = if kind_byte == KIND_ARROW_PUT { Kind::Put } else { Kind::Delete };
+        let kind = if kind_byte == ENTRY_ROWS_PUT { Kind::Put } else { Kind::Delete };
         return Ok(BatchEntry { kind, tree, key: &[], value: ipc, arrow_rows: rows });
     }
-    let kind =
-        Kind::from_u8(kind_byte).ok_or_else(|| r.corrupt(format!("unknown entry kind {kind_byte}")))?;
+    let kind = match kind_byte {
+        ENTRY_PUT => Kind::Put,
+        ENTRY_DELETE => Kind::Delete,
+        _ => return Err(r.corrupt(format!("unknown entry kind {kind_byte}"))),
+    };
     let key = r.len_bytes()?;
     let value = if kind == Kind::Put { r.len_bytes()? } else { &[] };
     Ok(BatchEntry { kind, tree, key, value, arrow_rows: 0 })

@@ -1,13 +1,27 @@
-//! Byte layout of a WAL record's payload: one encoded write batch.
+//! Byte layout of a WAL record's payload: one encoded write batch (drawn in
+//! `docs/format.md`).
 //!
 //! ```text
-//! batch   := seqno: u64 LE | count: u32 LE | entry{count}
-//! entry   := kind: u8 | tree: varint | key: varint len + bytes | [value]
-//! value   := varint len + bytes        (present only when kind = Put)
+//! batch   := seqno: u64 LE | count: u32 LE | entry*
+//! entry   := 0 (delete)     | tree: varint | key: varint len + bytes
+//!          | 1 (put)        | tree: varint | key: varint len + bytes
+//!                           | value: varint len + bytes
+//!          | 2 (table put)  | tree: varint | rows: varint (>= 1)
+//!                           | Arrow IPC stream: varint len + bytes
+//!          | 3 (table delete: key rows) | same as 2
 //! ```
 //!
-//! `seqno` is the sequence number of the first entry; entry i has seqno + i.
-//! `kind` is `codec::internal::Kind` (0 delete, 1 put).
+//! `seqno` is the sequence number of the first entry; each key entry takes
+//! one seqno and each Arrow row one, in order, and `count` is their total.
 
 /// Bytes of the batch header: seqno then count.
 pub const BATCH_HEADER_BYTES: usize = 12;
+
+/// Entry kind: a key deleted from a keyspace (`codec::internal::Kind::Delete`).
+pub const ENTRY_DELETE: u8 = 0;
+/// Entry kind: a key set in a keyspace (`codec::internal::Kind::Put`).
+pub const ENTRY_PUT: u8 = 1;
+/// Entry kind: Arrow rows upserted into a table (or a keyspace's table face).
+pub const ENTRY_ROWS_PUT: u8 = 2;
+/// Entry kind: Arrow key rows deleted from a table.
+pub const ENTRY_ROWS_DELETE: u8 = 3;
