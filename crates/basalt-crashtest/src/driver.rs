@@ -15,7 +15,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use basalt::{Db, Options, ScanOptions};
+use basalt::{Db, ScanOptions};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -218,7 +218,7 @@ fn check(
 ) -> Result<(), String> {
     // No compaction during the check: only recovery deletes files, so the
     // SSTs it deletes are what the kill left unfinished.
-    let options = Options { auto_compaction: false, ..crate::options::for_cycle(config.seed, cycle) };
+    let options = crate::options::for_cycle(config.seed, cycle).auto_compaction(false);
     let dir = db_dir(&config.dir);
     let before = ssts(&dir);
     let db = Db::open(&dir, options).map_err(|e| format!("the database did not open: {e}"))?;

@@ -385,13 +385,11 @@ pub mod seeds {
     /// deletes and a batch, and the MANIFEST.
     fn database_files(compression: Compression) -> Vec<(String, Vec<u8>)> {
         let fs = MemFs::new();
-        let options = Options {
-            fs: Arc::new(fs.clone()),
-            block_bytes_target: 128,
-            compression,
-            auto_compaction: false,
-            ..Options::default()
-        };
+        let options = Options::default()
+            .fs(Arc::new(fs.clone()))
+            .block_bytes_target(128)
+            .compression(compression)
+            .auto_compaction(false);
         let db = Db::open("/db", options).expect("create");
         for i in 0..40u32 {
             db.put(format!("key{i:03}"), format!("value-{i}-").repeat(3)).expect("put");

@@ -68,7 +68,7 @@ impl Workload for KvWorkload {
                 None => wb.delete(key),
             }
         }
-        db.write_opt(wb, &WriteOptions { sync })
+        db.write_opt(wb, &WriteOptions::default().sync(sync))
     }
 
     fn model(&self, thread: u32) -> Box<dyn Model> {

@@ -222,7 +222,7 @@ impl Workload for TablesWorkload {
             )?,
         )?;
         wb.put(&r.kv.0, &r.kv.1);
-        db.write_opt(wb, &WriteOptions { sync })
+        db.write_opt(wb, &WriteOptions::default().sync(sync))
     }
 
     fn model(&self, thread: u32) -> Box<dyn Model> {
@@ -250,10 +250,7 @@ fn apply(state: &mut BTreeMap<String, String>, changes: Changes) {
 fn scan_thread(db: &Db, table: &str, thread: u32) -> Result<Vec<RecordBatch>, String> {
     let t = db.table(table).map_err(|e| format!("table {table} missing: {e}"))?;
     let prefix = vec![KeyValue::I32(thread as i32)];
-    let opts = ScanOptions {
-        range: (Bound::Included(prefix.clone()), Bound::Included(prefix)),
-        ..Default::default()
-    };
+    let opts = ScanOptions::default().range((Bound::Included(prefix.clone()), Bound::Included(prefix)));
     let scan = t.scan(opts).map_err(|e| format!("scan of {table}: {e}"))?;
     scan.collect::<basalt::Result<Vec<_>>>().map_err(|e| format!("scan of {table}: {e}"))
 }

@@ -10,8 +10,7 @@ use basalt_crashtest::workload::{self, Model, Workload};
 
 fn mem_db() -> Db {
     let fs = MemFs::new();
-    Db::open("/db", Options { fs: Arc::new(fs), memtable_bytes_max: 4 << 10, ..Options::default() })
-        .expect("open")
+    Db::open("/db", Options::default().fs(Arc::new(fs)).memtable_bytes_max(4 << 10)).expect("open")
 }
 
 /// Writes batches `0..n` of thread 0 and returns the model of them.

@@ -68,7 +68,7 @@ fn empty_time_zone_table_refuses_its_own_batches() {
     use arrow_array::{ArrayRef, Int64Array, RecordBatch, TimestampSecondArray};
     use arrow_schema::{DataType, Field, Schema, TimeUnit};
     let fs = basalt::testing::MemFs::new();
-    let options = basalt::Options { fs: Arc::new(fs), ..basalt::Options::default() };
+    let options = basalt::Options::default().fs(Arc::new(fs));
     let schema = Arc::new(Schema::new(vec![
         Field::new("id", DataType::Int64, false),
         Field::new("at", DataType::Timestamp(TimeUnit::Second, Some("".into())), true),
@@ -99,8 +99,7 @@ fn is_null_filter_with_a_literal_of_two_values_panics() {
     use arrow_array::{ArrayRef, Int64Array, RecordBatch};
     use arrow_schema::{DataType, Field, Schema};
     use basalt::{CmpOp, Filter, Predicate, ScanOptions};
-    let options =
-        basalt::Options { fs: Arc::new(basalt::testing::MemFs::new()), ..basalt::Options::default() };
+    let options = basalt::Options::default().fs(Arc::new(basalt::testing::MemFs::new()));
     let schema = Arc::new(Schema::new(vec![
         Field::new("id", DataType::Int64, false),
         Field::new("v", DataType::Int64, true),
@@ -114,7 +113,7 @@ fn is_null_filter_with_a_literal_of_two_values_panics() {
     let literal: ArrayRef = Arc::new(Int64Array::from(vec![0, 0]));
     let filter = Filter::all(vec![Predicate::new("v", CmpOp::IsNull, literal)]);
     let scanned = std::panic::catch_unwind(AssertUnwindSafe(|| {
-        let scan = table.scan(ScanOptions { filter: Some(filter), ..ScanOptions::default() })?;
+        let scan = table.scan(ScanOptions::default().filter(Some(filter)))?;
         scan.map(|b| b.map(|b| b.num_rows())).sum::<basalt::Result<usize>>()
     }))
     .unwrap_or_else(|_| panic!("a scan filtering IS NULL with a literal of two values panicked"));

@@ -100,13 +100,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let scan_rate = rows as f64 / secs;
 
     let (lo, hi) = (args.rows / 4, args.rows / 4 * 3);
-    let range = ScanOptions {
-        range: (
-            std::ops::Bound::Included(vec![KeyValue::I64(lo)]),
-            std::ops::Bound::Excluded(vec![KeyValue::I64(hi)]),
-        ),
-        ..ScanOptions::default()
-    };
+    let range = ScanOptions::default().range((
+        std::ops::Bound::Included(vec![KeyValue::I64(lo)]),
+        std::ops::Bound::Excluded(vec![KeyValue::I64(hi)]),
+    ));
     let (rows, secs, p) = scan(&t, range)?;
     line("range scan (half the rows)", rows, secs, row_bytes, Some(p));
 

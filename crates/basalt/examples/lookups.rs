@@ -86,15 +86,13 @@ fn mix64(mut x: u64) -> u64 {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     let dir = tempfile::tempdir()?;
-    let options = Options {
-        learned_index: !args.fences,
-        timing_stats: args.timing,
-        row_cache_bytes: args.row_cache_mib << 20,
-        mmap_reads: !args.no_mmap,
-        learned_index_epsilon: args.epsilon.unwrap_or(Options::default().learned_index_epsilon),
-        block_cache_bytes: args.block_cache_mib << 20,
-        ..Options::default()
-    };
+    let options = Options::default()
+        .learned_index(!args.fences)
+        .timing_stats(args.timing)
+        .row_cache_bytes(args.row_cache_mib << 20)
+        .mmap_reads(!args.no_mmap)
+        .learned_index_epsilon(args.epsilon.unwrap_or(Options::default().learned_index_epsilon))
+        .block_cache_bytes(args.block_cache_mib << 20);
     let db = Db::open(dir.path(), options)?;
     let mut rng = rand::rngs::StdRng::seed_from_u64(args.seed);
     let mut order: Vec<u64> = (0..args.keys).collect();
@@ -109,7 +107,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             value[..8.min(args.value_bytes)].copy_from_slice(&i.to_le_bytes()[..8.min(args.value_bytes)]);
             batch.put(key(i, args.spread), &value);
         }
-        db.write_opt(batch, &WriteOptions { sync: false })?;
+        db.write_opt(batch, &WriteOptions::default().sync(false))?;
     }
     db.flush()?;
     db.wait_for_background_work()?;

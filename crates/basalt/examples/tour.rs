@@ -69,7 +69,7 @@ fn report(step: &str, ops: usize, took: Duration, bytes_per_op: usize) {
 }
 
 fn fill(db: &Db, order: &[usize], sync: bool, rng: &mut impl Rng) -> basalt::Result<()> {
-    let opts = WriteOptions { sync };
+    let opts = WriteOptions::default().sync(sync);
     for chunk in order.chunks(BATCH_KEYS) {
         let mut batch = WriteBatch::new();
         for &i in chunk {

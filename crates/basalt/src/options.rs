@@ -5,8 +5,42 @@ use std::sync::Arc;
 
 use crate::io::{Fs, RealFs};
 
+/// Declares an option struct: `#[non_exhaustive]`, so that options can be
+/// added without breaking callers, with public fields to read and assign,
+/// and a chainable setter named after each field, so that a caller outside
+/// the crate (which cannot write a literal of a non-exhaustive struct)
+/// still builds one in one expression:
+/// `Options::default().auto_compaction(false)`.
+macro_rules! option_struct {
+    (
+        $(#[$attr:meta])*
+        pub struct $name:ident $(<$lt:lifetime>)? {
+            $( $(#[$field_attr:meta])* pub $field:ident : $ty:ty ),* $(,)?
+        }
+    ) => {
+        $(#[$attr])*
+        #[non_exhaustive]
+        pub struct $name $(<$lt>)? {
+            $( $(#[$field_attr])* pub $field : $ty ),*
+        }
+
+        impl $(<$lt>)? $name $(<$lt>)? {
+            $(
+                #[doc = concat!("Sets `", stringify!($field), "` (see the field).")]
+                #[must_use]
+                pub fn $field(mut self, value: $ty) -> Self {
+                    self.$field = value;
+                    self
+                }
+            )*
+        }
+    };
+}
+pub(crate) use option_struct;
+
 /// Per-block compression of SST data blocks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum Compression {
     /// Blocks are stored as they are: the fastest point lookups, and scans
     /// can hand out the stored bytes without decoding.
@@ -16,9 +50,9 @@ pub enum Compression {
     Lz4,
 }
 
+option_struct! {
 /// Options for opening a database.
 #[derive(Debug, Clone)]
-#[expect(clippy::struct_excessive_bools, reason = "each switch is an independent, named tunable")]
 pub struct Options {
     /// Create the directory and an empty database when none exists.
     pub create_if_missing: bool,
@@ -132,6 +166,7 @@ pub struct Options {
     /// small write never waits behind a huge group.
     pub group_commit_bytes_max: usize,
 }
+}
 
 impl Default for Options {
     fn default() -> Self {
@@ -195,6 +230,7 @@ impl Options {
     }
 }
 
+option_struct! {
 /// Options for one write.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct WriteOptions {
@@ -203,10 +239,4 @@ pub struct WriteOptions {
     /// of the machine may lose the last writes (never a hole).
     pub sync: bool,
 }
-
-impl WriteOptions {
-    /// Write options with `sync` set.
-    pub fn sync() -> Self {
-        WriteOptions { sync: true }
-    }
 }

@@ -24,7 +24,7 @@ fn group_key(group: usize, i: usize) -> Vec<u8> {
 fn concurrent_writers_and_readers_see_atomic_batches() {
     common::run_seeded("concurrent_writers_and_readers_see_atomic_batches", 2, |seed| {
         let dir = tempfile::tempdir().expect("tempdir");
-        let opts = Options { memtable_bytes_max: 64 << 10, block_bytes_target: 512, ..Options::default() };
+        let opts = Options::default().memtable_bytes_max(64 << 10).block_bytes_target(512);
         let db = Arc::new(Db::open(dir.path(), opts).expect("open"));
         let stop = Arc::new(AtomicBool::new(false));
         let readers: Vec<_> = (0..2)
@@ -65,7 +65,7 @@ fn concurrent_writers_and_readers_see_atomic_batches() {
                         }
                         batch.put(format!("log/{w}/{n:05}"), &value);
                         let sync = rng.random_bool(0.2);
-                        db.write_opt(batch, &WriteOptions { sync }).expect("write");
+                        db.write_opt(batch, &WriteOptions::default().sync(sync)).expect("write");
                     }
                 })
             })
@@ -102,7 +102,7 @@ fn group_commit_shares_fsyncs() {
             let db = db.clone();
             std::thread::spawn(move || {
                 for n in 0..50 {
-                    db.put_opt(format!("{t}/{n}"), b"v", &WriteOptions::sync()).expect("put");
+                    db.put_opt(format!("{t}/{n}"), b"v", &WriteOptions::default().sync(true)).expect("put");
                 }
             })
         })
@@ -125,15 +125,13 @@ fn group_commit_shares_fsyncs() {
 fn snapshots_are_stable_across_flushes_and_compactions() {
     common::run_seeded("snapshots_are_stable_across_flushes_and_compactions", 2, |seed| {
         let dir = tempfile::tempdir().expect("tempdir");
-        let opts = Options {
-            memtable_bytes_max: 32 << 10,
-            block_bytes_target: 512,
-            l0_compaction_trigger: 2,
-            level1_bytes_target: 128 << 10,
-            level_size_ratio: 4,
-            sst_bytes_target: 32 << 10,
-            ..Options::default()
-        };
+        let opts = Options::default()
+            .memtable_bytes_max(32 << 10)
+            .block_bytes_target(512)
+            .l0_compaction_trigger(2)
+            .level1_bytes_target(128 << 10)
+            .level_size_ratio(4)
+            .sst_bytes_target(32 << 10);
         let db = Arc::new(Db::open(dir.path(), opts).expect("open"));
         let stop = Arc::new(AtomicBool::new(false));
         let shared_key = |i: u64| format!("shared/{:03}", i % 200).into_bytes();
@@ -217,7 +215,7 @@ fn memtable_memory_stays_within_the_budget() {
     const VALUE: usize = 1024;
     const BATCH: usize = 16;
     let dir = tempfile::tempdir().expect("tempdir");
-    let opts = Options { write_buffer_bytes_max: BUDGET, ..Options::default() };
+    let opts = Options::default().write_buffer_bytes_max(BUDGET);
     let db = Arc::new(Db::open(dir.path(), opts).expect("open"));
     let stop = Arc::new(AtomicBool::new(false));
     let sampler = {
@@ -264,7 +262,7 @@ fn memtable_memory_stays_within_the_budget() {
 fn get_latency_breakdown_is_recorded_when_asked() {
     for timed in [false, true] {
         let dir = tempfile::tempdir().expect("tempdir");
-        let db = Db::open(dir.path(), Options { timing_stats: timed, ..Options::default() }).expect("open");
+        let db = Db::open(dir.path(), Options::default().timing_stats(timed)).expect("open");
         for i in 0..2000u32 {
             db.put(i.to_be_bytes(), b"value").expect("put");
         }
@@ -289,13 +287,11 @@ fn get_latency_breakdown_is_recorded_when_asked() {
 #[test]
 fn settled_directory_holds_only_live_ssts() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let options = Options {
-        memtable_bytes_max: 64 << 10,
-        sst_bytes_target: 32 << 10,
-        level1_bytes_target: 128 << 10,
-        l0_compaction_trigger: 2,
-        ..Options::default()
-    };
+    let options = Options::default()
+        .memtable_bytes_max(64 << 10)
+        .sst_bytes_target(32 << 10)
+        .level1_bytes_target(128 << 10)
+        .l0_compaction_trigger(2);
     let db = Db::open(dir.path(), options).expect("open");
     let mut rng = common::rng(7);
     for round in 0..40u64 {

@@ -77,18 +77,16 @@ fn value_for(i: usize, round: usize) -> Vec<u8> {
 /// WAL, one record each; then a clean close.
 fn build_fixture(compression: Compression) -> Fixture {
     let fs = MemFs::new();
-    let options = Options {
-        fs: Arc::new(fs.clone()),
-        memtable_bytes_max: 1 << 20,
-        block_bytes_target: 512,
-        bloom_bits_per_key: 10,
-        compression,
-        block_cache_bytes: 1 << 20,
+    let options = Options::default()
+        .fs(Arc::new(fs.clone()))
+        .memtable_bytes_max(1 << 20)
+        .block_bytes_target(512)
+        .bloom_bits_per_key(10)
+        .compression(compression)
+        .block_cache_bytes(1 << 20)
         // The two SSTs stay as written, and opening a damaged copy starts
         // no background work.
-        auto_compaction: false,
-        ..Options::default()
-    };
+        .auto_compaction(false);
     let db = Db::open(DB, options.clone()).expect("create");
     let mut model = Model::new();
     let key = |i: usize| format!("key{i:05}").into_bytes();
@@ -110,7 +108,7 @@ fn build_fixture(compression: Compression) -> Fixture {
     let mut wal_models = vec![model.clone()];
     for i in 0..8 {
         let k = key(1000 + i * 7);
-        db.put_opt(&k, value_for(i, 2), &WriteOptions { sync: i % 3 == 0 }).expect("put");
+        db.put_opt(&k, value_for(i, 2), &WriteOptions::default().sync(i % 3 == 0)).expect("put");
         model.insert(k, value_for(i, 2));
         wal_models.push(model.clone());
     }
@@ -242,7 +240,7 @@ fn scan(it: DbIterator, limit: usize) -> Scan {
 }
 
 fn observe(fs: &MemFs, options: &Options, keys: &[Vec<u8>], limit: usize) -> Observed {
-    let db = match Db::open(DB, Options { fs: Arc::new(fs.clone()), ..options.clone() }) {
+    let db = match Db::open(DB, options.clone().fs(Arc::new(fs.clone()))) {
         Ok(db) => db,
         Err(e) => return Observed::OpenFailed(e),
     };
@@ -648,7 +646,7 @@ fn truncation_sweep() {
 // ---------------------------------------------------------------------------
 
 fn mem_options(fs: &MemFs) -> Options {
-    Options { fs: Arc::new(fs.clone()), ..Options::default() }
+    Options::default().fs(Arc::new(fs.clone()))
 }
 
 fn assert_locked(result: Result<Db, Error>, dir: &Path) {
@@ -717,7 +715,7 @@ fn second_process_is_locked_out() {
     if let Ok(dir) = std::env::var(CHILD_DIR_ENV) {
         // The child: open, report, exit.
         let expect = std::env::var(CHILD_EXPECT_ENV).unwrap_or_default();
-        let result = Db::open(&dir, Options { create_if_missing: false, ..Options::default() });
+        let result = Db::open(&dir, Options::default().create_if_missing(false));
         let seen = match &result {
             Err(Error::Locked(_)) => "locked".to_string(),
             Ok(db) if db.get(b"parent").ok().flatten().as_deref() == Some(&b"wrote this"[..]) => {
@@ -732,7 +730,7 @@ fn second_process_is_locked_out() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("db");
     let db = Db::open(&path, Options::default()).expect("open");
-    db.put_opt(b"parent", b"wrote this", &WriteOptions::sync()).expect("put");
+    db.put_opt(b"parent", b"wrote this", &WriteOptions::default().sync(true)).expect("put");
     assert!(child_sees(&path, "locked"), "a second process opened a locked database");
     db.put(b"still", b"writable").expect("the parent keeps writing");
     drop(db);
@@ -774,7 +772,7 @@ fn assert_invalid(result: Result<(), Error>, what: &str) {
 #[test]
 fn oversized_keys_and_values_change_nothing() {
     let fs = MemFs::new();
-    let options = Options { key_bytes_max: 16, value_bytes_max: 64, ..mem_options(&fs) };
+    let options = mem_options(&fs).key_bytes_max(16).value_bytes_max(64);
     let db = Db::open(DB, options.clone()).expect("open");
     db.put(b"existing", b"value").expect("put");
     db.sync_wal().expect("sync");
@@ -782,7 +780,7 @@ fn oversized_keys_and_values_change_nothing() {
     let (key_ok, key_big) = (vec![b'k'; 16], vec![b'k'; 17]);
     let (value_ok, value_big) = (vec![b'v'; 64], vec![b'v'; 65]);
     for sync in [false, true] {
-        let opts = WriteOptions { sync };
+        let opts = WriteOptions::default().sync(sync);
         assert_invalid(db.put_opt(&key_big, b"v", &opts), "oversized key");
         assert_invalid(db.put_opt(b"small", &value_big, &opts), "oversized value");
         assert_invalid(db.delete_opt(&key_big, &opts), "delete of an oversized key");
@@ -872,14 +870,14 @@ fn opening_a_foreign_directory_changes_nothing() {
 #[test]
 fn missing_path_without_create_if_missing_creates_nothing() {
     let fs = MemFs::new();
-    let options = Options { create_if_missing: false, ..mem_options(&fs) };
+    let options = mem_options(&fs).create_if_missing(false);
     assert!(Db::open("/data/db", options).is_err(), "opened a missing database");
     assert!(!fs.exists(Path::new("/data")).expect("exists"), "created the parent");
     assert!(tree(&fs, Path::new("/")).is_empty(), "created files");
 
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("missing/db");
-    let options = Options { create_if_missing: false, ..Options::default() };
+    let options = Options::default().create_if_missing(false);
     assert!(Db::open(&path, options).is_err(), "opened a missing database");
     assert_eq!(std::fs::read_dir(dir.path()).expect("list").count(), 0, "created something");
 }
@@ -890,7 +888,7 @@ fn error_if_exists_changes_nothing() {
     let db = Db::open(DB, mem_options(&fs)).expect("create");
     db.put(b"k", b"v").expect("put");
     db.close().expect("close");
-    let options = Options { error_if_exists: true, ..mem_options(&fs) };
+    let options = mem_options(&fs).error_if_exists(true);
     assert_refused_untouched(&fs, db_path(), db_path(), options, "error_if_exists");
     let db = Db::open(DB, mem_options(&fs)).expect("reopen");
     assert_eq!(db.get(b"k").expect("get").as_deref(), Some(&b"v"[..]));

@@ -169,7 +169,10 @@ fn crash_in_the_middle_of_io() {
 fn assert_stopped(db: &Db, fs: &MemFs, history: &History, template: &Options, rng: &mut StdRng) {
     for round in 0..2 {
         assert_closed(db.put(b"after-failure-put", b"x"), "put");
-        assert_closed(db.put_opt(b"after-failure-sync", b"x", &WriteOptions::sync()), "synced put");
+        assert_closed(
+            db.put_opt(b"after-failure-sync", b"x", &WriteOptions::default().sync(true)),
+            "synced put",
+        );
         assert_closed(db.delete(b"after-failure-delete"), "delete");
         let mut batch = WriteBatch::new();
         batch.put(b"after-failure-batch", b"x");
@@ -190,7 +193,7 @@ fn assert_stopped(db: &Db, fs: &MemFs, history: &History, template: &Options, rn
 fn failed_sync_write_is_never_acknowledged() {
     let mut rng = rng(1);
     let fs = MemFs::new();
-    let template = Options { memtable_bytes_max: 1 << 20, ..small_options(&fs, &mut rng) };
+    let template = small_options(&fs, &mut rng).memtable_bytes_max(1 << 20);
     let db = open(&fs, &template, "fresh database");
     let mut history = History::default();
     for i in 0..20u32 {
@@ -210,7 +213,7 @@ fn failed_sync_write_is_never_acknowledged() {
 fn failed_sync_wal_stops_writes() {
     let mut rng = rng(2);
     let fs = MemFs::new();
-    let template = Options { memtable_bytes_max: 1 << 20, ..small_options(&fs, &mut rng) };
+    let template = small_options(&fs, &mut rng).memtable_bytes_max(1 << 20);
     let db = open(&fs, &template, "fresh database");
     let mut history = History::default();
     for i in 0..20u32 {
@@ -227,7 +230,7 @@ fn failed_sync_wal_stops_writes() {
 fn failed_flush_stops_writes() {
     let mut rng = rng(3);
     let fs = MemFs::new();
-    let template = Options { memtable_bytes_max: 1 << 20, ..small_options(&fs, &mut rng) };
+    let template = small_options(&fs, &mut rng).memtable_bytes_max(1 << 20);
     let db = open(&fs, &template, "fresh database");
     let mut history = History::default();
     for i in 0..20u32 {

@@ -323,14 +323,15 @@ impl Run {
             }
             Op::Rows { slot, rows, sync } => {
                 let w = Write::Rows(self.instance(*slot), rows.clone());
-                let result = self.handles[slot].write_opt(&row_batch(rows), &WriteOptions { sync: *sync });
+                let result =
+                    self.handles[slot].write_opt(&row_batch(rows), &WriteOptions::default().sync(*sync));
                 self.record(w, *sync, result)?;
             }
             Op::Delete { slot, ids, sync } => {
                 let w = Write::Delete(self.instance(*slot), ids.clone());
                 let mut wb = WriteBatch::new();
                 wb.delete_table(&self.handles[slot], &key_batch(ids)).expect("delete_table");
-                self.record(w, *sync, db.write_opt(wb, &WriteOptions { sync: *sync }))?;
+                self.record(w, *sync, db.write_opt(wb, &WriteOptions::default().sync(*sync)))?;
             }
             Op::Kv { entries, sync } => {
                 self.record(Write::Kv(entries.clone()), *sync, submit(db, entries, *sync))?;
@@ -375,7 +376,7 @@ impl Run {
             let rows = vec![(1_000, 1)];
             if refused(
                 &format!("synced write to {}", name(slot)),
-                t.write_opt(&row_batch(&rows), &WriteOptions::sync()),
+                t.write_opt(&row_batch(&rows), &WriteOptions::default().sync(true)),
             ) {
                 self.history.ack(Write::Rows(self.history.catalog[&slot], rows), true, true);
             }
@@ -538,7 +539,7 @@ fn ddl_fault_loops() {
     let trials = std::sync::Mutex::new((0u64, 0u64));
     run_seeded("ddl_fault_loops", 4, |seed| {
         let mut rng = rng(seed);
-        let template = Options { block_cache_bytes: 0, ..small_options(&MemFs::new(), &mut rng) };
+        let template = small_options(&MemFs::new(), &mut rng).block_cache_bytes(0);
         let ops = workload(&mut rng);
         let calls = healthy_calls(&template, &ops);
         let mut hangs = 0;
@@ -587,7 +588,7 @@ fn ddl_fault_loops() {
 fn drop_table_whose_file_cleanup_fails() {
     for op in [OpKind::List, OpKind::Remove] {
         let fs = MemFs::new();
-        let db = Db::open(DB, Options { fs: Arc::new(fs.clone()), ..Options::default() }).expect("open");
+        let db = Db::open(DB, Options::default().fs(Arc::new(fs.clone()))).expect("open");
         let t = db.create_table("t", schema(), &["id"], TableOptions::default()).expect("create");
         t.write(&row_batch(&[(1, 1)])).expect("write");
         db.flush().expect("flush");

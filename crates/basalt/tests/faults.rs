@@ -85,7 +85,7 @@ fn check_writes_refused(db: &Db, history: &mut History) -> Result<(), String> {
         std::thread::sleep(Duration::from_millis(5));
     }
     for sync in [false, true] {
-        match db.put_opt(b"after-failed-fsync", b"x", &WriteOptions { sync }) {
+        match db.put_opt(b"after-failed-fsync", b"x", &WriteOptions::default().sync(sync)) {
             Err(Error::Closed(_)) => {}
             Ok(()) => {
                 // Acknowledged all the same: recovery must keep it.
@@ -252,7 +252,7 @@ fn fault_loops() {
     let violations: Mutex<Vec<String>> = Mutex::new(Vec::new());
     run_seeded("fault_loops", 2, |seed| {
         let mut rng = rng(seed);
-        let template = Options { block_cache_bytes: 0, ..small_options(&MemFs::new(), &mut rng) };
+        let template = small_options(&MemFs::new(), &mut rng).block_cache_bytes(0);
         let ops = fault_workload(&mut rng);
         let calls = healthy_calls(&template, &ops);
         let watchdog = Watchdog::new(Duration::from_secs(60));
@@ -317,10 +317,7 @@ fn fault_loops() {
 #[test]
 fn manual_compaction_failure_stops_writes() {
     let fs = MemFs::new();
-    let options = Options {
-        auto_compaction: false,
-        ..Options { fs: std::sync::Arc::new(fs.clone()), ..Options::default() }
-    };
+    let options = (Options::default().fs(std::sync::Arc::new(fs.clone()))).auto_compaction(false);
     let db = Db::open(DB, options).expect("open");
     for round in 0..2u32 {
         for i in 0..100u32 {

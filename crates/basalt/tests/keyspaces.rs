@@ -10,7 +10,7 @@ use basalt::testing::{CrashMode, MemFs};
 use basalt::{Db, Error, Options, TableOptions, WriteBatch, WriteOptions};
 
 fn open(fs: &MemFs) -> Db {
-    Db::open("/db", Options { fs: Arc::new(fs.clone()), ..Options::default() }).expect("open")
+    Db::open("/db", Options::default().fs(Arc::new(fs.clone()))).expect("open")
 }
 
 fn all(it: basalt::DbIterator) -> Vec<(Vec<u8>, Vec<u8>)> {
@@ -88,7 +88,7 @@ fn one_batch_commits_atomically_across_keyspaces_tables_and_the_default() {
     batch.put("d", "1");
     batch.put_keyspace(&a, "x", "2").expect("put");
     batch.put_table(&t, &rows).expect("rows");
-    db.write_opt(batch, &WriteOptions { sync: true }).expect("write");
+    db.write_opt(batch, &WriteOptions::default().sync(true)).expect("write");
     // An unsynced second batch may be lost by a machine crash, but only whole.
     let mut batch = WriteBatch::new();
     batch.delete("d");

@@ -30,7 +30,7 @@ const DB: &str = "/db";
 fn options(fs: &MemFs) -> Options {
     // Small memtables: a few hundred rows fill one, so a write path that
     // waits for a flush shows within the test.
-    Options { fs: Arc::new(fs.clone()), memtable_bytes_max: 16 << 10, ..Options::default() }
+    Options::default().fs(Arc::new(fs.clone())).memtable_bytes_max(16 << 10)
 }
 
 /// Opens (or creates) the database on `fs` under the time limit.
@@ -152,7 +152,7 @@ fn add_handle_calls(checks: &mut ClosedChecks, t: &Table, snapshot: &Arc<basalt:
     checks.add("Table::write", move || t1.write(&rows(1000..1010)));
     let t1 = tc();
     checks.add("Table::write_opt(sync)", move || {
-        t1.write_opt(&rows(1010..1020), &basalt::WriteOptions::sync())
+        t1.write_opt(&rows(1010..1020), &basalt::WriteOptions::default().sync(true))
     });
     let t1 = tc();
     checks.add("Table::delete", move || t1.delete(&keys(0..5)));
@@ -1111,21 +1111,18 @@ fn misfit_batches_and_keys_are_refused() {
     assert_refused_batch(t.get(&[]).map(|_| ()), "get with no key value");
     assert_refused_batch(t.get(&[KeyValue::I64(1), KeyValue::I64(2)]).map(|_| ()), "get with two key values");
     assert_refused_batch(t.get(&[KeyValue::Str("1")]).map(|_| ()), "get with a string for an Int64 key");
-    let projection = ScanOptions { projection: Some(vec!["nope".into()]), ..ScanOptions::default() };
+    let projection = ScanOptions::default().projection(Some(vec!["nope".into()]));
     assert_refused_batch(t.scan(projection).map(|_| ()), "scan of an unknown column");
     let range =
         (std::ops::Bound::Included(vec![KeyValue::I64(1), KeyValue::I64(2)]), std::ops::Bound::Unbounded);
-    assert_refused_batch(
-        t.scan(ScanOptions { range, ..ScanOptions::default() }).map(|_| ()),
-        "scan range too long",
-    );
+    assert_refused_batch(t.scan(ScanOptions::default().range(range)).map(|_| ()), "scan range too long");
     let filter = basalt::Filter::all(vec![basalt::Predicate::new(
         "nope",
         basalt::CmpOp::Eq,
         Arc::new(Int64Array::from(vec![1])),
     )]);
     assert_refused_batch(
-        t.scan(ScanOptions { filter: Some(filter), ..ScanOptions::default() }).map(|_| ()),
+        t.scan(ScanOptions::default().filter(Some(filter))).map(|_| ()),
         "filter on an unknown column",
     );
     assert_eq!(state(&db), want, "refused calls changed the database");
@@ -1163,7 +1160,7 @@ fn a_null_key_is_a_schema_mismatch_as_documented() {
 #[test]
 fn table_rows_over_the_size_limits_are_refused() {
     let fs = MemFs::new();
-    let o = Options { key_bytes_max: 1 << 10, value_bytes_max: 1 << 10, ..options(&fs) };
+    let o = options(&fs).key_bytes_max(1 << 10).value_bytes_max(1 << 10);
     let db = Db::open(DB, o.clone()).expect("open");
     let s =
         fields_schema(vec![Field::new("k", DataType::Utf8, false), Field::new("v", DataType::Utf8, true)]);

@@ -27,7 +27,7 @@ fn check_range(db: &Db, model: &Model, rng: &mut StdRng, snapshot: Option<&Snaps
     let forward = rng.random_bool(0.5);
     let direction = if forward { Direction::Forward } else { Direction::Reverse };
     let want = model_range(model, &lo, &hi, forward);
-    let opts = ReadOptions { snapshot };
+    let opts = ReadOptions::default().snapshot(snapshot);
     let got = collect(db.iter_opt((lo.clone(), hi.clone()), direction, &opts));
     if got != want {
         let got_keys: Vec<_> = got.iter().map(|kv| &kv.0).collect();

@@ -150,7 +150,7 @@ impl Case {
     }
 
     fn options(&self, fs: &MemFs) -> Options {
-        let mut o = Options { fs: Arc::new(fs.clone()), ..Options::default() };
+        let mut o = Options::default().fs(Arc::new(fs.clone()));
         for &(name, v) in &self.changed {
             set(&mut o, name, v);
         }
@@ -363,8 +363,7 @@ fn workload(db: Db, fs: &MemFs, o: &Options, p: &Progress) -> Result<(), String>
     write_kv(&db, o, KV_KEYS..KV_KEYS + 100, &mut kv, p)?;
     db.close().map_err(|e| format!("close after reopen: {e}"))?;
     p.step();
-    let db = Db::open(DB, Options { fs: Arc::new(fs.clone()), ..o.clone() })
-        .map_err(|e| format!("second reopen: {e}"))?;
+    let db = Db::open(DB, o.clone().fs(Arc::new(fs.clone()))).map_err(|e| format!("second reopen: {e}"))?;
     p.step();
     check_contents(&db, &kv, &rows, "after the second reopen")?;
     db.close().map_err(|e| format!("final close: {e}"))

@@ -64,10 +64,9 @@ fn zone_map_prunes_negative_nan_rows() {
     t.write(&id_x_batch(&rows)).expect("write");
     let filter =
         || Filter::all(vec![Predicate::new("x", CmpOp::Lt, Arc::new(Float64Array::from(vec![0.5])))]);
-    let before =
-        scan_ids(&t, ScanOptions { filter: Some(filter()), ..ScanOptions::default() }).expect("scan");
+    let before = scan_ids(&t, ScanOptions::default().filter(Some(filter()))).expect("scan");
     db.flush().expect("flush");
-    let after = scan_ids(&t, ScanOptions { filter: Some(filter()), ..ScanOptions::default() }).expect("scan");
+    let after = scan_ids(&t, ScanOptions::default().filter(Some(filter()))).expect("scan");
     println!("x < 0.5 from the memtable: {before:?}; from the SST: {after:?}");
     assert_eq!(before, after, "the same scan gives a different answer after a flush");
 }
@@ -87,10 +86,7 @@ fn scan_range_bound_of_wrong_type_is_not_rejected() {
     assert!(matches!(get, Err(Error::SchemaMismatch(_))), "get checks the type");
     let scan = scan_ids(
         &t,
-        ScanOptions {
-            range: (Bound::Included(vec![KeyValue::I32(10)]), Bound::Unbounded),
-            ..ScanOptions::default()
-        },
+        ScanOptions::default().range((Bound::Included(vec![KeyValue::I32(10)]), Bound::Unbounded)),
     );
     println!("scan(I32(10)..) on an Int64 key: {:?}", scan.as_ref().map(Vec::len));
     match scan {
@@ -143,12 +139,10 @@ fn table_handle_of_another_database_is_accepted() {
 #[test]
 fn table_writes_after_close_are_accepted_then_hang() {
     let dir = tempfile::tempdir().expect("dir");
-    let opts = Options {
-        memtable_bytes_max: 64 << 10,
-        write_buffer_bytes_max: 256 << 10,
-        immutable_memtables_max: 1,
-        ..Options::default()
-    };
+    let opts = Options::default()
+        .memtable_bytes_max(64 << 10)
+        .write_buffer_bytes_max(256 << 10)
+        .immutable_memtables_max(1);
     let db = Db::open(dir.path(), opts.clone()).expect("open");
     let t = db.create_table("t", id_x_schema(), &["id"], TableOptions::default()).expect("table");
     db.close().expect("close");
@@ -242,7 +236,7 @@ use basalt::WriteOptions;
 use basalt::testing::{CrashMode, Fault, MemFs, OpKind};
 
 fn mem_opts(fs: &MemFs) -> Options {
-    Options { fs: Arc::new(fs.clone()), ..Options::default() }
+    Options::default().fs(Arc::new(fs.clone()))
 }
 
 fn table_rows(t: &Table) -> Vec<i64> {
@@ -260,16 +254,16 @@ fn failed_manifest_sync_in_drop_table_does_not_stop_writes() {
     let fs = MemFs::new();
     let db = Db::open("/db", mem_opts(&fs)).expect("open");
     let t = db.create_table("t", id_x_schema(), &["id"], TableOptions::default()).expect("table");
-    t.write_opt(&id_x_batch(&[(1, 1.0)]), &WriteOptions::sync()).expect("write");
+    t.write_opt(&id_x_batch(&[(1, 1.0)]), &WriteOptions::default().sync(true)).expect("write");
     drop(t);
     fs.inject(Fault::once(OpKind::Sync, 0));
     let dropped = db.drop_table("t");
     println!("drop_table with a failed MANIFEST fsync: {dropped:?}");
     assert!(dropped.is_err());
     let t = db.table("t").expect("the table is still in the catalog");
-    let w = t.write_opt(&id_x_batch(&[(2, 2.0)]), &WriteOptions::sync());
+    let w = t.write_opt(&id_x_batch(&[(2, 2.0)]), &WriteOptions::default().sync(true));
     println!("synced table write after the failed fsync: {w:?}; rows now {:?}", table_rows(&t));
-    let kv = db.put_opt("k", "v", &WriteOptions::sync());
+    let kv = db.put_opt("k", "v", &WriteOptions::default().sync(true));
     println!("synced key-value write after the failed fsync: {kv:?}");
     // The process dies (the OS keeps every appended byte).
     let after = fs.process_crash();
@@ -299,7 +293,7 @@ fn failed_manifest_sync_in_create_table_does_not_stop_writes() {
     fs.inject(Fault::once(OpKind::Sync, 0));
     let created = db.create_table("t", id_x_schema(), &["id"], TableOptions::default());
     println!("create_table with a failed MANIFEST fsync: {:?}", created.as_ref().map(|_| ()));
-    let kv = db.put_opt("k", "v", &WriteOptions::sync());
+    let kv = db.put_opt("k", "v", &WriteOptions::default().sync(true));
     println!("synced write after the failed fsync: {kv:?}; tables now {:?}", db.tables());
     let after = fs.process_crash();
     drop(db);
@@ -335,7 +329,7 @@ fn iterators_survive_compaction_and_file_deletion() {
     let before = ssts(dir.path());
     let mut it = db.iter_all();
     let first = it.next().expect("one").expect("ok");
-    let mut scan = t.scan(ScanOptions { batch_size: 100, ..ScanOptions::default() }).expect("scan");
+    let mut scan = t.scan(ScanOptions::default().batch_size(100)).expect("scan");
     let first_batch = scan.next().expect("one").expect("ok");
     db.put("k000500", "new").expect("put");
     db.compact_range::<&[u8]>(..).expect("compact");
@@ -368,7 +362,7 @@ fn truncated_sst_under_mmap() {
     use std::os::unix::process::ExitStatusExt;
     if let Ok(path) = std::env::var("BASALT_REVIEW_SIGBUS_DIR") {
         let mmap = std::env::var("BASALT_REVIEW_MMAP").as_deref() == Ok("1");
-        let db = Db::open(&path, Options { mmap_reads: mmap, ..Options::default() }).expect("open");
+        let db = Db::open(&path, Options::default().mmap_reads(mmap)).expect("open");
         for i in 0..20000 {
             db.put(format!("key{i:08}"), vec![b'v'; 100]).expect("put");
         }
@@ -422,17 +416,15 @@ fn truncated_sst_under_mmap() {
 fn row_cache_snapshots_and_compactions_agree() {
     use std::sync::atomic::{AtomicBool, Ordering};
     let dir = tempfile::tempdir().expect("tempdir");
-    let opts = Options {
-        memtable_bytes_max: 32 << 10,
-        block_bytes_target: 512,
-        l0_compaction_trigger: 2,
-        level1_bytes_target: 128 << 10,
-        level_size_ratio: 4,
-        sst_bytes_target: 32 << 10,
-        row_cache_bytes: 1 << 20,
-        compression: basalt::Compression::Lz4,
-        ..Options::default()
-    };
+    let opts = Options::default()
+        .memtable_bytes_max(32 << 10)
+        .block_bytes_target(512)
+        .l0_compaction_trigger(2)
+        .level1_bytes_target(128 << 10)
+        .level_size_ratio(4)
+        .sst_bytes_target(32 << 10)
+        .row_cache_bytes(1 << 20)
+        .compression(basalt::Compression::Lz4);
     let db = Arc::new(Db::open(dir.path(), opts).expect("open"));
     let stop = Arc::new(AtomicBool::new(false));
     let writers: Vec<_> = (0..2u64)
@@ -628,12 +620,12 @@ fn boolean_keyed_batches_of_many_rows_are_written_and_recovered() {
         let db = Db::open("/db", mem_opts(&fs)).expect("open");
         let t = db.create_table("flags", schema.clone(), &["flag"], TableOptions::default()).expect("table");
         let batch = RecordBatch::try_new(schema.clone(), vec![flags()]).expect("batch");
-        t.write_opt(&batch, &WriteOptions::sync()).expect("write of 50,000 one-bit rows");
+        t.write_opt(&batch, &WriteOptions::default().sync(true)).expect("write of 50,000 one-bit rows");
         t.delete(&batch).expect("delete of 50,000 one-bit keys");
         t.write_opt(
             &RecordBatch::try_new(schema.clone(), vec![Arc::new(BooleanArray::from(vec![true])) as ArrayRef])
                 .expect("batch"),
-            &WriteOptions::sync(),
+            &WriteOptions::default().sync(true),
         )
         .expect("write");
         // No flush: recovery replays all three batches from the WAL.
@@ -681,7 +673,7 @@ fn assert_corruption_naming(result: Result<(), Error>, files: &[std::path::PathB
 fn swapped_or_misdirected_ssts_are_corruption() {
     for case in ["swap two key-value SSTs", "a table's SST under a key-value SST's name"] {
         let dir = tempfile::tempdir().expect("dir");
-        let opts = || Options { auto_compaction: false, ..Options::default() };
+        let opts = || Options::default().auto_compaction(false);
         {
             let db = Db::open(dir.path(), opts()).expect("open");
             let t = db.create_table("t", id_x_schema(), &["id"], TableOptions::default()).expect("table");
@@ -745,7 +737,7 @@ fn truncated_sst_is_corruption_at_open() {
     let len = f.metadata().expect("meta").len();
     f.set_len(len / 4).expect("truncate");
     for mmap_reads in [true, false] {
-        let opened = Db::open(dir.path(), Options { mmap_reads, ..Options::default() }).map(|_| ());
+        let opened = Db::open(dir.path(), Options::default().mmap_reads(mmap_reads)).map(|_| ());
         assert_corruption_naming(opened, &files, "open with a truncated SST");
     }
 }
@@ -790,7 +782,7 @@ fn stray_files_with_numeric_names_are_not_deleted() {
 #[ignore = "writes 2.3 GiB; run by hand"]
 fn huge_string_columns_split_into_batches() {
     let dir = tempfile::tempdir().expect("dir");
-    let opts = Options { value_bytes_max: 600 << 20, ..Options::default() };
+    let opts = Options::default().value_bytes_max(600 << 20);
     let db = Db::open(dir.path(), opts).expect("open");
     let schema = Arc::new(Schema::new(vec![
         Field::new("id", DataType::Int64, false),
@@ -878,10 +870,7 @@ impl basalt::fs::Fs for PanickingFs {
 fn a_panic_while_owning_the_write_path_stops_writes_without_a_hang() {
     let fs = MemFs::new();
     let armed = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let opts = Options {
-        fs: Arc::new(PanickingFs { inner: fs.clone(), armed: armed.clone() }),
-        ..Options::default()
-    };
+    let opts = Options::default().fs(Arc::new(PanickingFs { inner: fs.clone(), armed: armed.clone() }));
     let db = Db::open("/db", opts).expect("open");
     db.put("a", "1").expect("put");
     armed.store(true, std::sync::atomic::Ordering::SeqCst);

@@ -167,16 +167,20 @@ fn open_scan(
     plan: &ScanPlan,
     snapshot: Option<&Snapshot>,
 ) -> basalt::Result<TableScan> {
-    table.scan(ScanOptions {
-        range: (kv_bound(&plan.range.0), kv_bound(&plan.range.1)),
-        projection: plan
-            .projection
-            .as_ref()
-            .map(|p| p.iter().map(|&i| spec.schema.field(i).name().clone()).collect()),
-        filter: plan.preds.as_ref().map(|ps| Filter::all(ps.iter().map(|p| predicate(spec, p)).collect())),
-        batch_size: plan.batch_size,
-        snapshot,
-    })
+    table.scan(
+        ScanOptions::default()
+            .range((kv_bound(&plan.range.0), kv_bound(&plan.range.1)))
+            .projection(
+                plan.projection
+                    .as_ref()
+                    .map(|p| p.iter().map(|&i| spec.schema.field(i).name().clone()).collect()),
+            )
+            .filter(
+                plan.preds.as_ref().map(|ps| Filter::all(ps.iter().map(|p| predicate(spec, p)).collect())),
+            )
+            .batch_size(plan.batch_size)
+            .snapshot(snapshot),
+    )
 }
 
 /// Takes up to `batches` batches of a scan, checking the shape of each;
@@ -239,7 +243,7 @@ fn assert_scan(ctx: &str, model: &Model, plan: &ScanPlan, got: &[Vec<Cell>], wan
 
 fn check_get(ctx: &str, table: &Table, model: &Model, rows: &Rows, key: &[Cell], snap: Option<&Snapshot>) {
     let kv: Vec<KeyValue<'_>> = key.iter().map(Cell::key_value).collect();
-    let got = match table.get_opt(&kv, &ReadOptions { snapshot: snap }) {
+    let got = match table.get_opt(&kv, &ReadOptions::default().snapshot(snap)) {
         // A key no row can have may be refused.
         Err(Error::InvalidArgument(_)) if model.too_long(key) => return,
         got => got.unwrap_or_else(|e| panic!("{ctx}: get {key:?}: {e}")),
@@ -451,7 +455,9 @@ impl World {
         let small_rows = plan.shape.columns.1 <= 12 && rng.random_bool(0.3);
         let value_bytes_max =
             if small_rows { rng.random_range(2048..65_536) } else { Options::default().value_bytes_max };
-        let opts = Options { key_bytes_max, value_bytes_max, ..common::small_options(&fs, &mut rng) };
+        let opts = common::small_options(&fs, &mut rng)
+            .key_bytes_max(key_bytes_max)
+            .value_bytes_max(value_bytes_max);
         let db = Db::open(Path::new(PATH), opts).expect("open");
         World {
             rng,
@@ -506,11 +512,9 @@ impl World {
         } else {
             drop(db);
         }
-        let opts = Options {
-            key_bytes_max: self.key_bytes_max,
-            value_bytes_max: self.value_bytes_max,
-            ..common::small_options(&self.fs, &mut self.rng)
-        };
+        let opts = common::small_options(&self.fs, &mut self.rng)
+            .key_bytes_max(self.key_bytes_max)
+            .value_bytes_max(self.value_bytes_max);
         let db = Db::open(Path::new(PATH), opts).expect("reopen");
         for m in &self.models {
             self.tables
@@ -591,7 +595,7 @@ impl World {
             let mut wb = WriteBatch::new();
             wb.put_table(&self.tables[t], &batch).and_then(|()| self.db().write(wb))
         } else if self.rng.random_bool(0.1) {
-            self.tables[t].write_opt(&batch, &WriteOptions::sync())
+            self.tables[t].write_opt(&batch, &WriteOptions::default().sync(true))
         } else {
             self.tables[t].write(&batch)
         };
@@ -926,7 +930,7 @@ fn tables_at_the_column_limit() {
 #[test]
 fn unsupported_schemas_are_refused() {
     let fs = MemFs::new();
-    let db = Db::open(PATH, Options { fs: Arc::new(fs), ..Options::default() }).expect("open");
+    let db = Db::open(PATH, Options::default().fs(Arc::new(fs))).expect("open");
     let create = |fields: Vec<Field>, key: &[&str]| {
         db.create_table("t", Arc::new(Schema::new(fields)), key, TableOptions::default())
     };
@@ -970,7 +974,7 @@ fn unsupported_schemas_are_refused() {
 #[test]
 fn get_of_u64_max_key_beside_zero_after_flush() {
     let fs = MemFs::new();
-    let db = Db::open(PATH, Options { fs: Arc::new(fs), ..Options::default() }).expect("open");
+    let db = Db::open(PATH, Options::default().fs(Arc::new(fs))).expect("open");
     let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::UInt64, false)]));
     let t = db.create_table("t", schema.clone(), &["k"], TableOptions::default()).expect("create");
     let keys: arrow_array::ArrayRef = Arc::new(arrow_array::UInt64Array::from(vec![0, u64::MAX]));

@@ -166,13 +166,10 @@ fn composite_and_string_keys_order_rows_by_key() {
     let got: Vec<&str> = (0..all.num_rows()).map(|i| regions.value(i)).collect();
     assert_eq!(got, ["ap", "eu", "eu", "eu\0x", "us"], "tuple order, with the escaped NUL in place");
     // A prefix of the key as a range bound: every eu row.
-    let opts = ScanOptions {
-        range: (
-            std::ops::Bound::Included(vec![KeyValue::Str("eu")]),
-            std::ops::Bound::Included(vec![KeyValue::Str("eu")]),
-        ),
-        ..ScanOptions::default()
-    };
+    let opts = ScanOptions::default().range((
+        std::ops::Bound::Included(vec![KeyValue::Str("eu")]),
+        std::ops::Bound::Included(vec![KeyValue::Str("eu")]),
+    ));
     let eu: usize = t.scan(opts).expect("scan").map(|b| b.expect("batch").num_rows()).sum();
     assert_eq!(eu, 2);
 }

@@ -120,12 +120,8 @@ fn random_filter(rng: &mut StdRng) -> FilterPair {
 fn check_scan(table: &Table, model: &Model, rng: &mut StdRng) {
     let (lo, hi) = (bound(rng), bound(rng));
     let (filter, keep) = random_filter(rng);
-    let opts = ScanOptions {
-        range: (kv(lo), kv(hi)),
-        filter,
-        batch_size: rng.random_range(1..50),
-        ..ScanOptions::default()
-    };
+    let opts =
+        ScanOptions::default().range((kv(lo), kv(hi))).filter(filter).batch_size(rng.random_range(1..50));
     let batches: Vec<RecordBatch> = table.scan(opts).expect("scan").map(|b| b.expect("batch")).collect();
     let got = rows_of(&batches);
     let valid = match (lo, hi) {
@@ -203,8 +199,7 @@ fn tables_match_model() {
 #[test]
 fn bad_input_is_refused_and_changes_nothing() {
     let fs = MemFs::new();
-    let db = Db::open("/db", basalt::Options { fs: Arc::new(fs.clone()), ..basalt::Options::default() })
-        .expect("open");
+    let db = Db::open("/db", basalt::Options::default().fs(Arc::new(fs.clone()))).expect("open");
     let t = db.create_table("items", schema(), &["id"], TableOptions::default()).expect("create");
     t.write(&batch_of(&[(1, (None, 1.0, None))])).expect("write");
     // Wrong schema: a column renamed, a wrong type.
@@ -269,13 +264,13 @@ fn zone_maps_skip_blocks_and_keep_answers_right() {
     db.compact_range::<&[u8]>(..).expect("compact");
     let filter =
         Filter::all(vec![Predicate::new("score", CmpOp::GtEq, Arc::new(Float64Array::from(vec![19_500.0])))]);
-    let mut scan = t.scan(ScanOptions { filter: Some(filter), ..ScanOptions::default() }).expect("scan");
+    let mut scan = t.scan(ScanOptions::default().filter(Some(filter))).expect("scan");
     let batches: Vec<RecordBatch> = scan.by_ref().map(|b| b.expect("batch")).collect();
     let got = rows_of(&batches);
     assert_eq!(got, rows[19_500..].to_vec());
     assert!(scan.blocks_skipped() > 10, "zone maps skipped only {} blocks", scan.blocks_skipped());
     // A projection returns just the asked columns, in the asked order.
-    let proj = ScanOptions { projection: Some(vec!["score".into(), "id".into()]), ..ScanOptions::default() };
+    let proj = ScanOptions::default().projection(Some(vec!["score".into(), "id".into()]));
     let first = t.scan(proj).expect("scan").next().expect("a batch").expect("ok");
     assert_eq!(
         first.schema().fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>(),
@@ -284,14 +279,14 @@ fn zone_maps_skip_blocks_and_keep_answers_right() {
 }
 
 fn scan(t: &Table, snapshot: Option<&basalt::Snapshot>) -> Vec<(i64, Row)> {
-    let opts = ScanOptions { snapshot, ..ScanOptions::default() };
+    let opts = ScanOptions::default().snapshot(snapshot);
     rows_of(&t.scan(opts).expect("scan").map(|b| b.expect("batch")).collect::<Vec<_>>())
 }
 
 #[test]
 fn batches_across_tables_are_atomic_and_snapshots_pin_scans() {
     let fs = MemFs::new();
-    let opts = || basalt::Options { fs: Arc::new(fs.clone()), ..basalt::Options::default() };
+    let opts = || basalt::Options::default().fs(Arc::new(fs.clone()));
     let db = Db::open("/db", opts()).expect("open");
     let a = db.create_table("a", schema(), &["id"], TableOptions::default()).expect("a");
     let b = db.create_table("b", schema(), &["id"], TableOptions::default()).expect("b");
@@ -302,7 +297,7 @@ fn batches_across_tables_are_atomic_and_snapshots_pin_scans() {
     wb.put_table(&b, &batch_of(&[(3, (None, 3.0, None))])).expect("rows for b");
     wb.delete_table(&a, &keys_of(&[1])).expect("delete in a");
     wb.put(b"kv", b"also");
-    db.write_opt(wb, &basalt::WriteOptions::sync()).expect("one atomic write");
+    db.write_opt(wb, &basalt::WriteOptions::default().sync(true)).expect("one atomic write");
     assert_eq!(scan(&a, Some(&snap)), vec![(1, (None, 1.0, None))], "the snapshot sees the old table");
     assert_eq!(scan(&a, None), vec![(2, (Some("x".into()), 2.0, Some(1)))]);
     assert_eq!(scan(&b, None).len(), 1);
@@ -310,8 +305,7 @@ fn batches_across_tables_are_atomic_and_snapshots_pin_scans() {
     drop(db);
     // The synced multi-table batch survives a power loss as a whole.
     let image = fs.crash(basalt::testing::CrashMode::DropUnsynced, 7);
-    let db = Db::open("/db", basalt::Options { fs: Arc::new(image), ..basalt::Options::default() })
-        .expect("reopen");
+    let db = Db::open("/db", basalt::Options::default().fs(Arc::new(image))).expect("reopen");
     assert_eq!(scan(&db.table("a").expect("a"), None), vec![(2, (Some("x".into()), 2.0, Some(1)))]);
     assert_eq!(scan(&db.table("b").expect("b"), None), vec![(3, (None, 3.0, None))]);
     assert_eq!(db.get(b"kv").expect("get").as_deref(), Some(&b"also"[..]));
@@ -323,12 +317,10 @@ fn batches_across_tables_are_atomic_and_snapshots_pin_scans() {
 #[test]
 fn dropping_tables_under_background_work() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let opts = basalt::Options {
-        memtable_bytes_max: 16 << 10,
-        l0_compaction_trigger: 2,
-        level1_bytes_target: 32 << 10,
-        ..basalt::Options::default()
-    };
+    let opts = basalt::Options::default()
+        .memtable_bytes_max(16 << 10)
+        .l0_compaction_trigger(2)
+        .level1_bytes_target(32 << 10);
     let db = Db::open(dir.path(), opts).expect("open");
     for round in 0..30i64 {
         let name = format!("t{round}");

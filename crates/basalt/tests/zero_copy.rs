@@ -43,7 +43,7 @@ fn value_addresses(batches: &[RecordBatch]) -> Vec<usize> {
 fn compacted_scans_point_into_block_bytes() {
     let dir = tempfile::tempdir().expect("tempdir");
     // A block cache big enough to hold every block, so both scans share them.
-    let opts = Options { block_cache_bytes: 256 << 20, ..Options::default() };
+    let opts = Options::default().block_cache_bytes(256 << 20);
     let db = Db::open(dir.path(), opts).expect("open");
     let schema = Arc::new(Schema::new(vec![
         Field::new("id", DataType::Int64, false),
@@ -64,7 +64,7 @@ fn compacted_scans_point_into_block_bytes() {
 
     let scan = |counted: bool| {
         let before = ALLOCATIONS.load(Ordering::Relaxed);
-        let mut s = t.scan(ScanOptions { batch_size: 1 << 20, ..ScanOptions::default() }).expect("scan");
+        let mut s = t.scan(ScanOptions::default().batch_size(1 << 20)).expect("scan");
         let batches: Vec<RecordBatch> = s.by_ref().map(|b| b.expect("batch")).collect();
         let allocations = ALLOCATIONS.load(Ordering::Relaxed) - before;
         let (zero_copy, merged) = s.rows_by_path();

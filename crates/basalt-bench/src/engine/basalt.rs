@@ -13,12 +13,10 @@ use basalt::{Db, GetLatency, Options, WriteBatch, WriteOptions};
 use super::{Config, Engine, Kind, Reader, Result, Row};
 
 fn db_options(cfg: &Config, kind: Kind) -> Options {
-    let mut options = Options {
-        block_cache_bytes: cfg.cache_bytes,
-        learned_index: kind != Kind::BasaltFences,
-        mmap_reads: kind != Kind::BasaltNoMaps,
-        ..Options::default()
-    };
+    let mut options = Options::default()
+        .block_cache_bytes(cfg.cache_bytes)
+        .learned_index(kind != Kind::BasaltFences)
+        .mmap_reads(kind != Kind::BasaltNoMaps);
     if let Some(budget) = cfg.write_buffer_budget_bytes {
         options.write_buffer_bytes_max = budget;
     }
@@ -58,7 +56,7 @@ impl BasaltEngine {
     /// Opens a database of `kind` (`basalt` or `basalt-fences`) in `dir`,
     /// with `Options::timing_stats` when `timed`.
     pub fn open(dir: &Path, cfg: &Config, kind: Kind, timed: bool) -> Result<BasaltEngine> {
-        let options = Options { timing_stats: timed, ..db_options(cfg, kind) };
+        let options = db_options(cfg, kind).timing_stats(timed);
         Ok(BasaltEngine { db: Db::open(dir, options)?, timed, borrow: kind == Kind::BasaltGetWith })
     }
 }
@@ -69,7 +67,7 @@ impl Engine for BasaltEngine {
         for (k, v) in rows {
             batch.put(k, v);
         }
-        Ok(self.db.write_opt(batch, &WriteOptions { sync: false })?)
+        Ok(self.db.write_opt(batch, &WriteOptions::default().sync(false))?)
     }
 
     fn reader(&self) -> Result<Box<dyn Reader + '_>> {

@@ -120,7 +120,7 @@ fn schema() -> Arc<Schema> {
 }
 
 fn columnar_options(job: &Job) -> Options {
-    Options { block_cache_bytes: job.cache_bytes, ..Options::default() }
+    Options::default().block_cache_bytes(job.cache_bytes)
 }
 
 fn columnar_load(job: &Job, dir: &Path, sink: &mut Sink) -> Result<()> {

@@ -127,22 +127,20 @@ struct Run {
 
 fn options_from(byte: u8, fs: &MemFs) -> Options {
     let auto = byte & 1 != 0;
-    Options {
-        fs: Arc::new(fs.clone()),
-        memtable_bytes_max: if byte & 0x80 != 0 { 4 << 10 } else { 512 },
-        block_bytes_target: 64 << (2 * ((byte >> 5) & 3)),
-        auto_compaction: auto,
-        l0_compaction_trigger: 2,
+    Options::default()
+        .fs(Arc::new(fs.clone()))
+        .memtable_bytes_max(if byte & 0x80 != 0 { 4 << 10 } else { 512 })
+        .block_bytes_target(64 << (2 * ((byte >> 5) & 3)))
+        .auto_compaction(auto)
+        .l0_compaction_trigger(2)
         // No write delays: they would sleep.
-        l0_files_slowdown: 1000,
-        l0_files_stop: 1001,
-        learned_index: byte & 2 == 0,
-        compression: if byte & 4 != 0 { Compression::Lz4 } else { Compression::None },
-        mmap_reads: byte & 8 == 0,
-        bloom_bits_per_key: if byte & 16 != 0 { 0 } else { 10 },
-        block_cache_bytes: 4 << 10,
-        ..Options::default()
-    }
+        .l0_files_slowdown(1000)
+        .l0_files_stop(1001)
+        .learned_index(byte & 2 == 0)
+        .compression(if byte & 4 != 0 { Compression::Lz4 } else { Compression::None })
+        .mmap_reads(byte & 8 == 0)
+        .bloom_bits_per_key(if byte & 16 != 0 { 0 } else { 10 })
+        .block_cache_bytes(4 << 10)
 }
 
 impl Run {
@@ -224,7 +222,7 @@ impl Run {
             1 => table_ops::get(table, &self.model, &snap.table, inp, Some(&snap.snapshot)),
             _ => {
                 let key = vec![b'k', inp.byte() % 32];
-                let got = self.db().get_opt(&key, &ReadOptions { snapshot: Some(&snap.snapshot) });
+                let got = self.db().get_opt(&key, &ReadOptions::default().snapshot(Some(&snap.snapshot)));
                 let got = got.expect("get at a snapshot").map(|v| v.to_vec());
                 assert_eq!(got.as_ref(), snap.kv.get(&key), "get of {key:?} at a snapshot");
             }

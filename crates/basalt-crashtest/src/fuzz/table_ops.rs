@@ -211,7 +211,7 @@ pub fn get(table: &Table, model: &TableModel, rows: &Rows, inp: &mut Input<'_>, 
         (0..len).map(|i| key_part(inp, types[i % n])).collect()
     };
     let values: Vec<_> = parts.iter().map(OwnedKeyValue::as_value).collect();
-    let got = table.get_opt(&values, &ReadOptions { snapshot });
+    let got = table.get_opt(&values, &ReadOptions::default().snapshot(snapshot));
     if parts.len() != n || !parts_fit(model, &parts) {
         assert!(got.is_err(), "Table::get of {parts:?} was accepted for a key of {:?}", model.key_schema());
         return;
@@ -452,13 +452,12 @@ pub fn scan(
             snapshot.is_some()
         )
     };
-    let opts = ScanOptions {
-        range: (borrowed(&lower), borrowed(&upper)),
-        projection: projection.as_ref().map(|p| p.0.clone()),
-        filter: (!filter.predicates.is_empty()).then(|| filter.clone()),
-        batch_size,
-        snapshot,
-    };
+    let opts = ScanOptions::default()
+        .range((borrowed(&lower), borrowed(&upper)))
+        .projection(projection.as_ref().map(|p| p.0.clone()))
+        .filter((!filter.predicates.is_empty()).then(|| filter.clone()))
+        .batch_size(batch_size)
+        .snapshot(snapshot);
     let result = table.scan(opts);
     if !valid {
         // Refused when the scan starts or at the latest by its first batch.

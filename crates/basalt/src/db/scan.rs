@@ -28,6 +28,7 @@ const BATCH_ROWS_DEFAULT: usize = 8192;
 /// A key range as tuples of key values.
 pub type KeyValueRange<'a> = (Bound<Vec<KeyValue<'a>>>, Bound<Vec<KeyValue<'a>>>);
 
+crate::options::option_struct! {
 /// What a scan reads.
 #[derive(Debug, Clone)]
 pub struct ScanOptions<'a> {
@@ -44,6 +45,7 @@ pub struct ScanOptions<'a> {
     pub batch_size: usize,
     /// Read as of this snapshot (`None`: now).
     pub snapshot: Option<&'a Snapshot>,
+}
 }
 
 impl Default for ScanOptions<'_> {

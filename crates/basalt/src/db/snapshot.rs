@@ -68,9 +68,11 @@ impl Drop for Snapshot {
     }
 }
 
+crate::options::option_struct! {
 /// Options for one read.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ReadOptions<'a> {
     /// Read as of this snapshot; `None` reads the latest committed state.
     pub snapshot: Option<&'a Snapshot>,
+}
 }

@@ -131,6 +131,7 @@ impl Counters {
 
 /// Files and bytes in one level of the key-value tree.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LevelStats {
     /// Number of SSTs.
     pub files: usize,
@@ -140,6 +141,7 @@ pub struct LevelStats {
 
 /// Mean nanoseconds per `get` in each phase of the lookup.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[non_exhaustive]
 pub struct GetLatency {
     /// Lookups measured.
     pub gets: u64,
@@ -157,6 +159,7 @@ pub struct GetLatency {
 
 /// A snapshot of the engine's statistics.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct Stats {
     /// Last seqno visible to reads.
     pub last_seqno: u64,

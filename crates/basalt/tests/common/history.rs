@@ -91,7 +91,7 @@ pub fn apply(model: &mut Model, entries: &[Entry]) {
 
 /// Submits one write through the matching public call.
 pub fn submit(db: &Db, entries: &[Entry], sync: bool) -> Result<(), Error> {
-    let opts = WriteOptions { sync };
+    let opts = WriteOptions::default().sync(sync);
     match entries {
         [Entry::Put(k, v)] => db.put_opt(k, v, &opts),
         [Entry::Delete(k)] => db.delete_opt(k, &opts),
@@ -249,7 +249,7 @@ pub fn differing_keys(a: &Model, b: &Model) -> Vec<Vec<u8>> {
 
 /// `template` on another file system.
 pub fn options_on(fs: &MemFs, template: &Options) -> Options {
-    Options { fs: Arc::new(fs.clone()), ..template.clone() }
+    template.clone().fs(Arc::new(fs.clone()))
 }
 
 /// An independent copy of a crashed image (whose files are all synced).

@@ -50,25 +50,23 @@ pub type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 /// (many flushes and L0 files), tiny blocks (many blocks per SST), random
 /// filter and compression settings.
 pub fn small_options(fs: &MemFs, rng: &mut StdRng) -> Options {
-    Options {
-        fs: Arc::new(fs.clone()),
-        memtable_bytes_max: rng.random_range(1_000..20_000),
-        immutable_memtables_max: rng.random_range(1..4),
-        block_bytes_target: rng.random_range(32..2_048),
-        bloom_bits_per_key: [0, 4, 10][rng.random_range(0..3)],
-        compression: if rng.random_bool(0.5) { Compression::Lz4 } else { Compression::None },
-        block_cache_bytes: rng.random_range(0..256 << 10),
-        l0_compaction_trigger: rng.random_range(2..5),
-        level1_bytes_target: rng.random_range(4_000..40_000),
-        level_size_ratio: rng.random_range(2..5),
-        sst_bytes_target: rng.random_range(500..8_000),
-        auto_compaction: rng.random_bool(0.8),
+    Options::default()
+        .fs(Arc::new(fs.clone()))
+        .memtable_bytes_max(rng.random_range(1_000..20_000))
+        .immutable_memtables_max(rng.random_range(1..4))
+        .block_bytes_target(rng.random_range(32..2_048))
+        .bloom_bits_per_key([0, 4, 10][rng.random_range(0..3)])
+        .compression(if rng.random_bool(0.5) { Compression::Lz4 } else { Compression::None })
+        .block_cache_bytes(rng.random_range(0..256 << 10))
+        .l0_compaction_trigger(rng.random_range(2..5))
+        .level1_bytes_target(rng.random_range(4_000..40_000))
+        .level_size_ratio(rng.random_range(2..5))
+        .sst_bytes_target(rng.random_range(500..8_000))
+        .auto_compaction(rng.random_bool(0.8))
         // Half the cases with a row cache small enough to evict.
-        row_cache_bytes: if rng.random_bool(0.5) { rng.random_range(1..64 << 10) } else { 0 },
+        .row_cache_bytes(if rng.random_bool(0.5) { rng.random_range(1..64 << 10) } else { 0 })
         // Half the cases read SSTs through maps (MemFs maps by copying).
-        mmap_reads: rng.random_bool(0.5),
-        ..Options::default()
-    }
+        .mmap_reads(rng.random_bool(0.5))
 }
 
 /// A key from a small space, so writes overwrite and delete each other;
