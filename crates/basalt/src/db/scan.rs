@@ -21,6 +21,7 @@ use crate::row::filter::Filter;
 use crate::row::layout::{ColumnBuilder, ColumnSource, TableLayout, builders_for, decode_row};
 use crate::row::zone;
 use crate::sst::SstIter;
+use crate::sst::block::Block;
 
 /// Rows per output batch unless the scan asks otherwise.
 const BATCH_ROWS_DEFAULT: usize = 8192;
@@ -87,8 +88,8 @@ impl Source {
 /// The newest visible version of a key, where it lives.
 enum Found {
     Bytes(Bytes),
-    /// A row of an SST block, with the reader naming the file in errors.
-    Block(Arc<crate::sst::block::Block>, usize, Arc<crate::sst::reader::SstReader>),
+    /// Row `.1` of a block of source `.2` (whose file errors name).
+    Block(Arc<Block>, usize, usize),
 }
 
 /// An iterator of record batches over a table.
@@ -331,11 +332,11 @@ impl TableScan {
             }
             return Ok(end - start);
         }
-        let arrays = block.arrays(&self.layout).map_err(|e| self.corrupt(i, &e))?;
+        let arrays = block.arrays(&self.layout).map_err(|e| self.corrupt(i, &block, &e))?;
         let slice: Vec<ArrayRef> = arrays.iter().map(|a| a.slice(start, end - start)).collect();
         self.flush_builders()?;
         let batch = RecordBatch::try_new(self.layout.schema().clone(), slice)
-            .map_err(|e| self.corrupt(i, &e.to_string()))?;
+            .map_err(|e| self.corrupt(i, &block, &e.to_string()))?;
         self.emit(batch)?;
         self.last_zero_copy_key = Some(block.key(end - 1).to_vec());
         if let Source::Sst(cursor) = &mut self.sources[i] {
@@ -346,21 +347,19 @@ impl TableScan {
         Ok(end - start)
     }
 
-    fn corrupt(&self, i: usize, what: &str) -> Error {
-        // Only SST cursors hand out blocks.
-        let (path, offset) = match &self.sources[i] {
-            Source::Sst(c) => {
-                (c.reader().path().to_path_buf(), c.current().map_or(0, |(b, _)| b.file_offset()))
-            }
-            Source::Mem(_) => (std::path::PathBuf::from("memtable"), 0),
+    /// A damaged `block` of source `i` (only SST cursors hand out blocks).
+    fn corrupt(&self, i: usize, block: &Block, what: &str) -> Error {
+        let path = match &self.sources[i] {
+            Source::Sst(c) => c.reader().path().to_path_buf(),
+            Source::Mem(_) => std::path::PathBuf::from("memtable"),
         };
-        Error::corruption(path, offset, format!("table block: {what}"))
+        Error::corruption(path, block.file_offset(), format!("table block: {what}"))
     }
 
     /// Consumes every version of `key`; returns the newest visible one.
     fn take_versions(&mut self, key: &[u8]) -> Result<Option<(u64, Found)>> {
         let mut best: Option<(u64, Found)> = None;
-        for s in &mut self.sources {
+        for (source, s) in self.sources.iter_mut().enumerate() {
             while let Some((k, trailer)) = s.key() {
                 if k != key {
                     break;
@@ -370,7 +369,7 @@ impl TableScan {
                     let found = match s {
                         Source::Mem(c) => Found::Bytes(c.value().cloned().unwrap_or_default()),
                         Source::Sst(c) => match c.current() {
-                            Some((b, i)) => Found::Block(b.clone(), i, c.reader().clone()),
+                            Some((b, i)) => Found::Block(b.clone(), i, source),
                             None => Found::Bytes(Bytes::new()),
                         },
                     };
@@ -385,10 +384,8 @@ impl TableScan {
     fn push_row(&mut self, key: &[u8], found: Found) -> Result<()> {
         match found {
             Found::Bytes(row) => decode_row(&self.layout, Some(&row), &mut self.builders)?,
-            Found::Block(block, i, reader) => {
-                let arrays = block.arrays(&self.layout).map_err(|e| {
-                    Error::corruption(reader.path(), block.file_offset(), format!("table block: {e}"))
-                })?;
+            Found::Block(block, i, source) => {
+                let arrays = block.arrays(&self.layout).map_err(|e| self.corrupt(source, &block, &e))?;
                 for &c in self.layout.stored() {
                     self.builders[c].push_from_array(&arrays[c], i)?;
                 }
