@@ -152,6 +152,13 @@ pub struct Options {
     /// off reads each missing block with `pread` into the cache. See
     /// `io/mmap.rs` for the contract (no outside writes to open files).
     pub mmap_reads: bool,
+    /// Most SST readers kept open (each holds a file handle, or a map, and
+    /// the file's fence keys, filter and model in memory); the one used
+    /// longest ago closes when another must open. 0 (the default) keeps
+    /// every live SST's reader open, and point lookups then reach it
+    /// without a lock. A scan or iterator keeps the readers it reads until
+    /// it is dropped, so more may be open for a while.
+    pub max_open_files: usize,
     /// Largest key accepted, in bytes. Keys are copied into fence keys and
     /// the memtable; 64 KiB keeps every index entry small.
     pub key_bytes_max: usize,
@@ -195,6 +202,7 @@ impl Default for Options {
             block_cache_bytes: 64 << 20,
             row_cache_bytes: 0,
             mmap_reads: true,
+            max_open_files: 0,
             key_bytes_max: 64 << 10,
             value_bytes_max: 64 << 20,
             batch_bytes_max: 1 << 30,

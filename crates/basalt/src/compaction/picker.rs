@@ -50,6 +50,24 @@ impl CompactionTask {
         self.inputs.iter().chain(self.overlapping.iter())
     }
 
+    /// The inputs as sorted runs, for a merge that opens one file of a
+    /// run at a time: each L0 input alone (L0 files overlap), the inputs of
+    /// a deeper level as one run, and the overlapping files as one run.
+    pub fn input_runs(&self) -> Vec<Vec<Arc<FileMeta>>> {
+        let sorted = |files: &[Arc<FileMeta>]| {
+            let mut run = files.to_vec();
+            run.sort_by(|a, b| a.smallest.cmp(&b.smallest));
+            run
+        };
+        let mut runs: Vec<Vec<Arc<FileMeta>>> = if self.level == 0 {
+            self.inputs.iter().map(|f| vec![f.clone()]).collect()
+        } else {
+            vec![sorted(&self.inputs)]
+        };
+        runs.push(sorted(&self.overlapping));
+        runs
+    }
+
     /// Total input bytes.
     pub fn input_bytes(&self) -> u64 {
         self.all_inputs().map(|f| f.size).sum()

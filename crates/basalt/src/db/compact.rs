@@ -2,15 +2,13 @@
 //! `compact_range`, and the executor that merges input SSTs into outputs.
 //! What to compact is decided by the pure policy in `compaction/`.
 
-use std::ops::Bound;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use super::iter::KeyRange;
+use super::cursor::{KeyRange, TreeCursor, file_overlaps};
 use super::{DbInner, SuperVersion};
 use crate::codec::internal::unpack_trailer;
-use crate::compaction::merge::MergedSsts;
 use crate::compaction::retain::Retention;
 use crate::compaction::{self, CompactionTask};
 use crate::error::{Error, Result};
@@ -107,9 +105,13 @@ impl DbInner {
             let Some(t) = version.tree(tree) else { break };
             let inputs: Vec<_> = if level == 0 {
                 // All of L0 or none: see `task_for`.
-                if t.levels[0].iter().any(|f| overlaps(f, range)) { t.levels[0].clone() } else { Vec::new() }
+                if t.levels[0].iter().any(|f| file_overlaps(f, range)) {
+                    t.levels[0].clone()
+                } else {
+                    Vec::new()
+                }
             } else {
-                t.levels[level].iter().filter(|f| overlaps(f, range)).cloned().collect()
+                t.levels[level].iter().filter(|f| file_overlaps(f, range)).cloned().collect()
             };
             if !inputs.is_empty() && (level < last || level == 0) {
                 let task = compaction::picker::task_for(tree, t, level, inputs);
@@ -209,27 +211,23 @@ impl DbInner {
     /// `sst_bytes_target`, cut only between user keys so that files of a
     /// level never share a user key.
     fn merge_inputs(&self, task: &CompactionTask) -> Result<Vec<FileMeta>> {
-        let mut cursors = Vec::new();
-        for f in task.all_inputs() {
-            cursors.push(SstIter::new(self.sst_readers.get(task.tree, f, &self.block_cache)?));
-        }
-        let mut merged = MergedSsts::new(cursors)?;
+        let mut merged = TreeCursor::over_runs(&self.sst_readers, task.tree, task.input_runs())?;
         let snapshots: Vec<u64> = self.snapshots.lock().keys().copied().collect();
         let mut retention = Retention::new(snapshots, task.bottommost);
         let layout = self.versions.lock().current_version().catalog.table_layout(task.tree);
         let mut outputs = Vec::new();
         let mut current: Option<(TreeId, u64, SstWriter)> = None;
         let mut last_key: Vec<u8> = Vec::new();
-        while let Some((key, trailer, value)) = merged.peek() {
+        while let Some(source) = merged.next_source() {
+            let entry = &merged.sources()[source];
+            // Every source of a compaction is a run of SSTs, on a block.
+            let (Some((key, trailer)), Some((block, i))) =
+                (entry.key(), entry.sst().and_then(SstIter::current))
+            else {
+                return Err(Error::InvalidArgument("compaction cursor lost its block (a bug)".into()));
+            };
             let Some((seqno, kind)) = unpack_trailer(trailer) else {
-                let (path, offset) = merged.peek_cursor().map_or_else(Default::default, |c| {
-                    (c.reader().path().to_path_buf(), c.current().map_or(0, |(b, _)| b.file_offset()))
-                });
-                return Err(Error::corruption(
-                    path,
-                    offset,
-                    format!("an entry of unknown kind {trailer:#x}"),
-                ));
+                return Err(block.corruption(format!("an entry of unknown kind {trailer:#x}")));
             };
             if retention.keep(key, seqno, kind) {
                 let full = current.as_ref().is_some_and(|(_, _, w)| {
@@ -243,21 +241,11 @@ impl DbInner {
                 }
                 if let Some((_, _, w)) = current.as_mut() {
                     match &layout {
-                        None => w.add(key, trailer, value)?,
+                        None => w.add(key, trailer, block.value(i))?,
                         Some(layout) => {
                             // Table rows are copied column by column from the
                             // input block's arrays.
-                            // The merge peeked a valid cursor, which is on a block.
-                            let Some((cursor, (block, i))) =
-                                merged.peek_cursor().and_then(|c| c.current().map(|at| (c, at)))
-                            else {
-                                return Err(Error::InvalidArgument(
-                                    "compaction cursor lost its block (a bug)".into(),
-                                ));
-                            };
-                            let arrays = block.arrays(layout).map_err(|e| {
-                                Error::corruption(cursor.reader().path(), block.file_offset(), e)
-                            })?;
+                            let arrays = block.arrays(layout).map_err(|e| block.corruption(e))?;
                             w.add_from_arrays(key, trailer, arrays, i)?;
                         }
                     }
@@ -265,7 +253,7 @@ impl DbInner {
                 last_key.clear();
                 last_key.extend_from_slice(key);
             }
-            merged.advance()?;
+            merged.step(source)?;
         }
         if let Some(done) = current.take() {
             outputs.push(super::flush::finish_sst(done)?.1);
@@ -275,20 +263,6 @@ impl DbInner {
         }
         Ok(outputs)
     }
-}
-
-fn overlaps(f: &FileMeta, (lo, hi): &KeyRange) -> bool {
-    let below = match hi {
-        Bound::Included(k) => f.smallest.user_key.as_ref() > k.as_slice(),
-        Bound::Excluded(k) => f.smallest.user_key.as_ref() >= k.as_slice(),
-        Bound::Unbounded => false,
-    };
-    let above = match lo {
-        Bound::Included(k) => f.largest.user_key.as_ref() < k.as_slice(),
-        Bound::Excluded(k) => f.largest.user_key.as_ref() <= k.as_slice(),
-        Bound::Unbounded => false,
-    };
-    !below && !above
 }
 
 /// A test hook run by a compaction of one database just before it merges

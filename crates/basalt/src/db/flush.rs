@@ -186,7 +186,7 @@ impl DbInner {
         let sv = self.state.load_full();
         let files = sv.version.trees.iter().flat_map(|(&tree, t)| t.all_files().map(move |(_, f)| (tree, f)));
         for (tree, file) in files.filter(|(_, f)| numbers.contains(&f.number)) {
-            if let Ok(reader) = self.sst_readers.reader(tree, file, &self.block_cache) {
+            if let Ok(reader) = self.sst_readers.reader(tree, file) {
                 let _ = reader.check_blocks_in_place();
             }
         }
@@ -220,7 +220,7 @@ impl DbInner {
             };
             if obsolete {
                 if let Some(FileKind::Sst(n)) = files::parse(&name) {
-                    self.sst_readers.evict(n, &self.block_cache);
+                    self.sst_readers.evict(n);
                 }
                 match self.fs.remove(&self.dir.join(&name)) {
                     Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}

@@ -1,20 +1,19 @@
-//! Range iteration: a merge of cursors over the memtables and the SSTs of
-//! one tree. For each user key the newest version visible at the read seqno
-//! decides; deleted keys are skipped.
+//! Range iteration over a key-value tree, through the tree's merged cursor
+//! (`cursor.rs`). For each user key the newest version visible at the read
+//! seqno decides; deleted keys are skipped.
 
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
 use bytes::Bytes;
 
+use super::cursor::TreeCursor;
 use super::ddl::TreeShared;
 use super::{DbInner, SuperVersion};
 use crate::codec::internal::{Kind, SeqNo, unpack_trailer};
 use crate::codec::key::prefix_successor;
 use crate::error::Result;
 use crate::ids::TreeId;
-use crate::memtable::MemCursor;
-use crate::sst::iter::SstIter;
 
 /// Order of iteration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,8 +24,7 @@ pub enum Direction {
     Reverse,
 }
 
-/// A range of user keys with owned bounds.
-pub(crate) type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
+pub(crate) use super::cursor::KeyRange;
 
 /// Copies the bounds of a caller's range.
 pub(crate) fn owned_range<K: AsRef<[u8]>>(range: &impl RangeBounds<K>) -> KeyRange {
@@ -44,39 +42,6 @@ pub(crate) fn prefix_range(prefix: &[u8]) -> KeyRange {
     (Bound::Included(prefix.to_vec()), end)
 }
 
-/// One source of versions, walking in the iterator's direction.
-enum Cursor {
-    Mem(MemCursor),
-    Sst(SstIter),
-}
-
-impl Cursor {
-    fn current(&self) -> Option<(&[u8], u64)> {
-        match self {
-            Cursor::Mem(c) => c.key().map(|k| (k.user_key.as_ref(), k.trailer)),
-            Cursor::Sst(c) => c.valid().then(|| (c.user_key(), c.trailer())),
-        }
-    }
-
-    fn value(&self) -> &[u8] {
-        match self {
-            Cursor::Mem(c) => c.value().map_or(&[], |v| v.as_ref()),
-            Cursor::Sst(c) => c.value(),
-        }
-    }
-
-    fn step(&mut self, forward: bool) -> Result<()> {
-        match self {
-            Cursor::Mem(c) => {
-                c.step();
-                Ok(())
-            }
-            Cursor::Sst(c) if forward => c.next(),
-            Cursor::Sst(c) => c.prev(),
-        }
-    }
-}
-
 /// Iterator over `(key, value)` pairs of a range, at one seqno. It holds the
 /// memtables and SSTs it reads, so flushes and deletions do not disturb it.
 pub struct DbIterator {
@@ -88,7 +53,8 @@ pub struct DbIterator {
     /// The keyspace handle's shared state, so the keyspace cannot be
     /// dropped while it is iterated.
     _tree: Option<Arc<TreeShared>>,
-    cursors: Vec<Cursor>,
+    /// `None` until opened (and when opening failed).
+    cursor: Option<TreeCursor>,
     forward: bool,
     seqno: SeqNo,
     range: KeyRange,
@@ -123,14 +89,14 @@ pub(crate) fn new(
         pin: None,
         db: inner.clone(),
         _tree: None,
-        cursors: Vec::new(),
+        cursor: None,
         forward,
         seqno,
         range,
         done: false,
         pending_error: None,
     };
-    if let Err(e) = inner.check_open().and_then(|()| it.open_cursors(inner, &sv, tree)) {
+    if let Err(e) = inner.check_open().and_then(|()| it.open_cursor(inner, &sv, tree)) {
         it.pending_error = Some(e);
     }
     it.pin = Some(sv);
@@ -143,132 +109,57 @@ impl DbIterator {
         DbIterator { _tree: Some(tree), ..self }
     }
 
-    fn open_cursors(&mut self, inner: &DbInner, sv: &SuperVersion, tree: TreeId) -> Result<()> {
-        // Forward starts at the newest version of the lower bound; reverse
-        // at the oldest version of the upper bound. Excluded bounds are
-        // skipped by the range check in `next`.
-        let start: Option<(Vec<u8>, u64)> = if self.forward {
-            match &self.range.0 {
-                Bound::Included(k) | Bound::Excluded(k) => Some((k.clone(), u64::MAX)),
-                Bound::Unbounded => None,
-            }
-        } else {
-            match &self.range.1 {
-                Bound::Included(k) | Bound::Excluded(k) => Some((k.clone(), 0)),
-                Bound::Unbounded => None,
-            }
-        };
-        let start_ref = start.as_ref().map(|(k, t)| (k.as_slice(), *t));
-        for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
-            self.cursors.push(Cursor::Mem(MemCursor::new(mem.clone(), tree, self.forward, start_ref)));
-        }
-        let Some(tree_version) = sv.version.tree(tree) else {
+    fn open_cursor(&mut self, inner: &DbInner, sv: &SuperVersion, tree: TreeId) -> Result<()> {
+        let Some(files) = sv.version.tree(tree) else {
             return Err(crate::Error::InvalidArgument(format!("unknown tree {tree}")));
         };
-        for (_, file) in tree_version.all_files() {
-            if !self.file_overlaps(&file.smallest.user_key, &file.largest.user_key) {
-                continue;
-            }
-            let reader = inner.sst_readers.get(tree, file, &inner.block_cache)?;
-            let mut c = SstIter::new(reader);
-            match (start_ref, self.forward) {
-                (Some((k, t)), true) => c.seek(k, t)?,
-                (Some((k, t)), false) => c.seek_for_prev(k, t)?,
-                (None, true) => c.seek_to_first()?,
-                (None, false) => c.seek_to_last()?,
-            }
-            self.cursors.push(Cursor::Sst(c));
-        }
+        self.cursor = Some(TreeCursor::open(&inner.sst_readers, sv, tree, files, &self.range, self.forward)?);
         Ok(())
     }
 
-    fn file_overlaps(&self, smallest: &[u8], largest: &[u8]) -> bool {
-        let below = match &self.range.1 {
-            Bound::Included(k) => smallest > k.as_slice(),
-            Bound::Excluded(k) => smallest >= k.as_slice(),
-            Bound::Unbounded => false,
-        };
-        let above = match &self.range.0 {
-            Bound::Included(k) => largest < k.as_slice(),
-            Bound::Excluded(k) => largest <= k.as_slice(),
-            Bound::Unbounded => false,
-        };
-        !below && !above
-    }
-
-    /// Whether `key` is past the far end of the range (iteration is over).
-    fn past_end(&self, key: &[u8]) -> bool {
-        if self.forward {
-            match &self.range.1 {
-                Bound::Included(k) => key > k.as_slice(),
-                Bound::Excluded(k) => key >= k.as_slice(),
-                Bound::Unbounded => false,
-            }
-        } else {
-            match &self.range.0 {
-                Bound::Included(k) => key < k.as_slice(),
-                Bound::Excluded(k) => key <= k.as_slice(),
-                Bound::Unbounded => false,
-            }
-        }
-    }
-
-    /// Whether `key` is the excluded start bound (skipped, not the end).
-    fn at_excluded_start(&self, key: &[u8]) -> bool {
-        let start = if self.forward { &self.range.0 } else { &self.range.1 };
-        matches!(start, Bound::Excluded(k) if k.as_slice() == key)
-    }
-
-    /// The next user key in iteration order among all cursors.
-    fn next_user_key(&self) -> Option<Bytes> {
-        let mut best: Option<&[u8]> = None;
-        for c in &self.cursors {
-            if let Some((k, _)) = c.current() {
-                let better = best.is_none_or(|b| if self.forward { k < b } else { k > b });
-                if better {
-                    best = Some(k);
-                }
-            }
-        }
-        best.map(Bytes::copy_from_slice)
-    }
-
-    /// Consumes every version of `key` from all cursors; returns the newest
-    /// one visible at the read seqno as (trailer, value).
-    fn take_versions(&mut self, key: &[u8]) -> Result<Option<(u64, Bytes)>> {
-        let mut best: Option<(u64, Bytes)> = None;
-        for c in &mut self.cursors {
-            while let Some((k, trailer)) = c.current() {
-                if k != key {
-                    break;
-                }
-                let seqno = trailer >> 8;
-                if seqno <= self.seqno && best.as_ref().is_none_or(|(t, _)| (*t >> 8) < seqno) {
-                    best = Some((trailer, Bytes::copy_from_slice(c.value())));
-                }
-                c.step(self.forward)?;
-            }
-        }
-        Ok(best)
-    }
-
     fn advance(&mut self) -> Result<Option<(Bytes, Bytes)>> {
-        while let Some(key) = self.next_user_key() {
-            if self.past_end(&key) {
+        let Some(cursor) = &mut self.cursor else { return Ok(None) };
+        while let Some(key) = cursor.next_user_key() {
+            if past_end(&self.range, self.forward, &key) {
                 return Ok(None);
             }
-            let newest = self.take_versions(&key)?;
-            if self.at_excluded_start(&key) {
+            let newest = cursor.take_versions(&key, self.seqno, |_, s| {
+                s.mem_value().cloned().unwrap_or_else(|| Bytes::copy_from_slice(s.value()))
+            })?;
+            if at_excluded_start(&self.range, self.forward, &key) {
                 continue;
             }
             if let Some((trailer, value)) = newest
                 && matches!(unpack_trailer(trailer), Some((_, Kind::Put)))
             {
-                return Ok(Some((key, value)));
+                return Ok(Some((Bytes::from(key), value)));
             }
         }
         Ok(None)
     }
+}
+
+/// Whether `key` is past the far end of `range` (iteration is over).
+fn past_end(range: &KeyRange, forward: bool, key: &[u8]) -> bool {
+    if forward {
+        match &range.1 {
+            Bound::Included(k) => key > k.as_slice(),
+            Bound::Excluded(k) => key >= k.as_slice(),
+            Bound::Unbounded => false,
+        }
+    } else {
+        match &range.0 {
+            Bound::Included(k) => key < k.as_slice(),
+            Bound::Excluded(k) => key <= k.as_slice(),
+            Bound::Unbounded => false,
+        }
+    }
+}
+
+/// Whether `key` is the excluded start bound of `range` (skipped, not the end).
+fn at_excluded_start(range: &KeyRange, forward: bool, key: &[u8]) -> bool {
+    let start = if forward { &range.0 } else { &range.1 };
+    matches!(start, Bound::Excluded(k) if k.as_slice() == key)
 }
 
 impl Iterator for DbIterator {

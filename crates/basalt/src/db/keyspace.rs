@@ -49,7 +49,7 @@ impl Keyspace {
 
     /// `f` of the value of `key`, borrowed where it lies (see `Db::get_with`).
     pub fn get_with<R>(&self, key: impl AsRef<[u8]>, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
-        self.inner.get_with(self.shared.id, key.as_ref(), None, |v| f(v.as_slice()))
+        self.inner.get_with(self.shared.id, key.as_ref(), None, None, |v| f(v.as_slice()))
     }
 
     /// Sets `key` to `value`.

@@ -2,6 +2,7 @@
 //! memtable), background flushes, recovery and reads. It owns no format code.
 
 mod compact;
+mod cursor;
 mod ddl;
 mod flush;
 mod iter;
@@ -40,7 +41,6 @@ use crate::io::{FileLock, Fs};
 use crate::log::writer::LogWriter;
 use crate::memtable::Memtable;
 use crate::options::{Options, WriteOptions};
-use crate::sst::block_cache::BlockCache;
 use crate::version::{Version, VersionEdit, VersionSet};
 use crate::wal::batch::WriteBatch;
 use sst_readers::SstReaders;
@@ -152,11 +152,10 @@ pub(crate) struct DbInner {
     pub visible_seqno: AtomicU64,
     pub bg: Mutex<BgState>,
     pub bg_cv: Condvar,
-    pub sst_readers: SstReaders,
+    pub sst_readers: Arc<SstReaders>,
     /// SSTs a running job uses: outputs being written, not yet in any
     /// version, and compaction inputs being read. Never obsolete.
     pub pending_outputs: Mutex<std::collections::HashSet<u64>>,
-    pub block_cache: Arc<BlockCache>,
     /// With `Options::row_cache_bytes` above zero.
     pub row_cache: Option<crate::db::row_cache::RowCache>,
     /// Live snapshots: seqno → number of handles.
@@ -259,7 +258,7 @@ impl Db {
     /// # Ok::<(), basalt::Error>(())
     /// ```
     pub fn get_with<R>(&self, key: impl AsRef<[u8]>, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
-        self.inner.get_with(DEFAULT_TREE, key.as_ref(), None, |v| f(v.as_slice()))
+        self.inner.get_with(DEFAULT_TREE, key.as_ref(), None, None, |v| f(v.as_slice()))
     }
 
     /// The value of `key` with explicit read options (for example a snapshot).

@@ -81,8 +81,13 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         visible_seqno: AtomicU64::new(last_seqno),
         bg: Mutex::new(BgState::default()),
         bg_cv: Condvar::new(),
-        sst_readers: SstReaders::new(fs, dir.to_path_buf(), opts.mmap_reads),
-        block_cache: Arc::new(BlockCache::new(opts.block_cache_bytes)),
+        sst_readers: Arc::new(SstReaders::new(
+            fs,
+            dir.to_path_buf(),
+            opts.mmap_reads,
+            opts.max_open_files,
+            Arc::new(BlockCache::new(opts.block_cache_bytes)),
+        )),
         row_cache: (opts.row_cache_bytes > 0)
             .then(|| crate::db::row_cache::RowCache::new(opts.row_cache_bytes)),
         pending_outputs: Mutex::new(std::collections::HashSet::new()),

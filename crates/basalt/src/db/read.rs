@@ -6,12 +6,14 @@ use std::sync::atomic::Ordering;
 
 use std::time::Instant;
 
+use arrow_array::ArrayRef;
 use bytes::Bytes;
 
 use super::{DbInner, SuperVersion};
 use crate::codec::internal::{Kind, SeqNo, unpack_trailer};
 use crate::error::{Error, Result};
 use crate::ids::TreeId;
+use crate::row::layout::{RowEncoder, TableLayout};
 use crate::sst::filter::key_hash;
 use crate::sst::reader::LookupTrace;
 
@@ -48,34 +50,23 @@ impl DbInner {
         user_key: &[u8],
         snapshot: Option<SeqNo>,
     ) -> Result<Option<Bytes>> {
-        self.get_with(tree, user_key, snapshot, |v| v.into_bytes())
+        self.get_with(tree, user_key, snapshot, None, |v| v.into_bytes())
     }
 
     /// `f` of the value of `user_key` in `tree` as of `snapshot` (or now),
     /// borrowed where it lies; `None` if the key has no value there. Only
     /// this wrapper is generic: the lookup itself is compiled (and its
     /// calls inlined) once, in this crate, and calls `f` through a `dyn`.
+    /// A table's tree passes its `layout`: its SST rows are then handed
+    /// out as a block's Arrow arrays ([`Value::Columns`]).
     pub(crate) fn get_with<R>(
         &self,
         tree: TreeId,
         user_key: &[u8],
         snapshot: Option<SeqNo>,
+        layout: Option<&TableLayout>,
         f: impl FnOnce(Value<'_>) -> R,
     ) -> Result<Option<R>> {
-        let (mut f, mut out) = (Some(f), None);
-        self.lookup(tree, user_key, snapshot, &mut |v| out = f.take().map(|f| f(v)))?;
-        Ok(out)
-    }
-
-    /// Calls `found` with the newest version of `user_key` in `tree` as of
-    /// `snapshot` (or now), if it is a value.
-    fn lookup(
-        &self,
-        tree: TreeId,
-        user_key: &[u8],
-        snapshot: Option<SeqNo>,
-        found: &mut dyn FnMut(Value<'_>),
-    ) -> Result<()> {
         self.check_open()?;
         // As `read_view` (the state before the seqno), but borrowing the
         // super version: no reference count to update for a lookup that
@@ -84,6 +75,23 @@ impl DbInner {
         #[cfg(test)]
         between_loads::run();
         let seqno = snapshot.unwrap_or_else(|| self.visible_seqno.load(Ordering::Acquire));
+        let (mut f, mut out) = (Some(f), None);
+        self.lookup(&sv, seqno, tree, user_key, layout, &mut |v| out = f.take().map(|f| f(v)))?;
+        Ok(out)
+    }
+
+    /// Calls `found` with the newest version of `user_key` in `tree` at
+    /// `seqno` in `sv`, if it is a value: the one point-read path of every
+    /// tree. `sv` must have been loaded before `seqno` (see `read_view`).
+    pub(crate) fn lookup(
+        &self,
+        sv: &SuperVersion,
+        seqno: SeqNo,
+        tree: TreeId,
+        user_key: &[u8],
+        layout: Option<&TableLayout>,
+        found: &mut dyn FnMut(Value<'_>),
+    ) -> Result<()> {
         let timed = self.opts.timing_stats;
         let clock = timed.then(Instant::now);
         let mut timing = GetTiming::default();
@@ -116,7 +124,7 @@ impl DbInner {
         let mut probes = 0;
         for file in tree_version.files_for_key(user_key) {
             probes += 1;
-            let reader = self.sst_readers.reader(tree, file, &self.block_cache)?;
+            let reader = self.sst_readers.reader(tree, file)?;
             let mut trace = LookupTrace { timed, ..LookupTrace::default() };
             let probe = timed.then(Instant::now);
             // The filter before the row cache: a key the file lacks costs
@@ -134,15 +142,22 @@ impl DbInner {
             } else {
                 if let Some((fetched, i)) = reader.find(user_key, seqno, &mut trace)? {
                     block = fetched;
-                    let rows = block.rows();
-                    let (trailer, value) = (rows.trailer(i), rows.value(i));
-                    if let Some(row_cache) = &self.row_cache
-                        && seqno >= file.max_seqno
-                    {
-                        // This lookup saw every version in the file: it found the newest.
-                        row_cache.insert(file.number, user_key, trailer, Bytes::copy_from_slice(value));
+                    let trailer = block.rows().trailer(i);
+                    // This lookup saw every version in the file: it found the newest.
+                    let row_cache = self.row_cache.as_ref().filter(|_| seqno >= file.max_seqno);
+                    // A key-value block's value is the row bytes of the
+                    // key-value layout; a table block's rows are its columns.
+                    let value = match (layout, block.cached()) {
+                        (Some(layout), Some(cached)) if !cached.is_key_value() => {
+                            let arrays = cached.arrays(layout).map_err(|e| cached.corruption(e))?;
+                            Value::Columns(arrays, i)
+                        }
+                        _ => Value::Borrowed(block.rows().value(i)),
+                    };
+                    if let Some(row_cache) = row_cache {
+                        row_cache.insert(file.number, user_key, trailer, value.cached_bytes(layout)?);
                     }
-                    answer = Some((trailer, Value::Borrowed(value)));
+                    answer = Some((trailer, value));
                 }
                 self.counters.record_lookup(&trace);
             }
@@ -168,27 +183,46 @@ impl DbInner {
     }
 }
 
-/// A value found by a lookup: shared (a memtable's or the row cache's) or
-/// borrowed from a block, which lives as long as the lookup.
+/// A value found by a lookup: shared (a memtable's or the row cache's; a
+/// table's row in its row encoding) or borrowed from a block, which lives
+/// as long as the lookup.
 pub(crate) enum Value<'a> {
     Shared(Bytes),
     Borrowed(&'a [u8]),
+    /// Row `.1` of a table block's columns.
+    Columns(&'a [ArrayRef], usize),
 }
 
 impl Value<'_> {
-    /// The bytes, as an owned value (a copy only of a borrowed one).
+    /// The bytes of a key-value tree's value, as an owned value (a copy
+    /// only of a borrowed one).
     pub(crate) fn into_bytes(self) -> Bytes {
         match self {
             Value::Shared(b) => b,
             Value::Borrowed(v) => Bytes::copy_from_slice(v),
+            Value::Columns(..) => Bytes::new(),
         }
     }
 
-    /// The bytes, borrowed.
+    /// The bytes of a key-value tree's value, borrowed.
     pub(crate) fn as_slice(&self) -> &[u8] {
         match self {
             Value::Shared(b) => b,
             Value::Borrowed(v) => v,
+            Value::Columns(..) => &[],
+        }
+    }
+
+    /// What the row cache keeps of this value: its bytes, or a table row
+    /// in the row encoding the memtable holds.
+    fn cached_bytes(&self, layout: Option<&TableLayout>) -> Result<Bytes> {
+        match (self, layout) {
+            (Value::Columns(arrays, i), Some(layout)) => {
+                let mut row = Vec::new();
+                RowEncoder::over_columns(layout, arrays)?.row(*i, &mut row);
+                Ok(Bytes::from(row))
+            }
+            _ => Ok(Bytes::copy_from_slice(self.as_slice())),
         }
     }
 }

@@ -12,15 +12,14 @@ use arrow_array::{ArrayRef, BooleanArray, RecordBatch};
 use arrow_schema::SchemaRef;
 use bytes::Bytes;
 
+use super::cursor::{KeyRange, TreeCursor};
 use super::{Snapshot, SuperVersion, Table};
 use crate::codec::internal::{Kind, SeqNo, unpack_trailer};
 use crate::codec::key::{KeyValue, prefix_successor};
 use crate::error::{Error, Result};
-use crate::memtable::MemCursor;
 use crate::row::filter::Filter;
 use crate::row::layout::{ColumnBuilder, ColumnSource, TableLayout, builders_for, decode_row};
 use crate::row::zone;
-use crate::sst::SstIter;
 use crate::sst::block::Block;
 
 /// Rows per output batch unless the scan asks otherwise.
@@ -61,35 +60,11 @@ impl Default for ScanOptions<'_> {
     }
 }
 
-enum Source {
-    Mem(MemCursor),
-    Sst(SstIter),
-}
-
-impl Source {
-    fn key(&self) -> Option<(&[u8], u64)> {
-        match self {
-            Source::Mem(c) => c.key().map(|k| (k.user_key.as_ref(), k.trailer)),
-            Source::Sst(c) => c.valid().then(|| (c.user_key(), c.trailer())),
-        }
-    }
-
-    fn step(&mut self) -> Result<()> {
-        match self {
-            Source::Mem(c) => {
-                c.step();
-                Ok(())
-            }
-            Source::Sst(c) => c.next(),
-        }
-    }
-}
-
 /// The newest visible version of a key, where it lives.
 enum Found {
     Bytes(Bytes),
-    /// Row `.1` of a block of source `.2` (whose file errors name).
-    Block(Arc<Block>, usize, usize),
+    /// Row `.1` of a block whose Arrow arrays were checked.
+    Block(Arc<Block>, usize),
 }
 
 /// An iterator of record batches over a table.
@@ -97,7 +72,7 @@ pub struct TableScan {
     table: Table,
     _pin: Arc<SuperVersion>,
     layout: Arc<TableLayout>,
-    sources: Vec<Source>,
+    cursor: TreeCursor,
     seqno: SeqNo,
     upper: Bound<Vec<u8>>,
     projection: Option<Vec<usize>>,
@@ -127,7 +102,7 @@ impl Table {
     pub fn scan(&self, opts: ScanOptions<'_>) -> Result<TableScan> {
         self.inner().check_open()?;
         let layout = self.layout().clone();
-        let (lower, upper) = encode_range(self, &opts.range)?;
+        let range = encode_range(self, &opts.range)?;
         let projection = match &opts.projection {
             None => None,
             Some(names) => Some(
@@ -152,15 +127,15 @@ impl Table {
             f.check(layout.schema())?;
         }
         let (seqno, sv) = self.inner().read_view(opts.snapshot.map(Snapshot::seqno));
-        let sources = open_sources(self, &sv, &lower)?;
+        let cursor = open_cursor(self, &sv, &range)?;
         Ok(TableScan {
             table: self.clone(),
             _pin: sv,
             builders: builders_for(&layout),
             layout,
-            sources,
+            cursor,
             seqno,
-            upper,
+            upper: range.1,
             projection,
             out_schema,
             filter: opts.filter,
@@ -182,7 +157,7 @@ impl Table {
 const BATCH_COLUMN_BYTES_MAX: usize = 512 << 20;
 
 /// Encodes the key-value bounds into user-key bounds.
-fn encode_range(table: &Table, (lo, hi): &KeyValueRange<'_>) -> Result<super::iter::KeyRange> {
+fn encode_range(table: &Table, (lo, hi): &KeyValueRange<'_>) -> Result<KeyRange> {
     let full = table.layout().primary_key().len();
     let enc = |t: &[KeyValue<'_>]| table.encode_key_values(t, false);
     let successor = |k: Vec<u8>| prefix_successor(&k).map_or(Bound::Unbounded, Bound::Excluded);
@@ -204,42 +179,17 @@ fn encode_range(table: &Table, (lo, hi): &KeyValueRange<'_>) -> Result<super::it
     Ok((lower, upper))
 }
 
-fn open_sources(table: &Table, sv: &SuperVersion, lower: &Bound<Vec<u8>>) -> Result<Vec<Source>> {
+fn open_cursor(table: &Table, sv: &SuperVersion, range: &KeyRange) -> Result<TreeCursor> {
     let tree = table.tree();
-    let start: Option<&[u8]> = match lower {
-        Bound::Included(k) | Bound::Excluded(k) => Some(k),
-        Bound::Unbounded => None,
-    };
-    let mut sources = Vec::new();
-    for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
-        sources.push(Source::Mem(MemCursor::new(mem.clone(), tree, true, start.map(|k| (k, u64::MAX)))));
-    }
-    let tv = sv
+    let files = sv
         .version
         .tree(tree)
         .ok_or_else(|| Error::InvalidArgument(format!("table {} was dropped", table.name())))?;
-    let inner = table.inner();
-    for (_, file) in tv.all_files() {
-        if start.is_some_and(|k| file.largest.user_key.as_ref() < k) {
-            continue;
-        }
-        let mut c = SstIter::new(inner.sst_readers.get(tree, file, &inner.block_cache)?);
-        match start {
-            Some(k) => c.seek(k, u64::MAX)?,
-            None => c.seek_to_first()?,
-        }
-        sources.push(Source::Sst(c));
+    let mut cursor = TreeCursor::open(&table.inner().sst_readers, sv, tree, files, range, true)?;
+    if let Bound::Excluded(k) = &range.0 {
+        cursor.skip_key(k)?;
     }
-    let mut sources = sources;
-    if let Bound::Excluded(k) = lower {
-        // Skip every version of the excluded start key.
-        for s in &mut sources {
-            while s.key().is_some_and(|(key, _)| key == k.as_slice()) {
-                s.step()?;
-            }
-        }
-    }
-    Ok(sources)
+    Ok(cursor)
 }
 
 impl TableScan {
@@ -261,37 +211,10 @@ impl TableScan {
         }
     }
 
-    /// Index of the source holding the smallest key, and that key's second
-    /// smallest competitor among the others.
-    fn smallest(&self) -> Option<(usize, Option<Vec<u8>>)> {
-        let mut best: Option<usize> = None;
-        for (i, s) in self.sources.iter().enumerate() {
-            if let Some((k, t)) = s.key() {
-                let better = best.is_none_or(|b| {
-                    let (bk, bt) = self.sources[b].key().unwrap_or((&[], 0));
-                    crate::codec::internal::compare(k, t, bk, bt).is_lt()
-                });
-                if better {
-                    best = Some(i);
-                }
-            }
-        }
-        let best = best?;
-        let next_other = self
-            .sources
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| *i != best)
-            .filter_map(|(_, s)| s.key().map(|(k, _)| k))
-            .min()
-            .map(<[u8]>::to_vec);
-        Some((best, next_other))
-    }
-
     /// Tries to hand out the rest of the current block of source `i` without
     /// copying. Returns the number of rows emitted (0: not possible).
     fn try_zero_copy(&mut self, i: usize, next_other: Option<&[u8]>) -> Result<usize> {
-        let Source::Sst(cursor) = &self.sources[i] else { return Ok(0) };
+        let Some(cursor) = self.cursor.sources()[i].sst() else { return Ok(0) };
         let Some((block, start)) = cursor.current() else { return Ok(0) };
         let block = block.clone();
         let n = block.len();
@@ -325,67 +248,47 @@ impl TableScan {
         {
             self.last_zero_copy_key = Some(block.key(end - 1).to_vec());
             self.blocks_skipped += 1;
-            if let Source::Sst(cursor) = &mut self.sources[i] {
-                for _ in start..end {
-                    cursor.next()?;
-                }
+            for _ in start..end {
+                self.cursor.step(i)?;
             }
             return Ok(end - start);
         }
-        let arrays = block.arrays(&self.layout).map_err(|e| self.corrupt(i, &block, &e))?;
+        let arrays = block.arrays(&self.layout).map_err(|e| block.corruption(e))?;
         let slice: Vec<ArrayRef> = arrays.iter().map(|a| a.slice(start, end - start)).collect();
         self.flush_builders()?;
-        let batch = RecordBatch::try_new(self.layout.schema().clone(), slice)
-            .map_err(|e| self.corrupt(i, &block, &e.to_string()))?;
+        let batch =
+            RecordBatch::try_new(self.layout.schema().clone(), slice).map_err(|e| block.corruption(e))?;
         self.emit(batch)?;
         self.last_zero_copy_key = Some(block.key(end - 1).to_vec());
-        if let Source::Sst(cursor) = &mut self.sources[i] {
-            for _ in start..end {
-                cursor.next()?;
-            }
+        for _ in start..end {
+            self.cursor.step(i)?;
         }
         Ok(end - start)
     }
 
-    /// A damaged `block` of source `i` (only SST cursors hand out blocks).
-    fn corrupt(&self, i: usize, block: &Block, what: &str) -> Error {
-        let path = match &self.sources[i] {
-            Source::Sst(c) => c.reader().path().to_path_buf(),
-            Source::Mem(_) => std::path::PathBuf::from("memtable"),
-        };
-        Error::corruption(path, block.file_offset(), format!("table block: {what}"))
-    }
-
     /// Consumes every version of `key`; returns the newest visible one.
     fn take_versions(&mut self, key: &[u8]) -> Result<Option<(u64, Found)>> {
-        let mut best: Option<(u64, Found)> = None;
-        for (source, s) in self.sources.iter_mut().enumerate() {
-            while let Some((k, trailer)) = s.key() {
-                if k != key {
-                    break;
-                }
-                let seqno = trailer >> 8;
-                if seqno <= self.seqno && best.as_ref().is_none_or(|(t, _)| (*t >> 8) < seqno) {
-                    let found = match s {
-                        Source::Mem(c) => Found::Bytes(c.value().cloned().unwrap_or_default()),
-                        Source::Sst(c) => match c.current() {
-                            Some((b, i)) => Found::Block(b.clone(), i, source),
-                            None => Found::Bytes(Bytes::new()),
-                        },
-                    };
-                    best = Some((trailer, found));
-                }
-                s.step()?;
-            }
-        }
-        Ok(best)
+        let layout = &self.layout;
+        let newest = self.cursor.take_versions(key, self.seqno, |_, s| match (s.mem_value(), s.sst()) {
+            (Some(row), _) => Ok(Found::Bytes(row.clone())),
+            (None, Some(c)) => match c.current() {
+                // Checked here, where the block's file is known.
+                Some((block, i)) => block
+                    .arrays(layout)
+                    .map(|_| Found::Block(block.clone(), i))
+                    .map_err(|e| block.corruption(e)),
+                None => Ok(Found::Bytes(Bytes::new())),
+            },
+            (None, None) => Ok(Found::Bytes(Bytes::new())),
+        })?;
+        newest.map(|(trailer, found)| found.map(|f| (trailer, f))).transpose()
     }
 
     fn push_row(&mut self, key: &[u8], found: Found) -> Result<()> {
         match found {
             Found::Bytes(row) => decode_row(&self.layout, Some(&row), &mut self.builders)?,
-            Found::Block(block, i, source) => {
-                let arrays = block.arrays(&self.layout).map_err(|e| self.corrupt(source, &block, &e))?;
+            Found::Block(block, i) => {
+                let arrays = block.arrays(&self.layout).map_err(|e| block.corruption(e))?;
                 for &c in self.layout.stored() {
                     self.builders[c].push_from_array(&arrays[c], i)?;
                 }
@@ -440,12 +343,13 @@ impl TableScan {
 
     fn advance(&mut self) -> Result<()> {
         while self.ready.is_empty() {
-            let Some((i, next_other)) = self.smallest() else {
+            let Some(i) = self.cursor.next_source() else {
                 self.flush_builders()?;
                 self.done = true;
                 return Ok(());
             };
-            let key = self.sources[i].key().map(|(k, _)| k.to_vec()).unwrap_or_default();
+            let next_other = self.cursor.smallest_key_besides(i).map(<[u8]>::to_vec);
+            let key = self.cursor.sources()[i].key().map(|(k, _)| k.to_vec()).unwrap_or_default();
             if self.past_upper(&key) {
                 self.flush_builders()?;
                 self.done = true;

@@ -47,7 +47,7 @@ impl Snapshot {
     /// `f` of the value of `key` as of this snapshot, borrowed where it
     /// lies (see `Db::get_with`).
     pub fn get_with<R>(&self, key: impl AsRef<[u8]>, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
-        self.inner.get_with(DEFAULT_TREE, key.as_ref(), Some(self.seqno), |v| f(v.as_slice()))
+        self.inner.get_with(DEFAULT_TREE, key.as_ref(), Some(self.seqno), None, |v| f(v.as_slice()))
     }
 
     /// Iterates over `range` as of this snapshot.

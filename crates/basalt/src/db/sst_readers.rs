@@ -1,9 +1,18 @@
 //! Open SST readers by file number. A reader keeps its file handle, fence
-//! keys and filter in memory; data blocks go through the block cache.
+//! keys, filter and learned model in memory; data blocks go through the
+//! block cache, which this cache owns.
+//!
+//! Unbounded (the default), a reader once opened stays open as long as its
+//! file is live, and is also kept in the file's metadata so that point
+//! lookups reach it without a lock or a reference-count update. With
+//! `Options::max_open_files`, at most that many readers are kept: the one
+//! used longest ago is closed when another must open, and lookups take
+//! each reader from the map (a read lock and a reference count).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::RwLock;
 
@@ -15,61 +24,122 @@ use crate::sst::block_cache::BlockCache;
 use crate::sst::reader::SstReader;
 use crate::version::FileMeta;
 
+/// A kept reader and when it was last used (a tick of [`SstReaders::clock`]).
+struct Kept {
+    reader: Arc<SstReader>,
+    used: AtomicU64,
+}
+
 /// Readers of the SSTs in use, opened on first access.
 pub(crate) struct SstReaders {
     fs: Arc<dyn Fs>,
     dir: PathBuf,
-    readers: RwLock<HashMap<u64, Arc<SstReader>>>,
+    readers: RwLock<HashMap<u64, Kept>>,
+    /// Most readers kept; `None`: no limit.
+    capacity: Option<usize>,
+    /// Ticks once per access of a bounded cache, to order readers by use.
+    clock: AtomicU64,
     /// Read SSTs through memory maps (`Options::mmap_reads`).
     mmap_reads: bool,
+    block_cache: Arc<BlockCache>,
+}
+
+/// A reader borrowed from its file's metadata, or shared from a bounded
+/// cache (which may close its file while the caller still reads it).
+pub(crate) enum ReaderRef<'a> {
+    Kept(&'a SstReader),
+    Shared(Arc<SstReader>),
+}
+
+impl std::ops::Deref for ReaderRef<'_> {
+    type Target = SstReader;
+
+    fn deref(&self) -> &SstReader {
+        match self {
+            ReaderRef::Kept(r) => r,
+            ReaderRef::Shared(r) => r,
+        }
+    }
 }
 
 impl SstReaders {
-    pub(crate) fn new(fs: Arc<dyn Fs>, dir: PathBuf, mmap_reads: bool) -> Self {
-        SstReaders { fs, dir, readers: RwLock::new(HashMap::new()), mmap_reads }
+    /// `capacity` 0 keeps every reader.
+    pub(crate) fn new(
+        fs: Arc<dyn Fs>,
+        dir: PathBuf,
+        mmap_reads: bool,
+        capacity: usize,
+        block_cache: Arc<BlockCache>,
+    ) -> Self {
+        SstReaders {
+            fs,
+            dir,
+            readers: RwLock::new(HashMap::new()),
+            capacity: (capacity > 0).then_some(capacity),
+            clock: AtomicU64::new(0),
+            mmap_reads,
+            block_cache,
+        }
+    }
+
+    /// The block cache every reader reads through.
+    pub(crate) fn block_cache(&self) -> &BlockCache {
+        &self.block_cache
     }
 
     /// The reader of `file`, an SST of `tree`, opening it if needed. A
     /// file opened here must be the one its MANIFEST entry describes.
-    pub(crate) fn get(
-        &self,
-        tree: TreeId,
-        file: &FileMeta,
-        cache: &Arc<BlockCache>,
-    ) -> Result<Arc<SstReader>> {
-        if let Some(r) = self.readers.read().get(&file.number) {
-            return Ok(r.clone());
+    pub(crate) fn get(&self, tree: TreeId, file: &FileMeta) -> Result<Arc<SstReader>> {
+        if let Some(kept) = self.readers.read().get(&file.number) {
+            if self.capacity.is_some() {
+                kept.used.store(self.clock.fetch_add(1, Ordering::Relaxed), Ordering::Relaxed);
+            }
+            return Ok(kept.reader.clone());
         }
         let path = self.dir.join(files::sst(file.number));
-        let reader = SstReader::open(self.fs.as_ref(), &path, file.number, cache.clone(), self.mmap_reads)?;
+        let reader =
+            SstReader::open(self.fs.as_ref(), &path, file.number, self.block_cache.clone(), self.mmap_reads)?;
         check_manifest_entry(&reader, tree, file)?;
-        Ok(self.readers.write().entry(file.number).or_insert(reader).clone())
+        let mut readers = self.readers.write();
+        if let Some(capacity) = self.capacity
+            && readers.len() >= capacity
+            && !readers.contains_key(&file.number)
+        {
+            // Closes the least recently used; an iterator still reading it
+            // keeps its own reference until it is done.
+            let oldest = readers.iter().min_by_key(|(_, k)| k.used.load(Ordering::Relaxed)).map(|(n, _)| *n);
+            if let Some(n) = oldest {
+                readers.remove(&n);
+            }
+        }
+        let used = AtomicU64::new(self.clock.fetch_add(1, Ordering::Relaxed));
+        Ok(readers.entry(file.number).or_insert(Kept { reader, used }).reader.clone())
     }
 
-    /// The reader of `file`, kept in its metadata after the first call, so
-    /// lookups after that take no lock and update no reference count.
-    pub(crate) fn reader<'a>(
-        &self,
-        tree: TreeId,
-        file: &'a FileMeta,
-        cache: &Arc<BlockCache>,
-    ) -> Result<&'a SstReader> {
-        if let Some(reader) = file.reader.get() {
-            return Ok(reader);
+    /// The reader of `file` for a point lookup: unbounded, kept in its
+    /// metadata after the first call, so lookups after that take no lock and
+    /// update no reference count.
+    pub(crate) fn reader<'a>(&self, tree: TreeId, file: &'a FileMeta) -> Result<ReaderRef<'a>> {
+        if self.capacity.is_some() {
+            return Ok(ReaderRef::Shared(self.get(tree, file)?));
         }
-        Ok(file.reader.set(self.get(tree, file, cache)?))
+        if let Some(reader) = file.reader.get() {
+            return Ok(ReaderRef::Kept(reader));
+        }
+        Ok(ReaderRef::Kept(file.reader.set(self.get(tree, file)?)))
     }
 
     /// Forgets a deleted SST and drops its cached blocks.
-    pub(crate) fn evict(&self, number: u64, cache: &BlockCache) {
+    pub(crate) fn evict(&self, number: u64) {
         self.readers.write().remove(&number);
-        cache.evict_file(number);
+        self.block_cache.evict_file(number);
     }
 
     /// Bytes of learned models per SST entry, over the open readers.
     pub(crate) fn model_bytes_per_key(&self) -> f64 {
         let readers = self.readers.read();
-        let (bytes, entries) = readers.values().fold((0usize, 0u64), |(b, e), r| {
+        let (bytes, entries) = readers.values().fold((0usize, 0u64), |(b, e), k| {
+            let r = &k.reader;
             (b + r.model().map_or(0, crate::sst::model::Model::bytes), e + r.properties().entries)
         });
         if entries == 0 { 0.0 } else { bytes as f64 / entries as f64 }
@@ -77,7 +147,7 @@ impl SstReaders {
 
     /// Data blocks not yet checked for in-place reads, over the open readers.
     pub(crate) fn blocks_unchecked(&self) -> u64 {
-        self.readers.read().values().map(|r| r.blocks_unchecked() as u64).sum()
+        self.readers.read().values().map(|k| k.reader.blocks_unchecked() as u64).sum()
     }
 
     /// Number of open readers.

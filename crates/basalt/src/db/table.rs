@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::SchemaRef;
-use bytes::Bytes;
 
 use super::ddl::TreeShared;
+use super::read::Value;
 use super::{DbInner, ReadOptions, SuperVersion};
-use crate::codec::internal::{Kind, SeqNo, unpack_trailer};
+use crate::codec::internal::SeqNo;
 use crate::codec::key::{self, KeyValue};
 use crate::error::{Error, Result};
 use crate::ids::TreeId;
@@ -153,6 +153,13 @@ impl Table {
         self.inner.write(wb, false)
     }
 
+    /// Compacts every SST of the table down the levels (memtables are
+    /// flushed first): afterwards its rows sit in the deepest level, without
+    /// overwritten versions or deletes no snapshot needs.
+    pub fn compact(&self) -> Result<()> {
+        self.inner.compact_range(self.shared.id, &(std::ops::Bound::Unbounded, std::ops::Bound::Unbounded))
+    }
+
     /// The row with primary key `key` (one value per key column, in key
     /// order), as a one-row batch.
     pub fn get(&self, key: &[KeyValue<'_>]) -> Result<Option<RecordBatch>> {
@@ -222,41 +229,31 @@ impl Table {
         Ok(key::encode(key))
     }
 
-    /// The newest visible version of `user_key` as a one-row batch.
+    /// The newest visible version of `user_key` as a one-row batch,
+    /// through the point-read path every tree shares (`read.rs`).
     fn row_at(&self, user_key: &[u8], seqno: SeqNo, sv: &SuperVersion) -> Result<Option<RecordBatch>> {
         self.inner.check_open()?;
-        let tree = self.shared.id;
-        for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
-            if let Some((trailer, value)) = mem.get(tree, user_key, seqno) {
-                return self.row_from_bytes(trailer, user_key, &value);
-            }
-        }
-        let Some(tv) = sv.version.tree(tree) else {
+        if sv.version.tree(self.shared.id).is_none() {
             return Err(Error::InvalidArgument(format!("table {} was dropped", self.shared.name)));
-        };
-        for file in tv.files_for_key(user_key) {
-            let reader = self.inner.sst_readers.reader(tree, file, &self.inner.block_cache)?;
-            if let Some((block, i)) = reader.get_entry(user_key, seqno)? {
-                if !matches!(unpack_trailer(block.trailer(i)), Some((_, Kind::Put))) {
-                    return Ok(None);
-                }
-                let arrays = block.arrays(&self.shared.layout).map_err(|e| {
-                    Error::corruption(reader.path(), block.file_offset(), format!("table block: {e}"))
-                })?;
-                let row: Vec<ArrayRef> = arrays.iter().map(|a| a.slice(i, 1)).collect();
-                return RecordBatch::try_new(self.schema(), row).map(Some).map_err(|e| {
-                    Error::corruption(reader.path(), block.file_offset(), format!("table row: {e}"))
-                });
-            }
         }
-        Ok(None)
+        let layout = &self.shared.layout;
+        let mut row = None;
+        self.inner.lookup(sv, seqno, self.shared.id, user_key, Some(layout), &mut |value| {
+            row = Some(match value {
+                Value::Columns(arrays, i) => {
+                    let columns: Vec<ArrayRef> = arrays.iter().map(|a| a.slice(i, 1)).collect();
+                    RecordBatch::try_new(self.schema(), columns)
+                        .map_err(|e| Error::InvalidArgument(format!("table row: {e}")))
+                }
+                Value::Shared(bytes) => self.row_from_bytes(user_key, &bytes),
+                Value::Borrowed(bytes) => self.row_from_bytes(user_key, bytes),
+            });
+        })?;
+        row.transpose()
     }
 
-    /// A one-row batch from memtable row bytes (`None` for a delete).
-    fn row_from_bytes(&self, trailer: u64, user_key: &[u8], value: &Bytes) -> Result<Option<RecordBatch>> {
-        if !matches!(unpack_trailer(trailer), Some((_, Kind::Put))) {
-            return Ok(None);
-        }
+    /// A one-row batch from row bytes (a memtable's, or the row cache's).
+    fn row_from_bytes(&self, user_key: &[u8], value: &[u8]) -> Result<RecordBatch> {
         let layout = &self.shared.layout;
         let mut builders = builders_for(layout);
         decode_row(layout, Some(value), &mut builders)?;
@@ -267,7 +264,6 @@ impl Table {
         }
         let arrays = builders.iter_mut().map(ColumnBuilder::finish).collect::<Result<Vec<_>>>()?;
         RecordBatch::try_new(self.schema(), arrays)
-            .map(Some)
             .map_err(|e| Error::InvalidArgument(format!("table row: {e}")))
     }
 }

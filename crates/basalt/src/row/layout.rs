@@ -356,10 +356,16 @@ pub struct RowEncoder<'a> {
 impl<'a> RowEncoder<'a> {
     /// Prepares to encode `batch`, which must have passed `check_batch`.
     pub fn new(layout: &'a TableLayout, batch: &'a RecordBatch) -> Result<RowEncoder<'a>> {
+        RowEncoder::over_columns(layout, batch.columns())
+    }
+
+    /// Prepares to encode rows of `columns`, one array per column of the
+    /// layout's schema (a table block's arrays).
+    pub fn over_columns(layout: &'a TableLayout, columns: &'a [ArrayRef]) -> Result<RowEncoder<'a>> {
         let columns = layout
             .columns
             .iter()
-            .map(|c| ColumnReader::new(batch.column(c.index), c.width))
+            .map(|c| ColumnReader::new(&columns[c.index], c.width))
             .collect::<Result<Vec<_>>>()?;
         Ok(RowEncoder { layout, columns })
     }

@@ -296,17 +296,19 @@ pub struct Block {
     /// The bytes are a memory-mapped file's, held by the page cache rather
     /// than by this block: the block cache charges only the rest.
     data_is_mapped: bool,
-    /// Where the block starts in its file, for errors found after decoding
-    /// (its Arrow arrays are checked on first use).
+    /// The file and where the block starts in it, for errors found after
+    /// decoding (its Arrow arrays are checked on first use).
+    file: Arc<Path>,
     file_offset: u64,
 }
 
 impl Block {
     /// Checks and wraps block contents (already unsealed) that came from the
     /// block at `offset` of `file`; any problem is corruption at that offset.
-    pub fn decode(data: impl Into<Bytes>, file: &Path, offset: u64) -> Result<Block> {
+    pub fn decode(data: impl Into<Bytes>, file: impl Into<Arc<Path>>, offset: u64) -> Result<Block> {
         let data = data.into();
-        let corrupt = |what: String| Error::corruption(file, offset, format!("block: {what}"));
+        let file = file.into();
+        let corrupt = |what: String| Error::corruption(&*file, offset, format!("block: {what}"));
         let (rows, buffers) = read_directory(&data).map_err(corrupt)?;
         let head = std::array::from_fn(|i| buffers.get(i).map_or((0, 0), |r| (r.start, r.end)));
         let buffer_count = buffers.len();
@@ -321,20 +323,22 @@ impl Block {
             more_buffers,
             arrays: OnceLock::new(),
             data_is_mapped: false,
+            file: file.clone(),
             file_offset: offset,
         };
         block.check_columns().map_err(corrupt)?;
         Ok(block)
     }
 
-    /// Where the block starts in its file.
-    pub fn file_offset(&self) -> u64 {
-        self.file_offset
+    /// Corruption found in this block after it was decoded, naming its
+    /// file and offset.
+    pub fn corruption(&self, what: impl std::fmt::Display) -> Error {
+        Error::corruption(&*self.file, self.file_offset, format!("table block: {what}"))
     }
 
     /// [`Block::decode`] of contents that lie in a memory map: the same
     /// checks, but the block's memory charge leaves out the bytes.
-    pub fn decode_mapped(data: Bytes, file: &Path, offset: u64) -> Result<Block> {
+    pub fn decode_mapped(data: Bytes, file: impl Into<Arc<Path>>, offset: u64) -> Result<Block> {
         Ok(Block { data_is_mapped: true, ..Block::decode(data, file, offset)? })
     }
 

@@ -2,14 +2,14 @@
 //! index, filter and properties in memory, and serves point lookups and
 //! data blocks (through the shared block cache) to iterators.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 
 use super::block::{Block, FixedShape, Rows};
-use super::filter::{BloomFilter, key_hash};
+use super::filter::BloomFilter;
 use super::format::{
     BLOCK_TRAILER_BYTES, BlockHandle, COMPRESSION_NONE, DATA_BLOCK_BUFFERS, FOOTER_BYTES, Footer,
     META_FILTER, META_INDEX, META_MODEL, META_PROPERTIES, META_ZONES,
@@ -25,7 +25,7 @@ use crate::sst::block_cache::BlockCache;
 
 /// An open SST, shared by lookups and iterators.
 pub struct SstReader {
-    path: PathBuf,
+    path: Arc<Path>,
     file: Box<dyn RandomAccessFile>,
     file_number: u64,
     file_size: u64,
@@ -129,21 +129,25 @@ impl BlockStates {
 pub enum Fetched<'a> {
     /// From the block cache.
     Cached(Arc<Block>),
-    /// Read in place: the rows of data block `block`.
-    InPlace {
-        /// The block's rows.
-        rows: Rows<'a>,
-        /// The block's index in the file.
-        block: usize,
-    },
+    /// Read in place: the block's rows where they lie in the file's map.
+    InPlace(Rows<'a>),
 }
 
 impl Fetched<'_> {
+    /// The decoded block, when it came from the block cache (table blocks
+    /// always do: their columns are read as Arrow arrays).
+    pub fn cached(&self) -> Option<&Arc<Block>> {
+        match self {
+            Fetched::Cached(block) => Some(block),
+            Fetched::InPlace(_) => None,
+        }
+    }
+
     /// The block's rows.
     pub fn rows(&self) -> Rows<'_> {
         match self {
             Fetched::Cached(block) => block.rows(),
-            Fetched::InPlace { rows, .. } => *rows,
+            Fetched::InPlace(rows) => *rows,
         }
     }
 }
@@ -232,7 +236,7 @@ impl SstReader {
         let blocks = BlockStates::new(if mapped.is_some() { index.len() } else { 0 });
         Ok(Arc::new(SstReader {
             blocks,
-            path: path.to_path_buf(),
+            path: Arc::from(path),
             file,
             file_number,
             file_size,
@@ -249,7 +253,7 @@ impl SstReader {
     #[cfg(test)]
     /// False only if no entry of `user_key` can be in the file.
     pub fn may_contain(&self, user_key: &[u8]) -> bool {
-        self.may_contain_hash(key_hash(user_key))
+        self.may_contain_hash(super::filter::key_hash(user_key))
     }
 
     /// [`SstReader::may_contain`] for the key's [`key_hash`].
@@ -263,58 +267,6 @@ impl SstReader {
         self.filter.as_ref().map_or(0, |f| f.touch(hash))
     }
 
-    #[cfg(test)]
-    /// The newest entry of exactly `user_key` with seqno <= `seqno`, as its
-    /// trailer and value (empty for a delete). The value is copied out of
-    /// the block, so holding it does not pin a cached block.
-    pub fn get(&self, user_key: &[u8], seqno: SeqNo) -> Result<Option<(u64, Bytes)>> {
-        let mut trace = LookupTrace::default();
-        if !self.filter_traced(user_key, &mut trace) {
-            return Ok(None);
-        }
-        self.get_unfiltered(user_key, seqno, &mut trace)
-    }
-
-    #[cfg(test)]
-    /// [`SstReader::get`] for a key that already passed the filter
-    /// ([`SstReader::filter_traced`]). Reads a mapped file's checked blocks
-    /// in place, without the block cache.
-    pub fn get_unfiltered(
-        &self,
-        user_key: &[u8],
-        seqno: SeqNo,
-        trace: &mut LookupTrace,
-    ) -> Result<Option<(u64, Bytes)>> {
-        Ok(self.locate(user_key, seqno, trace, true)?.map(|(block, i)| {
-            let rows = block.rows();
-            (rows.trailer(i), Bytes::copy_from_slice(rows.value(i)))
-        }))
-    }
-
-    /// Like [`SstReader::get`], but returns the block and row index of the
-    /// entry (table rows are read from the block's columns).
-    pub fn get_entry(&self, user_key: &[u8], seqno: SeqNo) -> Result<Option<(Arc<Block>, usize)>> {
-        self.get_entry_traced(user_key, seqno, &mut LookupTrace::default())
-    }
-
-    /// [`SstReader::get_entry`], recording which path answered.
-    pub fn get_entry_traced(
-        &self,
-        user_key: &[u8],
-        seqno: SeqNo,
-        trace: &mut LookupTrace,
-    ) -> Result<Option<(Arc<Block>, usize)>> {
-        if !self.filter_traced(user_key, trace) {
-            return Ok(None);
-        }
-        self.get_entry_unfiltered(user_key, seqno, trace)
-    }
-
-    /// [`SstReader::may_contain`], timed and recorded in `trace`.
-    pub fn filter_traced(&self, user_key: &[u8], trace: &mut LookupTrace) -> bool {
-        self.filter_hash_traced(key_hash(user_key), trace)
-    }
-
     /// [`SstReader::may_contain_hash`], timed and recorded in `trace`.
     pub fn filter_hash_traced(&self, hash: u64, trace: &mut LookupTrace) -> bool {
         let clock = trace.timed.then(std::time::Instant::now);
@@ -324,40 +276,12 @@ impl SstReader {
         may
     }
 
-    /// [`SstReader::get_entry_traced`] for a key that already passed the
-    /// filter ([`SstReader::filter_traced`]).
-    pub fn get_entry_unfiltered(
-        &self,
-        user_key: &[u8],
-        seqno: SeqNo,
-        trace: &mut LookupTrace,
-    ) -> Result<Option<(Arc<Block>, usize)>> {
-        let Some((found, i)) = self.locate(user_key, seqno, trace, false)? else { return Ok(None) };
-        let block = match found {
-            Fetched::Cached(block) => block,
-            // Not asked for; should it happen, the cache has the block too.
-            Fetched::InPlace { block, .. } => self.read_block(block)?,
-        };
-        Ok(Some((block, i)))
-    }
-
-    /// The block and row of the newest entry of `user_key` with seqno <=
-    /// `seqno`, for a key that passed the filter
-    /// ([`SstReader::filter_traced`]); a mapped file's blocks are read in
-    /// place where they can be.
+    /// The one lookup: the block and row of the newest entry of
+    /// `user_key` with seqno <= `seqno`, for a key that passed the filter
+    /// ([`SstReader::filter_hash_traced`]). A mapped file's uncompressed
+    /// key-value blocks are read where they lie; other blocks come through
+    /// the block cache.
     pub fn find(&self, user_key: &[u8], seqno: SeqNo, trace: &mut LookupTrace) -> Result<Found<'_>> {
-        self.locate(user_key, seqno, trace, true)
-    }
-
-    /// [`SstReader::find`], with blocks read in place only where
-    /// `in_place` and the file allows.
-    fn locate(
-        &self,
-        user_key: &[u8],
-        seqno: SeqNo,
-        trace: &mut LookupTrace,
-        in_place: bool,
-    ) -> Result<Found<'_>> {
         let target = seek_trailer(seqno);
         if let Some(model) = &self.model {
             let clock = trace.timed.then(std::time::Instant::now);
@@ -367,7 +291,7 @@ impl SstReader {
                 trace.by_model = true;
                 return Ok(None);
             };
-            if let Some(found) = self.search_window(model, (lo, hi), user_key, target, trace, in_place)? {
+            if let Some(found) = self.search_window(model, (lo, hi), user_key, target, trace)? {
                 return Ok(found);
             }
         }
@@ -380,7 +304,7 @@ impl SstReader {
         };
         loop {
             let clock = trace.timed.then(std::time::Instant::now);
-            let block = self.fetch(b, in_place)?;
+            let block = self.fetch(b)?;
             trace.block_ns += elapsed_ns(clock);
             let rows = block.rows();
             let i = rows.seek(user_key, target);
@@ -410,7 +334,6 @@ impl SstReader {
         user_key: &[u8],
         target: u64,
         trace: &mut LookupTrace,
-        in_place: bool,
     ) -> Result<Option<Found<'_>>> {
         trace.window = hi.saturating_sub(lo);
         if lo >= hi {
@@ -431,7 +354,7 @@ impl SstReader {
         }
         loop {
             let clock = trace.timed.then(std::time::Instant::now);
-            let block = self.fetch(b, in_place)?;
+            let block = self.fetch(b)?;
             trace.block_ns += elapsed_ns(clock);
             let rows = block.rows();
             let end = first + rows.len() as u64;
@@ -459,11 +382,11 @@ impl SstReader {
         }
     }
 
-    /// Data block `b` for a lookup: read in place when `in_place` and the
-    /// file allows it ([`SstReader::rows_in_place`]), else from the cache.
-    fn fetch(&self, b: usize, in_place: bool) -> Result<Fetched<'_>> {
-        if in_place && let Some(rows) = self.rows_in_place(b)? {
-            return Ok(Fetched::InPlace { rows, block: b });
+    /// Data block `b` for a lookup: read in place where the file allows it
+    /// ([`SstReader::rows_in_place`]), else from the cache.
+    fn fetch(&self, b: usize) -> Result<Fetched<'_>> {
+        if let Some(rows) = self.rows_in_place(b)? {
+            return Ok(Fetched::InPlace(rows));
         }
         Ok(Fetched::Cached(self.read_block(b)?))
     }
@@ -483,7 +406,7 @@ impl SstReader {
         let body = || {
             self.stored_in_map(file, handle).map(|(_, stored)| &stored[..stored.len() - BLOCK_TRAILER_BYTES])
         };
-        let corrupt = |what: String| Error::corruption(&self.path, handle.offset, format!("block: {what}"));
+        let corrupt = |what: String| Error::corruption(&*self.path, handle.offset, format!("block: {what}"));
         match state {
             InPlace::Unchecked | InPlace::No => Ok(None),
             InPlace::Parse => Rows::parse(body()?).map_err(corrupt),
@@ -554,7 +477,7 @@ impl SstReader {
         let stored = start.checked_add(handle.size_with_trailer()).and_then(|end| file.get(start..end));
         let stored = stored.ok_or_else(|| {
             Error::corruption(
-                &self.path,
+                &*self.path,
                 handle.offset,
                 format!("block of {} bytes runs past the end of the file", handle.size_with_trailer()),
             )
@@ -568,9 +491,9 @@ impl SstReader {
         let (start, stored) = self.stored_in_map(file, handle)?;
         match check_trailer(stored, &self.path, handle.offset)? {
             Unsealed::Stored { body_bytes } => {
-                Block::decode_mapped(file.slice(start..start + body_bytes), &self.path, handle.offset)
+                Block::decode_mapped(file.slice(start..start + body_bytes), self.path.clone(), handle.offset)
             }
-            Unsealed::Decompressed(raw) => Block::decode(raw, &self.path, handle.offset),
+            Unsealed::Decompressed(raw) => Block::decode(raw, self.path.clone(), handle.offset),
         }
     }
 
@@ -583,7 +506,7 @@ impl SstReader {
                 return self.decode_in_map(file, handle);
             }
             let stored = self.file.read_at(handle.offset, handle.size_with_trailer())?;
-            Block::decode(unseal(stored, &self.path, handle.offset)?, &self.path, handle.offset)
+            Block::decode(unseal(stored, &self.path, handle.offset)?, self.path.clone(), handle.offset)
         })
     }
 

@@ -1,0 +1,321 @@
+//! The one range read path of a tree: a merge of sorted sources — a cursor
+//! per memtable, one per L0 file (L0 files overlap), and one per deeper
+//! level, which walks the level's files in key order and opens the next
+//! only when the current one is used up. Only files that overlap the range
+//! are listed, so a short scan reads one file per level rather than
+//! seeking into every file after its start. `DbIterator`, `TableScan` and
+//! compaction all read through it; point lookups are `read.rs`.
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::SuperVersion;
+use super::sst_readers::SstReaders;
+use crate::codec::internal::{SeqNo, compare};
+use crate::error::Result;
+use crate::ids::TreeId;
+use crate::memtable::MemCursor;
+use crate::sst::SstIter;
+use crate::version::{FileMeta, TreeVersion};
+
+/// A range of user keys with owned bounds.
+pub(crate) type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
+
+/// Whether a file's keys `[smallest, largest]` meet `range`.
+pub(crate) fn file_overlaps(file: &FileMeta, (lo, hi): &KeyRange) -> bool {
+    let (smallest, largest) = (file.smallest.user_key.as_ref(), file.largest.user_key.as_ref());
+    let below = match hi {
+        Bound::Included(k) => smallest > k.as_slice(),
+        Bound::Excluded(k) => smallest >= k.as_slice(),
+        Bound::Unbounded => false,
+    };
+    let above = match lo {
+        Bound::Included(k) => largest < k.as_slice(),
+        Bound::Excluded(k) => largest <= k.as_slice(),
+        Bound::Unbounded => false,
+    };
+    !below && !above
+}
+
+/// A sorted run of SSTs: files with disjoint key ranges, in key order (one
+/// L0 file, or the files of a deeper level that meet the range), read as
+/// one cursor. The next file is opened only when the current one is used
+/// up.
+pub(crate) struct RunCursor {
+    readers: Arc<SstReaders>,
+    tree: TreeId,
+    files: Vec<Arc<FileMeta>>,
+    /// Files not yet opened: `files[next..]` forward, `files[..next]` in reverse.
+    next: usize,
+    /// The open file's cursor; `None` once the run is used up.
+    iter: Option<SstIter>,
+    forward: bool,
+}
+
+impl RunCursor {
+    /// A cursor over `files` positioned at `start` (forward: the first
+    /// entry at or after it; reverse: the last at or before it), or at the
+    /// run's first entry in its direction.
+    fn open(
+        readers: &Arc<SstReaders>,
+        tree: TreeId,
+        files: Vec<Arc<FileMeta>>,
+        forward: bool,
+        start: Option<(&[u8], u64)>,
+    ) -> Result<RunCursor> {
+        let next = if forward { 0 } else { files.len() };
+        let mut run = RunCursor { readers: readers.clone(), tree, files, next, iter: None, forward };
+        let Some(file) = run.take_next_file() else { return Ok(run) };
+        let mut iter = SstIter::new(run.readers.get(tree, &file)?);
+        match (start, forward) {
+            (Some((k, t)), true) => iter.seek(k, t)?,
+            (Some((k, t)), false) => iter.seek_for_prev(k, t)?,
+            (None, true) => iter.seek_to_first()?,
+            (None, false) => iter.seek_to_last()?,
+        }
+        if iter.valid() {
+            run.iter = Some(iter);
+            Ok(run)
+        } else {
+            run.enter_next_file()?;
+            Ok(run)
+        }
+    }
+
+    fn take_next_file(&mut self) -> Option<Arc<FileMeta>> {
+        if self.forward {
+            let file = self.files.get(self.next).cloned();
+            self.next += usize::from(file.is_some());
+            file
+        } else {
+            self.next = self.next.checked_sub(1)?;
+            self.files.get(self.next).cloned()
+        }
+    }
+
+    /// Moves to the first entry (in the run's direction) of the next file
+    /// that has one, or makes the run used up.
+    fn enter_next_file(&mut self) -> Result<()> {
+        self.iter = None;
+        while let Some(file) = self.take_next_file() {
+            let mut iter = SstIter::new(self.readers.get(self.tree, &file)?);
+            if self.forward {
+                iter.seek_to_first()?;
+            } else {
+                iter.seek_to_last()?;
+            }
+            if iter.valid() {
+                self.iter = Some(iter);
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    fn step(&mut self) -> Result<()> {
+        let Some(iter) = &mut self.iter else { return Ok(()) };
+        if self.forward {
+            iter.next()?;
+        } else {
+            iter.prev()?;
+        }
+        if !iter.valid() {
+            self.enter_next_file()?;
+        }
+        Ok(())
+    }
+}
+
+/// One sorted source of versions, walking in the cursor's direction.
+pub(crate) enum Source {
+    Mem(MemCursor),
+    Run(RunCursor),
+}
+
+impl Source {
+    /// The current entry's user key and trailer; `None` when used up.
+    pub(crate) fn key(&self) -> Option<(&[u8], u64)> {
+        match self {
+            Source::Mem(c) => c.key().map(|k| (k.user_key.as_ref(), k.trailer)),
+            Source::Run(r) => r.iter.as_ref().map(|c| (c.user_key(), c.trailer())),
+        }
+    }
+
+    /// The current entry's value bytes (a key-value tree's value, or a
+    /// memtable's encoded row).
+    pub(crate) fn value(&self) -> &[u8] {
+        match self {
+            Source::Mem(c) => c.value().map_or(&[], |v| v.as_ref()),
+            Source::Run(r) => r.iter.as_ref().map_or(&[], SstIter::value),
+        }
+    }
+
+    /// The current entry's value, shared, where a memtable holds it.
+    pub(crate) fn mem_value(&self) -> Option<&Bytes> {
+        match self {
+            Source::Mem(c) => c.value(),
+            Source::Run(_) => None,
+        }
+    }
+
+    /// The SST cursor the current entry comes from (for its block, its
+    /// file's zone maps and the file's path in errors).
+    pub(crate) fn sst(&self) -> Option<&SstIter> {
+        match self {
+            Source::Mem(_) => None,
+            Source::Run(r) => r.iter.as_ref(),
+        }
+    }
+
+    pub(crate) fn step(&mut self) -> Result<()> {
+        match self {
+            Source::Mem(c) => {
+                c.step();
+                Ok(())
+            }
+            Source::Run(r) => r.step(),
+        }
+    }
+}
+
+/// A merged cursor over the sources of one tree. It does not resolve
+/// versions itself: readers take every version of a user key and keep the
+/// newest visible one ([`TreeCursor::take_versions`]); compaction walks
+/// every entry in internal-key order ([`TreeCursor::next_source`]).
+pub(crate) struct TreeCursor {
+    sources: Vec<Source>,
+    forward: bool,
+}
+
+impl TreeCursor {
+    /// A cursor over the memtables and files of `tree` in `sv` that meet
+    /// `range`. Forward it starts at the newest version of the lower bound;
+    /// in reverse at the oldest version of the upper bound. Keys outside
+    /// the range (an excluded bound, keys past the far end) are the
+    /// caller's to skip.
+    pub(crate) fn open(
+        readers: &Arc<SstReaders>,
+        sv: &SuperVersion,
+        tree: TreeId,
+        files: &TreeVersion,
+        range: &KeyRange,
+        forward: bool,
+    ) -> Result<TreeCursor> {
+        let start = match (forward, range) {
+            (true, (Bound::Included(k) | Bound::Excluded(k), _)) => Some((k.as_slice(), u64::MAX)),
+            (false, (_, Bound::Included(k) | Bound::Excluded(k))) => Some((k.as_slice(), 0)),
+            _ => None,
+        };
+        let mut sources = Vec::new();
+        for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
+            sources.push(Source::Mem(MemCursor::new(mem.clone(), tree, forward, start)));
+        }
+        for (level, level_files) in files.levels.iter().enumerate() {
+            let meeting = level_files.iter().filter(|f| file_overlaps(f, range)).cloned();
+            if level == 0 {
+                // L0 files overlap each other: each is its own run.
+                for file in meeting {
+                    sources.push(Source::Run(RunCursor::open(readers, tree, vec![file], forward, start)?));
+                }
+            } else {
+                let run: Vec<_> = meeting.collect();
+                if !run.is_empty() {
+                    sources.push(Source::Run(RunCursor::open(readers, tree, run, forward, start)?));
+                }
+            }
+        }
+        Ok(TreeCursor { sources, forward })
+    }
+
+    /// A forward cursor over whole runs of files (compaction's inputs), at
+    /// their first entries.
+    pub(crate) fn over_runs(
+        readers: &Arc<SstReaders>,
+        tree: TreeId,
+        runs: Vec<Vec<Arc<FileMeta>>>,
+    ) -> Result<TreeCursor> {
+        let sources = runs
+            .into_iter()
+            .filter(|run| !run.is_empty())
+            .map(|run| RunCursor::open(readers, tree, run, true, None).map(Source::Run))
+            .collect::<Result<_>>()?;
+        Ok(TreeCursor { sources, forward: true })
+    }
+
+    /// The sources, for reading the current entry of one.
+    pub(crate) fn sources(&self) -> &[Source] {
+        &self.sources
+    }
+
+    /// Moves source `i` past its current entry.
+    pub(crate) fn step(&mut self, i: usize) -> Result<()> {
+        self.sources[i].step()
+    }
+
+    /// The source whose current entry comes next: forward, the smallest
+    /// internal key (a user key's newest version first); in reverse, the
+    /// largest user key.
+    pub(crate) fn next_source(&self) -> Option<usize> {
+        let mut best: Option<(usize, &[u8], u64)> = None;
+        for (i, s) in self.sources.iter().enumerate() {
+            let Some((k, t)) = s.key() else { continue };
+            let better = best.is_none_or(
+                |(_, bk, bt)| {
+                    if self.forward { compare(k, t, bk, bt).is_lt() } else { k > bk }
+                },
+            );
+            if better {
+                best = Some((i, k, t));
+            }
+        }
+        best.map(|(i, _, _)| i)
+    }
+
+    /// The next user key in iteration order, copied.
+    pub(crate) fn next_user_key(&self) -> Option<Vec<u8>> {
+        self.next_source().and_then(|i| self.sources[i].key()).map(|(k, _)| k.to_vec())
+    }
+
+    /// The smallest current user key among sources other than `i` (how far
+    /// source `i` alone holds the keys, going forward).
+    pub(crate) fn smallest_key_besides(&self, i: usize) -> Option<&[u8]> {
+        self.sources
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != i)
+            .filter_map(|(_, s)| s.key().map(|(k, _)| k))
+            .min()
+    }
+
+    /// Moves every source past the versions of `key` and returns the newest
+    /// one visible at `seqno`, as its trailer and what `capture` took from
+    /// it (given the source's index and the source on that version).
+    pub(crate) fn take_versions<T>(
+        &mut self,
+        key: &[u8],
+        seqno: SeqNo,
+        mut capture: impl FnMut(usize, &Source) -> T,
+    ) -> Result<Option<(u64, T)>> {
+        let mut best: Option<(u64, T)> = None;
+        for (i, s) in self.sources.iter_mut().enumerate() {
+            while let Some((k, trailer)) = s.key() {
+                if k != key {
+                    break;
+                }
+                let version = trailer >> 8;
+                if version <= seqno && best.as_ref().is_none_or(|(t, _)| (*t >> 8) < version) {
+                    best = Some((trailer, capture(i, s)));
+                }
+                s.step()?;
+            }
+        }
+        Ok(best)
+    }
+
+    /// Moves every source past the versions of `key`.
+    pub(crate) fn skip_key(&mut self, key: &[u8]) -> Result<()> {
+        self.take_versions(key, 0, |_, _| ()).map(drop)
+    }
+}

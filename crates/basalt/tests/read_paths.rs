@@ -1,0 +1,162 @@
+//! The one read path per tree, seen from outside: a short scan opens only
+//! the files its range meets (one per level, not every file after its
+//! start), the SST reader cache keeps at most `max_open_files` readers while
+//! every read still answers right, and `Table::get` goes through the point
+//! lookup of key-value reads (its counters and its row cache).
+
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int64Type;
+use arrow_array::{ArrayRef, Int64Array, RecordBatch};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use basalt::testing::MemFs;
+use basalt::{Db, KeyValue, Options, ScanOptions, Table, TableOptions};
+
+const DB: &str = "/db";
+const ROWS: i64 = 20_000;
+/// The reader cache's bound in the test of it.
+const CAP: usize = 3;
+
+/// Small memtables and SSTs, so that the data spreads over many files.
+fn small_files(fs: &MemFs) -> Options {
+    Options::default()
+        .fs(Arc::new(fs.clone()))
+        .memtable_bytes_max(64 << 10)
+        .sst_bytes_target(32 << 10)
+        .auto_compaction(false)
+}
+
+fn schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("v", DataType::Int64, false),
+    ]))
+}
+
+fn rows(ids: std::ops::Range<i64>) -> RecordBatch {
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(Int64Array::from(ids.clone().collect::<Vec<_>>())),
+        Arc::new(Int64Array::from(ids.map(|i| i * 7).collect::<Vec<_>>())),
+    ];
+    RecordBatch::try_new(schema(), cols).expect("batch")
+}
+
+fn kv_key(i: i64) -> Vec<u8> {
+    format!("key{i:08}").into_bytes()
+}
+
+/// Fills a table and the key-value store, compacted into many files of
+/// the deeper levels, and returns how many SSTs there are.
+fn fill(db: &Db, t: &Table) -> usize {
+    for start in (0..ROWS).step_by(1000) {
+        t.write(&rows(start..start + 1000)).expect("write");
+        let mut wb = basalt::WriteBatch::new();
+        for i in start..start + 1000 {
+            wb.put(kv_key(i), i.to_le_bytes());
+        }
+        db.write(wb).expect("put");
+    }
+    db.flush().expect("flush");
+    t.compact().expect("compact table");
+    db.compact_range::<&[u8]>(..).expect("compact");
+    db.stats().levels.iter().map(|l| l.files).sum()
+}
+
+/// A store filled by [`fill`], closed, and its number of SSTs.
+fn filled_store() -> (MemFs, usize) {
+    let fs = MemFs::new();
+    let db = Db::open(DB, small_files(&fs)).expect("open");
+    let t = db.create_table("t", schema(), &["id"], TableOptions::default()).expect("create");
+    let files = fill(&db, &t);
+    (fs, files)
+}
+
+#[test]
+fn a_short_scan_opens_only_the_files_its_range_meets() {
+    let (fs, files) = filled_store();
+    assert!(files >= 12, "the test needs many files; it made {files}");
+    // Reopened, no reader is open yet: what a read opens is what it read.
+    let db = Db::open(DB, small_files(&fs)).expect("reopen");
+    let t = db.table("t").expect("table");
+    let opened = |db: &Db| db.stats().open_sst_readers;
+    assert_eq!(opened(&db), 0);
+    let from = [KeyValue::I64(100)];
+    let range = (std::ops::Bound::Included(from.to_vec()), std::ops::Bound::Unbounded);
+    let mut scan = t.scan(ScanOptions::default().range(range).batch_size(10)).expect("scan");
+    let first = scan.next().expect("a batch").expect("read");
+    assert_eq!(first.column(0).as_primitive::<Int64Type>().value(0), 100);
+    drop(scan);
+    assert!(opened(&db) <= 2, "a short table scan opened {} of {files} files", opened(&db));
+
+    let mut it = db.iter(kv_key(100)..);
+    let (k, _) = it.next().expect("an entry").expect("read");
+    assert_eq!(k.as_ref(), kv_key(100).as_slice());
+    drop(it);
+    assert!(opened(&db) <= 4, "a short scan of each tree opened {} of {files} files", opened(&db));
+
+    // Walking the whole range opens every file, in order, and misses no row.
+    let all: usize = t.scan(ScanOptions::default()).expect("scan").map(|b| b.expect("read").num_rows()).sum();
+    assert_eq!(all, ROWS as usize);
+    let keys: Vec<_> = db.iter_rev::<&[u8]>(..).map(|kv| kv.expect("read").0).collect();
+    assert_eq!(keys.len(), ROWS as usize);
+    assert!(keys.windows(2).all(|w| w[0] > w[1]), "reverse order across files");
+}
+
+#[test]
+fn the_reader_cache_keeps_at_most_max_open_files_readers() {
+    let (fs, files) = filled_store();
+    assert!(files > 4 * CAP, "the test needs more files than the cache holds; it made {files}");
+    let db = Db::open(DB, small_files(&fs).max_open_files(CAP)).expect("reopen");
+    let t = db.table("t").expect("table");
+    for i in (0..ROWS).step_by(97) {
+        let v = db.get(kv_key(i)).expect("get").expect("present");
+        assert_eq!(v.as_ref(), i.to_le_bytes(), "key {i}");
+        let row = t.get(&[KeyValue::I64(i)]).expect("get").expect("present");
+        assert_eq!(row.column(1).as_primitive::<Int64Type>().value(0), i * 7, "row {i}");
+        assert!(db.stats().open_sst_readers <= CAP, "{} readers open", db.stats().open_sst_readers);
+    }
+    assert!(db.get(kv_key(ROWS)).expect("get").is_none());
+    // Iterators hold the readers they read; when done, the cache is within
+    // its bound again, and a whole scan saw every row through closed and
+    // reopened files.
+    let all: usize = t.scan(ScanOptions::default()).expect("scan").map(|b| b.expect("read").num_rows()).sum();
+    assert_eq!(all, ROWS as usize);
+    assert_eq!(db.iter_all().count(), ROWS as usize);
+    assert!(db.stats().open_sst_readers <= CAP);
+}
+
+#[test]
+fn table_gets_take_the_point_lookup_path_with_its_row_cache() {
+    let fs = MemFs::new();
+    let db = Db::open(DB, small_files(&fs).row_cache_bytes(1 << 20)).expect("open");
+    let t = db.create_table("t", schema(), &["id"], TableOptions::default()).expect("create");
+    fill(&db, &t);
+    let before = db.stats();
+    for _ in 0..3 {
+        for i in [0, 1, 4_999, ROWS - 1] {
+            let row = t.get(&[KeyValue::I64(i)]).expect("get").expect("present");
+            assert_eq!(row.column(1).as_primitive::<Int64Type>().value(0), i * 7);
+            assert_eq!(row.schema(), schema());
+        }
+    }
+    assert!(t.get(&[KeyValue::I64(ROWS)]).expect("get").is_none());
+    let after = db.stats();
+    assert_eq!(after.gets - before.gets, 13, "table gets are counted as gets");
+    assert!(after.row_cache_hits - before.row_cache_hits >= 8, "repeated table gets hit the row cache");
+    // A row replaced after it was cached reads back new: the memtable
+    // answers first, and the cache keys rows by file.
+    t.write(
+        &RecordBatch::try_new(
+            schema(),
+            vec![Arc::new(Int64Array::from(vec![1])) as ArrayRef, Arc::new(Int64Array::from(vec![-1]))],
+        )
+        .expect("batch"),
+    )
+    .expect("write");
+    let row = t.get(&[KeyValue::I64(1)]).expect("get").expect("present");
+    assert_eq!(row.column(1).as_primitive::<Int64Type>().value(0), -1);
+    db.flush().expect("flush");
+    let row = t.get(&[KeyValue::I64(1)]).expect("get").expect("present");
+    assert_eq!(row.column(1).as_primitive::<Int64Type>().value(0), -1);
+}
