@@ -27,7 +27,7 @@ pub(crate) fn spawn(inner: Arc<DbInner>) -> Result<JoinHandle<()>> {
 fn compaction_loop(inner: &DbInner) {
     loop {
         {
-            let mut bg = inner.bg.lock();
+            let mut bg = inner.jobs.state.lock();
             loop {
                 if bg.shutting_down {
                     return;
@@ -38,13 +38,13 @@ fn compaction_loop(inner: &DbInner) {
                         break;
                     }
                 }
-                inner.bg_cv.wait(&mut bg);
+                inner.jobs.cv.wait(&mut bg);
             }
         }
         // Choose again under the compaction lock: a manual compaction may
         // have changed the version, and a task from an older version could
         // name files that are gone.
-        let _running = inner.compaction_lock.lock();
+        let _running = inner.jobs.compaction.lock();
         let version = inner.state.load().version.clone();
         let task = compaction::choose(&version, &inner.opts);
         // Not held through the compaction: a version kept alive here kept
@@ -64,7 +64,7 @@ impl DbInner {
     /// compaction to run (with `auto_compaction`).
     pub(crate) fn wait_for_background_work(&self) -> Result<()> {
         self.check_open()?;
-        let mut bg = self.bg.lock();
+        let mut bg = self.jobs.state.lock();
         loop {
             if let Some(e) = &bg.error {
                 return Err(e.duplicate());
@@ -79,13 +79,13 @@ impl DbInner {
                 // files: wait for the compaction lock, then collect once
                 // more, so the caller finds only live files.
                 drop((bg, sv));
-                drop(self.compaction_lock.lock());
+                drop(self.jobs.compaction.lock());
                 return self.delete_obsolete_files(false);
             }
             if bg.shutting_down {
                 return Err(Error::Closed("database is shutting down".into()));
             }
-            self.bg_cv.wait_for(&mut bg, std::time::Duration::from_millis(50));
+            self.jobs.cv.wait_for(&mut bg, std::time::Duration::from_millis(50));
         }
     }
 
@@ -93,7 +93,7 @@ impl DbInner {
     /// deepest level holding data; memtables are flushed first.
     pub(crate) fn compact_range(&self, tree: TreeId, range: &KeyRange) -> Result<()> {
         self.flush_all()?;
-        let _running = self.compaction_lock.lock();
+        let _running = self.jobs.compaction.lock();
         let last = {
             let version = self.state.load().version.clone();
             let t =
@@ -142,12 +142,12 @@ impl DbInner {
                     task.tree
                 )));
             }
-            self.pending_outputs.lock().extend(inputs.iter().copied());
+            self.files.in_use.lock().extend(inputs.iter().copied());
         }
         let result = self.compact_and_install(task);
         {
             let _versions = self.versions.lock();
-            let mut pending = self.pending_outputs.lock();
+            let mut pending = self.files.in_use.lock();
             for n in &inputs {
                 pending.remove(n);
             }
@@ -157,8 +157,8 @@ impl DbInner {
         // returns with the inputs already deleted.
         let collected = self.delete_obsolete_files(false);
         {
-            let _bg = self.bg.lock();
-            self.bg_cv.notify_all();
+            let _bg = self.jobs.state.lock();
+            self.jobs.cv.notify_all();
         }
         collected
     }
@@ -194,7 +194,7 @@ impl DbInner {
                 let version = self.log_and_apply(&mut versions, edit)?;
                 self.state.replace(|s| SuperVersion { mem: s.mem.clone(), imms: s.imms.clone(), version });
             }
-            let mut pending = self.pending_outputs.lock();
+            let mut pending = self.files.in_use.lock();
             for n in &numbers {
                 pending.remove(n);
             }

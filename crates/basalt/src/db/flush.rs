@@ -27,7 +27,7 @@ pub(crate) fn spawn(inner: Arc<DbInner>) -> Result<JoinHandle<()>> {
 fn flush_loop(inner: &DbInner) {
     loop {
         {
-            let mut bg = inner.bg.lock();
+            let mut bg = inner.jobs.state.lock();
             loop {
                 if bg.shutting_down {
                     return;
@@ -35,7 +35,7 @@ fn flush_loop(inner: &DbInner) {
                 if bg.error.is_none() && !inner.state.load().imms.is_empty() {
                     break;
                 }
-                inner.bg_cv.wait(&mut bg);
+                inner.jobs.cv.wait(&mut bg);
             }
         }
         if let Err(e) = inner.flush_oldest_imm() {
@@ -73,7 +73,7 @@ impl DbInner {
                 let imms = s.imms.iter().filter(|m| !Arc::ptr_eq(m, &imm)).cloned().collect();
                 SuperVersion { mem: s.mem.clone(), imms, version }
             });
-            let mut pending = self.pending_outputs.lock();
+            let mut pending = self.files.in_use.lock();
             for n in &numbers {
                 pending.remove(n);
             }
@@ -83,8 +83,8 @@ impl DbInner {
         // Collect before waking waiters (as after a compaction).
         let collected = self.delete_obsolete_files(false);
         {
-            let _bg = self.bg.lock();
-            self.bg_cv.notify_all();
+            let _bg = self.jobs.state.lock();
+            self.jobs.cv.notify_all();
         }
         collected
     }
@@ -135,7 +135,7 @@ impl DbInner {
         let number = {
             let mut versions = self.versions.lock();
             let n = versions.new_file_number();
-            self.pending_outputs.lock().insert(n);
+            self.files.in_use.lock().insert(n);
             n
         };
         let path = self.dir.join(files::sst(number));
@@ -195,7 +195,7 @@ impl DbInner {
     pub(crate) fn delete_obsolete_files(&self, at_open: bool) -> Result<()> {
         // The flush and compaction threads both collect garbage; one at a
         // time, so that neither deletes a file the other already deleted.
-        let _collecting = self.gc_lock.lock();
+        let _collecting = self.files.collecting.lock();
         let manifest = self.versions.lock().manifest_number();
         // List first: a file created after the listing is not touched. Then
         // read the live and pending sets under the versions lock, which
@@ -205,7 +205,7 @@ impl DbInner {
         let (live, pending, log_number) = {
             let mut versions = self.versions.lock();
             let live: HashSet<u64> = versions.live_files();
-            (live, self.pending_outputs.lock().clone(), versions.log_number())
+            (live, self.files.in_use.lock().clone(), versions.log_number())
         };
         for name in names {
             let obsolete = match files::parse(&name) {
@@ -235,7 +235,7 @@ impl DbInner {
     pub(crate) fn flush_all(&self) -> Result<()> {
         self.check_writable()?;
         self.with_exclusive_writer(|| self.switch_memtable())?;
-        let mut bg = self.bg.lock();
+        let mut bg = self.jobs.state.lock();
         loop {
             if let Some(e) = &bg.error {
                 return Err(e.duplicate());
@@ -246,7 +246,7 @@ impl DbInner {
             if bg.shutting_down {
                 return Err(Error::Closed("database is shutting down".into()));
             }
-            self.bg_cv.wait(&mut bg);
+            self.jobs.cv.wait(&mut bg);
         }
     }
 }

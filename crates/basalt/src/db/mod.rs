@@ -2,6 +2,7 @@
 //! memtable), background flushes, recovery and reads. It owns no format code.
 
 mod compact;
+mod counters;
 mod cursor;
 mod ddl;
 mod flush;
@@ -43,8 +44,8 @@ use crate::memtable::Memtable;
 use crate::options::{Options, WriteOptions};
 use crate::version::{Version, VersionEdit, VersionSet};
 use crate::wal::batch::WriteBatch;
+use counters::Counters;
 use sst_readers::SstReaders;
-use stats::Counters;
 use write::WriteQueue;
 
 /// What readers need, swapped as one unit: the active memtable, the
@@ -126,8 +127,61 @@ pub(crate) struct BgState {
     pub shutting_down: bool,
 }
 
+/// The write path's state (`write.rs`): the group-commit queue whose
+/// leader alone appends to the WAL, and the seqnos it hands out.
+pub(crate) struct WritePath {
+    pub queue: Mutex<WriteQueue>,
+    pub cv: Condvar,
+    /// The WAL; only the group-commit leader touches it.
+    pub wal: Mutex<LogWriter>,
+    /// Last seqno assigned by the leader.
+    pub last_seqno: AtomicU64,
+    /// Last seqno whose writes are all in the memtable: the default snapshot.
+    pub visible_seqno: AtomicU64,
+}
+
+/// The background jobs' shared state (`flush.rs`, `compact.rs`): what the
+/// flush and compaction threads wait on, the first error any job or the
+/// WAL met, and the lock that lets one compaction run at a time.
+pub(crate) struct Jobs {
+    pub state: Mutex<BgState>,
+    pub cv: Condvar,
+    /// Held while a compaction runs: one at a time, automatic or manual.
+    pub compaction: Mutex<()>,
+}
+
+/// What obsolete-file cleanup needs (`flush.rs`): the SSTs in use outside
+/// any version, and the lock that lets one collection run at a time.
+pub(crate) struct FileCleanup {
+    /// SSTs a running job uses: outputs being written, not yet in any
+    /// version, and compaction inputs being read. Never obsolete.
+    pub in_use: Mutex<std::collections::HashSet<u64>>,
+    /// Held while obsolete files are collected: the flush and compaction
+    /// threads both collect, and neither may delete what the other did.
+    pub collecting: Mutex<()>,
+}
+
 /// Everything shared between the handle, iterators, snapshots and the
-/// background thread.
+/// background threads, in parts that each own their state.
+///
+/// Lock order: a thread holding one of these may take only those below it.
+/// 1. `jobs.compaction` (a whole compaction, which installs its result);
+/// 2. `files.collecting` (a whole collection of obsolete files);
+/// 3. the exclusive writer right (`with_exclusive_writer`: no group commit
+///    runs; DDL, memtable switches, close) — a right, not a held mutex,
+///    so it waits for the write queue and never holds it;
+/// 4. `open_trees` (DDL checks and registers handles);
+/// 5. `versions` (the MANIFEST and the current version);
+/// 6. `files.in_use`;
+/// 7. `writer.wal` (the group-commit leader appends with the queue
+///    released; a memtable switch under the exclusive right);
+/// 8. `jobs.state` (last: every part reports errors and wakes the jobs);
+/// 9. leaves, under which nothing is taken: `writer.queue` (held only to
+///    join, lead or leave the queue), `snapshots`, the super version's
+///    replace lock, the caches' locks.
+///
+/// Reads take none of these: they load the super version and a seqno
+/// (`read.rs`), and the caches lock internally.
 pub(crate) struct DbInner {
     pub dir: PathBuf,
     pub opts: Options,
@@ -140,31 +194,20 @@ pub(crate) struct DbInner {
     /// Set once by `Db::close` or drop: every later call through a handle
     /// that outlived the `Db` gets `Error::Closed`.
     pub closed: std::sync::atomic::AtomicBool,
+    /// The catalog and SSTs of every tree, and the MANIFEST that logs them.
     pub versions: Mutex<VersionSet>,
+    /// What reads see: memtables and the current version.
     pub state: SuperVersionCell,
-    pub write_queue: Mutex<WriteQueue>,
-    pub write_cv: Condvar,
-    /// The WAL; only the group-commit leader touches it.
-    pub wal: Mutex<LogWriter>,
-    /// Last seqno assigned by the leader.
-    pub last_seqno: AtomicU64,
-    /// Last seqno whose writes are all in the memtable: the default snapshot.
-    pub visible_seqno: AtomicU64,
-    pub bg: Mutex<BgState>,
-    pub bg_cv: Condvar,
+    pub writer: WritePath,
+    pub jobs: Jobs,
+    pub files: FileCleanup,
+    /// Open SST readers and the block cache they read through.
     pub sst_readers: Arc<SstReaders>,
-    /// SSTs a running job uses: outputs being written, not yet in any
-    /// version, and compaction inputs being read. Never obsolete.
-    pub pending_outputs: Mutex<std::collections::HashSet<u64>>,
     /// With `Options::row_cache_bytes` above zero.
     pub row_cache: Option<crate::db::row_cache::RowCache>,
     /// Live snapshots: seqno → number of handles.
     pub snapshots: Mutex<std::collections::BTreeMap<SeqNo, usize>>,
     pub counters: Counters,
-    /// Held while a compaction runs: one at a time, automatic or manual.
-    pub compaction_lock: Mutex<()>,
-    /// Held while obsolete files are collected.
-    pub gc_lock: Mutex<()>,
     /// Live table and keyspace handles by tree, to refuse dropping a tree
     /// in use.
     pub open_trees: Mutex<std::collections::HashMap<crate::ids::TreeId, std::sync::Weak<ddl::TreeShared>>>,
@@ -350,7 +393,7 @@ impl Db {
     /// snapshots, iterators, scans) get [`Error::Closed`] from every call.
     pub fn close(self) -> Result<()> {
         let synced = self.shut_down(true);
-        let bg_error = self.inner.bg.lock().error.as_ref().map(Error::duplicate);
+        let bg_error = self.inner.jobs.state.lock().error.as_ref().map(Error::duplicate);
         synced?;
         bg_error.map_or(Ok(()), Err)
     }
@@ -361,9 +404,9 @@ impl Db {
     fn shut_down(&self, sync: bool) -> Result<()> {
         let inner = &self.inner;
         let synced = inner.with_exclusive_writer(|| {
-            let writable = inner.bg.lock().error.is_none();
+            let writable = inner.jobs.state.lock().error.is_none();
             let synced = if sync && writable && !inner.is_closed() {
-                inner.wal.lock().sync().map_err(|e| inner.set_bg_error(e))
+                inner.writer.wal.lock().sync().map_err(|e| inner.set_bg_error(e))
             } else {
                 Ok(())
             };
@@ -371,9 +414,9 @@ impl Db {
             synced
         });
         {
-            let mut bg = inner.bg.lock();
+            let mut bg = inner.jobs.state.lock();
             bg.shutting_down = true;
-            inner.bg_cv.notify_all();
+            inner.jobs.cv.notify_all();
         }
         for handle in self.threads.lock().drain(..) {
             // A panic in a background thread is a bug; it already stopped

@@ -7,10 +7,10 @@ use std::sync::atomic::AtomicU64;
 
 use parking_lot::{Condvar, Mutex};
 
+use super::counters::Counters;
 use super::sst_readers::SstReaders;
-use super::stats::Counters;
 use super::write::{WriteQueue, insert_batch};
-use super::{BgState, DbInner, SuperVersion, SuperVersionCell};
+use super::{BgState, DbInner, FileCleanup, Jobs, SuperVersion, SuperVersionCell, WritePath};
 use crate::codec::internal::{SEQNO_MAX, SeqNo};
 use crate::error::{Error, Result};
 use crate::files::{self, FileKind};
@@ -74,13 +74,18 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
             imms: Vec::new(),
             version,
         }),
-        write_queue: Mutex::new(WriteQueue::default()),
-        write_cv: Condvar::new(),
-        wal: Mutex::new(LogWriter::new(Box::new(NoFile))),
-        last_seqno: AtomicU64::new(last_seqno),
-        visible_seqno: AtomicU64::new(last_seqno),
-        bg: Mutex::new(BgState::default()),
-        bg_cv: Condvar::new(),
+        writer: WritePath {
+            queue: Mutex::new(WriteQueue::default()),
+            cv: Condvar::new(),
+            wal: Mutex::new(LogWriter::new(Box::new(NoFile))),
+            last_seqno: AtomicU64::new(last_seqno),
+            visible_seqno: AtomicU64::new(last_seqno),
+        },
+        jobs: Jobs { state: Mutex::new(BgState::default()), cv: Condvar::new(), compaction: Mutex::new(()) },
+        files: FileCleanup {
+            in_use: Mutex::new(std::collections::HashSet::new()),
+            collecting: Mutex::new(()),
+        },
         sst_readers: Arc::new(SstReaders::new(
             fs,
             dir.to_path_buf(),
@@ -90,11 +95,8 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         )),
         row_cache: (opts.row_cache_bytes > 0)
             .then(|| crate::db::row_cache::RowCache::new(opts.row_cache_bytes)),
-        pending_outputs: Mutex::new(std::collections::HashSet::new()),
         snapshots: Mutex::new(std::collections::BTreeMap::new()),
         counters: Counters::default(),
-        compaction_lock: Mutex::new(()),
-        gc_lock: Mutex::new(()),
         open_trees: Mutex::new(std::collections::HashMap::new()),
         opts,
     };
@@ -332,15 +334,15 @@ impl DbInner {
             ..VersionEdit::default()
         };
         let version = self.versions.lock().log_and_apply(edit)?;
-        self.pending_outputs.lock().clear();
-        *self.wal.lock() = LogWriter::new(file);
+        self.files.in_use.lock().clear();
+        *self.writer.wal.lock() = LogWriter::new(file);
         self.state.replace(|_| SuperVersion {
             mem: Arc::new(Memtable::new(number)),
             imms: Vec::new(),
             version,
         });
-        self.last_seqno.store(max_seqno, std::sync::atomic::Ordering::Relaxed);
-        self.visible_seqno.store(max_seqno, std::sync::atomic::Ordering::Release);
+        self.writer.last_seqno.store(max_seqno, std::sync::atomic::Ordering::Relaxed);
+        self.writer.visible_seqno.store(max_seqno, std::sync::atomic::Ordering::Release);
         Ok(())
     }
 }

@@ -13,7 +13,8 @@ use super::{DbInner, SuperVersion};
 use crate::codec::internal::{Kind, SeqNo, unpack_trailer};
 use crate::error::{Error, Result};
 use crate::ids::TreeId;
-use crate::row::layout::{RowEncoder, TableLayout};
+use crate::row::encode::RowEncoder;
+use crate::row::layout::TableLayout;
 use crate::sst::filter::key_hash;
 use crate::sst::reader::LookupTrace;
 
@@ -35,7 +36,7 @@ impl DbInner {
         let sv = self.state.load_full();
         #[cfg(test)]
         between_loads::run();
-        let seqno = snapshot.unwrap_or_else(|| self.visible_seqno.load(Ordering::Acquire));
+        let seqno = snapshot.unwrap_or_else(|| self.writer.visible_seqno.load(Ordering::Acquire));
         (seqno, sv)
     }
 
@@ -74,7 +75,7 @@ impl DbInner {
         let sv = self.state.load();
         #[cfg(test)]
         between_loads::run();
-        let seqno = snapshot.unwrap_or_else(|| self.visible_seqno.load(Ordering::Acquire));
+        let seqno = snapshot.unwrap_or_else(|| self.writer.visible_seqno.load(Ordering::Acquire));
         let (mut f, mut out) = (Some(f), None);
         self.lookup(&sv, seqno, tree, user_key, layout, &mut |v| out = f.take().map(|f| f(v)))?;
         Ok(out)

@@ -17,8 +17,9 @@ use super::{Snapshot, SuperVersion, Table};
 use crate::codec::internal::{Kind, SeqNo, unpack_trailer};
 use crate::codec::key::{KeyValue, prefix_successor};
 use crate::error::{Error, Result};
+use crate::row::decode::{ColumnBuilder, builders_for, decode_row};
 use crate::row::filter::Filter;
-use crate::row::layout::{ColumnBuilder, ColumnSource, TableLayout, builders_for, decode_row};
+use crate::row::layout::{ColumnSource, TableLayout};
 use crate::row::zone;
 use crate::sst::block::Block;
 

@@ -28,7 +28,7 @@ impl std::fmt::Debug for Snapshot {
 impl Snapshot {
     pub(crate) fn new(inner: Arc<DbInner>) -> Snapshot {
         let mut live = inner.snapshots.lock();
-        let seqno = inner.visible_seqno.load(Ordering::Acquire);
+        let seqno = inner.writer.visible_seqno.load(Ordering::Acquire);
         *live.entry(seqno).or_insert(0) += 1;
         drop(live);
         Snapshot { inner, seqno }

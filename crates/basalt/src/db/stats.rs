@@ -1,133 +1,17 @@
-//! Statistics: counters kept by the engine and the shape of the tree,
-//! returned by `Db::stats()` with a readable `Display`.
+//! Statistics: the engine's counters (`counters.rs`) and the shape of the
+//! tree, returned by `Db::stats()` with a readable `Display`.
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use super::DbInner;
+use super::counters::{
+    READ_BLOCK_NS, READ_BY_FENCES, READ_BY_MODEL, READ_FILTER_NS, READ_FILTERED, READ_GETS, READ_INDEX_NS,
+    READ_MEMTABLE_NS, READ_SEARCH_NS, READ_SST_PROBES, READ_TIMED_GETS, READ_WINDOW_SUM,
+};
 use crate::ids::DEFAULT_TREE;
-use crate::striped::StripedCounters;
 use crate::version::LEVELS;
-
-// The read counters, by index into `Counters::reads`.
-const READ_GETS: usize = 0;
-const READ_SST_PROBES: usize = 1;
-const READ_TIMED_GETS: usize = 2;
-const READ_MEMTABLE_NS: usize = 3;
-const READ_FILTER_NS: usize = 4;
-const READ_INDEX_NS: usize = 5;
-const READ_BLOCK_NS: usize = 6;
-const READ_SEARCH_NS: usize = 7;
-const READ_FILTERED: usize = 8;
-const READ_BY_MODEL: usize = 9;
-const READ_BY_FENCES: usize = 10;
-const READ_WINDOW_SUM: usize = 11;
-const READ_COUNTERS: usize = 12;
-
-/// Counters updated on the hot paths (relaxed atomics: they are statistics,
-/// not synchronisation).
-#[derive(Debug, Default)]
-pub(crate) struct Counters {
-    batches: AtomicU64,
-    groups: AtomicU64,
-    wal_bytes: AtomicU64,
-    wal_syncs: AtomicU64,
-    /// Bumped by every read: striped (indices `READ_*`).
-    reads: StripedCounters<READ_COUNTERS>,
-    ingest_bytes: AtomicU64,
-    flushes: AtomicU64,
-    flush_bytes: AtomicU64,
-    flush_micros: AtomicU64,
-    stalls: AtomicU64,
-    stall_micros: AtomicU64,
-    stall_micros_max: AtomicU64,
-    delayed_groups: AtomicU64,
-    delay_micros: AtomicU64,
-    memtable_bytes_peak: AtomicU64,
-    compactions: AtomicU64,
-    trivial_moves: AtomicU64,
-    compaction_read_bytes: AtomicU64,
-    compaction_written_bytes: AtomicU64,
-    compaction_micros: AtomicU64,
-}
-
-impl Counters {
-    pub(crate) fn record_group(&self, batches: u64, wal_bytes: u64, synced: bool) {
-        self.batches.fetch_add(batches, Ordering::Relaxed);
-        self.groups.fetch_add(1, Ordering::Relaxed);
-        self.wal_bytes.fetch_add(wal_bytes, Ordering::Relaxed);
-        self.ingest_bytes.fetch_add(wal_bytes, Ordering::Relaxed);
-        if synced {
-            self.wal_syncs.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-
-    pub(crate) fn record_lookup(&self, trace: &crate::sst::reader::LookupTrace) {
-        let counter = if trace.filtered {
-            READ_FILTERED
-        } else if trace.by_model && !trace.by_fences {
-            self.reads.add(READ_WINDOW_SUM, trace.window);
-            READ_BY_MODEL
-        } else {
-            READ_BY_FENCES
-        };
-        self.reads.add(counter, 1);
-    }
-
-    pub(crate) fn record_timing(&self, t: &super::read::GetTiming) {
-        self.reads.add(READ_TIMED_GETS, 1);
-        for (counter, ns) in [
-            (READ_MEMTABLE_NS, t.memtable_ns),
-            (READ_FILTER_NS, t.filter_ns),
-            (READ_INDEX_NS, t.index_ns),
-            (READ_BLOCK_NS, t.block_ns),
-            (READ_SEARCH_NS, t.search_ns),
-        ] {
-            self.reads.add(counter, ns);
-        }
-    }
-
-    pub(crate) fn record_get(&self, sst_probes: u64) {
-        self.reads.add(READ_GETS, 1);
-        if sst_probes > 0 {
-            self.reads.add(READ_SST_PROBES, sst_probes);
-        }
-    }
-
-    pub(crate) fn record_flush(&self, bytes: u64, took: Duration) {
-        self.flushes.fetch_add(1, Ordering::Relaxed);
-        self.flush_bytes.fetch_add(bytes, Ordering::Relaxed);
-        self.flush_micros.fetch_add(took.as_micros() as u64, Ordering::Relaxed);
-    }
-
-    pub(crate) fn record_compaction(&self, read: u64, written: u64, trivial: bool, took: Duration) {
-        self.compactions.fetch_add(1, Ordering::Relaxed);
-        if trivial {
-            self.trivial_moves.fetch_add(1, Ordering::Relaxed);
-        } else {
-            self.compaction_read_bytes.fetch_add(read, Ordering::Relaxed);
-        }
-        self.compaction_written_bytes.fetch_add(written, Ordering::Relaxed);
-        self.compaction_micros.fetch_add(took.as_micros() as u64, Ordering::Relaxed);
-    }
-
-    pub(crate) fn record_delay(&self, took: Duration) {
-        self.delayed_groups.fetch_add(1, Ordering::Relaxed);
-        self.delay_micros.fetch_add(took.as_micros() as u64, Ordering::Relaxed);
-    }
-
-    pub(crate) fn record_memtable_bytes(&self, bytes: usize) {
-        self.memtable_bytes_peak.fetch_max(bytes as u64, Ordering::Relaxed);
-    }
-
-    pub(crate) fn record_stall(&self, took: Duration) {
-        let us = took.as_micros() as u64;
-        self.stalls.fetch_add(1, Ordering::Relaxed);
-        self.stall_micros.fetch_add(us, Ordering::Relaxed);
-        self.stall_micros_max.fetch_max(us, Ordering::Relaxed);
-    }
-}
 
 /// Files and bytes in one level of the key-value tree.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -269,7 +153,7 @@ impl DbInner {
             },
         );
         Stats {
-            last_seqno: self.visible_seqno.load(Ordering::Acquire),
+            last_seqno: self.writer.visible_seqno.load(Ordering::Acquire),
             batches_written: get(&c.batches),
             write_groups: get(&c.groups),
             wal_bytes_written: get(&c.wal_bytes),

@@ -16,7 +16,8 @@ use crate::error::{Error, Result};
 use crate::ids::TreeId;
 use crate::options::WriteOptions;
 use crate::row;
-use crate::row::layout::{ColumnBuilder, ColumnSource, TableLayout, builders_for, decode_row};
+use crate::row::decode::{ColumnBuilder, builders_for, decode_row};
+use crate::row::layout::{ColumnSource, TableLayout};
 use crate::wal::batch::WriteBatch;
 
 /// Options of a table. Reserved: every table uses the database's SST and

@@ -54,7 +54,7 @@ impl DbInner {
             // every earlier write is durable.
             return if sync { self.sync_wal() } else { self.check_writable() };
         }
-        let mut q = self.write_queue.lock();
+        let mut q = self.writer.queue.lock();
         let id = q.next_id;
         q.next_id += 1;
         q.pending.push_back(Request { id, batch, sync });
@@ -63,7 +63,7 @@ impl DbInner {
                 return result;
             }
             if q.leader_active {
-                self.write_cv.wait(&mut q);
+                self.writer.cv.wait(&mut q);
                 continue;
             }
             q.leader_active = true;
@@ -86,7 +86,7 @@ impl DbInner {
                 q.results.insert(r.id, result);
             }
             q.leader_active = false;
-            self.write_cv.notify_all();
+            self.writer.cv.notify_all();
         }
     }
 
@@ -164,7 +164,7 @@ impl DbInner {
         let incoming: usize =
             group.iter().map(|r| r.batch.encoded_len() + r.batch.len() * ENTRY_OVERHEAD_BYTES).sum();
         self.make_room(incoming)?;
-        let first = self.last_seqno.load(Ordering::Relaxed) + 1;
+        let first = self.writer.last_seqno.load(Ordering::Relaxed) + 1;
         let count: u64 = group.iter().map(|r| r.batch.len() as u64).sum();
         if first + count > SEQNO_MAX {
             return Err(Error::InvalidArgument("sequence numbers exhausted".into()));
@@ -176,7 +176,7 @@ impl DbInner {
         }
         let sync = group.iter().any(|r| r.sync);
         let wal_bytes = {
-            let mut wal = self.wal.lock();
+            let mut wal = self.writer.wal.lock();
             let before = wal.len();
             let appended = wal.append(group.iter().map(|r| r.batch.sealed_bytes()));
             let synced = appended.and_then(|()| if sync { wal.sync() } else { Ok(()) });
@@ -201,8 +201,8 @@ impl DbInner {
             }
         }
         self.counters.record_memtable_bytes(self.write_buffer_state(0).total_bytes);
-        self.last_seqno.store(seqno - 1, Ordering::Relaxed);
-        self.visible_seqno.store(seqno - 1, Ordering::Release);
+        self.writer.last_seqno.store(seqno - 1, Ordering::Relaxed);
+        self.writer.visible_seqno.store(seqno - 1, Ordering::Release);
         self.counters.record_group(group.len() as u64, wal_bytes, sync);
         Ok(())
     }
@@ -210,7 +210,7 @@ impl DbInner {
     /// Fails if an earlier background or WAL error stopped writes.
     pub(crate) fn check_writable(&self) -> Result<()> {
         self.check_open()?;
-        match &self.bg.lock().error {
+        match &self.jobs.state.lock().error {
             Some(e) => Err(Error::Closed(format!("writes stopped after an earlier error: {e}"))),
             None => Ok(()),
         }
@@ -218,11 +218,11 @@ impl DbInner {
 
     /// Records the first fatal error and returns it.
     pub(crate) fn set_bg_error(&self, e: Error) -> Error {
-        let mut bg = self.bg.lock();
+        let mut bg = self.jobs.state.lock();
         if bg.error.is_none() {
             bg.error = Some(e.duplicate());
         }
-        self.bg_cv.notify_all();
+        self.jobs.cv.notify_all();
         e
     }
 
@@ -256,7 +256,7 @@ impl DbInner {
                 StallAction::SwitchMemtable => self.switch_memtable()?,
                 StallAction::WaitForFlush | StallAction::WaitForCompaction => {
                     waited.get_or_insert_with(Instant::now);
-                    let mut bg = self.bg.lock();
+                    let mut bg = self.jobs.state.lock();
                     if let Some(e) = &bg.error {
                         return Err(Error::Closed(format!("writes stopped after an earlier error: {e}")));
                     }
@@ -269,7 +269,7 @@ impl DbInner {
                     // second guard.
                     let again = write_buffer::decide(&self.write_buffer_state(incoming), &self.opts);
                     if matches!(again, StallAction::WaitForFlush | StallAction::WaitForCompaction) {
-                        self.bg_cv.wait_for(&mut bg, STALL_RECHECK);
+                        self.jobs.cv.wait_for(&mut bg, STALL_RECHECK);
                     }
                 }
             }
@@ -296,7 +296,7 @@ impl DbInner {
         });
         let file = created.map_err(|e| self.set_bg_error(e))?;
         {
-            let mut wal = self.wal.lock();
+            let mut wal = self.writer.wal.lock();
             // Sync the old WAL so that no unsynced write in it can be lost
             // while a later synced write in the new WAL survives (a hole).
             wal.sync().map_err(|e| self.set_bg_error(e))?;
@@ -308,8 +308,8 @@ impl DbInner {
             imms.extend(s.imms.iter().cloned());
             SuperVersion { mem: Arc::new(Memtable::new(number)), imms, version: s.version.clone() }
         });
-        let _bg = self.bg.lock();
-        self.bg_cv.notify_all();
+        let _bg = self.jobs.state.lock();
+        self.jobs.cv.notify_all();
         Ok(())
     }
 
@@ -325,15 +325,15 @@ impl DbInner {
                 if std::thread::panicking() {
                     self.0.set_bg_error(Error::Closed("a panic while owning the write path".into()));
                 }
-                let mut q = self.0.write_queue.lock();
+                let mut q = self.0.writer.queue.lock();
                 q.leader_active = false;
-                self.0.write_cv.notify_all();
+                self.0.writer.cv.notify_all();
             }
         }
         {
-            let mut q = self.write_queue.lock();
+            let mut q = self.writer.queue.lock();
             while q.leader_active {
-                self.write_cv.wait(&mut q);
+                self.writer.cv.wait(&mut q);
             }
             q.leader_active = true;
         }
@@ -345,7 +345,7 @@ impl DbInner {
     pub(crate) fn sync_wal(&self) -> Result<()> {
         self.check_writable()?;
         // A failed fsync leaves the WAL's durable state unknown: stop writes.
-        self.with_exclusive_writer(|| self.wal.lock().sync().map_err(|e| self.set_bg_error(e)))
+        self.with_exclusive_writer(|| self.writer.wal.lock().sync().map_err(|e| self.set_bg_error(e)))
     }
 }
 

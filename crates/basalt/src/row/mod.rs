@@ -1,10 +1,12 @@
 //! The row codec: how a table's Arrow rows become keys and row bytes and
-//! back (`layout`), filters over them (`filter`) and the zone maps that
+//! back (`layout`, `encode`, `decode`), filters over them (`filter`) and the zone maps that
 //! skip blocks (`zone`), and the Arrow IPC streams the WAL and MANIFEST
 //! keep. Its decoders do not know which file their bytes came from: their
 //! `Error::Corruption` has an empty file, and each caller reports the
 //! `reason` under the file and offset it read (`catalog.rs`, WAL recovery).
 
+pub mod decode;
+pub mod encode;
 pub mod filter;
 pub mod layout;
 pub mod zone;
@@ -89,14 +91,14 @@ pub(crate) fn encode_rows(
 ) -> Result<crate::wal::batch::EncodedRows> {
     let mut rows = Vec::with_capacity(batch.num_rows());
     if delete {
-        let enc = layout::KeyEncoder::new(layout, batch)?;
+        let enc = encode::KeyEncoder::new(layout, batch)?;
         for r in 0..batch.num_rows() {
             let mut k = Vec::new();
             enc.key(r, &mut k);
             rows.push((bytes::Bytes::from(k), bytes::Bytes::new()));
         }
     } else {
-        let enc = layout::RowEncoder::new(layout, batch)?;
+        let enc = encode::RowEncoder::new(layout, batch)?;
         for r in 0..batch.num_rows() {
             let (mut k, mut v) = (Vec::new(), Vec::new());
             enc.key(r, &mut k);

@@ -14,8 +14,9 @@ use std::path::Path;
 use arrow_array::{Array, ArrayRef};
 use arrow_schema::DataType;
 
+use super::encode::key_bytes_of;
 use super::filter::{CmpOp, Filter, Predicate};
-use super::layout::{COLUMNS_MAX, TableLayout, Width, key_bytes_of};
+use super::layout::{COLUMNS_MAX, TableLayout, Width};
 use crate::codec::varint::{self, Reader};
 use crate::error::Result;
 
@@ -81,7 +82,7 @@ impl ZoneBuilder {
 }
 
 /// The zone of a column builder's current contents.
-pub fn zone_of(builder: &super::layout::ColumnBuilder) -> Zone {
+pub fn zone_of(builder: &super::decode::ColumnBuilder) -> Zone {
     let mut z = ZoneBuilder::default();
     let data_type = builder.field().data_type().clone();
     // Decimal128's row bytes have no key encoding: record nulls only.
@@ -239,7 +240,7 @@ fn literal_key(literal: &ArrayRef, width: Width) -> Option<Vec<u8>> {
         return None;
     }
     let mut row = Vec::new();
-    super::layout::value_bytes(literal, width, 0, &mut row).ok()?;
+    super::encode::value_bytes(literal, width, 0, &mut row).ok()?;
     let mut out = Vec::new();
     zone_bytes_of(literal.data_type(), &row, &mut out);
     Some(out)
@@ -311,13 +312,13 @@ mod tests {
             for (i, &a) in specials.iter().enumerate() {
                 for &b in &specials[i..] {
                     let values = array(&[a, b]);
-                    let mut builder = super::super::layout::ColumnBuilder::new(
+                    let mut builder = super::super::decode::ColumnBuilder::new(
                         Arc::new(Field::new("x", data_type.clone(), false)),
                         Width::Fixed(if wide { 8 } else { 4 }),
                     );
                     for row in 0..2 {
                         let mut bytes = Vec::new();
-                        super::super::layout::value_bytes(
+                        super::super::encode::value_bytes(
                             &values,
                             Width::Fixed(if wide { 8 } else { 4 }),
                             row,

@@ -1,0 +1,127 @@
+//! The engine's own counters, bumped on the hot paths: per-thread stripes
+//! for reads (no shared cache line written by parallel lookups), plain
+//! atomics elsewhere. `stats.rs` turns them into the public report.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use crate::striped::StripedCounters;
+
+// The read counters, by index into `Counters::reads`.
+pub(super) const READ_GETS: usize = 0;
+pub(super) const READ_SST_PROBES: usize = 1;
+pub(super) const READ_TIMED_GETS: usize = 2;
+pub(super) const READ_MEMTABLE_NS: usize = 3;
+pub(super) const READ_FILTER_NS: usize = 4;
+pub(super) const READ_INDEX_NS: usize = 5;
+pub(super) const READ_BLOCK_NS: usize = 6;
+pub(super) const READ_SEARCH_NS: usize = 7;
+pub(super) const READ_FILTERED: usize = 8;
+pub(super) const READ_BY_MODEL: usize = 9;
+pub(super) const READ_BY_FENCES: usize = 10;
+pub(super) const READ_WINDOW_SUM: usize = 11;
+pub(super) const READ_COUNTERS: usize = 12;
+
+/// Counters updated on the hot paths (relaxed atomics: they are statistics,
+/// not synchronisation).
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub(super) batches: AtomicU64,
+    pub(super) groups: AtomicU64,
+    pub(super) wal_bytes: AtomicU64,
+    pub(super) wal_syncs: AtomicU64,
+    /// Bumped by every read: striped (indices `READ_*`).
+    pub(super) reads: StripedCounters<READ_COUNTERS>,
+    pub(super) ingest_bytes: AtomicU64,
+    pub(super) flushes: AtomicU64,
+    pub(super) flush_bytes: AtomicU64,
+    pub(super) flush_micros: AtomicU64,
+    pub(super) stalls: AtomicU64,
+    pub(super) stall_micros: AtomicU64,
+    pub(super) stall_micros_max: AtomicU64,
+    pub(super) delayed_groups: AtomicU64,
+    pub(super) delay_micros: AtomicU64,
+    pub(super) memtable_bytes_peak: AtomicU64,
+    pub(super) compactions: AtomicU64,
+    pub(super) trivial_moves: AtomicU64,
+    pub(super) compaction_read_bytes: AtomicU64,
+    pub(super) compaction_written_bytes: AtomicU64,
+    pub(super) compaction_micros: AtomicU64,
+}
+
+impl Counters {
+    pub(crate) fn record_group(&self, batches: u64, wal_bytes: u64, synced: bool) {
+        self.batches.fetch_add(batches, Ordering::Relaxed);
+        self.groups.fetch_add(1, Ordering::Relaxed);
+        self.wal_bytes.fetch_add(wal_bytes, Ordering::Relaxed);
+        self.ingest_bytes.fetch_add(wal_bytes, Ordering::Relaxed);
+        if synced {
+            self.wal_syncs.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    pub(crate) fn record_lookup(&self, trace: &crate::sst::reader::LookupTrace) {
+        let counter = if trace.filtered {
+            READ_FILTERED
+        } else if trace.by_model && !trace.by_fences {
+            self.reads.add(READ_WINDOW_SUM, trace.window);
+            READ_BY_MODEL
+        } else {
+            READ_BY_FENCES
+        };
+        self.reads.add(counter, 1);
+    }
+
+    pub(crate) fn record_timing(&self, t: &super::read::GetTiming) {
+        self.reads.add(READ_TIMED_GETS, 1);
+        for (counter, ns) in [
+            (READ_MEMTABLE_NS, t.memtable_ns),
+            (READ_FILTER_NS, t.filter_ns),
+            (READ_INDEX_NS, t.index_ns),
+            (READ_BLOCK_NS, t.block_ns),
+            (READ_SEARCH_NS, t.search_ns),
+        ] {
+            self.reads.add(counter, ns);
+        }
+    }
+
+    pub(crate) fn record_get(&self, sst_probes: u64) {
+        self.reads.add(READ_GETS, 1);
+        if sst_probes > 0 {
+            self.reads.add(READ_SST_PROBES, sst_probes);
+        }
+    }
+
+    pub(crate) fn record_flush(&self, bytes: u64, took: Duration) {
+        self.flushes.fetch_add(1, Ordering::Relaxed);
+        self.flush_bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.flush_micros.fetch_add(took.as_micros() as u64, Ordering::Relaxed);
+    }
+
+    pub(crate) fn record_compaction(&self, read: u64, written: u64, trivial: bool, took: Duration) {
+        self.compactions.fetch_add(1, Ordering::Relaxed);
+        if trivial {
+            self.trivial_moves.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.compaction_read_bytes.fetch_add(read, Ordering::Relaxed);
+        }
+        self.compaction_written_bytes.fetch_add(written, Ordering::Relaxed);
+        self.compaction_micros.fetch_add(took.as_micros() as u64, Ordering::Relaxed);
+    }
+
+    pub(crate) fn record_delay(&self, took: Duration) {
+        self.delayed_groups.fetch_add(1, Ordering::Relaxed);
+        self.delay_micros.fetch_add(took.as_micros() as u64, Ordering::Relaxed);
+    }
+
+    pub(crate) fn record_memtable_bytes(&self, bytes: usize) {
+        self.memtable_bytes_peak.fetch_max(bytes as u64, Ordering::Relaxed);
+    }
+
+    pub(crate) fn record_stall(&self, took: Duration) {
+        let us = took.as_micros() as u64;
+        self.stalls.fetch_add(1, Ordering::Relaxed);
+        self.stall_micros.fetch_add(us, Ordering::Relaxed);
+        self.stall_micros_max.fetch_max(us, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,258 @@
+//! Decodes row bytes back into Arrow columns: the column builders that SST
+//! blocks and query results fill.
+
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, make_array};
+use arrow_buffer::Buffer;
+use arrow_data::ArrayDataBuilder;
+use arrow_schema::Field;
+
+use super::encode::ColumnReader;
+use super::layout::{TableLayout, Width};
+use crate::codec::varint;
+use crate::error::{Error, Result};
+
+/// Accumulates one column's values in Arrow layout: validity bits, offsets
+/// and values. Used for SST blocks and for query results.
+#[derive(Debug, Clone)]
+pub struct ColumnBuilder {
+    field: Arc<Field>,
+    width: Width,
+    len: usize,
+    null_count: usize,
+    /// Validity bits, one per row (1 = valid).
+    validity: Vec<u8>,
+    offsets: Vec<u8>,
+    values: Vec<u8>,
+}
+
+fn set_bit(bits: &mut Vec<u8>, i: usize, on: bool) {
+    if i / 8 >= bits.len() {
+        bits.push(0);
+    }
+    if on {
+        bits[i / 8] |= 1 << (i % 8);
+    }
+}
+
+impl ColumnBuilder {
+    /// An empty builder for a column.
+    pub fn new(field: Arc<Field>, width: Width) -> ColumnBuilder {
+        let offsets = match width {
+            Width::Var32 => 0i32.to_le_bytes().to_vec(),
+            Width::Var64 => 0i64.to_le_bytes().to_vec(),
+            _ => Vec::new(),
+        };
+        ColumnBuilder {
+            field,
+            width,
+            len: 0,
+            null_count: 0,
+            validity: Vec::new(),
+            offsets,
+            values: Vec::new(),
+        }
+    }
+
+    /// Rows appended.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        self.validity.len() + self.offsets.len() + self.values.len()
+    }
+
+    /// Appends a null (or, for a non-nullable column, a placeholder that a
+    /// deleted row carries and no reader sees).
+    pub fn push_null(&mut self) {
+        set_bit(&mut self.validity, self.len, false);
+        self.null_count += 1;
+        match self.width {
+            Width::Fixed(w) => self.values.resize(self.values.len() + w, 0),
+            Width::Bool => set_bit(&mut self.values, self.len, false),
+            Width::Var32 => self.offsets.extend_from_slice(&(self.values.len() as i32).to_le_bytes()),
+            Width::Var64 => self.offsets.extend_from_slice(&(self.values.len() as i64).to_le_bytes()),
+        }
+        self.len += 1;
+    }
+
+    /// Appends a value given as row bytes (fixed-width LE, a bool byte, or
+    /// the variable-width payload).
+    pub fn push(&mut self, bytes: &[u8]) {
+        set_bit(&mut self.validity, self.len, true);
+        match self.width {
+            Width::Fixed(_) => self.values.extend_from_slice(bytes),
+            Width::Bool => set_bit(&mut self.values, self.len, bytes.first().is_some_and(|b| *b != 0)),
+            Width::Var32 => {
+                self.values.extend_from_slice(bytes);
+                self.offsets.extend_from_slice(&(self.values.len() as i32).to_le_bytes());
+            }
+            Width::Var64 => {
+                self.values.extend_from_slice(bytes);
+                self.offsets.extend_from_slice(&(self.values.len() as i64).to_le_bytes());
+            }
+        }
+        self.len += 1;
+    }
+
+    /// Appends row `i` of `array` (same type as this column).
+    pub fn push_from_array(&mut self, array: &ArrayRef, i: usize) -> Result<()> {
+        if array.is_null(i) {
+            self.push_null();
+            return Ok(());
+        }
+        let reader = ColumnReader::new(array, self.width)?;
+        let mut scratch = [0u8; 1];
+        self.push(reader.bytes(i, &mut scratch));
+        Ok(())
+    }
+
+    /// The row bytes of row `i`, or `None` if it is null.
+    pub fn value_at<'s>(&'s self, i: usize, scratch: &'s mut [u8; 1]) -> Option<&'s [u8]> {
+        if self.validity.get(i / 8).is_none_or(|b| b & (1 << (i % 8)) == 0) {
+            return None;
+        }
+        let off = |at: usize, wide: bool| -> usize {
+            if wide {
+                let mut a = [0u8; 8];
+                a.copy_from_slice(&self.offsets[8 * at..8 * at + 8]);
+                u64::from_le_bytes(a) as usize
+            } else {
+                u32::from_le_bytes([
+                    self.offsets[4 * at],
+                    self.offsets[4 * at + 1],
+                    self.offsets[4 * at + 2],
+                    self.offsets[4 * at + 3],
+                ]) as usize
+            }
+        };
+        Some(match self.width {
+            Width::Fixed(w) => &self.values[i * w..(i + 1) * w],
+            Width::Bool => {
+                scratch[0] = (self.values[i / 8] >> (i % 8)) & 1;
+                &scratch[..]
+            }
+            Width::Var32 => &self.values[off(i, false)..off(i + 1, false)],
+            Width::Var64 => &self.values[off(i, true)..off(i + 1, true)],
+        })
+    }
+
+    /// The column's Arrow field.
+    pub fn field(&self) -> &Field {
+        &self.field
+    }
+
+    /// The three buffers (validity, offsets, values); validity is empty when
+    /// no row is null.
+    pub fn take_buffers(&mut self) -> [Vec<u8>; 3] {
+        let validity = if self.null_count == 0 { Vec::new() } else { std::mem::take(&mut self.validity) };
+        let out = [validity, std::mem::take(&mut self.offsets), std::mem::take(&mut self.values)];
+        *self = ColumnBuilder::new(self.field.clone(), self.width);
+        out
+    }
+
+    /// Builds an Arrow array (copying the buffers once).
+    pub fn finish(&mut self) -> Result<ArrayRef> {
+        let len = self.len;
+        let [validity, offsets, values] = self.take_buffers();
+        let field = self.field.clone();
+        array_from_buffers(
+            &field,
+            self.width,
+            len,
+            Buffer::from_vec(validity),
+            Buffer::from_vec(offsets),
+            Buffer::from_vec(values),
+        )
+    }
+}
+
+/// Builds a validated Arrow array of `len` rows from its buffers (empty
+/// validity means no nulls). Misaligned buffers are copied into aligned
+/// ones; anything inconsistent is an error, never a panic.
+pub fn array_from_buffers(
+    field: &Field,
+    width: Width,
+    len: usize,
+    validity: Buffer,
+    offsets: Buffer,
+    values: Buffer,
+) -> Result<ArrayRef> {
+    let mut b = ArrayDataBuilder::new(field.data_type().clone()).len(len);
+    if !validity.is_empty() {
+        b = b.null_bit_buffer(Some(validity));
+    }
+    b = match width {
+        Width::Var32 | Width::Var64 => b.add_buffer(offsets).add_buffer(values),
+        _ => b.add_buffer(values),
+    };
+    let data = b
+        .align_buffers(true)
+        .build()
+        .map_err(|e| Error::InvalidArgument(format!("column {}: {e}", field.name())))?;
+    data.validate_full().map_err(|e| Error::InvalidArgument(format!("column {}: {e}", field.name())))?;
+    Ok(make_array(data))
+}
+
+/// Decodes row bytes, appending each stored column's value to `builders`
+/// (indexed by schema position; key-sourced builders are left alone).
+/// `None` row bytes (a deleted row) append nulls.
+pub fn decode_row(layout: &TableLayout, row: Option<&[u8]>, builders: &mut [ColumnBuilder]) -> Result<()> {
+    let Some(row) = row else {
+        for &i in &layout.stored {
+            builders[i].push_null();
+        }
+        return Ok(());
+    };
+    let bad = |what: &str| Error::corruption("", 0, format!("row bytes: {what}"));
+    let stored = &layout.stored;
+    let mut pos = 0usize;
+    let bitmap = if layout.nullable_stored {
+        let n = stored.len().div_ceil(8);
+        let b = row.get(..n).ok_or_else(|| bad("short null bitmap"))?;
+        pos = n;
+        Some(b)
+    } else {
+        None
+    };
+    for (n, &i) in stored.iter().enumerate() {
+        if bitmap.is_some_and(|b| b[n / 8] & (1 << (n % 8)) != 0) {
+            if !layout.columns[i].field.is_nullable() {
+                return Err(bad("null in a non-nullable column"));
+            }
+            builders[i].push_null();
+            continue;
+        }
+        let last = n + 1 == stored.len();
+        let value = match layout.columns[i].width {
+            Width::Fixed(w) => row.get(pos..pos + w).ok_or_else(|| bad("short fixed-width value"))?,
+            Width::Bool => row.get(pos..=pos).ok_or_else(|| bad("missing bool"))?,
+            Width::Var32 | Width::Var64 if last => &row[pos..],
+            Width::Var32 | Width::Var64 => {
+                let mut r = varint::Reader::new(&row[pos..], std::path::Path::new(""), 0);
+                let v = r.len_bytes().map_err(|_| bad("bad length"))?;
+                pos += r.position() - v.len();
+                v
+            }
+        };
+        pos += value.len();
+        builders[i].push(value);
+    }
+    if pos != row.len() {
+        return Err(bad("trailing bytes"));
+    }
+    Ok(())
+}
+
+/// Empty builders for every column of a layout.
+pub fn builders_for(layout: &TableLayout) -> Vec<ColumnBuilder> {
+    layout.columns.iter().map(|c| ColumnBuilder::new(c.field.clone(), c.width)).collect()
+}

@@ -1,0 +1,241 @@
+//! Encodes a batch's rows into user keys and row bytes (layout in
+//! `layout.rs` and `docs/format.md`).
+
+use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_buffer::NullBuffer;
+use arrow_schema::{DataType, TimeUnit};
+
+use super::layout::{TableLayout, Width};
+use crate::codec::key::{self, KeyValue};
+use crate::codec::varint;
+use crate::error::{Error, Result};
+
+/// Borrowed access to one column of a batch, prepared once per batch.
+pub(super) enum ColumnValues<'a> {
+    Fixed { bytes: &'a [u8], width: usize },
+    Bool(&'a arrow_array::BooleanArray),
+    Var32 { offsets: &'a [i32], data: &'a [u8] },
+    Var64 { offsets: &'a [i64], data: &'a [u8] },
+}
+
+pub(super) struct ColumnReader<'a> {
+    values: ColumnValues<'a>,
+    nulls: Option<&'a NullBuffer>,
+}
+
+impl<'a> ColumnReader<'a> {
+    pub(super) fn new(array: &'a ArrayRef, width: Width) -> Result<ColumnReader<'a>> {
+        use arrow_array::cast::AsArray;
+        let values = match width {
+            Width::Bool => ColumnValues::Bool(array.as_boolean()),
+            Width::Fixed(w) => ColumnValues::Fixed { bytes: fixed_values(array)?, width: w },
+            Width::Var32 if array.data_type() == &DataType::Utf8 => {
+                let a = array.as_string::<i32>();
+                ColumnValues::Var32 { offsets: a.value_offsets(), data: a.value_data() }
+            }
+            Width::Var32 => {
+                let a = array.as_binary::<i32>();
+                ColumnValues::Var32 { offsets: a.value_offsets(), data: a.value_data() }
+            }
+            Width::Var64 if array.data_type() == &DataType::LargeUtf8 => {
+                let a = array.as_string::<i64>();
+                ColumnValues::Var64 { offsets: a.value_offsets(), data: a.value_data() }
+            }
+            Width::Var64 => {
+                let a = array.as_binary::<i64>();
+                ColumnValues::Var64 { offsets: a.value_offsets(), data: a.value_data() }
+            }
+        };
+        Ok(ColumnReader { values, nulls: array.nulls() })
+    }
+
+    fn is_null(&self, row: usize) -> bool {
+        self.nulls.is_some_and(|n| n.is_null(row))
+    }
+
+    /// The value's bytes: fixed-width little-endian, a bool byte, or the
+    /// variable-width payload.
+    pub(super) fn bytes<'s>(&'s self, row: usize, scratch: &'s mut [u8; 1]) -> &'s [u8] {
+        match &self.values {
+            ColumnValues::Fixed { bytes, width } => &bytes[row * width..(row + 1) * width],
+            ColumnValues::Bool(a) => {
+                scratch[0] = u8::from(a.value(row));
+                &scratch[..]
+            }
+            ColumnValues::Var32 { offsets, data } => &data[offsets[row] as usize..offsets[row + 1] as usize],
+            ColumnValues::Var64 { offsets, data } => &data[offsets[row] as usize..offsets[row + 1] as usize],
+        }
+    }
+}
+
+/// The fixed-width values of a primitive array as little-endian bytes,
+/// starting at the array's first row (Arrow buffers are little-endian on
+/// every platform Basalt builds for).
+fn fixed_values(array: &ArrayRef) -> Result<&[u8]> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types as t;
+    macro_rules! bytes_of {
+        ($ty:ty) => {
+            Ok(array.as_primitive::<$ty>().values().inner().as_slice())
+        };
+    }
+    match array.data_type() {
+        DataType::Int8 => bytes_of!(t::Int8Type),
+        DataType::Int16 => bytes_of!(t::Int16Type),
+        DataType::Int32 => bytes_of!(t::Int32Type),
+        DataType::Int64 => bytes_of!(t::Int64Type),
+        DataType::UInt8 => bytes_of!(t::UInt8Type),
+        DataType::UInt16 => bytes_of!(t::UInt16Type),
+        DataType::UInt32 => bytes_of!(t::UInt32Type),
+        DataType::UInt64 => bytes_of!(t::UInt64Type),
+        DataType::Float32 => bytes_of!(t::Float32Type),
+        DataType::Float64 => bytes_of!(t::Float64Type),
+        DataType::Date32 => bytes_of!(t::Date32Type),
+        DataType::Date64 => bytes_of!(t::Date64Type),
+        DataType::Timestamp(TimeUnit::Second, _) => bytes_of!(t::TimestampSecondType),
+        DataType::Timestamp(TimeUnit::Millisecond, _) => bytes_of!(t::TimestampMillisecondType),
+        DataType::Timestamp(TimeUnit::Microsecond, _) => bytes_of!(t::TimestampMicrosecondType),
+        DataType::Timestamp(TimeUnit::Nanosecond, _) => bytes_of!(t::TimestampNanosecondType),
+        DataType::Decimal128(_, _) => bytes_of!(t::Decimal128Type),
+        other => Err(Error::InvalidArgument(format!("type {other} is not fixed width"))),
+    }
+}
+
+/// Encodes rows of a checked batch: user keys and row bytes.
+pub struct RowEncoder<'a> {
+    layout: &'a TableLayout,
+    columns: Vec<ColumnReader<'a>>,
+}
+
+impl<'a> RowEncoder<'a> {
+    /// Prepares to encode `batch`, which must have passed `check_batch`.
+    pub fn new(layout: &'a TableLayout, batch: &'a RecordBatch) -> Result<RowEncoder<'a>> {
+        RowEncoder::over_columns(layout, batch.columns())
+    }
+
+    /// Prepares to encode rows of `columns`, one array per column of the
+    /// layout's schema (a table block's arrays).
+    pub fn over_columns(layout: &'a TableLayout, columns: &'a [ArrayRef]) -> Result<RowEncoder<'a>> {
+        let columns = layout
+            .columns
+            .iter()
+            .map(|c| ColumnReader::new(&columns[c.index], c.width))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(RowEncoder { layout, columns })
+    }
+
+    /// Appends the user key of `row` to `out`; the key columns hold no null.
+    pub fn key(&self, row: usize, out: &mut Vec<u8>) {
+        let mut scratch = [0u8; 1];
+        if self.layout.raw_key() {
+            out.extend_from_slice(self.columns[self.layout.primary_key[0]].bytes(row, &mut scratch));
+            return;
+        }
+        for &i in &self.layout.primary_key {
+            let c = &self.columns[i];
+            let bytes = c.bytes(row, &mut scratch);
+            let field = &self.layout.columns[i].field;
+            key::put_value(out, &key_value(field.data_type(), bytes));
+        }
+    }
+
+    /// Appends the row bytes of `row` to `out`.
+    pub fn row(&self, row: usize, out: &mut Vec<u8>) {
+        let mut scratch = [0u8; 1];
+        let stored = &self.layout.stored;
+        if self.layout.nullable_stored {
+            let start = out.len();
+            out.resize(start + stored.len().div_ceil(8), 0);
+            for (n, &i) in stored.iter().enumerate() {
+                if self.columns[i].is_null(row) {
+                    out[start + n / 8] |= 1 << (n % 8);
+                }
+            }
+        }
+        for (n, &i) in stored.iter().enumerate() {
+            let c = &self.columns[i];
+            if c.is_null(row) {
+                continue;
+            }
+            let bytes = c.bytes(row, &mut scratch);
+            let last = n + 1 == stored.len();
+            match self.layout.columns[i].width {
+                Width::Var32 | Width::Var64 if !last => varint::put_bytes(out, bytes),
+                _ => out.extend_from_slice(bytes),
+            }
+        }
+    }
+}
+
+/// Encodes the user keys of a batch holding only the key columns (deletes,
+/// point lookups).
+pub struct KeyEncoder<'a> {
+    layout: &'a TableLayout,
+    columns: Vec<ColumnReader<'a>>,
+}
+
+impl<'a> KeyEncoder<'a> {
+    /// Prepares to encode `keys`, which must have passed `check_key_batch`.
+    pub fn new(layout: &'a TableLayout, keys: &'a RecordBatch) -> Result<KeyEncoder<'a>> {
+        let columns = layout
+            .primary_key
+            .iter()
+            .enumerate()
+            .map(|(n, &i)| ColumnReader::new(keys.column(n), layout.columns[i].width))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(KeyEncoder { layout, columns })
+    }
+
+    /// Appends the user key of `row` to `out`.
+    pub fn key(&self, row: usize, out: &mut Vec<u8>) {
+        let mut scratch = [0u8; 1];
+        if self.layout.raw_key() {
+            out.extend_from_slice(self.columns[0].bytes(row, &mut scratch));
+            return;
+        }
+        for (n, &i) in self.layout.primary_key.iter().enumerate() {
+            let bytes = self.columns[n].bytes(row, &mut scratch);
+            key::put_value(out, &key_value(self.layout.columns[i].field.data_type(), bytes));
+        }
+    }
+}
+
+/// Appends the key-codec encoding of a value given as row bytes.
+pub fn key_bytes_of(data_type: &DataType, bytes: &[u8], out: &mut Vec<u8>) {
+    key::put_value(out, &key_value(data_type, bytes));
+}
+
+/// Appends the row bytes of element `i` of `array` (non-null).
+pub fn value_bytes(array: &ArrayRef, width: Width, i: usize, out: &mut Vec<u8>) -> Result<()> {
+    let reader = ColumnReader::new(array, width)?;
+    let mut scratch = [0u8; 1];
+    out.extend_from_slice(reader.bytes(i, &mut scratch));
+    Ok(())
+}
+
+/// The key codec value for a key column's little-endian (or raw) bytes.
+fn key_value<'b>(data_type: &DataType, b: &'b [u8]) -> KeyValue<'b> {
+    let le8 = |b: &[u8]| {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(&b[..8]);
+        a
+    };
+    let le4 = |b: &[u8]| [b[0], b[1], b[2], b[3]];
+    match data_type {
+        DataType::Boolean => KeyValue::Bool(b[0] != 0),
+        DataType::Int8 => KeyValue::I8(b[0] as i8),
+        DataType::UInt8 => KeyValue::U8(b[0]),
+        DataType::Int16 => KeyValue::I16(i16::from_le_bytes([b[0], b[1]])),
+        DataType::UInt16 => KeyValue::U16(u16::from_le_bytes([b[0], b[1]])),
+        DataType::Int32 | DataType::Date32 => KeyValue::I32(i32::from_le_bytes(le4(b))),
+        DataType::UInt32 => KeyValue::U32(u32::from_le_bytes(le4(b))),
+        DataType::Float32 => KeyValue::F32(f32::from_le_bytes(le4(b))),
+        DataType::Int64 | DataType::Date64 | DataType::Timestamp(_, _) => {
+            KeyValue::I64(i64::from_le_bytes(le8(b)))
+        }
+        DataType::UInt64 => KeyValue::U64(u64::from_le_bytes(le8(b))),
+        DataType::Float64 => KeyValue::F64(f64::from_le_bytes(le8(b))),
+        DataType::Utf8 | DataType::LargeUtf8 => KeyValue::Str(std::str::from_utf8(b).unwrap_or_default()),
+        _ => KeyValue::Bytes(b),
+    }
+}

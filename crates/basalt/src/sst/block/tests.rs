@@ -1,0 +1,144 @@
+//! Tests of `sst/block.rs`.
+
+use super::*;
+use crate::codec::internal::{Kind, compare, pack_trailer};
+use crate::sst::format::BLOCK_BYTES_MAX;
+
+fn build(rows: &[(&[u8], u64, &[u8])]) -> Vec<u8> {
+    let mut b = BlockBuilder::new();
+    for (k, t, v) in rows {
+        b.add(k, *t, v);
+    }
+    assert_eq!(b.len(), rows.len());
+    b.finish()
+}
+
+fn sample() -> Vec<(Vec<u8>, u64, Vec<u8>)> {
+    let mut rows = Vec::new();
+    for i in 0..50u64 {
+        let key = format!("key{i:03}").into_bytes();
+        rows.push((key.clone(), pack_trailer(100 + i, Kind::Put), vec![i as u8; i as usize]));
+        rows.push((key, pack_trailer(10 + i, Kind::Delete), Vec::new()));
+    }
+    rows
+}
+
+fn build_sample() -> Vec<u8> {
+    let rows = sample();
+    let refs: Vec<(&[u8], u64, &[u8])> =
+        rows.iter().map(|(k, t, v)| (k.as_slice(), *t, v.as_slice())).collect();
+    build(&refs)
+}
+
+#[test]
+fn rows_round_trip_and_buffers_are_aligned() {
+    let rows = sample();
+    let block = Block::decode(build_sample(), Path::new("b"), 0).expect("decodes");
+    assert_eq!(block.len(), rows.len());
+    for (i, (k, t, v)) in rows.iter().enumerate() {
+        assert_eq!((block.key(i), block.trailer(i), block.value(i)), (&k[..], *t, &v[..]));
+    }
+    for i in 0..DATA_BLOCK_BUFFERS {
+        assert_eq!(block.buffer_range(i).start % BUFFER_ALIGN_BYTES, 0);
+    }
+    // The sample's keys all have 6 bytes: written without offsets.
+    assert!(block.buffer(BUF_KEY_OFFSETS).is_empty());
+    assert_eq!(block.buffer(BUF_VALUE_OFFSETS).len(), 4 * (rows.len() + 1));
+    assert!(block.approximate_bytes() > block.bytes().len());
+}
+
+#[test]
+fn fixed_and_variable_width_columns_round_trip() {
+    let key = |i: usize, fixed: bool| if fixed { format!("k{i:04}") } else { format!("k{i}") }.into_bytes();
+    let value = |i: usize, fixed: bool| if fixed { vec![i as u8; 16] } else { vec![i as u8; i % 7] };
+    for (fixed_keys, fixed_values) in [(true, true), (true, false), (false, true), (false, false)] {
+        let rows: Vec<(Vec<u8>, u64, Vec<u8>)> = (0..300)
+            .map(|i| (key(i, fixed_keys), pack_trailer(i as u64 + 1, Kind::Put), value(i, fixed_values)))
+            .collect();
+        let mut sorted = rows.clone();
+        sorted.sort_by(|a, b| compare(&a.0, a.1, &b.0, b.1));
+        let refs: Vec<(&[u8], u64, &[u8])> = sorted.iter().map(|(k, t, v)| (&k[..], *t, &v[..])).collect();
+        let block = Block::decode(build(&refs), Path::new("b"), 0).expect("decodes");
+        assert_eq!(block.buffer(BUF_KEY_OFFSETS).is_empty(), fixed_keys);
+        assert_eq!(block.buffer(BUF_VALUE_OFFSETS).is_empty(), fixed_values);
+        for (i, (k, t, v)) in sorted.iter().enumerate() {
+            assert_eq!((block.key(i), block.trailer(i), block.value(i)), (&k[..], *t, &v[..]));
+            assert_eq!(block.seek(k, *t), i);
+            block.rows().warm_rows(i.saturating_sub(9)..i + 9);
+        }
+    }
+}
+
+#[test]
+fn a_fixed_width_column_that_does_not_divide_is_corruption() {
+    let rows: Vec<(Vec<u8>, u64, Vec<u8>)> =
+        (0..3u64).map(|i| (vec![b'a' + i as u8; 4], pack_trailer(i + 1, Kind::Put), vec![1; 8])).collect();
+    let refs: Vec<(&[u8], u64, &[u8])> = rows.iter().map(|(k, t, v)| (&k[..], *t, &v[..])).collect();
+    let mut bytes = build(&refs);
+    // Shorten the key data buffer's recorded length (directory entry 1)
+    // by one byte: 11 bytes do not split into 3 keys.
+    let len_at = BLOCK_HEADER_FIXED_BYTES + BUFFER_ENTRY_BYTES + 4;
+    let len = u32::from_le_bytes(bytes[len_at..len_at + 4].try_into().expect("4 bytes"));
+    bytes[len_at..len_at + 4].copy_from_slice(&(len - 1).to_le_bytes());
+    let err = Block::decode(bytes, Path::new("b"), 0).expect_err("corrupt");
+    assert!(err.to_string().contains("fixed-width key column"), "{err}");
+}
+
+#[test]
+fn seek_finds_first_entry_at_or_after_target() {
+    let rows = sample();
+    let block = Block::decode(build_sample(), Path::new("b"), 0).expect("decodes");
+    let targets = [
+        (&b"key000"[..], u64::MAX),
+        (b"key000", 0),
+        (b"key010", pack_trailer(110, Kind::Put)),
+        (b"key010", pack_trailer(50, Kind::Put)),
+        (b"key0105", 0),
+        (b"a", 0),
+        (b"z", 0),
+    ];
+    for (k, t) in targets {
+        let want = rows.iter().position(|(rk, rt, _)| compare(rk, *rt, k, t).is_ge());
+        assert_eq!(block.seek(k, t), want.unwrap_or(rows.len()), "{k:?} {t}");
+    }
+}
+
+#[test]
+fn single_empty_row_block_decodes() {
+    let bytes = build(&[(b"", pack_trailer(0, Kind::Delete), b"")]);
+    let block = Block::decode(bytes, Path::new("b"), 0).expect("decodes");
+    assert_eq!((block.key(0), block.value(0)), (&b""[..], &b""[..]));
+}
+
+#[test]
+fn damaged_structure_is_corruption_never_a_panic() {
+    let good = build_sample();
+    for i in 0..good.len() {
+        for flip in [0x01u8, 0x80, 0xff] {
+            let mut bad = good.clone();
+            bad[i] ^= flip;
+            // Flips in key or value bytes leave a well-formed block; any
+            // other outcome must be a Corruption naming the block offset.
+            match Block::decode(bad, Path::new("b"), 4096) {
+                Ok(block) => {
+                    for r in 0..block.len() {
+                        let _ = (block.key(r), block.trailer(r), block.value(r));
+                    }
+                }
+                Err(err) => assert!(matches!(err, Error::Corruption { offset: 4096, .. })),
+            }
+        }
+    }
+    for len in 0..good.len() {
+        assert!(Block::decode(good[..len].to_vec(), Path::new("b"), 0).is_err(), "len {len}");
+    }
+    assert!(Block::decode(Vec::new(), Path::new("b"), 0).is_err());
+}
+
+#[test]
+fn fits_guards_the_i32_limit() {
+    let b = BlockBuilder::new();
+    assert!(b.fits(10, 10));
+    assert!(!b.fits(BLOCK_BYTES_MAX, 0));
+    assert!(!b.fits(usize::MAX, usize::MAX));
+}
