@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::ids::TreeId;
+use crate::row::index::IndexLayout;
 use crate::row::layout::TableLayout;
 
 /// Name of the keyspace behind the key-value API's `Db` methods (and of
@@ -30,7 +31,8 @@ pub(crate) enum TreeKindRecord {
     Table { primary_key: Vec<usize>, schema_ipc: Vec<u8> },
     /// A secondary index of table `table` on `columns` (indices into the
     /// table's schema), carrying `include` columns in its entries.
-    Index { table: TreeId, unique: bool, columns: Vec<usize>, include: Vec<usize> },
+    /// `building` while its creation backfills it.
+    Index { table: TreeId, unique: bool, building: bool, columns: Vec<usize>, include: Vec<usize> },
 }
 
 /// A table's schema, decoded.
@@ -45,16 +47,16 @@ pub(crate) struct TableDef {
 }
 
 /// A secondary index's definition.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub(crate) struct IndexDef {
     /// The table whose rows the index maps.
     pub table: TreeId,
     /// At most one row per indexed value.
     pub unique: bool,
-    /// Indexed columns, in key order (indices into the table's schema).
-    pub columns: Vec<usize>,
-    /// Columns stored in the index entries.
-    pub include: Vec<usize>,
+    /// Being backfilled: writes keep it up to date, queries do not use it.
+    pub building: bool,
+    /// Indexed and included columns, and how entries are laid out.
+    pub layout: Arc<IndexLayout>,
 }
 
 /// A tree's kind with what it needs to be read.
@@ -101,8 +103,9 @@ impl TreeDef {
             TreeKind::Index(i) => TreeKindRecord::Index {
                 table: i.table,
                 unique: i.unique,
-                columns: i.columns.clone(),
-                include: i.include.clone(),
+                building: i.building,
+                columns: i.layout.columns().to_vec(),
+                include: i.layout.include().to_vec(),
             },
         }
     }
@@ -112,6 +115,8 @@ impl TreeDef {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Catalog {
     trees: BTreeMap<TreeId, TreeDef>,
+    /// Some tree is an index (kept so the write path checks it at no cost).
+    has_indexes: bool,
 }
 
 /// The catalog changes of one MANIFEST record.
@@ -148,6 +153,12 @@ impl Catalog {
         for id in change.dropped {
             next.trees.remove(id).ok_or_else(|| bad(format!("dropping unknown tree {id}")))?;
         }
+        if let Some((id, _)) = next.trees.iter().find(|(_, t)| {
+            matches!(&t.kind, TreeKind::Index(i) if !matches!(next.trees.get(&i.table).map(|t| &t.kind), Some(TreeKind::Table(_))))
+        }) {
+            return Err(bad(format!("index tree {id} outlives its table")));
+        }
+        next.has_indexes = next.trees.values().any(|t| matches!(t.kind, TreeKind::Index(_)));
         Ok(next)
     }
 
@@ -165,21 +176,17 @@ impl Catalog {
                     schema_ipc: Arc::new(schema_ipc.clone()),
                 })
             }
-            TreeKindRecord::Index { table, unique, columns, include } => {
+            TreeKindRecord::Index { table, unique, building, columns, include } => {
                 let Some(TreeKind::Table(t)) = self.trees.get(table).map(|t| &t.kind) else {
                     return Err(format!("an index of tree {table}, which is not a table"));
                 };
-                let width = t.layout.schema().fields().len();
-                if columns.is_empty() || columns.iter().chain(include).any(|&c| c >= width) {
-                    return Err(format!(
-                        "index columns {columns:?} include {include:?} of a {width}-column table"
-                    ));
-                }
+                let layout = IndexLayout::new(t.layout.clone(), columns, include)
+                    .map_err(|e| format!("index columns {columns:?} include {include:?}: {}", e.reason()))?;
                 TreeKind::Index(IndexDef {
                     table: *table,
                     unique: *unique,
-                    columns: columns.clone(),
-                    include: include.clone(),
+                    building: *building,
+                    layout: Arc::new(layout),
                 })
             }
         })
@@ -197,6 +204,20 @@ impl Catalog {
             TreeKind::Table(t) => Some(t.layout.clone()),
             TreeKind::Keyspace | TreeKind::Index(_) => None,
         }
+    }
+
+    /// The indexes of table `table` (those being built too), in creation
+    /// order.
+    pub(crate) fn indexes_of(&self, table: TreeId) -> impl Iterator<Item = (TreeId, &TreeDef, &IndexDef)> {
+        self.trees.iter().filter_map(move |(id, t)| match &t.kind {
+            TreeKind::Index(i) if i.table == table => Some((*id, t, i)),
+            _ => None,
+        })
+    }
+
+    /// Whether any table has an index (the write path's fast check).
+    pub(crate) fn has_indexes(&self) -> bool {
+        self.has_indexes
     }
 
     /// The tree called `name` in `namespace`.

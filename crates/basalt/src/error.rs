@@ -45,6 +45,15 @@ pub enum Error {
     /// The operation cannot run now (for example a table in use); retry later.
     #[error("busy: {0}")]
     Busy(String),
+    /// A write (or a unique index's creation) would give two rows the
+    /// same value in a unique index; nothing was changed.
+    #[error("unique index {index} already holds {value}")]
+    UniqueViolation {
+        /// The index.
+        index: String,
+        /// The indexed values, as text.
+        value: String,
+    },
 }
 
 impl Error {
@@ -91,6 +100,9 @@ impl Error {
             Error::Locked(p) => Error::Locked(p.clone()),
             Error::Closed(s) => Error::Closed(s.clone()),
             Error::Busy(s) => Error::Busy(s.clone()),
+            Error::UniqueViolation { index, value } => {
+                Error::UniqueViolation { index: index.clone(), value: value.clone() }
+            }
         }
     }
 }

@@ -43,8 +43,8 @@ pub use {arrow_array, arrow_schema, bytes};
 pub use bytes::Bytes;
 pub use codec::key::{KeyValue, OwnedKeyValue};
 pub use db::{
-    Db, DbIterator, Direction, GetLatency, KeyValueRange, Keyspace, LevelStats, ReadOptions, ScanOptions,
-    Snapshot, Stats, Table, TableOptions, TableScan,
+    Db, DbIterator, Direction, GetLatency, IndexInfo, IndexOptions, IndexPredicate, KeyValueRange, Keyspace,
+    LevelStats, LookupOptions, ReadOptions, ScanOptions, Snapshot, Stats, Table, TableOptions, TableScan,
 };
 pub use error::{Error, Result};
 pub use options::{Compression, Options, WriteOptions};

@@ -23,13 +23,10 @@
 
 use std::cmp::Ordering;
 
-#[cfg(any(test, feature = "inspect"))]
 use crate::error::{Error, Result};
 
-#[cfg(any(test, feature = "inspect"))]
 /// Marker before a null part in the nullable form; sorts before any value.
 pub const NULL_MARKER: u8 = 0x00;
-#[cfg(any(test, feature = "inspect"))]
 /// Marker before a present part in the nullable form.
 pub const PRESENT_MARKER: u8 = 0x01;
 
@@ -402,7 +399,6 @@ pub fn put_value(out: &mut Vec<u8>, v: &KeyValue<'_>) {
     }
 }
 
-#[cfg(any(test, feature = "inspect"))]
 /// Appends one nullable part: `00` for null, else `01` and the value.
 pub fn put_nullable(out: &mut Vec<u8>, v: Option<&KeyValue<'_>>) {
     match v {
@@ -463,7 +459,6 @@ pub fn decode_nullable(bytes: &[u8], types: &[KeyType]) -> Result<Vec<Option<Own
     Ok(parts)
 }
 
-#[cfg(any(test, feature = "inspect"))]
 /// Reads parts one at a time, for keys that mix nullable and non-null parts
 /// (an index key `enc_nullable(index cols) | enc(pk)`) or are read partially.
 ///
@@ -473,7 +468,6 @@ pub struct KeyReader<'a> {
     pos: usize,
 }
 
-#[cfg(any(test, feature = "inspect"))]
 impl<'a> KeyReader<'a> {
     /// A reader at the start of an encoded key.
     pub fn new(buf: &'a [u8]) -> Self {
@@ -606,7 +600,6 @@ impl<'a> KeyReader<'a> {
     }
 }
 
-#[cfg(any(test, feature = "inspect"))]
 /// A corruption error at `offset` within the key; keys are not files, so the
 /// path is empty and the caller adds context.
 fn corrupt(offset: usize, what: impl Into<String>) -> Error {

@@ -121,6 +121,17 @@ fn table_record(schema: &SchemaRef, primary_key: &[&str]) -> Result<TreeKindReco
     Ok(TreeKindRecord::Table { primary_key: key, schema_ipc: ipc })
 }
 
+/// Refuses an empty or overlong name.
+pub(super) fn check_name(namespace: Namespace, name: &str) -> Result<()> {
+    if name.is_empty() || name.len() > TREE_NAME_BYTES_MAX {
+        return Err(Error::InvalidArgument(format!(
+            "{} name must be 1 to {TREE_NAME_BYTES_MAX} bytes",
+            what(namespace)
+        )));
+    }
+    Ok(())
+}
+
 /// What a namespace's trees are called in messages.
 fn what(namespace: Namespace) -> &'static str {
     match namespace {
@@ -146,32 +157,36 @@ impl DbInner {
         Some((id, layout))
     }
 
-    fn create_tree(&self, namespace: Namespace, name: &str, kind: TreeKindRecord) -> Result<()> {
-        let what = what(namespace);
-        if name.is_empty() || name.len() > TREE_NAME_BYTES_MAX {
-            return Err(Error::InvalidArgument(format!(
-                "{what} name must be 1 to {TREE_NAME_BYTES_MAX} bytes"
-            )));
-        }
+    fn create_tree(&self, namespace: Namespace, name: &str, kind: TreeKindRecord) -> Result<TreeId> {
+        check_name(namespace, name)?;
         self.check_writable()?;
-        self.with_exclusive_writer(|| {
-            if self.find_tree(namespace, name).is_some() {
-                return Err(Error::InvalidArgument(format!("{what} {name} already exists")));
-            }
-            let mut versions = self.versions.lock();
-            // Tree ids come from the file-number counter: never reused, so rows
-            // of a dropped tree still in a WAL can never reach a new one.
-            let id = TreeId::try_from(versions.new_file_number())
-                .map_err(|_| Error::InvalidArgument("tree ids exhausted".into()))?;
-            let edit = VersionEdit {
-                trees_created: vec![(id, name.to_string())],
-                tree_kinds: vec![(id, kind)],
-                ..VersionEdit::default()
-            };
-            let version = self.log_and_apply(&mut versions, edit)?;
-            self.state.replace(|s| SuperVersion { mem: s.mem.clone(), imms: s.imms.clone(), version });
-            Ok(())
-        })
+        self.with_exclusive_writer(|| self.log_create(namespace, name, kind))
+    }
+
+    /// Logs the creation of a tree and installs it; the caller owns the
+    /// write path and checked the name.
+    pub(super) fn log_create(
+        &self,
+        namespace: Namespace,
+        name: &str,
+        kind: TreeKindRecord,
+    ) -> Result<TreeId> {
+        if self.find_tree(namespace, name).is_some() {
+            return Err(Error::InvalidArgument(format!("{} {name} already exists", what(namespace))));
+        }
+        let mut versions = self.versions.lock();
+        // Tree ids come from the file-number counter: never reused, so rows
+        // of a dropped tree still in a WAL can never reach a new one.
+        let id = TreeId::try_from(versions.new_file_number())
+            .map_err(|_| Error::InvalidArgument("tree ids exhausted".into()))?;
+        let edit = VersionEdit {
+            trees_created: vec![(id, name.to_string())],
+            tree_kinds: vec![(id, kind)],
+            ..VersionEdit::default()
+        };
+        let version = self.log_and_apply(&mut versions, edit)?;
+        self.state.replace(|s| SuperVersion { mem: s.mem.clone(), imms: s.imms.clone(), version });
+        Ok(id)
     }
 
     /// The shared state of the handles of a tree, registered so that a
@@ -211,16 +226,35 @@ impl DbInner {
                 )));
             }
             open.remove(&id);
-            let mut versions = self.versions.lock();
-            let edit = VersionEdit { trees_dropped: vec![id], ..VersionEdit::default() };
-            let version = self.log_and_apply(&mut versions, edit)?;
-            self.state.replace(|s| SuperVersion { mem: s.mem.clone(), imms: s.imms.clone(), version });
-            Ok(())
+            drop(open);
+            // A table's indexes go with it, in the same edit.
+            let catalog = self.state.load().version.catalog.clone();
+            let mut ids: Vec<TreeId> = catalog.indexes_of(id).map(|(index, _, _)| index).collect();
+            ids.push(id);
+            self.log_drop(&ids)
         })?;
         // The drop is durable: files left behind by a failed deletion are
         // garbage that a later collection (or the next open) removes, not
         // a reason to tell the caller the drop failed.
         let _ = self.delete_obsolete_files(false);
+        Ok(())
+    }
+
+    /// Drops trees (an index, or an index that could not be built).
+    pub(super) fn drop_trees(&self, ids: &[TreeId]) -> Result<()> {
+        self.check_writable()?;
+        self.with_exclusive_writer(|| self.log_drop(ids))?;
+        let _ = self.delete_obsolete_files(false);
+        Ok(())
+    }
+
+    /// Logs the drop of `ids` and installs it; the caller owns the write
+    /// path.
+    pub(super) fn log_drop(&self, ids: &[TreeId]) -> Result<()> {
+        let mut versions = self.versions.lock();
+        let edit = VersionEdit { trees_dropped: ids.to_vec(), ..VersionEdit::default() };
+        let version = self.log_and_apply(&mut versions, edit)?;
+        self.state.replace(|s| SuperVersion { mem: s.mem.clone(), imms: s.imms.clone(), version });
         Ok(())
     }
 }

@@ -42,83 +42,38 @@ pub(crate) fn prefix_range(prefix: &[u8]) -> KeyRange {
     (Bound::Included(prefix.to_vec()), end)
 }
 
-/// Iterator over `(key, value)` pairs of a range, at one seqno. It holds the
-/// memtables and SSTs it reads, so flushes and deletions do not disturb it.
-pub struct DbIterator {
-    /// Keeps the memtables and SSTs being read alive.
-    pin: Option<Arc<SuperVersion>>,
-    /// Keeps the database (and its directory lock) alive while iterating,
-    /// as snapshots do.
-    db: Arc<DbInner>,
-    /// The keyspace handle's shared state, so the keyspace cannot be
-    /// dropped while it is iterated.
-    _tree: Option<Arc<TreeShared>>,
-    /// `None` until opened (and when opening failed).
-    cursor: Option<TreeCursor>,
+/// The newest visible value of each key of a range of one tree, at one
+/// seqno, in order: what key-value iterators and index reads step through.
+/// It holds its memtables and SST readers; the caller keeps the super
+/// version it was opened on alive (its files must not be deleted).
+pub(crate) struct RangeReader {
+    cursor: TreeCursor,
     forward: bool,
     seqno: SeqNo,
     range: KeyRange,
-    /// Set after the end or an error: the iterator yields nothing more.
-    done: bool,
-    /// An error met while positioning, reported by the first `next`.
-    pending_error: Option<crate::Error>,
 }
 
-impl std::fmt::Debug for DbIterator {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DbIterator")
-            .field("seqno", &self.seqno)
-            .field("forward", &self.forward)
-            .field("range", &self.range)
-            .field("done", &self.done)
-            .finish_non_exhaustive()
-    }
-}
-
-/// Builds an iterator over `range` of `tree`.
-pub(crate) fn new(
-    inner: &Arc<DbInner>,
-    tree: TreeId,
-    range: KeyRange,
-    direction: Direction,
-    snapshot: Option<SeqNo>,
-) -> DbIterator {
-    let (seqno, sv) = inner.read_view(snapshot);
-    let forward = direction == Direction::Forward;
-    let mut it = DbIterator {
-        pin: None,
-        db: inner.clone(),
-        _tree: None,
-        cursor: None,
-        forward,
-        seqno,
-        range,
-        done: false,
-        pending_error: None,
-    };
-    if let Err(e) = inner.check_open().and_then(|()| it.open_cursor(inner, &sv, tree)) {
-        it.pending_error = Some(e);
-    }
-    it.pin = Some(sv);
-    it
-}
-
-impl DbIterator {
-    /// The iterator, keeping a keyspace's handle state alive.
-    pub(super) fn holding(self, tree: Arc<TreeShared>) -> Self {
-        DbIterator { _tree: Some(tree), ..self }
-    }
-
-    fn open_cursor(&mut self, inner: &DbInner, sv: &SuperVersion, tree: TreeId) -> Result<()> {
+impl RangeReader {
+    /// Opens a reader over `range` of `tree` at `seqno` in `sv`.
+    pub(crate) fn open(
+        inner: &DbInner,
+        sv: &SuperVersion,
+        seqno: SeqNo,
+        tree: TreeId,
+        range: KeyRange,
+        direction: Direction,
+    ) -> Result<RangeReader> {
         let Some(files) = sv.version.tree(tree) else {
             return Err(crate::Error::InvalidArgument(format!("unknown tree {tree}")));
         };
-        self.cursor = Some(TreeCursor::open(&inner.sst_readers, sv, tree, files, &self.range, self.forward)?);
-        Ok(())
+        let forward = direction == Direction::Forward;
+        let cursor = TreeCursor::open(&inner.sst_readers, sv, tree, files, &range, forward)?;
+        Ok(RangeReader { cursor, forward, seqno, range })
     }
 
-    fn advance(&mut self) -> Result<Option<(Bytes, Bytes)>> {
-        let Some(cursor) = &mut self.cursor else { return Ok(None) };
+    /// The next key and its value, or `None` at the end of the range.
+    pub(crate) fn next_entry(&mut self) -> Result<Option<(Bytes, Bytes)>> {
+        let cursor = &mut self.cursor;
         while let Some(key) = cursor.next_user_key() {
             if past_end(&self.range, self.forward, &key) {
                 return Ok(None);
@@ -136,6 +91,67 @@ impl DbIterator {
             }
         }
         Ok(None)
+    }
+}
+
+/// Iterator over `(key, value)` pairs of a range, at one seqno. It holds the
+/// memtables and SSTs it reads, so flushes and deletions do not disturb it.
+pub struct DbIterator {
+    /// Keeps the memtables and SSTs being read alive.
+    _pin: Arc<SuperVersion>,
+    /// Keeps the database (and its directory lock) alive while iterating,
+    /// as snapshots do.
+    db: Arc<DbInner>,
+    /// The keyspace handle's shared state, so the keyspace cannot be
+    /// dropped while it is iterated.
+    _tree: Option<Arc<TreeShared>>,
+    /// `None` when opening failed.
+    reader: Option<RangeReader>,
+    /// Set after the end or an error: the iterator yields nothing more.
+    done: bool,
+    /// An error met while positioning, reported by the first `next`.
+    pending_error: Option<crate::Error>,
+}
+
+impl std::fmt::Debug for DbIterator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("DbIterator");
+        if let Some(r) = &self.reader {
+            d.field("seqno", &r.seqno).field("forward", &r.forward).field("range", &r.range);
+        }
+        d.field("done", &self.done).finish_non_exhaustive()
+    }
+}
+
+/// Builds an iterator over `range` of `tree`.
+pub(crate) fn new(
+    inner: &Arc<DbInner>,
+    tree: TreeId,
+    range: KeyRange,
+    direction: Direction,
+    snapshot: Option<SeqNo>,
+) -> DbIterator {
+    let (seqno, sv) = inner.read_view(snapshot);
+    let opened =
+        inner.check_open().and_then(|()| RangeReader::open(inner, &sv, seqno, tree, range, direction));
+    let (reader, pending_error) = match opened {
+        Ok(r) => (Some(r), None),
+        Err(e) => (None, Some(e)),
+    };
+    DbIterator { _pin: sv, db: inner.clone(), _tree: None, reader, done: false, pending_error }
+}
+
+impl DbIterator {
+    /// The iterator, keeping a keyspace's handle state alive.
+    pub(super) fn holding(self, tree: Arc<TreeShared>) -> Self {
+        DbIterator { _tree: Some(tree), ..self }
+    }
+
+    fn advance(&mut self) -> Result<Option<(Bytes, Bytes)>> {
+        match &mut self.reader {
+            Some(r) => r.next_entry(),
+            None => Ok(None),
+        }
     }
 }
 

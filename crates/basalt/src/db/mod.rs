@@ -6,6 +6,7 @@ mod counters;
 mod cursor;
 mod ddl;
 mod flush;
+mod index;
 mod iter;
 mod keyspace;
 mod open;
@@ -28,6 +29,7 @@ use std::thread::JoinHandle;
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex};
 
+pub use index::{IndexInfo, IndexOptions, IndexPredicate, LookupOptions};
 pub use iter::{DbIterator, Direction};
 pub use keyspace::Keyspace;
 pub use scan::{KeyValueRange, ScanOptions, TableScan};
@@ -211,6 +213,8 @@ pub(crate) struct DbInner {
     /// Live table and keyspace handles by tree, to refuse dropping a tree
     /// in use.
     pub open_trees: Mutex<std::collections::HashMap<crate::ids::TreeId, std::sync::Weak<ddl::TreeShared>>>,
+    /// Index builds under way and when each index became usable.
+    pub indexes: index::IndexState,
 }
 
 /// An open database. `Send + Sync`: share it between threads by reference or

@@ -98,9 +98,11 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         snapshots: Mutex::new(std::collections::BTreeMap::new()),
         counters: Counters::default(),
         open_trees: Mutex::new(std::collections::HashMap::new()),
+        indexes: super::index::IndexState::default(),
         opts,
     };
     inner.recover_wals(&wals, last_seqno)?;
+    inner.drop_unfinished_indexes()?;
     inner.delete_obsolete_files(true)?;
     Ok(inner)
 }

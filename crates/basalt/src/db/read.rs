@@ -216,7 +216,7 @@ impl Value<'_> {
 
     /// What the row cache keeps of this value: its bytes, or a table row
     /// in the row encoding the memtable holds.
-    fn cached_bytes(&self, layout: Option<&TableLayout>) -> Result<Bytes> {
+    pub(crate) fn cached_bytes(&self, layout: Option<&TableLayout>) -> Result<Bytes> {
         match (self, layout) {
             (Value::Columns(arrays, i), Some(layout)) => {
                 let mut row = Vec::new();

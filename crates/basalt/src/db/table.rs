@@ -211,7 +211,7 @@ impl Table {
         }
         for (v, &i) in key.iter().zip(pk) {
             let field = layout.schema().field(i);
-            if !key_value_fits(v, field.data_type()) {
+            if !row::layout::key_value_fits(v, field.data_type()) {
                 return Err(Error::SchemaMismatch(format!(
                     "key column {} has type {}, got {v:?}",
                     field.name(),
@@ -267,25 +267,4 @@ impl Table {
         RecordBatch::try_new(self.schema(), arrays)
             .map_err(|e| Error::InvalidArgument(format!("table row: {e}")))
     }
-}
-
-/// Whether a key value's variant is the key encoding of `data_type`.
-fn key_value_fits(v: &KeyValue<'_>, data_type: &arrow_schema::DataType) -> bool {
-    use arrow_schema::DataType as D;
-    matches!(
-        (v, data_type),
-        (KeyValue::Bool(_), D::Boolean)
-            | (KeyValue::I8(_), D::Int8)
-            | (KeyValue::I16(_), D::Int16)
-            | (KeyValue::I32(_), D::Int32 | D::Date32)
-            | (KeyValue::I64(_), D::Int64 | D::Date64 | D::Timestamp(_, _))
-            | (KeyValue::U8(_), D::UInt8)
-            | (KeyValue::U16(_), D::UInt16)
-            | (KeyValue::U32(_), D::UInt32)
-            | (KeyValue::U64(_), D::UInt64)
-            | (KeyValue::F32(_), D::Float32)
-            | (KeyValue::F64(_), D::Float64)
-            | (KeyValue::Str(_), D::Utf8 | D::LargeUtf8)
-            | (KeyValue::Bytes(_), D::Binary | D::LargeBinary)
-    )
 }

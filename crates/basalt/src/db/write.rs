@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 
+use super::index::GroupOverlay;
 use super::write_buffer::{self, StallAction, WriteBufferState};
 use super::{DbInner, SuperVersion};
 use crate::catalog::TreeKind;
@@ -31,6 +32,9 @@ struct Request {
     id: u64,
     batch: WriteBatch,
     sync: bool,
+    /// Why the leader refused this batch alone (a unique index violation):
+    /// it is not logged, and its writer gets this error.
+    rejected: Option<Error>,
 }
 
 /// The queue of writers and the leader flag.
@@ -57,7 +61,7 @@ impl DbInner {
         let mut q = self.writer.queue.lock();
         let id = q.next_id;
         q.next_id += 1;
-        q.pending.push_back(Request { id, batch, sync });
+        q.pending.push_back(Request { id, batch, sync, rejected: None });
         loop {
             if let Some(result) = q.results.remove(&id) {
                 return result;
@@ -78,10 +82,11 @@ impl DbInner {
                         Err(self.set_bg_error(Error::Closed("a write failed with a panic (a bug)".into())))
                     })
             });
-            for r in &group {
-                let result = match &outcome {
-                    Ok(()) => Ok(()),
-                    Err(e) => Err(e.duplicate()),
+            for r in &mut group {
+                let result = match (&outcome, r.rejected.take()) {
+                    (Err(e), _) => Err(e.duplicate()),
+                    (Ok(()), Some(refused)) => Err(refused),
+                    (Ok(()), None) => Ok(()),
                 };
                 q.results.insert(r.id, result);
             }
@@ -164,13 +169,28 @@ impl DbInner {
         let incoming: usize =
             group.iter().map(|r| r.batch.encoded_len() + r.batch.len() * ENTRY_OVERHEAD_BYTES).sum();
         self.make_room(incoming)?;
-        let first = self.writer.last_seqno.load(Ordering::Relaxed) + 1;
-        let count: u64 = group.iter().map(|r| r.batch.len() as u64).sum();
+        let last = self.writer.last_seqno.load(Ordering::Relaxed);
+        {
+            // Index upkeep reads the state every earlier group left (the
+            // leader published it before handing over).
+            let sv = self.state.load_full();
+            let mut overlay = GroupOverlay::default();
+            for r in group.iter_mut() {
+                if let Err(e) = self.add_index_upkeep(&sv, last, &mut r.batch, &mut overlay) {
+                    r.rejected = Some(e);
+                }
+            }
+        }
+        let first = last + 1;
+        let count: u64 = group.iter().filter(|r| r.rejected.is_none()).map(|r| r.batch.len() as u64).sum();
+        if count == 0 {
+            return Ok(());
+        }
         if first + count > SEQNO_MAX {
             return Err(Error::InvalidArgument("sequence numbers exhausted".into()));
         }
         let mut seqno = first;
-        for r in group.iter_mut() {
+        for r in group.iter_mut().filter(|r| r.rejected.is_none()) {
             r.batch.seal(seqno);
             seqno += r.batch.len() as u64;
         }
@@ -178,7 +198,8 @@ impl DbInner {
         let wal_bytes = {
             let mut wal = self.writer.wal.lock();
             let before = wal.len();
-            let appended = wal.append(group.iter().map(|r| r.batch.sealed_bytes()));
+            let appended =
+                wal.append(group.iter().filter(|r| r.rejected.is_none()).map(|r| r.batch.sealed_bytes()));
             let synced = appended.and_then(|()| if sync { wal.sync() } else { Ok(()) });
             if let Err(e) = synced {
                 // The WAL may now hold a partial group: no later write may be
@@ -191,7 +212,7 @@ impl DbInner {
             let sv = self.state.load();
             (sv.mem.clone(), sv.version.clone())
         };
-        for r in group.iter_mut() {
+        for r in group.iter_mut().filter(|r| r.rejected.is_none()) {
             let (rep, encoded) = std::mem::take(&mut r.batch).into_parts();
             if let Err(e) = insert_batch(&mem, &rep, Some(&encoded), &version, Path::new(""), 0) {
                 // A batch that was validated and logged cannot fail to insert;
@@ -205,6 +226,17 @@ impl DbInner {
         self.writer.visible_seqno.store(seqno - 1, Ordering::Release);
         self.counters.record_group(group.len() as u64, wal_bytes, sync);
         Ok(())
+    }
+
+    /// Commits `batch` as a group of its own; the caller owns the write
+    /// path (`with_exclusive_writer`), as an index backfill step does.
+    pub(crate) fn commit_owned(&self, batch: WriteBatch) -> Result<()> {
+        let mut group = [Request { id: 0, batch, sync: false, rejected: None }];
+        self.commit_group(&mut group)?;
+        match group[0].rejected.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 
     /// Fails if an earlier background or WAL error stopped writes.

@@ -212,6 +212,19 @@ pub fn decode_row(layout: &TableLayout, row: Option<&[u8]>, builders: &mut [Colu
         }
         return Ok(());
     };
+    row_fields(layout, row, |i, value| match value {
+        None => builders[i].push_null(),
+        Some(v) => builders[i].push(v),
+    })
+}
+
+/// Splits row bytes into each stored column's value, in row order:
+/// `f(schema index, value)`, `None` for a null. Every byte is checked.
+pub fn row_fields<'r>(
+    layout: &TableLayout,
+    row: &'r [u8],
+    mut f: impl FnMut(usize, Option<&'r [u8]>),
+) -> Result<()> {
     let bad = |what: &str| Error::corruption("", 0, format!("row bytes: {what}"));
     let stored = &layout.stored;
     let mut pos = 0usize;
@@ -228,7 +241,7 @@ pub fn decode_row(layout: &TableLayout, row: Option<&[u8]>, builders: &mut [Colu
             if !layout.columns[i].field.is_nullable() {
                 return Err(bad("null in a non-nullable column"));
             }
-            builders[i].push_null();
+            f(i, None);
             continue;
         }
         let last = n + 1 == stored.len();
@@ -244,7 +257,7 @@ pub fn decode_row(layout: &TableLayout, row: Option<&[u8]>, builders: &mut [Colu
             }
         };
         pos += value.len();
-        builders[i].push(value);
+        f(i, Some(value));
     }
     if pos != row.len() {
         return Err(bad("trailing bytes"));

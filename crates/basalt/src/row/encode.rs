@@ -135,7 +135,7 @@ impl<'a> RowEncoder<'a> {
             let c = &self.columns[i];
             let bytes = c.bytes(row, &mut scratch);
             let field = &self.layout.columns[i].field;
-            key::put_value(out, &key_value(field.data_type(), bytes));
+            key::put_value(out, &key_value_of(field.data_type(), bytes));
         }
     }
 
@@ -195,14 +195,14 @@ impl<'a> KeyEncoder<'a> {
         }
         for (n, &i) in self.layout.primary_key.iter().enumerate() {
             let bytes = self.columns[n].bytes(row, &mut scratch);
-            key::put_value(out, &key_value(self.layout.columns[i].field.data_type(), bytes));
+            key::put_value(out, &key_value_of(self.layout.columns[i].field.data_type(), bytes));
         }
     }
 }
 
 /// Appends the key-codec encoding of a value given as row bytes.
 pub fn key_bytes_of(data_type: &DataType, bytes: &[u8], out: &mut Vec<u8>) {
-    key::put_value(out, &key_value(data_type, bytes));
+    key::put_value(out, &key_value_of(data_type, bytes));
 }
 
 /// Appends the row bytes of element `i` of `array` (non-null).
@@ -214,7 +214,7 @@ pub fn value_bytes(array: &ArrayRef, width: Width, i: usize, out: &mut Vec<u8>) 
 }
 
 /// The key codec value for a key column's little-endian (or raw) bytes.
-fn key_value<'b>(data_type: &DataType, b: &'b [u8]) -> KeyValue<'b> {
+pub fn key_value_of<'b>(data_type: &DataType, b: &'b [u8]) -> KeyValue<'b> {
     let le8 = |b: &[u8]| {
         let mut a = [0u8; 8];
         a.copy_from_slice(&b[..8]);

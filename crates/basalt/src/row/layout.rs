@@ -252,5 +252,27 @@ fn check_columns(fields: &[Arc<Field>], batch: &RecordBatch) -> Result<()> {
     Ok(())
 }
 
+/// Whether a key value's variant is the key encoding of `data_type`.
+pub fn key_value_fits(v: &crate::codec::key::KeyValue<'_>, data_type: &DataType) -> bool {
+    use crate::codec::key::KeyValue;
+    use DataType as D;
+    matches!(
+        (v, data_type),
+        (KeyValue::Bool(_), D::Boolean)
+            | (KeyValue::I8(_), D::Int8)
+            | (KeyValue::I16(_), D::Int16)
+            | (KeyValue::I32(_), D::Int32 | D::Date32)
+            | (KeyValue::I64(_), D::Int64 | D::Date64 | D::Timestamp(_, _))
+            | (KeyValue::U8(_), D::UInt8)
+            | (KeyValue::U16(_), D::UInt16)
+            | (KeyValue::U32(_), D::UInt32)
+            | (KeyValue::U64(_), D::UInt64)
+            | (KeyValue::F32(_), D::Float32)
+            | (KeyValue::F64(_), D::Float64)
+            | (KeyValue::Str(_), D::Utf8 | D::LargeUtf8)
+            | (KeyValue::Bytes(_), D::Binary | D::LargeBinary)
+    )
+}
+
 #[cfg(test)]
 mod tests;

@@ -8,6 +8,7 @@
 pub mod decode;
 pub mod encode;
 pub mod filter;
+pub mod index;
 pub mod layout;
 pub mod zone;
 

@@ -18,7 +18,8 @@
 //!                   1 keyspace: nothing
 //!                   2 table:    varint n | varint key column{n}
 //!                               | varint len + Arrow IPC stream of the schema
-//!                   3 index:    varint table tree | u8 flags (bit 0: unique)
+//!                   3 index:    varint table tree | u8 flags (bit 0: unique,
+//!                               bit 1: being built)
 //!                               | varint n | varint column{n}
 //!                               | varint m | varint included column{m}
 //! file meta := number | size | entries | min seqno | max seqno (varints)
@@ -53,6 +54,9 @@ const KIND_INDEX: u8 = 3;
 
 /// Bit of an index record's flags: the index is unique.
 const INDEX_UNIQUE: u8 = 1;
+/// Index flag: still being built (backfilled); a MANIFEST that ends with
+/// it set belongs to a creation that never finished.
+const INDEX_BUILDING: u8 = 2;
 
 /// Most key, indexed or included columns a record may list (a table has
 /// at most `COLUMNS_MAX` columns).
@@ -214,10 +218,11 @@ fn encode_kind(out: &mut Vec<u8>, kind: &TreeKindRecord) {
             put_columns(out, primary_key);
             varint::put_bytes(out, schema_ipc);
         }
-        TreeKindRecord::Index { table, unique, columns, include } => {
+        TreeKindRecord::Index { table, unique, building, columns, include } => {
             out.push(KIND_INDEX);
             varint::put_u64(out, u64::from(*table));
-            out.push(if *unique { INDEX_UNIQUE } else { 0 });
+            let flags = if *unique { INDEX_UNIQUE } else { 0 } | if *building { INDEX_BUILDING } else { 0 };
+            out.push(flags);
             put_columns(out, columns);
             put_columns(out, include);
         }
@@ -235,12 +240,18 @@ fn decode_kind(r: &mut Reader<'_, '_>) -> Result<TreeKindRecord> {
         KIND_INDEX => {
             let table = read_tree(r)?;
             let flags = r.u8()?;
-            if flags & !INDEX_UNIQUE != 0 {
+            if flags & !(INDEX_UNIQUE | INDEX_BUILDING) != 0 {
                 return Err(r.corrupt(format!("unknown index flags {flags:#x}")));
             }
             let columns = read_columns(r)?;
             let include = read_columns(r)?;
-            Ok(TreeKindRecord::Index { table, unique: flags & INDEX_UNIQUE != 0, columns, include })
+            Ok(TreeKindRecord::Index {
+                table,
+                unique: flags & INDEX_UNIQUE != 0,
+                building: flags & INDEX_BUILDING != 0,
+                columns,
+                include,
+            })
         }
         kind => Err(r.corrupt(format!("unknown tree kind {kind}"))),
     }
@@ -380,8 +391,26 @@ mod tests {
             tree_kinds: vec![
                 (0, TreeKindRecord::Keyspace),
                 (4, TreeKindRecord::Table { primary_key: vec![1], schema_ipc: vec![9, 8] }),
-                (5, TreeKindRecord::Index { table: 4, unique: true, columns: vec![0, 2], include: vec![3] }),
-                (6, TreeKindRecord::Index { table: 4, unique: false, columns: vec![2], include: vec![] }),
+                (
+                    5,
+                    TreeKindRecord::Index {
+                        table: 4,
+                        unique: true,
+                        building: true,
+                        columns: vec![0, 2],
+                        include: vec![3],
+                    },
+                ),
+                (
+                    6,
+                    TreeKindRecord::Index {
+                        table: 4,
+                        unique: false,
+                        building: false,
+                        columns: vec![2],
+                        include: vec![],
+                    },
+                ),
             ],
             files_added: vec![(
                 0,
@@ -429,7 +458,16 @@ mod tests {
             tree_kinds: vec![
                 (0, TreeKindRecord::Keyspace),
                 (4, TreeKindRecord::Table { primary_key: vec![0], schema_ipc: vec![0xAB, 0xCD] }),
-                (5, TreeKindRecord::Index { table: 4, unique: true, columns: vec![1, 2], include: vec![3] }),
+                (
+                    5,
+                    TreeKindRecord::Index {
+                        table: 4,
+                        unique: true,
+                        building: false,
+                        columns: vec![1, 2],
+                        include: vec![3],
+                    },
+                ),
             ],
             ..VersionEdit::default()
         };

@@ -129,6 +129,12 @@ impl WriteBatch {
         self.encoded.push(rows);
     }
 
+    /// The table writes of the batch, in order: each Arrow entry's tree,
+    /// kind and pre-encoded rows.
+    pub(crate) fn table_writes(&self) -> impl Iterator<Item = (TreeId, Kind, &EncodedRows)> {
+        self.entries().filter(|e| e.arrow_rows > 0).zip(&self.encoded).map(|(e, rows)| (e.tree, e.kind, rows))
+    }
+
     /// Number of seqnos the batch consumes (entries, counting each Arrow row).
     pub fn len(&self) -> usize {
         self.count as usize

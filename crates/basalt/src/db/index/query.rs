@@ -1,0 +1,290 @@
+//! Reading through an index: the entries of a predicate's key range, and
+//! the rows they point at. A lookup whose columns the entries hold
+//! (indexed, primary-key and included columns) reads the index alone;
+//! otherwise it fetches the rows by primary key, in key order (neighbours
+//! share blocks), and hands them out in index order.
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, RecordBatch, UInt32Array};
+use arrow_schema::SchemaRef;
+use bytes::Bytes;
+
+use super::super::iter::{Direction, KeyRange, RangeReader};
+use super::super::read::Value;
+use super::super::{Snapshot, SuperVersion, Table};
+use crate::catalog::{IndexDef, Namespace, TreeKind};
+use crate::codec::internal::SeqNo;
+use crate::codec::key::{KeyValue, prefix_successor};
+use crate::error::{Error, Result};
+use crate::ids::TreeId;
+use crate::row::decode::{ColumnBuilder, builders_for, decode_row};
+use crate::row::layout::ColumnSource;
+
+/// Which entries of an index a query reads. Values are the indexed
+/// columns' in key order; `None` stands for null (only in a nullable
+/// column). Values compare as keys do: `-0.0` equals `0.0` and every NaN
+/// is one value above `+inf`.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum IndexPredicate<'a> {
+    /// Every indexed column equals its value.
+    Eq(Vec<Option<KeyValue<'a>>>),
+    /// The leading indexed columns equal these values.
+    Prefix(Vec<Option<KeyValue<'a>>>),
+    /// The tuple of the leading indexed columns lies between the bounds.
+    /// A bound may name fewer columns than the other: `Included(prefix)`
+    /// as the upper bound takes every entry starting with it,
+    /// `Excluded(prefix)` as the lower bound skips them all.
+    Range(Bound<Vec<Option<KeyValue<'a>>>>, Bound<Vec<Option<KeyValue<'a>>>>),
+}
+
+crate::options::option_struct! {
+/// How a lookup reads ([`Table::lookup`]).
+#[derive(Debug, Clone, Default)]
+pub struct LookupOptions<'a> {
+    /// Columns to return, by name, in this order (`None`: all).
+    pub projection: Option<Vec<String>>,
+    /// Read as of this snapshot (`None`: now).
+    pub snapshot: Option<&'a Snapshot>,
+    /// Return at most this many rows.
+    pub limit: Option<usize>,
+    /// Descending index order.
+    pub reverse: bool,
+}
+}
+
+/// An index and the moment it is read at.
+pub(crate) struct IndexRead {
+    pub index: TreeId,
+    pub def: IndexDef,
+    pub seqno: SeqNo,
+    pub sv: Arc<SuperVersion>,
+}
+
+impl Table {
+    /// The rows whose indexed values satisfy `predicate`, in index order
+    /// (by primary key among equal values), as one record batch.
+    #[expect(clippy::needless_pass_by_value, reason = "built inline by the caller, as ScanOptions are")]
+    pub fn lookup(
+        &self,
+        index: &str,
+        predicate: IndexPredicate<'_>,
+        opts: LookupOptions<'_>,
+    ) -> Result<RecordBatch> {
+        let read = self.index_read(index, opts.snapshot)?;
+        let range = predicate_range(&read.def, &predicate)?;
+        let (projection, schema) = self.projection(opts.projection.as_deref())?;
+        let limit = opts.limit.unwrap_or(usize::MAX);
+        let direction = if opts.reverse { Direction::Reverse } else { Direction::Forward };
+        let mut entries =
+            RangeReader::open(self.inner(), &read.sv, read.seqno, read.index, range, direction)?;
+        let layout = self.layout().clone();
+        let mut builders = builders_for(&layout);
+        if projection.iter().all(|&c| read.def.layout.covers(c)) {
+            let mut rows = 0;
+            while rows < limit
+                && let Some((key, value)) = entries.next_entry()?
+            {
+                read.def
+                    .layout
+                    .decode_entry(&key, &value, &mut builders)
+                    .map_err(|e| self.bad_entry(index, &e))?;
+                rows += 1;
+            }
+            let arrays = finish(&mut builders, &projection)?;
+            return batch(schema, arrays, rows);
+        }
+        let mut keys: Vec<Bytes> = Vec::new();
+        while keys.len() < limit
+            && let Some((key, _)) = entries.next_entry()?
+        {
+            let pk = read.def.layout.user_key(&key).map_err(|e| self.bad_entry(index, &e))?;
+            keys.push(key.slice_ref(pk));
+        }
+        // Fetch in primary-key order, then hand out in index order.
+        let mut order: Vec<u32> = (0..keys.len() as u32).collect();
+        order.sort_by(|&a, &b| keys[a as usize].cmp(&keys[b as usize]));
+        let mut position = vec![0u32; keys.len()];
+        for (fetched, &k) in order.iter().enumerate() {
+            self.fetch_row(&read, &keys[k as usize], &mut builders, index)?;
+            position[k as usize] = fetched as u32;
+        }
+        let arrays = finish(&mut builders, &projection)?;
+        let take = UInt32Array::from(position);
+        let arrays = arrays
+            .iter()
+            .map(|a| arrow_select::take::take(a, &take, None))
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(|e| Error::InvalidArgument(format!("ordering lookup rows: {e}")))?;
+        batch(schema, arrays, keys.len())
+    }
+
+    /// How many rows' indexed values satisfy `predicate`, read from the
+    /// index alone.
+    pub fn count(&self, index: &str, predicate: IndexPredicate<'_>) -> Result<u64> {
+        self.count_opt(index, predicate, None)
+    }
+
+    /// [`Table::count`] as of a snapshot.
+    #[expect(clippy::needless_pass_by_value, reason = "built inline by the caller, as ScanOptions are")]
+    pub fn count_opt(
+        &self,
+        index: &str,
+        predicate: IndexPredicate<'_>,
+        snapshot: Option<&Snapshot>,
+    ) -> Result<u64> {
+        let read = self.index_read(index, snapshot)?;
+        let range = predicate_range(&read.def, &predicate)?;
+        let mut entries =
+            RangeReader::open(self.inner(), &read.sv, read.seqno, read.index, range, Direction::Forward)?;
+        let mut n = 0u64;
+        while entries.next_entry()?.is_some() {
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// The ready index `name` and the moment to read it at.
+    pub(crate) fn index_read(&self, name: &str, snapshot: Option<&Snapshot>) -> Result<IndexRead> {
+        let inner = self.inner();
+        inner.check_open()?;
+        let (seqno, sv) = inner.read_view(snapshot.map(Snapshot::seqno));
+        if sv.version.tree(self.tree()).is_none() {
+            return Err(Error::InvalidArgument(format!("table {} was dropped", self.name())));
+        }
+        let (index, def) = match sv.version.catalog.find(Namespace::IndexesOf(self.tree()), name) {
+            Some((id, tree)) => match &tree.kind {
+                TreeKind::Index(def) if !def.building => (id, def.clone()),
+                _ => return Err(Error::InvalidArgument(format!("index {name} is being created"))),
+            },
+            None => {
+                return Err(Error::InvalidArgument(format!("table {} has no index {name}", self.name())));
+            }
+        };
+        if inner.indexes.ready.lock().get(&index).is_some_and(|&ready| seqno < ready) {
+            return Err(Error::InvalidArgument(format!(
+                "index {name} was created after the snapshot read at seqno {seqno}"
+            )));
+        }
+        Ok(IndexRead { index, def, seqno, sv })
+    }
+
+    /// Column indices and schema of a projection (`None`: every column).
+    fn projection(&self, names: Option<&[String]>) -> Result<(Vec<usize>, SchemaRef)> {
+        let schema = self.schema();
+        let Some(names) = names else {
+            return Ok(((0..schema.fields().len()).collect(), schema));
+        };
+        let columns = names
+            .iter()
+            .map(|n| schema.index_of(n).map_err(|_| Error::InvalidArgument(format!("no column {n}"))))
+            .collect::<Result<Vec<_>>>()?;
+        let projected = schema.project(&columns).map_err(|e| Error::InvalidArgument(e.to_string()))?;
+        Ok((columns, Arc::new(projected)))
+    }
+
+    /// Appends the row of `user_key` to `builders`; an index entry whose
+    /// row is missing is damage.
+    pub(crate) fn fetch_row(
+        &self,
+        read: &IndexRead,
+        user_key: &[u8],
+        builders: &mut [ColumnBuilder],
+        index: &str,
+    ) -> Result<()> {
+        let layout = self.layout().clone();
+        let mut outcome = None;
+        self.inner().lookup(&read.sv, read.seqno, self.tree(), user_key, Some(&layout), &mut |value| {
+            outcome = Some(match value {
+                Value::Columns(arrays, i) => {
+                    builders.iter_mut().zip(arrays).try_for_each(|(b, a)| b.push_from_array(a, i))
+                }
+                Value::Shared(bytes) => push_row_bytes(&layout, user_key, &bytes, builders),
+                Value::Borrowed(bytes) => push_row_bytes(&layout, user_key, bytes, builders),
+            });
+        })?;
+        outcome.unwrap_or_else(|| {
+            Err(Error::corruption(
+                format!("index {index} of table {}", self.name()),
+                0,
+                "an entry names a row the table does not hold",
+            ))
+        })
+    }
+
+    /// An index entry that does not decode, as damage naming the index.
+    fn bad_entry(&self, index: &str, e: &Error) -> Error {
+        Error::corruption(
+            format!("index {index} of table {}", self.name()),
+            0,
+            format!("entry: {}", e.reason()),
+        )
+    }
+}
+
+/// Appends a row held as row bytes.
+fn push_row_bytes(
+    layout: &crate::row::layout::TableLayout,
+    user_key: &[u8],
+    row: &[u8],
+    builders: &mut [ColumnBuilder],
+) -> Result<()> {
+    decode_row(layout, Some(row), builders)?;
+    for c in layout.columns() {
+        if c.source == ColumnSource::Key {
+            builders[c.index].push(user_key);
+        }
+    }
+    Ok(())
+}
+
+/// The index-key range of a predicate, its values checked against the
+/// indexed columns.
+pub(crate) fn predicate_range(def: &IndexDef, predicate: &IndexPredicate<'_>) -> Result<KeyRange> {
+    let layout = &def.layout;
+    let successor = |k: Vec<u8>| prefix_successor(&k).map_or(Bound::Unbounded, Bound::Excluded);
+    Ok(match predicate {
+        IndexPredicate::Eq(values) if values.len() != layout.columns().len() => {
+            return Err(Error::InvalidArgument(format!(
+                "an equality names every indexed column: {} values for {} columns",
+                values.len(),
+                layout.columns().len()
+            )));
+        }
+        IndexPredicate::Eq(values) | IndexPredicate::Prefix(values) => {
+            let prefix = layout.encode_values(values)?;
+            (Bound::Included(prefix.clone()), successor(prefix))
+        }
+        IndexPredicate::Range(lower, upper) => {
+            let lower = match lower {
+                Bound::Unbounded => Bound::Unbounded,
+                Bound::Included(v) => Bound::Included(layout.encode_values(v)?),
+                Bound::Excluded(v) => match successor(layout.encode_values(v)?) {
+                    Bound::Excluded(s) => Bound::Included(s),
+                    // Nothing sorts after every extension of the bound.
+                    _ => Bound::Excluded(vec![0xff; 1 << 12]),
+                },
+            };
+            let upper = match upper {
+                Bound::Unbounded => Bound::Unbounded,
+                Bound::Included(v) => successor(layout.encode_values(v)?),
+                Bound::Excluded(v) => Bound::Excluded(layout.encode_values(v)?),
+            };
+            (lower, upper)
+        }
+    })
+}
+
+/// The projected builders' arrays.
+fn finish(builders: &mut [ColumnBuilder], projection: &[usize]) -> Result<Vec<ArrayRef>> {
+    projection.iter().map(|&c| builders[c].finish()).collect()
+}
+
+/// A batch of `rows` rows (a batch of no columns still has a length).
+fn batch(schema: SchemaRef, arrays: Vec<ArrayRef>, rows: usize) -> Result<RecordBatch> {
+    let opts = arrow_array::RecordBatchOptions::new().with_row_count(Some(rows));
+    RecordBatch::try_new_with_options(schema, arrays, &opts)
+        .map_err(|e| Error::InvalidArgument(format!("lookup rows: {e}")))
+}

@@ -1,0 +1,217 @@
+//! Index upkeep on the write path. The group-commit leader, before it
+//! seals a batch, reads the old image of every row the batch writes to an
+//! indexed table (at the last committed seqno, plus what earlier batches
+//! of the same group wrote) and appends to the batch the index deletes of
+//! old entries and puts of new ones: rows and entries share one WAL
+//! record, so they are atomic and recovery replays them as they were.
+//! Reading the old row on write, rather than validating entries lazily on
+//! read, keeps every entry exact, so counts and covering lookups read the
+//! index alone (`docs/architecture.md` has the measurement).
+
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Bound;
+
+use bytes::Bytes;
+
+use crate::catalog::{IndexDef, TreeDef};
+use crate::codec::internal::{Kind, SeqNo};
+use crate::codec::key::prefix_successor;
+use crate::db::iter::{Direction, RangeReader};
+use crate::db::{DbInner, SuperVersion};
+use crate::error::{Error, Result};
+use crate::ids::TreeId;
+use crate::row::index::{IndexEntry, IndexLayout, RowValues};
+use crate::wal::batch::WriteBatch;
+
+/// What a group's earlier batches wrote, which the trees do not hold yet
+/// (a group reaches the memtable only after its WAL append).
+#[derive(Debug, Default)]
+pub(crate) struct GroupOverlay {
+    /// (table, user key) → the row written, `None` for a delete.
+    rows: HashMap<(TreeId, Bytes), Option<Bytes>>,
+    /// Index tree → entry key → whether the entry now exists.
+    entries: HashMap<TreeId, BTreeMap<Vec<u8>, bool>>,
+}
+
+impl GroupOverlay {
+    /// Takes in the changes of a later batch.
+    fn absorb(&mut self, later: GroupOverlay) {
+        self.rows.extend(later.rows);
+        for (tree, entries) in later.entries {
+            self.entries.entry(tree).or_default().extend(entries);
+        }
+    }
+}
+
+/// One index change of a batch.
+enum IndexOp {
+    Put { index: TreeId, key: Vec<u8>, value: Vec<u8> },
+    Delete { index: TreeId, key: Vec<u8> },
+}
+
+/// A unique index's new entry, checked once the whole batch is known (so a
+/// batch that swaps two rows' values is not refused half way).
+struct UniqueCheck<'c> {
+    index: TreeId,
+    tree: &'c TreeDef,
+    def: &'c IndexDef,
+    entry: IndexEntry,
+}
+
+impl GroupOverlay {
+    /// Sets the entries of one index (a backfill step's own).
+    pub(super) fn set_entries(&mut self, index: TreeId, entries: BTreeMap<Vec<u8>, bool>) {
+        self.entries.insert(index, entries);
+    }
+}
+
+impl DbInner {
+    /// Adds to `batch` the index changes of its table writes, reading old
+    /// rows in `sv` at `seqno` under `group`'s earlier writes; on success
+    /// `group` takes in this batch's writes. A unique violation (or an
+    /// entry over the key limit) rejects the batch and changes nothing.
+    /// The caller owns the write path.
+    pub(crate) fn add_index_upkeep(
+        &self,
+        sv: &SuperVersion,
+        seqno: SeqNo,
+        batch: &mut WriteBatch,
+        group: &mut GroupOverlay,
+    ) -> Result<()> {
+        let catalog = &sv.version.catalog;
+        if !catalog.has_indexes() {
+            return Ok(());
+        }
+        let mut mine = GroupOverlay::default();
+        let mut ops = Vec::new();
+        let mut unique = Vec::new();
+        let mut touched: Vec<(TreeId, Bytes)> = Vec::new();
+        for (table, kind, rows) in batch.table_writes() {
+            let indexes: Vec<_> = catalog.indexes_of(table).collect();
+            let Some(layout) = indexes.first().map(|(_, _, def)| def.layout.table().clone()) else {
+                continue;
+            };
+            for (user_key, row) in &rows.rows {
+                let at = (table, user_key.clone());
+                let old = match mine.rows.get(&at).or_else(|| group.rows.get(&at)) {
+                    Some(known) => known.clone(),
+                    None => self.current_row(sv, seqno, table, user_key, &layout)?,
+                };
+                let new = (kind == Kind::Put).then(|| row.clone());
+                let old_values = old.as_ref().map(|r| RowValues::parse(&layout, user_key, r)).transpose()?;
+                let new_values = new.as_ref().map(|r| RowValues::parse(&layout, user_key, r)).transpose()?;
+                for &(index, tree, def) in &indexes {
+                    let old_entry = old_values.as_ref().map(|v| def.layout.entry(user_key, v));
+                    let new_entry = new_values.as_ref().map(|v| def.layout.entry(user_key, v));
+                    if def.building {
+                        touched.push((index, user_key.clone()));
+                    }
+                    if old_entry == new_entry {
+                        continue;
+                    }
+                    let entries = mine.entries.entry(index).or_default();
+                    if let Some(o) = old_entry
+                        && new_entry.as_ref().is_none_or(|n| n.key != o.key)
+                    {
+                        entries.insert(o.key.clone(), false);
+                        ops.push(IndexOp::Delete { index, key: o.key });
+                    }
+                    if let Some(n) = new_entry {
+                        if n.key.len() > self.opts.key_bytes_max {
+                            return Err(Error::InvalidArgument(format!(
+                                "an entry of index {} takes {} bytes, over key_bytes_max ({})",
+                                tree.name,
+                                n.key.len(),
+                                self.opts.key_bytes_max
+                            )));
+                        }
+                        entries.insert(n.key.clone(), true);
+                        ops.push(IndexOp::Put { index, key: n.key.clone(), value: n.value.clone() });
+                        if def.unique && !n.has_null {
+                            unique.push(UniqueCheck { index, tree, def, entry: n });
+                        }
+                    }
+                }
+                mine.rows.insert((table, user_key.clone()), new);
+            }
+        }
+        for c in &unique {
+            // An entry a later row of the batch removed again is not checked.
+            if mine.entries.get(&c.index).and_then(|e| e.get(&c.entry.key)) != Some(&true) {
+                continue;
+            }
+            self.check_unique_entry(sv, seqno, c.index, c.tree, &c.def.layout, &c.entry, &[&mine, group])?;
+        }
+        for op in ops {
+            match op {
+                IndexOp::Put { index, key, value } => batch.put_raw(index, &key, &value),
+                IndexOp::Delete { index, key } => batch.delete_raw(index, &key),
+            }
+        }
+        if !touched.is_empty() {
+            let mut builds = self.indexes.builds.lock();
+            for (index, user_key) in touched {
+                builds.entry(index).or_default().insert(user_key);
+            }
+        }
+        group.absorb(mine);
+        Ok(())
+    }
+
+    /// The row bytes of `user_key` in `table` at `seqno`, if it exists.
+    fn current_row(
+        &self,
+        sv: &SuperVersion,
+        seqno: SeqNo,
+        table: TreeId,
+        user_key: &[u8],
+        layout: &crate::row::layout::TableLayout,
+    ) -> Result<Option<Bytes>> {
+        let mut row = None;
+        self.lookup(sv, seqno, table, user_key, Some(layout), &mut |v| {
+            row = Some(v.cached_bytes(Some(layout)));
+        })?;
+        row.transpose()
+    }
+
+    /// Fails with [`Error::UniqueViolation`] if an entry other than
+    /// `entry` holds its indexed values, in the index tree at `seqno` or in
+    /// `overlays` (newest first), which override the tree.
+    #[expect(clippy::too_many_arguments, reason = "the read view, the index and the entry")]
+    pub(super) fn check_unique_entry(
+        &self,
+        sv: &SuperVersion,
+        seqno: SeqNo,
+        index: TreeId,
+        tree: &TreeDef,
+        layout: &IndexLayout,
+        entry: &IndexEntry,
+        overlays: &[&GroupOverlay],
+    ) -> Result<()> {
+        let prefix = &entry.key[..entry.prefix_len];
+        let upper = prefix_successor(prefix).map_or(Bound::Unbounded, Bound::Excluded);
+        let range = (Bound::Included(prefix.to_vec()), upper);
+        let overridden = |key: &[u8]| -> Option<bool> {
+            overlays.iter().find_map(|o| o.entries.get(&index).and_then(|e| e.get(key)).copied())
+        };
+        let violation =
+            || Error::UniqueViolation { index: tree.name.clone(), value: layout.describe_prefix(&entry.key) };
+        for overlay in overlays {
+            if let Some(entries) = overlay.entries.get(&index) {
+                let bounds = (range.0.as_ref().map(Vec::as_slice), range.1.as_ref().map(Vec::as_slice));
+                for (key, _) in entries.range::<[u8], _>(bounds) {
+                    if key != &entry.key && overridden(key) == Some(true) {
+                        return Err(violation());
+                    }
+                }
+            }
+        }
+        let mut entries = RangeReader::open(self, sv, seqno, index, range, Direction::Forward)?;
+        while let Some((key, _)) = entries.next_entry()? {
+            if key.as_ref() != entry.key.as_slice() && overridden(&key) != Some(false) {
+                return Err(violation());
+            }
+        }
+        Ok(())
+    }
+}

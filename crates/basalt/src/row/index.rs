@@ -1,0 +1,342 @@
+//! Secondary-index entries: how a table row becomes the key and value of
+//! its entry in an index tree, and how entries become Arrow columns again
+//! (byte layout in `docs/format.md`).
+//!
+//! ```text
+//! key   := part{for each indexed column} | the table's user key (its primary key)
+//! part  := enc(value)                  (non-nullable column, codec/key.rs)
+//!        | 00 | 01 enc(value)         (nullable column: nulls sort first)
+//! value := (00 | 01 value){for each included column}
+//! value := the row encoding of one value: fixed-width little-endian bytes,
+//!          a bool byte, or varint length + bytes
+//! ```
+//!
+//! The key's parts are memcomparable, so the entries of one indexed value
+//! are a contiguous range ordered by primary key, and a prefix of the
+//! indexed columns is a prefix of the key. The primary key comes last and
+//! needs no framing: it is what is left after the parts. Included values
+//! keep their exact bytes (a float's `-0.0` and NaN payload), which the
+//! key encoding canonicalises.
+
+use std::sync::Arc;
+
+use arrow_schema::DataType;
+
+use super::decode::ColumnBuilder;
+use super::encode::key_value_of;
+use super::layout::{ColumnSource, TableLayout, Width};
+use crate::codec::key::{self, KeyReader, KeyType, KeyValue, OwnedKeyValue};
+use crate::codec::varint;
+use crate::error::{Error, Result};
+
+/// How one index of a table lays out its entries.
+#[derive(Debug)]
+pub struct IndexLayout {
+    table: Arc<TableLayout>,
+    /// Indexed columns (schema indices), in key order.
+    columns: Vec<usize>,
+    /// Included columns (schema indices), in value order.
+    include: Vec<usize>,
+    /// The key type and nullability of each indexed column.
+    parts: Vec<(KeyType, bool)>,
+}
+
+/// The key type of a column type that has a key encoding.
+pub fn key_type_of(data_type: &DataType) -> Option<KeyType> {
+    Some(match data_type {
+        DataType::Boolean => KeyType::Bool,
+        DataType::Int8 => KeyType::I8,
+        DataType::Int16 => KeyType::I16,
+        DataType::Int32 | DataType::Date32 => KeyType::I32,
+        DataType::Int64 | DataType::Date64 | DataType::Timestamp(_, _) => KeyType::I64,
+        DataType::UInt8 => KeyType::U8,
+        DataType::UInt16 => KeyType::U16,
+        DataType::UInt32 => KeyType::U32,
+        DataType::UInt64 => KeyType::U64,
+        DataType::Float32 => KeyType::F32,
+        DataType::Float64 => KeyType::F64,
+        DataType::Utf8 | DataType::LargeUtf8 => KeyType::Str,
+        DataType::Binary | DataType::LargeBinary => KeyType::Bytes,
+        _ => return None,
+    })
+}
+
+/// The row-format values of one row, by schema index (`None`: null).
+pub struct RowValues<'r> {
+    values: Vec<Option<&'r [u8]>>,
+}
+
+impl<'r> RowValues<'r> {
+    /// Splits row bytes (and the user key, for a column kept only there)
+    /// into each column's value.
+    pub fn parse(layout: &TableLayout, user_key: &'r [u8], row: &'r [u8]) -> Result<RowValues<'r>> {
+        let mut values = vec![None; layout.columns().len()];
+        super::decode::row_fields(layout, row, |i, v| values[i] = v)?;
+        for c in layout.columns() {
+            if c.source == ColumnSource::Key {
+                values[c.index] = Some(user_key);
+            }
+        }
+        Ok(RowValues { values })
+    }
+}
+
+/// One index entry of one row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexEntry {
+    /// The entry's key.
+    pub key: Vec<u8>,
+    /// Bytes of the key before the primary key: the indexed values.
+    pub prefix_len: usize,
+    /// Some indexed value is null (a unique index admits any number of
+    /// such rows, as SQL's do).
+    pub has_null: bool,
+    /// The included values.
+    pub value: Vec<u8>,
+}
+
+impl IndexLayout {
+    /// Checks an index's columns against its table and derives its layout.
+    /// `columns` must be non-empty, distinct and of key-encodable types;
+    /// `include` distinct and outside `columns` and the primary key.
+    pub fn new(table: Arc<TableLayout>, columns: &[usize], include: &[usize]) -> Result<IndexLayout> {
+        let schema = table.schema().clone();
+        if columns.is_empty() {
+            return Err(Error::InvalidArgument("an index needs at least one column".into()));
+        }
+        let mut parts = Vec::with_capacity(columns.len());
+        for (n, &i) in columns.iter().enumerate() {
+            let f = schema.fields().get(i).ok_or_else(|| Error::InvalidArgument(format!("no column {i}")))?;
+            if columns[..n].contains(&i) {
+                return Err(Error::InvalidArgument(format!("index column {} listed twice", f.name())));
+            }
+            let ty = key_type_of(f.data_type()).ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "column {} has type {}, which an index cannot order",
+                    f.name(),
+                    f.data_type()
+                ))
+            })?;
+            parts.push((ty, f.is_nullable()));
+        }
+        for (n, &i) in include.iter().enumerate() {
+            let f = schema.fields().get(i).ok_or_else(|| Error::InvalidArgument(format!("no column {i}")))?;
+            if include[..n].contains(&i) || columns.contains(&i) || table.primary_key().contains(&i) {
+                return Err(Error::InvalidArgument(format!(
+                    "included column {} is listed twice, or is an indexed or primary-key column \
+                     (which every entry holds already)",
+                    f.name()
+                )));
+            }
+        }
+        Ok(IndexLayout { table, columns: columns.to_vec(), include: include.to_vec(), parts })
+    }
+
+    /// The table's layout.
+    pub fn table(&self) -> &Arc<TableLayout> {
+        &self.table
+    }
+
+    /// Indexed columns (schema indices).
+    pub fn columns(&self) -> &[usize] {
+        &self.columns
+    }
+
+    /// Included columns (schema indices).
+    pub fn include(&self) -> &[usize] {
+        &self.include
+    }
+
+    /// The entry of a row.
+    pub fn entry(&self, user_key: &[u8], row: &RowValues<'_>) -> IndexEntry {
+        let mut key = Vec::with_capacity(user_key.len() + 16);
+        let mut has_null = false;
+        for (&i, &(_, nullable)) in self.columns.iter().zip(&self.parts) {
+            let v = row.values[i];
+            has_null |= v.is_none();
+            let data_type = self.table.schema().field(i).data_type();
+            match (nullable, v) {
+                (false, Some(b)) => key::put_value(&mut key, &key_value_of(data_type, b)),
+                (true, v) => key::put_nullable(&mut key, v.map(|b| key_value_of(data_type, b)).as_ref()),
+                // A non-nullable column holds no null (the write was checked).
+                (false, None) => key.push(key::NULL_MARKER),
+            }
+        }
+        let prefix_len = key.len();
+        key.extend_from_slice(user_key);
+        let mut value = Vec::new();
+        for &i in &self.include {
+            match row.values[i] {
+                None => value.push(key::NULL_MARKER),
+                Some(b) => {
+                    value.push(key::PRESENT_MARKER);
+                    match self.table.columns()[i].width {
+                        Width::Var32 | Width::Var64 => varint::put_bytes(&mut value, b),
+                        Width::Fixed(_) | Width::Bool => value.extend_from_slice(b),
+                    }
+                }
+            }
+        }
+        IndexEntry { key, prefix_len, has_null, value }
+    }
+
+    /// Encodes leading indexed values (a prefix of the columns) as a key
+    /// prefix, each checked against its column: a value of another type
+    /// would select a silently wrong range. `None` is a null, allowed only
+    /// in a nullable column.
+    pub fn encode_values(&self, values: &[Option<KeyValue<'_>>]) -> Result<Vec<u8>> {
+        if values.len() > self.columns.len() {
+            return Err(Error::InvalidArgument(format!(
+                "the index has {} columns, {} values given",
+                self.columns.len(),
+                values.len()
+            )));
+        }
+        let mut out = Vec::new();
+        for ((v, &i), &(_, nullable)) in values.iter().zip(&self.columns).zip(&self.parts) {
+            let field = self.table.schema().field(i);
+            match v {
+                Some(v) if !super::layout::key_value_fits(v, field.data_type()) => {
+                    return Err(Error::SchemaMismatch(format!(
+                        "index column {} has type {}, got {v:?}",
+                        field.name(),
+                        field.data_type()
+                    )));
+                }
+                None if !nullable => {
+                    return Err(Error::InvalidArgument(format!(
+                        "index column {} is not nullable; a null never matches",
+                        field.name()
+                    )));
+                }
+                _ => {}
+            }
+            if nullable {
+                key::put_nullable(&mut out, v.as_ref());
+            } else if let Some(v) = v {
+                key::put_value(&mut out, v);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Splits an entry's key into its indexed parts and the table's user
+    /// key, checking every byte; damage is `Error::Corruption` with the
+    /// offset within the key.
+    pub fn split_key<'k>(&self, index_key: &'k [u8]) -> Result<(Vec<Option<OwnedKeyValue>>, &'k [u8])> {
+        let mut r = KeyReader::new(index_key);
+        let mut parts = Vec::with_capacity(self.parts.len());
+        for &(ty, nullable) in &self.parts {
+            parts.push(if nullable { r.read_nullable(ty)? } else { Some(r.read(ty)?) });
+        }
+        Ok((parts, r.rest()))
+    }
+
+    /// The table's user key in an entry's key.
+    pub fn user_key<'k>(&self, index_key: &'k [u8]) -> Result<&'k [u8]> {
+        Ok(self.split_key(index_key)?.1)
+    }
+
+    /// The indexed values of an entry's key as text, for errors.
+    pub fn describe_prefix(&self, index_key: &[u8]) -> String {
+        match self.split_key(index_key) {
+            Ok((parts, _)) => {
+                let shown: Vec<String> = parts
+                    .iter()
+                    .map(|p| p.as_ref().map_or_else(|| "null".to_string(), |v| format!("{:?}", v.as_value())))
+                    .collect();
+                format!("({})", shown.join(", "))
+            }
+            Err(e) => format!("an undecodable key ({})", e.reason()),
+        }
+    }
+
+    /// Whether `column` can be answered from the entries alone, exactly:
+    /// included columns always; indexed and primary-key columns unless
+    /// they are floats (the key keeps a float's canonical form, not its
+    /// `-0.0` or NaN payload).
+    pub fn covers(&self, column: usize) -> bool {
+        let exact_in_key =
+            !matches!(self.table.schema().field(column).data_type(), DataType::Float32 | DataType::Float64);
+        self.include.contains(&column)
+            || (exact_in_key
+                && (self.columns.contains(&column) || self.table.primary_key().contains(&column)))
+    }
+
+    /// Appends the values of one entry to `builders` (one per schema
+    /// column; columns the entry does not cover are left alone).
+    pub fn decode_entry(&self, index_key: &[u8], value: &[u8], builders: &mut [ColumnBuilder]) -> Result<()> {
+        let (parts, user_key) = self.split_key(index_key)?;
+        for (&i, part) in self.columns.iter().zip(&parts) {
+            match part {
+                None => builders[i].push_null(),
+                Some(v) => push_key_value(&mut builders[i], v),
+            }
+        }
+        let table = &self.table;
+        let pk = table.primary_key();
+        if table.raw_key() {
+            if !self.columns.contains(&pk[0]) {
+                builders[pk[0]].push(user_key);
+            }
+        } else {
+            let mut r = KeyReader::new(user_key);
+            for &i in pk {
+                let ty = key_type_of(table.schema().field(i).data_type())
+                    .ok_or_else(|| Error::corruption("", 0, "primary key column without a key type"))?;
+                let v = r.read(ty)?;
+                if !self.columns.contains(&i) {
+                    push_key_value(&mut builders[i], &v);
+                }
+            }
+            r.finish()?;
+        }
+        let bad = |what: &str| Error::corruption("", 0, format!("index entry value: {what}"));
+        let mut pos = 0usize;
+        for &i in &self.include {
+            let marker = *value.get(pos).ok_or_else(|| bad("short"))?;
+            pos += 1;
+            match marker {
+                key::NULL_MARKER => builders[i].push_null(),
+                key::PRESENT_MARKER => {
+                    let v = match table.columns()[i].width {
+                        Width::Fixed(w) => value.get(pos..pos + w).ok_or_else(|| bad("short value"))?,
+                        Width::Bool => value.get(pos..=pos).ok_or_else(|| bad("short value"))?,
+                        Width::Var32 | Width::Var64 => {
+                            let mut r = varint::Reader::new(&value[pos..], std::path::Path::new(""), 0);
+                            let v = r.len_bytes().map_err(|_| bad("bad length"))?;
+                            pos += r.position() - v.len();
+                            v
+                        }
+                    };
+                    pos += v.len();
+                    builders[i].push(v);
+                }
+                b => return Err(bad(&format!("bad null marker {b:02x}"))),
+            }
+        }
+        if pos != value.len() {
+            return Err(bad("trailing bytes"));
+        }
+        Ok(())
+    }
+}
+
+/// Appends a decoded key part as the row bytes a builder takes.
+fn push_key_value(builder: &mut ColumnBuilder, v: &OwnedKeyValue) {
+    match v {
+        OwnedKeyValue::Bool(b) => builder.push(&[u8::from(*b)]),
+        OwnedKeyValue::I8(x) => builder.push(&x.to_le_bytes()),
+        OwnedKeyValue::I16(x) => builder.push(&x.to_le_bytes()),
+        OwnedKeyValue::I32(x) => builder.push(&x.to_le_bytes()),
+        OwnedKeyValue::I64(x) => builder.push(&x.to_le_bytes()),
+        OwnedKeyValue::U8(x) => builder.push(&x.to_le_bytes()),
+        OwnedKeyValue::U16(x) => builder.push(&x.to_le_bytes()),
+        OwnedKeyValue::U32(x) => builder.push(&x.to_le_bytes()),
+        OwnedKeyValue::U64(x) => builder.push(&x.to_le_bytes()),
+        OwnedKeyValue::F32(x) => builder.push(&x.to_le_bytes()),
+        OwnedKeyValue::F64(x) => builder.push(&x.to_le_bytes()),
+        OwnedKeyValue::Bytes(b) => builder.push(b),
+        OwnedKeyValue::Str(s) => builder.push(s.as_bytes()),
+    }
+}
