@@ -44,7 +44,8 @@ pub use bytes::Bytes;
 pub use codec::key::{KeyValue, OwnedKeyValue};
 pub use db::{
     Db, DbIterator, Direction, GetLatency, IndexInfo, IndexOptions, IndexPredicate, KeyValueRange, Keyspace,
-    LevelStats, LookupOptions, ReadOptions, ScanOptions, Snapshot, Stats, Table, TableOptions, TableScan,
+    LevelStats, LookupOptions, ReadOptions, ScanOptions, ScanPlan, Snapshot, Stats, Table, TableOptions,
+    TableScan,
 };
 pub use error::{Error, Result};
 pub use options::{Compression, Options, WriteOptions};

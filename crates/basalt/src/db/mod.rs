@@ -32,7 +32,7 @@ use parking_lot::{Condvar, Mutex};
 pub use index::{IndexInfo, IndexOptions, IndexPredicate, LookupOptions};
 pub use iter::{DbIterator, Direction};
 pub use keyspace::Keyspace;
-pub use scan::{KeyValueRange, ScanOptions, TableScan};
+pub use scan::{KeyValueRange, ScanOptions, ScanPlan, TableScan};
 pub use snapshot::{ReadOptions, Snapshot};
 pub use stats::{GetLatency, LevelStats, Stats};
 pub use table::{Table, TableOptions};

@@ -61,6 +61,22 @@ impl Default for ScanOptions<'_> {
     }
 }
 
+/// How a scan reads its rows, as [`TableScan::plan`] reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ScanPlan {
+    /// Every row of the key range, in key order.
+    KeyRange,
+    /// The rows named by the entries of an index that the filter's
+    /// predicates on its leading columns select, fetched in key order.
+    Index {
+        /// The index.
+        index: String,
+        /// Entries it selected: the rows fetched (the filter then applies).
+        entries: u64,
+    },
+}
+
 /// The newest visible version of a key, where it lives.
 enum Found {
     Bytes(Bytes),
@@ -90,6 +106,9 @@ pub struct TableScan {
     last_zero_copy_key: Option<Vec<u8>>,
     /// Blocks the zone maps ruled out.
     blocks_skipped: u64,
+    plan: ScanPlan,
+    /// With an index plan: the index read and the keys not fetched yet.
+    by_index: Option<(super::index::IndexPlan, usize)>,
 }
 
 impl std::fmt::Debug for TableScan {
@@ -129,6 +148,17 @@ impl Table {
         }
         let (seqno, sv) = self.inner().read_view(opts.snapshot.map(Snapshot::seqno));
         let cursor = open_cursor(self, &sv, &range)?;
+        let by_index = match &opts.filter {
+            Some(f) => self.plan_index(f, seqno, &sv)?.map(|mut p| {
+                p.keys.retain(|k| in_range(&range, k));
+                (p, 0)
+            }),
+            None => None,
+        };
+        let plan = match &by_index {
+            Some((p, _)) => ScanPlan::Index { index: p.name.clone(), entries: p.keys.len() as u64 },
+            None => ScanPlan::KeyRange,
+        };
         Ok(TableScan {
             table: self.clone(),
             _pin: sv,
@@ -147,6 +177,8 @@ impl Table {
             merged_rows: 0,
             last_zero_copy_key: None,
             blocks_skipped: 0,
+            plan,
+            by_index,
         })
     }
 }
@@ -178,6 +210,21 @@ fn encode_range(table: &Table, (lo, hi): &KeyValueRange<'_>) -> Result<KeyRange>
         Bound::Excluded(t) => Bound::Excluded(enc(t)?),
     };
     Ok((lower, upper))
+}
+
+/// Whether `key` lies in `range`.
+fn in_range((lo, hi): &KeyRange, key: &[u8]) -> bool {
+    let above = match lo {
+        Bound::Included(b) => key >= b.as_slice(),
+        Bound::Excluded(b) => key > b.as_slice(),
+        Bound::Unbounded => true,
+    };
+    let below = match hi {
+        Bound::Included(b) => key <= b.as_slice(),
+        Bound::Excluded(b) => key < b.as_slice(),
+        Bound::Unbounded => true,
+    };
+    above && below
 }
 
 fn open_cursor(table: &Table, sv: &SuperVersion, range: &KeyRange) -> Result<TreeCursor> {
@@ -342,7 +389,35 @@ impl TableScan {
         Ok(())
     }
 
+    /// How this scan reads: the key range, or an index it chose for its
+    /// filter.
+    pub fn plan(&self) -> &ScanPlan {
+        &self.plan
+    }
+
+    /// Fetches the next batch of rows an index plan names.
+    fn advance_by_index(&mut self) -> Result<()> {
+        while self.ready.is_empty() {
+            let Some((plan, next)) = &mut self.by_index else { return Ok(()) };
+            if *next >= plan.keys.len() {
+                self.done = true;
+                return Ok(());
+            }
+            let end = (*next + self.batch_rows).min(plan.keys.len());
+            for key in &plan.keys[*next..end] {
+                self.table.fetch_row(&plan.read, key, &mut self.builders, &plan.name)?;
+            }
+            self.merged_rows += (end - *next) as u64;
+            *next = end;
+            self.flush_builders()?;
+        }
+        Ok(())
+    }
+
     fn advance(&mut self) -> Result<()> {
+        if self.by_index.is_some() {
+            return self.advance_by_index();
+        }
         while self.ready.is_empty() {
             let Some(i) = self.cursor.next_source() else {
                 self.flush_builders()?;

@@ -8,6 +8,7 @@
 //! for it to be right.
 
 mod build;
+mod plan;
 mod query;
 mod upkeep;
 
@@ -16,6 +17,7 @@ use std::collections::{HashMap, HashSet};
 use bytes::Bytes;
 use parking_lot::Mutex;
 
+pub(crate) use plan::IndexPlan;
 pub use query::{IndexPredicate, LookupOptions};
 pub(crate) use upkeep::GroupOverlay;
 

@@ -163,7 +163,7 @@ impl Table {
                 return Err(Error::InvalidArgument(format!("table {} has no index {name}", self.name())));
             }
         };
-        if inner.indexes.ready.lock().get(&index).is_some_and(|&ready| seqno < ready) {
+        if !inner.index_ready_at(index, seqno) {
             return Err(Error::InvalidArgument(format!(
                 "index {name} was created after the snapshot read at seqno {seqno}"
             )));
@@ -221,6 +221,14 @@ impl Table {
             0,
             format!("entry: {}", e.reason()),
         )
+    }
+}
+
+impl crate::db::DbInner {
+    /// Whether index `index` answers reads at `seqno` (an index built in
+    /// this process does not answer for snapshots older than its build).
+    pub(crate) fn index_ready_at(&self, index: TreeId, seqno: SeqNo) -> bool {
+        self.indexes.ready.lock().get(&index).is_none_or(|&ready| seqno >= ready)
     }
 }
 

@@ -1,0 +1,150 @@
+//! Choosing an index for a filtered scan. A filter whose predicates pin
+//! the leading columns of a ready index (equalities on its first columns,
+//! or a range on its first column) can be answered by fetching the rows
+//! the index names instead of reading the whole key range. The choice is
+//! made by reading: the candidate index's entries are read up to a cap (a
+//! fraction of the table's rows, below which fetching by key beats
+//! reading every row); an index whose matches fit under the cap is used,
+//! with the keys already in hand. The filter is applied to the fetched
+//! rows all the same, so the answer is the scan's whatever the index
+//! covers (a float index treats `-0.0` as `0.0`: its candidates are a
+//! superset).
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+use arrow_array::Array;
+use arrow_schema::DataType;
+use bytes::Bytes;
+
+use super::query::{IndexPredicate, IndexRead, predicate_range};
+use crate::codec::internal::SeqNo;
+use crate::codec::key::KeyValue;
+use crate::db::iter::{Direction, RangeReader};
+use crate::db::{SuperVersion, Table};
+use crate::error::Result;
+use crate::row::encode::{key_value_of, value_bytes};
+use crate::row::filter::{CmpOp, Filter, Predicate};
+
+/// Fewest entries an index may return and still be chosen, whatever the
+/// table's size: below it, fetching rows costs less than opening a scan.
+const INDEX_ROWS_FLOOR: u64 = 1024;
+
+/// An index plan: the index and the primary keys of its candidate rows,
+/// in key order.
+pub(crate) struct IndexPlan {
+    pub name: String,
+    pub read: IndexRead,
+    pub keys: Vec<Bytes>,
+}
+
+impl Table {
+    /// The index a scan with `filter` should use at `seqno` in `sv`, if
+    /// one is estimated to read fewer rows than the scan.
+    pub(crate) fn plan_index(
+        &self,
+        filter: &Filter,
+        seqno: SeqNo,
+        sv: &Arc<SuperVersion>,
+    ) -> Result<Option<IndexPlan>> {
+        let catalog = &sv.version.catalog;
+        if !catalog.has_indexes() {
+            return Ok(None);
+        }
+        let table_rows: u64 =
+            sv.version.tree(self.tree()).map_or(0, |t| t.levels.iter().flatten().map(|f| f.entries).sum());
+        let cap = INDEX_ROWS_FLOOR.max(table_rows / 8);
+        let mut best: Option<IndexPlan> = None;
+        for (index, tree, def) in catalog.indexes_of(self.tree()) {
+            if def.building || !self.inner().index_ready_at(index, seqno) {
+                continue;
+            }
+            let mut scratch = Vec::new();
+            let Some(predicate) = index_predicate(self, &def.layout, filter, &mut scratch) else { continue };
+            let range = predicate_range(def, &predicate)?;
+            let mut entries = RangeReader::open(self.inner(), sv, seqno, index, range, Direction::Forward)?;
+            let limit = best.as_ref().map_or(cap, |b| b.keys.len() as u64);
+            let mut keys = Vec::new();
+            let mut too_many = false;
+            while let Some((key, _)) = entries.next_entry()? {
+                if keys.len() as u64 >= limit {
+                    too_many = true;
+                    break;
+                }
+                keys.push(key.slice_ref(def.layout.user_key(&key)?));
+            }
+            if too_many {
+                continue;
+            }
+            keys.sort_unstable();
+            let read = IndexRead { index, def: def.clone(), seqno, sv: sv.clone() };
+            best = Some(IndexPlan { name: tree.name.clone(), read, keys });
+        }
+        Ok(best)
+    }
+}
+
+/// The index predicate a filter implies for an index on `columns`:
+/// equalities on its leading columns, else a range on its first one (not
+/// on a float: `-0.0` and NaN order differently in Arrow's comparisons).
+fn index_predicate<'s>(
+    table: &Table,
+    layout: &crate::row::index::IndexLayout,
+    filter: &Filter,
+    scratch: &'s mut Vec<Vec<u8>>,
+) -> Option<IndexPredicate<'s>> {
+    let schema = table.schema();
+    let on = |column: usize, ops: &[CmpOp]| -> Vec<&Predicate> {
+        let name = schema.field(column).name();
+        filter.predicates.iter().filter(|p| &p.column == name && ops.contains(&p.op)).collect()
+    };
+    let literal = |p: &Predicate| -> Option<Vec<u8>> {
+        let column = schema.index_of(&p.column).ok()?;
+        let width = table.layout().columns()[column].width;
+        if p.literal.len() != 1 || p.literal.is_null(0) {
+            return None;
+        }
+        let mut bytes = Vec::new();
+        value_bytes(&p.literal, width, 0, &mut bytes).ok()?;
+        Some(bytes)
+    };
+    // Literal bytes first (the key values borrow them).
+    let mut eq_columns = Vec::new();
+    for &c in layout.columns() {
+        let Some(p) = on(c, &[CmpOp::Eq]).into_iter().next() else { break };
+        scratch.push(literal(p)?);
+        eq_columns.push(c);
+    }
+    let first = layout.columns()[0];
+    let mut bounds = (None, None);
+    if eq_columns.is_empty() {
+        let float = matches!(schema.field(first).data_type(), DataType::Float32 | DataType::Float64);
+        if float {
+            return None;
+        }
+        for p in on(first, &[CmpOp::Gt, CmpOp::GtEq, CmpOp::Lt, CmpOp::LtEq]) {
+            let at = scratch.len();
+            scratch.push(literal(p)?);
+            match p.op {
+                CmpOp::Gt | CmpOp::GtEq => bounds.0 = Some((at, p.op)),
+                _ => bounds.1 = Some((at, p.op)),
+            }
+        }
+        if bounds == (None, None) {
+            return None;
+        }
+    }
+    let scratch: &'s Vec<Vec<u8>> = scratch;
+    let value = |at: usize, column: usize| Some(key_value_of(schema.field(column).data_type(), &scratch[at]));
+    if !eq_columns.is_empty() {
+        let values: Vec<Option<KeyValue<'s>>> =
+            eq_columns.iter().enumerate().map(|(at, &c)| value(at, c)).collect();
+        return Some(IndexPredicate::Prefix(values));
+    }
+    let bound = |b: Option<(usize, CmpOp)>| match b {
+        None => Bound::Unbounded,
+        Some((at, CmpOp::Gt | CmpOp::Lt)) => Bound::Excluded(vec![value(at, first)]),
+        Some((at, _)) => Bound::Included(vec![value(at, first)]),
+    };
+    Some(IndexPredicate::Range(bound(bounds.0), bound(bounds.1)))
+}

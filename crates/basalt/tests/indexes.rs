@@ -1,0 +1,186 @@
+//! Secondary indexes case by case: bad input gives a typed error and
+//! changes nothing; bloom filters never hide an index prefix; two writers
+//! of one unique value: exactly one wins; a scan takes an index only when
+//! it selects few rows; indexes survive reopening.
+
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, Decimal128Array, Int64Array, RecordBatch, StringArray};
+use arrow_schema::{DataType, Field, Schema};
+use basalt::testing::MemFs;
+use basalt::{
+    CmpOp, Db, Error, Filter, IndexOptions, IndexPredicate, KeyValue, LookupOptions, Options, Predicate,
+    ScanOptions, ScanPlan, Table, TableOptions,
+};
+
+fn schema() -> Arc<Schema> {
+    Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("city", DataType::Utf8, true),
+        Field::new("age", DataType::Int64, false),
+        Field::new("price", DataType::Decimal128(10, 2), true),
+    ]))
+}
+
+fn rows(ids: impl Iterator<Item = i64>, city: impl Fn(i64) -> Option<String>) -> RecordBatch {
+    let ids: Vec<i64> = ids.collect();
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(Int64Array::from(ids.clone())),
+        Arc::new(StringArray::from(ids.iter().map(|&i| city(i)).collect::<Vec<_>>())),
+        Arc::new(Int64Array::from(ids.iter().map(|i| i % 90 - 45).collect::<Vec<_>>())),
+        Arc::new(
+            Decimal128Array::from(ids.iter().map(|&i| Some(i128::from(i))).collect::<Vec<_>>())
+                .with_precision_and_scale(10, 2)
+                .expect("decimal"),
+        ),
+    ];
+    RecordBatch::try_new(schema(), columns).expect("batch")
+}
+
+fn open(fs: &MemFs) -> (Db, Table) {
+    let opts =
+        Options::default().fs(Arc::new(fs.clone())).bloom_bits_per_key(10).memtable_bytes_max(64 << 10);
+    let db = Db::open("/db", opts).expect("open");
+    let table = match db.table("t") {
+        Ok(t) => t,
+        Err(_) => db.create_table("t", schema(), &["id"], TableOptions::default()).expect("create"),
+    };
+    (db, table)
+}
+
+fn city_of(i: i64) -> Option<String> {
+    (i % 7 != 0).then(|| format!("c\0{}", i % 50))
+}
+
+#[test]
+fn bad_input_is_a_typed_error_and_changes_nothing() {
+    let fs = MemFs::new();
+    let (db, table) = open(&fs);
+    table.write(&rows(0..100, city_of)).expect("write");
+    table.create_index("by_city", &["city"], IndexOptions::default()).expect("index");
+    let before = table.indexes();
+    let cases: Vec<(&str, Vec<&str>, IndexOptions)> = vec![
+        ("a", vec!["nope"], IndexOptions::default()),
+        ("b", vec!["price"], IndexOptions::default()),
+        ("c", vec![], IndexOptions::default()),
+        ("d", vec!["age", "age"], IndexOptions::default()),
+        ("e", vec!["age"], IndexOptions::default().include(vec!["id".into()])),
+        ("f", vec!["age"], IndexOptions::default().include(vec!["nope".into()])),
+        ("by_city", vec!["age"], IndexOptions::default()),
+        ("", vec!["age"], IndexOptions::default()),
+    ];
+    for (name, columns, opts) in cases {
+        let got = table.create_index(name, &columns, opts);
+        assert!(matches!(got, Err(Error::InvalidArgument(_))), "{name} {columns:?}: {got:?}");
+        assert_eq!(table.indexes(), before, "{name}: nothing created");
+    }
+    // A unique index over rows that already break it.
+    let got = table.create_index("u", &["age"], IndexOptions::default().unique(true));
+    assert!(matches!(got, Err(Error::UniqueViolation { ref index, .. }) if index == "u"), "{got:?}");
+    assert_eq!(table.indexes(), before);
+    // The default keyspace's table face has no indexes.
+    let kv = db.table("default").expect("default");
+    assert!(matches!(
+        kv.create_index("k", &["value"], IndexOptions::default()),
+        Err(Error::InvalidArgument(_))
+    ));
+    // Lookups with a wrong value type, a wrong arity, a null in a
+    // non-nullable column, or an unknown index.
+    let lookups = [
+        ("by_city", IndexPredicate::Eq(vec![Some(KeyValue::I64(3))])),
+        ("by_city", IndexPredicate::Eq(vec![])),
+        ("by_city", IndexPredicate::Prefix(vec![Some(KeyValue::Str("x")), Some(KeyValue::I64(1))])),
+        ("nope", IndexPredicate::Eq(vec![Some(KeyValue::Str("x"))])),
+    ];
+    for (index, predicate) in lookups {
+        let got = table.lookup(index, predicate.clone(), LookupOptions::default());
+        assert!(
+            matches!(got, Err(Error::InvalidArgument(_) | Error::SchemaMismatch(_))),
+            "{predicate:?}: {got:?}"
+        );
+    }
+    table.create_index("by_age", &["age"], IndexOptions::default()).expect("index");
+    let got = table.lookup("by_age", IndexPredicate::Eq(vec![None]), LookupOptions::default());
+    assert!(matches!(got, Err(Error::InvalidArgument(_))), "{got:?}");
+}
+
+#[test]
+fn bloom_filters_never_hide_an_index_prefix_and_indexes_survive_reopen() {
+    let fs = MemFs::new();
+    let (db, table) = open(&fs);
+    table
+        .create_index("by_city", &["city"], IndexOptions::default().include(vec!["age".into()]))
+        .expect("index");
+    table.write(&rows(0..5_000, city_of)).expect("write");
+    db.flush().expect("flush");
+    table.compact().expect("compact");
+    let want = (0..5_000).filter(|i| city_of(*i).as_deref() == Some("c\x003")).count() as u64;
+    let eq = || IndexPredicate::Eq(vec![Some(KeyValue::Str("c\x003"))]);
+    assert_eq!(table.count("by_city", eq()).expect("count"), want);
+    drop(table);
+    db.close().expect("close");
+    let (_db, table) = open(&fs);
+    assert_eq!(table.indexes().len(), 1);
+    assert_eq!(table.count("by_city", eq()).expect("count"), want);
+    let nulls = table.count("by_city", IndexPredicate::Eq(vec![None])).expect("count nulls");
+    assert_eq!(nulls, (0..5_000).filter(|i| i % 7 == 0).count() as u64);
+    let found = table
+        .lookup("by_city", eq(), LookupOptions::default().projection(Some(vec!["id".into(), "age".into()])))
+        .expect("covering lookup");
+    assert_eq!(found.num_rows() as u64, want);
+}
+
+#[test]
+fn two_writers_of_one_unique_value_exactly_one_wins() {
+    let fs = MemFs::new();
+    let (_db, table) = open(&fs);
+    table.create_index("u_city", &["city"], IndexOptions::default().unique(true)).expect("index");
+    for round in 0..50i64 {
+        let city = format!("city {round}");
+        let outcomes: Vec<Result<(), Error>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..2)
+                .map(|w| {
+                    let (table, city) = (table.clone(), city.clone());
+                    s.spawn(move || {
+                        table.write(&rows(std::iter::once(round * 2 + w), |_| Some(city.clone())))
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().expect("writer")).collect()
+        });
+        let won = outcomes.iter().filter(|o| o.is_ok()).count();
+        assert_eq!(won, 1, "round {round}: {outcomes:?}");
+        assert!(outcomes.iter().any(|o| matches!(o, Err(Error::UniqueViolation { .. }))));
+        let n = table.count("u_city", IndexPredicate::Eq(vec![Some(KeyValue::Str(&city))])).expect("count");
+        assert_eq!(n, 1);
+    }
+}
+
+#[test]
+fn a_scan_takes_an_index_only_when_it_selects_few_rows() {
+    let fs = MemFs::new();
+    let (db, table) = open(&fs);
+    table.write(&rows(0..20_000, city_of)).expect("write");
+    db.flush().expect("flush");
+    table.create_index("by_city", &["city"], IndexOptions::default()).expect("index");
+    table.create_index("by_age", &["age"], IndexOptions::default()).expect("index");
+    let scan = |predicates: Vec<Predicate>| {
+        let scan = table.scan(ScanOptions::default().filter(Some(Filter::all(predicates)))).expect("scan");
+        let plan = scan.plan().clone();
+        let rows: usize = scan.map(|b| b.expect("batch").num_rows()).sum();
+        (plan, rows)
+    };
+    let city = |c: &str| Predicate::new("city", CmpOp::Eq, Arc::new(StringArray::from(vec![c])) as ArrayRef);
+    let age = |op, v: i64| Predicate::new("age", op, Arc::new(Int64Array::from(vec![v])) as ArrayRef);
+    let (plan, n) = scan(vec![city("c\x003")]);
+    assert!(matches!(plan, ScanPlan::Index { ref index, .. } if index == "by_city"), "{plan:?}");
+    assert_eq!(n, (0..20_000).filter(|i| city_of(*i).as_deref() == Some("c\x003")).count());
+    // Half the table: reading it whole is cheaper.
+    let (plan, n) = scan(vec![age(CmpOp::GtEq, 0)]);
+    assert_eq!(plan, ScanPlan::KeyRange);
+    assert_eq!(n, (0..20_000).filter(|i| i % 90 - 45 >= 0).count());
+    // A range on the first column, narrow enough.
+    let (plan, n) = scan(vec![age(CmpOp::Gt, 40), age(CmpOp::LtEq, 42)]);
+    assert!(matches!(plan, ScanPlan::Index { ref index, .. } if index == "by_age"), "{plan:?}");
+    assert_eq!(n, (0..20_000).filter(|i| (41..=42).contains(&(i % 90 - 45))).count());
+}
