@@ -86,7 +86,8 @@ impl Table {
     pub fn drop_index(&self, name: &str) -> Result<()> {
         let inner = self.inner();
         inner.check_writable()?;
-        let (id, _) = self.find_index(name)?;
+        let catalog = inner.state.load().version.catalog.clone();
+        let (id, _) = self.find_index(&catalog, name)?;
         inner.drop_trees(&[id])?;
         inner.indexes.ready.lock().remove(&id);
         Ok(())
@@ -110,9 +111,12 @@ impl Table {
             .collect()
     }
 
-    /// The ready index called `name` now.
-    fn find_index(&self, name: &str) -> Result<(TreeId, crate::catalog::IndexDef)> {
-        let catalog = self.inner().state.load().version.catalog.clone();
+    /// The ready index called `name` in `catalog`.
+    pub(crate) fn find_index(
+        &self,
+        catalog: &crate::catalog::Catalog,
+        name: &str,
+    ) -> Result<(TreeId, crate::catalog::IndexDef)> {
         match catalog.find(Namespace::IndexesOf(self.tree()), name) {
             Some((id, tree)) => match &tree.kind {
                 TreeKind::Index(def) if !def.building => Ok((id, def.clone())),

@@ -14,7 +14,7 @@ use bytes::Bytes;
 use super::super::iter::{Direction, KeyRange, RangeReader};
 use super::super::read::Value;
 use super::super::{Snapshot, SuperVersion, Table};
-use crate::catalog::{IndexDef, Namespace, TreeKind};
+use crate::catalog::IndexDef;
 use crate::codec::internal::SeqNo;
 use crate::codec::key::{KeyValue, prefix_successor};
 use crate::error::{Error, Result};
@@ -154,15 +154,7 @@ impl Table {
         if sv.version.tree(self.tree()).is_none() {
             return Err(Error::InvalidArgument(format!("table {} was dropped", self.name())));
         }
-        let (index, def) = match sv.version.catalog.find(Namespace::IndexesOf(self.tree()), name) {
-            Some((id, tree)) => match &tree.kind {
-                TreeKind::Index(def) if !def.building => (id, def.clone()),
-                _ => return Err(Error::InvalidArgument(format!("index {name} is being created"))),
-            },
-            None => {
-                return Err(Error::InvalidArgument(format!("table {} has no index {name}", self.name())));
-            }
-        };
+        let (index, def) = self.find_index(&sv.version.catalog, name)?;
         if !inner.index_ready_at(index, seqno) {
             return Err(Error::InvalidArgument(format!(
                 "index {name} was created after the snapshot read at seqno {seqno}"
