@@ -14,6 +14,7 @@
 pub mod driver;
 pub mod expected;
 pub mod fuzz;
+pub mod indexed;
 pub mod kv;
 pub mod options;
 pub mod tables;

@@ -15,7 +15,7 @@ use basalt::{Db, Error, KeyValue, ScanOptions, Table, TableOptions, WriteBatch, 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use crate::workload::{Model, Workload, judge};
+use crate::workload::{Model, Workload, apply_changes as apply, judge};
 
 /// Orders per writer thread.
 const ORDERS_PER_THREAD: i64 = 500;
@@ -235,15 +235,6 @@ struct TablesModel {
     seed: u64,
     thread: u32,
     state: BTreeMap<String, String>,
-}
-
-fn apply(state: &mut BTreeMap<String, String>, changes: Changes) {
-    for (key, value) in changes {
-        match value {
-            Some(v) => state.insert(key, v),
-            None => state.remove(&key),
-        };
-    }
 }
 
 /// Scans the rows of `thread` in `table`.

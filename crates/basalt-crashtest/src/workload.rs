@@ -2,7 +2,7 @@
 //! threads in the writer process; the driver keeps one [`Model`] per thread
 //! and checks the reopened database against it after every kill.
 //!
-//! To cover a new feature (secondary indexes, say), add a workload whose
+//! To cover a new feature, add a workload whose
 //! batches exercise it and whose model checks it, and list it in [`ALL`].
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -41,14 +41,26 @@ pub trait Model: Send {
 }
 
 /// The names of every workload.
-pub const ALL: [&str; 2] = ["kv", "tables"];
+pub const ALL: [&str; 3] = ["kv", "tables", "indexed"];
 
 /// The workload called `name`, seeded with `seed`.
 pub fn by_name(name: &str, seed: u64) -> Option<Box<dyn Workload>> {
     match name {
         "kv" => Some(Box::new(crate::kv::KvWorkload::new(seed))),
         "tables" => Some(Box::new(crate::tables::TablesWorkload::new(seed))),
+        "indexed" => Some(Box::new(crate::indexed::IndexedWorkload::new(seed))),
         _ => None,
+    }
+}
+
+/// Applies a batch's changes (key → new rendering, `None` for a delete)
+/// to a model's state, in order.
+pub fn apply_changes<K: Ord>(state: &mut BTreeMap<K, String>, changes: Vec<(K, Option<String>)>) {
+    for (key, value) in changes {
+        match value {
+            Some(v) => state.insert(key, v),
+            None => state.remove(&key),
+        };
     }
 }
 

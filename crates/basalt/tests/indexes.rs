@@ -1,7 +1,9 @@
 //! Secondary indexes case by case: bad input gives a typed error and
 //! changes nothing; bloom filters never hide an index prefix; two writers
 //! of one unique value: exactly one wins; a scan takes an index only when
-//! it selects few rows; indexes survive reopening.
+//! it selects few rows; indexes survive reopening; rows rewritten during
+//! a build keep their entries; power lost at any point of a creation
+//! leaves no index or a whole one; the read counters count what was read.
 
 use std::sync::Arc;
 
@@ -183,4 +185,145 @@ fn a_scan_takes_an_index_only_when_it_selects_few_rows() {
     let (plan, n) = scan(vec![age(CmpOp::Gt, 40), age(CmpOp::LtEq, 42)]);
     assert!(matches!(plan, ScanPlan::Index { ref index, .. } if index == "by_age"), "{plan:?}");
     assert_eq!(n, (0..20_000).filter(|i| (41..=42).contains(&(i % 90 - 45))).count());
+}
+
+/// Rows rewritten with unchanged indexed values while an index is built
+/// still get their entries: the build skips rows written after it began,
+/// so the write itself must give them one (the kill test found this).
+#[test]
+fn rows_rewritten_unchanged_during_a_build_keep_their_entries() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    const ROWS: i64 = 20_000;
+    let fs = MemFs::new();
+    let (db, table) = open(&fs);
+    for start in (0..ROWS).step_by(1000) {
+        table.write(&rows(start..start + 1000, city_of)).expect("write");
+    }
+    let built = AtomicBool::new(false);
+    let rewrites = std::thread::scope(|s| {
+        let writer = s.spawn(|| {
+            let mut rewrites = 0u64;
+            // From the last rows back: the build reaches them last.
+            let mut start = ROWS;
+            while !built.load(Ordering::Relaxed) {
+                start = if start == 0 { ROWS - 50 } else { start - 50 };
+                table.write(&rows(start..start + 50, city_of)).expect("rewrite");
+                rewrites += 1;
+            }
+            rewrites
+        });
+        table.create_index("by_city", &["city"], IndexOptions::default()).expect("index");
+        built.store(true, Ordering::Relaxed);
+        writer.join().expect("writer")
+    });
+    assert!(rewrites > 0, "no write ran during the build");
+    let all = IndexPredicate::Range(std::ops::Bound::Unbounded, std::ops::Bound::Unbounded);
+    assert_eq!(
+        table.count("by_city", all).expect("count"),
+        ROWS as u64,
+        "{rewrites} rewrites during the build"
+    );
+    let city = city_of(1).expect("a city");
+    let got = table.count("by_city", IndexPredicate::Eq(vec![Some(KeyValue::Str(&city))])).expect("count");
+    assert_eq!(got, (0..ROWS).filter(|&i| city_of(i) == city_of(1)).count() as u64);
+    drop(db);
+}
+
+/// Power lost at every point of an index's creation (after each of its
+/// file-system writes): the reopened table has all its rows, and either
+/// no index or one whose entries are exactly its rows; a creation that
+/// returned `Ok` always left its index.
+#[test]
+fn index_creation_survives_power_loss_at_every_point() {
+    use basalt::testing::CrashMode;
+    const ROWS: i64 = 10_000;
+    let base = MemFs::new();
+    {
+        let (db, table) = open(&base);
+        for start in (0..ROWS).step_by(1000) {
+            table.write(&rows(start..start + 1000, city_of)).expect("write");
+        }
+        db.flush().expect("flush");
+    }
+    let create = |table: &Table| table.create_index("by_city", &["city"], IndexOptions::default());
+    let healthy = base.process_crash();
+    let ops = {
+        let (_db, table) = open(&healthy);
+        let before = healthy.mutating_ops();
+        create(&table).expect("healthy creation");
+        healthy.mutating_ops() - before
+    };
+    assert!(ops > 3, "creation made {ops} writes");
+    let city = city_of(1).expect("a city");
+    let per_city = (0..ROWS).filter(|&i| city_of(i) == city_of(1)).count() as u64;
+    for point in 0..=ops {
+        let fs = base.process_crash();
+        let created = {
+            let (_db, table) = open(&fs);
+            fs.freeze_after(point);
+            create(&table).is_ok()
+        };
+        for mode in [CrashMode::DropUnsynced, CrashMode::TearLastWrite] {
+            let image = fs.crash(mode, point);
+            let (_db, table) = open(&image);
+            let at = format!(
+                "power lost after {point} of {ops} writes ({mode:?}), creation returned ok: {created}"
+            );
+            let rows =
+                table.scan(ScanOptions::default()).expect("scan").map(|b| b.expect("batch").num_rows());
+            assert_eq!(rows.sum::<usize>(), ROWS as usize, "{at}");
+            if !table.indexes().iter().any(|i| i.name == "by_city") {
+                assert!(!created, "{at}: the index is gone");
+                continue;
+            }
+            let all = IndexPredicate::Range(std::ops::Bound::Unbounded, std::ops::Bound::Unbounded);
+            assert_eq!(table.count("by_city", all).expect("count"), ROWS as u64, "{at}");
+            let eq = IndexPredicate::Eq(vec![Some(KeyValue::Str(&city))]);
+            assert_eq!(
+                table.lookup("by_city", eq, LookupOptions::default()).expect("lookup").num_rows() as u64,
+                per_city,
+                "{at}"
+            );
+        }
+    }
+}
+
+/// The read counters say what a query read: a lookup its entries and the
+/// rows it fetched, a covering lookup and a count their entries alone, a
+/// filtered scan every row of the blocks it decoded.
+#[test]
+fn stats_count_index_entries_and_table_rows_read() {
+    let fs = MemFs::new();
+    let (db, table) = open(&fs);
+    table.write(&rows(0..5_000, city_of)).expect("write");
+    db.flush().expect("flush");
+    table.create_index("by_city", &["city"], IndexOptions::default()).expect("index");
+    let city = city_of(1).expect("a city");
+    let matching = (0..5_000).filter(|&i| city_of(i) == city_of(1)).count() as u64;
+    let eq = || IndexPredicate::Eq(vec![Some(KeyValue::Str(&city))]);
+    let read = |f: &dyn Fn()| {
+        let before = db.stats();
+        f();
+        let after = db.stats();
+        (after.index_entries_read - before.index_entries_read, after.table_rows_read - before.table_rows_read)
+    };
+    let lookup = || {
+        assert_eq!(
+            table.lookup("by_city", eq(), LookupOptions::default()).expect("lookup").num_rows() as u64,
+            matching
+        );
+    };
+    assert_eq!(read(&lookup), (matching, matching));
+    let covering = || {
+        let opts = LookupOptions::default().projection(Some(vec!["id".into(), "city".into()]));
+        assert_eq!(table.lookup("by_city", eq(), opts).expect("lookup").num_rows() as u64, matching);
+    };
+    assert_eq!(read(&covering), (matching, 0));
+    assert_eq!(read(&|| assert_eq!(table.count("by_city", eq()).expect("count"), matching)), (matching, 0));
+    let full_scan = || {
+        let n: usize =
+            table.scan(ScanOptions::default()).expect("scan").map(|b| b.expect("batch").num_rows()).sum();
+        assert_eq!(n, 5_000);
+    };
+    assert_eq!(read(&full_scan), (0, 5_000));
 }

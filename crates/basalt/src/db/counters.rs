@@ -20,7 +20,9 @@ pub(super) const READ_FILTERED: usize = 8;
 pub(super) const READ_BY_MODEL: usize = 9;
 pub(super) const READ_BY_FENCES: usize = 10;
 pub(super) const READ_WINDOW_SUM: usize = 11;
-pub(super) const READ_COUNTERS: usize = 12;
+pub(super) const READ_INDEX_ENTRIES: usize = 12;
+pub(super) const READ_TABLE_ROWS: usize = 13;
+pub(super) const READ_COUNTERS: usize = 14;
 
 /// Counters updated on the hot paths (relaxed atomics: they are statistics,
 /// not synchronisation).
@@ -90,6 +92,16 @@ impl Counters {
         if sst_probes > 0 {
             self.reads.add(READ_SST_PROBES, sst_probes);
         }
+    }
+
+    /// Index entries a lookup, count or planned scan read.
+    pub(crate) fn record_index_entries(&self, entries: u64) {
+        self.reads.add(READ_INDEX_ENTRIES, entries);
+    }
+
+    /// Table rows a scan read (before its filter) or a lookup fetched.
+    pub(crate) fn record_table_rows(&self, rows: u64) {
+        self.reads.add(READ_TABLE_ROWS, rows);
     }
 
     pub(crate) fn record_flush(&self, bytes: u64, took: Duration) {

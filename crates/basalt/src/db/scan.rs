@@ -368,6 +368,7 @@ impl TableScan {
 
     /// Filters, projects and queues a batch (split to the batch size).
     fn emit(&mut self, batch: RecordBatch) -> Result<()> {
+        self.table.inner().counters.record_table_rows(batch.num_rows() as u64);
         let batch = match &self.filter {
             None => batch,
             Some(f) => {

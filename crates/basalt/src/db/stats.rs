@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use super::DbInner;
 use super::counters::{
-    READ_BLOCK_NS, READ_BY_FENCES, READ_BY_MODEL, READ_FILTER_NS, READ_FILTERED, READ_GETS, READ_INDEX_NS,
-    READ_MEMTABLE_NS, READ_SEARCH_NS, READ_SST_PROBES, READ_TIMED_GETS, READ_WINDOW_SUM,
+    READ_BLOCK_NS, READ_BY_FENCES, READ_BY_MODEL, READ_FILTER_NS, READ_FILTERED, READ_GETS,
+    READ_INDEX_ENTRIES, READ_INDEX_NS, READ_MEMTABLE_NS, READ_SEARCH_NS, READ_SST_PROBES, READ_TABLE_ROWS,
+    READ_TIMED_GETS, READ_WINDOW_SUM,
 };
 use crate::ids::DEFAULT_TREE;
 use crate::version::LEVELS;
@@ -135,6 +136,13 @@ pub struct Stats {
     pub open_sst_readers: usize,
     /// Live snapshots.
     pub snapshots: usize,
+    /// Secondary-index entries read by lookups, counts and scans that
+    /// took an index.
+    pub index_entries_read: u64,
+    /// Table rows read: by scans (every row of the blocks they decode,
+    /// before their filter; not the rows of blocks a zone map skipped) and
+    /// fetched by index lookups and index-planned scans.
+    pub table_rows_read: u64,
 }
 
 impl DbInner {
@@ -160,6 +168,8 @@ impl DbInner {
             wal_syncs: get(&c.wal_syncs),
             gets: c.reads.sum(READ_GETS),
             sst_probes: c.reads.sum(READ_SST_PROBES),
+            index_entries_read: c.reads.sum(READ_INDEX_ENTRIES),
+            table_rows_read: c.reads.sum(READ_TABLE_ROWS),
             get_latency: {
                 let n = c.reads.sum(READ_TIMED_GETS);
                 let mean = |i: usize| if n == 0 { 0.0 } else { c.reads.sum(i) as f64 / n as f64 };
@@ -297,6 +307,11 @@ impl fmt::Display for Stats {
             self.block_cache_misses,
             self.gets,
             self.snapshots
+        )?;
+        writeln!(
+            f,
+            "tables: {} rows read, {} index entries read",
+            self.table_rows_read, self.index_entries_read
         )?;
         if self.row_cache_hits + self.row_cache_misses > 0 {
             writeln!(

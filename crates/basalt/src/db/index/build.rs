@@ -69,6 +69,10 @@ pub(super) fn create(table: &Table, name: &str, columns: &[&str], opts: &IndexOp
     })?;
     let built = backfill(table, index, name, opts.unique, &layout, &snapshot).and_then(|()| {
         inner.with_exclusive_writer(|| {
+            // The backfill's entries were logged unsynced: they must be
+            // durable before the MANIFEST says the index is whole, or a
+            // power loss would leave a built index missing them.
+            inner.writer.wal.lock().sync().map_err(|e| inner.set_bg_error(e))?;
             let record = TreeKindRecord::Index {
                 table: table.tree(),
                 unique: opts.unique,

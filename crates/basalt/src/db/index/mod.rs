@@ -66,6 +66,10 @@ pub(crate) struct IndexState {
     /// in this process; an index recovered at open answers at any seqno a
     /// snapshot of this process can have.
     ready: Mutex<HashMap<TreeId, SeqNo>>,
+    /// Set by `testing::skip_index_upkeep`: writes leave the indexes
+    /// alone, the bug a check of index consistency must catch.
+    #[cfg(feature = "testing")]
+    pub(crate) skip_upkeep: std::sync::atomic::AtomicBool,
 }
 
 impl Table {

@@ -73,6 +73,7 @@ impl Table {
                 }
                 keys.push(key.slice_ref(def.layout.user_key(&key)?));
             }
+            self.inner().counters.record_index_entries(keys.len() as u64 + u64::from(too_many));
             if too_many {
                 continue;
             }

@@ -93,6 +93,7 @@ impl Table {
                     .map_err(|e| self.bad_entry(index, &e))?;
                 rows += 1;
             }
+            self.inner().counters.record_index_entries(rows as u64);
             let arrays = finish(&mut builders, &projection)?;
             return batch(schema, arrays, rows);
         }
@@ -103,6 +104,8 @@ impl Table {
             let pk = read.def.layout.user_key(&key).map_err(|e| self.bad_entry(index, &e))?;
             keys.push(key.slice_ref(pk));
         }
+        self.inner().counters.record_index_entries(keys.len() as u64);
+        self.inner().counters.record_table_rows(keys.len() as u64);
         // Fetch in primary-key order, then hand out in index order.
         let mut order: Vec<u32> = (0..keys.len() as u32).collect();
         order.sort_by(|&a, &b| keys[a as usize].cmp(&keys[b as usize]));
@@ -143,6 +146,7 @@ impl Table {
         while entries.next_entry()?.is_some() {
             n += 1;
         }
+        self.inner().counters.record_index_entries(n);
         Ok(n)
     }
 
