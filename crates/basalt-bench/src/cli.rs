@@ -45,6 +45,11 @@ enum Cmd {
     /// Seed 003: Arrow batch writes and columnar scans (Basalt tables)
     /// against the row-by-row path of every engine.
     Arrow(Common),
+    /// Seed 000: records with string and integer fields and their
+    /// secondary indexes: insert rate with 0, 1 and 3 indexes, primary-key
+    /// gets, equality, range, covering and count queries (Basalt and
+    /// SQLite; Basalt also by filtered scans).
+    Resilientdb(Common),
     /// A small mix of the above that finishes in minutes: the main job.
     Quick(Common),
     /// Runs one job in this process (used by the parent).
@@ -134,6 +139,10 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Arrow(c) => {
             let jobs = plan_arrow(&c, &c.scale_or(&[100_000]))?;
             ("arrow", c, jobs)
+        }
+        Cmd::Resilientdb(c) => {
+            let jobs = plan_resilientdb(&c, &c.scale_or(&[1_000, 10_000, 100_000, 1_000_000]))?;
+            ("resilientdb", c, jobs)
         }
         Cmd::Ycsb(y) => {
             let jobs = plan_ycsb(&y.common, &y.common.scale_or(&[100_000]), &y.workloads, &y.threads, None)?;
@@ -269,6 +278,22 @@ fn plan_ycsb(
                 jobs.push(job);
             }
         }
+    }
+    Ok(jobs)
+}
+
+fn plan_resilientdb(c: &Common, scales: &[u64]) -> Result<Vec<Job>> {
+    let mut jobs = Vec::new();
+    for &scale in scales {
+        for engine in c.engines()?.into_iter().filter(|k| crate::indexed::supports(*k)) {
+            let mut job = c.job(Workload::Resilientdb, engine, scale, Distribution::Random);
+            job.ops = c.ops.unwrap_or(100_000);
+            job.value_bytes = crate::indexed::PAYLOAD_BYTES;
+            jobs.push(job);
+        }
+    }
+    if jobs.is_empty() {
+        return Err("the resilientdb workload runs on basalt and sqlite; none was asked for".into());
     }
     Ok(jobs)
 }

@@ -5,6 +5,7 @@
 pub mod cli;
 pub mod datagen;
 pub mod engine;
+pub mod indexed;
 pub mod measure;
 pub mod memory;
 pub mod report;

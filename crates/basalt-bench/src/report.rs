@@ -375,6 +375,9 @@ mod tests {
             value,
             unit: unit.into(),
             env: Env::default(),
+            query: None,
+            result_rows: None,
+            rows_read: None,
         }
     }
 

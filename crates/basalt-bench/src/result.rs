@@ -48,6 +48,17 @@ pub struct Record {
     pub unit: String,
     /// Where and how it was measured.
     pub env: Env,
+    /// Query workloads (`resilientdb`): the kind of query (`eq`, `range`,
+    /// `covering`, `count`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query: Option<String>,
+    /// Rows each query returns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_rows: Option<u64>,
+    /// Rows and index entries each query read, by the engine's own
+    /// counters (absent where the engine keeps none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows_read: Option<f64>,
 }
 
 impl Record {
@@ -175,6 +186,9 @@ mod tests {
             value,
             unit: "ops/s".into(),
             env: Env::default(),
+            query: None,
+            result_rows: None,
+            rows_read: None,
         }
     }
 

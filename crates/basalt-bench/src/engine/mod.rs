@@ -14,6 +14,8 @@ mod redb;
 mod rocksdb;
 mod sqlite;
 
+pub use sqlite::MMAP_BYTES as SQLITE_MMAP_BYTES;
+
 use std::path::Path;
 
 /// Errors of the harness and of every engine, boxed.

@@ -81,6 +81,19 @@ pub fn run(job: &Job, open: &Opener<'_>, dir: &Path, sink: &mut Sink) -> Result<
         read_phases(job, engine.as_ref(), sink)?;
         end_limited(job, sink);
     }
+    if crate::indexed::supports(job.engine) {
+        // The equality search with an index on the field: the records
+        // loaded again into a store that keeps one (after the other
+        // phases, so their memory figures stay as they were).
+        let pool = ValuePool::new(job.seed);
+        let value = |id: u64, out: &mut Vec<u8>| {
+            record(&pool, id, job.value_bytes, out);
+            category(id)
+        };
+        let indexed_dir = dir.with_extension("indexed");
+        let us = super::resilientdb::indexed_search(job, &indexed_dir, &value, CATEGORIES, EQUALITY_QUERIES)?;
+        sink.put("indexed_query_us", us, "us");
+    }
     Ok(())
 }
 

@@ -8,6 +8,7 @@
 pub mod arrow;
 pub mod marbledb;
 pub mod omendb;
+pub mod resilientdb;
 pub mod ycsb;
 
 use std::path::PathBuf;
@@ -40,6 +41,8 @@ pub enum Workload {
     Ycsb,
     /// Seed 003: Arrow batches and columnar scans against the row path.
     Arrow,
+    /// Seed 000: secondary-index queries, index upkeep.
+    Resilientdb,
 }
 
 /// Everything a child process needs to run one job.
@@ -96,6 +99,7 @@ impl Job {
             Workload::Backpressure => "marbledb-backpressure",
             Workload::Ycsb => "ycsb",
             Workload::Arrow => "arrow",
+            Workload::Resilientdb => "resilientdb",
         }
     }
 
@@ -165,6 +169,9 @@ impl Sink {
                 harness: job.harness(),
                 runs: 1,
             },
+            query: None,
+            result_rows: None,
+            rows_read: None,
         };
         Sink { records: Vec::new(), template, suffix: String::new() }
     }
@@ -195,6 +202,32 @@ impl Sink {
         r.value = value;
         r.unit = unit.to_string();
         self.records.push(r);
+    }
+
+    /// Records a query's `metric`: distribution `<query>-<result_rows>`,
+    /// the engine's name replaced by `engine` where given (a variant run
+    /// in the same job, such as Basalt's scan baseline).
+    #[expect(clippy::too_many_arguments, reason = "the fields of a query's result line")]
+    pub fn put_query(
+        &mut self,
+        engine: Option<&str>,
+        query: &str,
+        result_rows: u64,
+        rows_read: Option<f64>,
+        metric: &str,
+        value: f64,
+        unit: &str,
+    ) {
+        let w = self.template.workload.clone();
+        self.put_in(&w, &format!("{query}-{result_rows}"), 1, metric, value, unit);
+        if let Some(r) = self.records.last_mut() {
+            if let Some(e) = engine {
+                r.engine = e.to_string();
+            }
+            r.query = Some(query.to_string());
+            r.result_rows = Some(result_rows);
+            r.rows_read = rows_read;
+        }
     }
 
     /// Records p50 and p99 of `lat` as `<prefix>_p50_us` and `<prefix>_p99_us`.
@@ -263,6 +296,7 @@ pub fn run_on(job: &Job, open: &Opener<'_>, dir: &std::path::Path) -> Result<Vec
         Workload::Backpressure => marbledb::run_backpressure(job, open, dir, &mut sink)?,
         Workload::Ycsb => ycsb::run(job, open, dir, &mut sink)?,
         Workload::Arrow => arrow::run(job, open, dir, &mut sink)?,
+        Workload::Resilientdb => resilientdb::run(job, dir, &mut sink)?,
     }
     Ok(sink.records)
 }
@@ -403,7 +437,7 @@ mod tests {
         }
     }
 
-    fn job(workload: Workload, scale: u64, ycsb: &[char]) -> Job {
+    pub(super) fn job(workload: Workload, scale: u64, ycsb: &[char]) -> Job {
         Job {
             workload,
             engine: Kind::Basalt,
