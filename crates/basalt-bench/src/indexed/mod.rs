@@ -36,11 +36,27 @@ pub struct Rec {
     pub payload: Vec<u8>,
 }
 
-/// Multipliers of the permutations (primes; a scale they divide is
-/// refused).
-const SCORE_MUL: u64 = 1_000_003;
-const NAME_MUL: u64 = 7_919;
-const REGION_MUL: u64 = 104_729;
+/// The permutations' multipliers as fractions of `n` (golden-ratio-like
+/// constants: consecutive ids land far apart, so a block of neighbouring
+/// records spans the whole range of each field and no zone map can narrow
+/// a scan for free).
+const SCORE_FRACTION: f64 = 0.618_033_988_7;
+const NAME_FRACTION: f64 = 0.754_877_666_2;
+const REGION_FRACTION: f64 = 0.569_840_291_0;
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+/// The smallest multiplier at or above `fraction * n` coprime with `n`:
+/// `i -> i * m mod n` is then a permutation of `0..n`.
+fn multiplier(fraction: f64, n: u64) -> u64 {
+    let mut m = ((n as f64 * fraction) as u64).max(1);
+    while gcd(m, n) != 1 {
+        m += 1;
+    }
+    m
+}
 
 fn permute(i: u64, mul: u64, n: u64) -> u64 {
     ((u128::from(i) * u128::from(mul)) % u128::from(n)) as u64
@@ -50,6 +66,8 @@ fn permute(i: u64, mul: u64, n: u64) -> u64 {
 #[derive(Debug, Clone)]
 pub struct Records {
     n: u64,
+    /// The multipliers of `score`, `name` and `region`.
+    muls: [u64; 3],
     pool: ValuePool,
     payload_bytes: usize,
 }
@@ -63,10 +81,8 @@ impl Records {
             )
             .into());
         }
-        if [SCORE_MUL, NAME_MUL, REGION_MUL].iter().any(|&m| n.is_multiple_of(m)) {
-            return Err(format!("{n} records: a multiple of a permutation's multiplier").into());
-        }
-        Ok(Records { n, pool: ValuePool::new(seed), payload_bytes })
+        let muls = [SCORE_FRACTION, NAME_FRACTION, REGION_FRACTION].map(|f| multiplier(f, n));
+        Ok(Records { n, muls, pool: ValuePool::new(seed), payload_bytes })
     }
 
     /// How many records (never zero).
@@ -75,15 +91,15 @@ impl Records {
     }
 
     pub fn score(&self, id: u64) -> i64 {
-        permute(id, SCORE_MUL, self.n) as i64
+        permute(id, self.muls[0], self.n) as i64
     }
 
     pub fn name(&self, id: u64) -> String {
-        format!("user-{:09}", permute(id, NAME_MUL, self.n) / NAME_ROWS)
+        format!("user-{:09}", permute(id, self.muls[1], self.n) / NAME_ROWS)
     }
 
     pub fn region(&self, id: u64) -> String {
-        format!("region-{:06}", permute(id, REGION_MUL, self.n) / REGION_ROWS)
+        format!("region-{:06}", permute(id, self.muls[2], self.n) / REGION_ROWS)
     }
 
     /// The `k`-th name value (`k < n / 10`).
@@ -214,5 +230,30 @@ pub fn options(kind: Kind) -> &'static str {
         Kind::Basalt => basalt::OPTIONS,
         Kind::Sqlite => sqlite::OPTIONS,
         _ => "",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_are_permutations_spread_over_the_key_order() {
+        for n in [1_000u64, 30_000] {
+            let recs = Records::new(n, 1, PAYLOAD_BYTES).expect("records");
+            let mut scores: Vec<i64> = (0..n).map(|i| recs.score(i)).collect();
+            // Neighbouring ids are far apart in score.
+            assert!((recs.score(1) - recs.score(0)).unsigned_abs() > n / 4, "n {n}");
+            scores.sort_unstable();
+            assert!(scores.iter().enumerate().all(|(i, &s)| s == i as i64), "n {n}: score is a permutation");
+            let mut names = std::collections::HashMap::new();
+            let mut regions = std::collections::HashMap::new();
+            for i in 0..n {
+                *names.entry(recs.name(i)).or_insert(0u64) += 1;
+                *regions.entry(recs.region(i)).or_insert(0u64) += 1;
+            }
+            assert!(names.len() as u64 == n / NAME_ROWS && names.values().all(|&c| c == NAME_ROWS));
+            assert!(regions.len() as u64 == n / REGION_ROWS && regions.values().all(|&c| c == REGION_ROWS));
+        }
     }
 }
