@@ -24,7 +24,7 @@ use arrow_schema::DataType;
 
 use super::decode::ColumnBuilder;
 use super::encode::key_value_of;
-use super::layout::{ColumnSource, TableLayout, Width};
+use super::layout::{ColumnSource, TableLayout, Width, key_type_of};
 use crate::codec::key::{self, KeyReader, KeyType, KeyValue, OwnedKeyValue};
 use crate::codec::varint;
 use crate::error::{Error, Result};
@@ -39,26 +39,6 @@ pub struct IndexLayout {
     include: Vec<usize>,
     /// The key type and nullability of each indexed column.
     parts: Vec<(KeyType, bool)>,
-}
-
-/// The key type of a column type that has a key encoding.
-pub fn key_type_of(data_type: &DataType) -> Option<KeyType> {
-    Some(match data_type {
-        DataType::Boolean => KeyType::Bool,
-        DataType::Int8 => KeyType::I8,
-        DataType::Int16 => KeyType::I16,
-        DataType::Int32 | DataType::Date32 => KeyType::I32,
-        DataType::Int64 | DataType::Date64 | DataType::Timestamp(_, _) => KeyType::I64,
-        DataType::UInt8 => KeyType::U8,
-        DataType::UInt16 => KeyType::U16,
-        DataType::UInt32 => KeyType::U32,
-        DataType::UInt64 => KeyType::U64,
-        DataType::Float32 => KeyType::F32,
-        DataType::Float64 => KeyType::F64,
-        DataType::Utf8 | DataType::LargeUtf8 => KeyType::Str,
-        DataType::Binary | DataType::LargeBinary => KeyType::Bytes,
-        _ => return None,
-    })
 }
 
 /// The row-format values of one row, by schema index (`None`: null).

@@ -252,26 +252,30 @@ fn check_columns(fields: &[Arc<Field>], batch: &RecordBatch) -> Result<()> {
     Ok(())
 }
 
+/// The key type of a column type that has a key encoding.
+pub fn key_type_of(data_type: &DataType) -> Option<crate::codec::key::KeyType> {
+    use crate::codec::key::KeyType;
+    Some(match data_type {
+        DataType::Boolean => KeyType::Bool,
+        DataType::Int8 => KeyType::I8,
+        DataType::Int16 => KeyType::I16,
+        DataType::Int32 | DataType::Date32 => KeyType::I32,
+        DataType::Int64 | DataType::Date64 | DataType::Timestamp(_, _) => KeyType::I64,
+        DataType::UInt8 => KeyType::U8,
+        DataType::UInt16 => KeyType::U16,
+        DataType::UInt32 => KeyType::U32,
+        DataType::UInt64 => KeyType::U64,
+        DataType::Float32 => KeyType::F32,
+        DataType::Float64 => KeyType::F64,
+        DataType::Utf8 | DataType::LargeUtf8 => KeyType::Str,
+        DataType::Binary | DataType::LargeBinary => KeyType::Bytes,
+        _ => return None,
+    })
+}
+
 /// Whether a key value's variant is the key encoding of `data_type`.
 pub fn key_value_fits(v: &crate::codec::key::KeyValue<'_>, data_type: &DataType) -> bool {
-    use crate::codec::key::KeyValue;
-    use DataType as D;
-    matches!(
-        (v, data_type),
-        (KeyValue::Bool(_), D::Boolean)
-            | (KeyValue::I8(_), D::Int8)
-            | (KeyValue::I16(_), D::Int16)
-            | (KeyValue::I32(_), D::Int32 | D::Date32)
-            | (KeyValue::I64(_), D::Int64 | D::Date64 | D::Timestamp(_, _))
-            | (KeyValue::U8(_), D::UInt8)
-            | (KeyValue::U16(_), D::UInt16)
-            | (KeyValue::U32(_), D::UInt32)
-            | (KeyValue::U64(_), D::UInt64)
-            | (KeyValue::F32(_), D::Float32)
-            | (KeyValue::F64(_), D::Float64)
-            | (KeyValue::Str(_), D::Utf8 | D::LargeUtf8)
-            | (KeyValue::Bytes(_), D::Binary | D::LargeBinary)
-    )
+    key_type_of(data_type) == Some(v.key_type())
 }
 
 #[cfg(test)]
