@@ -44,8 +44,8 @@ pub use bytes::Bytes;
 pub use codec::key::{KeyValue, OwnedKeyValue};
 pub use db::{
     Db, DbIterator, Direction, GetLatency, IndexInfo, IndexOptions, IndexPredicate, KeyValueRange, Keyspace,
-    LevelStats, LookupOptions, ReadOptions, ScanOptions, ScanPlan, Snapshot, Stats, Table, TableOptions,
-    TableScan,
+    LevelStats, LookupOptions, OwnedKeyValueRange, ReadOptions, ScanOptions, ScanPlan, Snapshot, Stats,
+    Table, TableEstimate, TableOptions, TableScan,
 };
 pub use error::{Error, Result};
 pub use options::{Compression, Options, WriteOptions};

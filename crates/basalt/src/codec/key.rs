@@ -440,7 +440,6 @@ pub fn encode_nullable(parts: &[Option<KeyValue<'_>>]) -> Vec<u8> {
     out
 }
 
-#[cfg(any(test, feature = "inspect"))]
 /// Decodes a tuple of non-null parts of the given types; every byte must be
 /// used.
 pub fn decode(bytes: &[u8], types: &[KeyType]) -> Result<Vec<OwnedKeyValue>> {

@@ -190,7 +190,7 @@ impl Table {
 const BATCH_COLUMN_BYTES_MAX: usize = 512 << 20;
 
 /// Encodes the key-value bounds into user-key bounds.
-fn encode_range(table: &Table, (lo, hi): &KeyValueRange<'_>) -> Result<KeyRange> {
+pub(super) fn encode_range(table: &Table, (lo, hi): &KeyValueRange<'_>) -> Result<KeyRange> {
     let full = table.layout().primary_key().len();
     let enc = |t: &[KeyValue<'_>]| table.encode_key_values(t, false);
     let successor = |k: Vec<u8>| prefix_successor(&k).map_or(Bound::Unbounded, Bound::Excluded);
@@ -213,7 +213,7 @@ fn encode_range(table: &Table, (lo, hi): &KeyValueRange<'_>) -> Result<KeyRange>
 }
 
 /// Whether `key` lies in `range`.
-fn in_range((lo, hi): &KeyRange, key: &[u8]) -> bool {
+pub(super) fn in_range((lo, hi): &KeyRange, key: &[u8]) -> bool {
     let above = match lo {
         Bound::Included(b) => key >= b.as_slice(),
         Bound::Excluded(b) => key > b.as_slice(),

@@ -184,6 +184,26 @@ impl Memtable {
         self.max_seqno.load(AtomicOrdering::Relaxed)
     }
 
+    /// Entries of `tree` and the bytes charged for them: a walk over them,
+    /// for a planner's estimate of a table's size.
+    pub fn tree_entries(&self, tree: TreeId) -> (u64, u64) {
+        if self.map.is_empty() {
+            return (0, 0);
+        }
+        let tree_start = Probe::new(tree, &[], u64::MAX);
+        let (mut entries, mut bytes) = (0u64, 0u64);
+        for e in
+            self.map.range::<dyn KeyView, _>((Bound::Included(&tree_start as &dyn KeyView), Bound::Unbounded))
+        {
+            if e.key().tree != tree {
+                break;
+            }
+            entries += 1;
+            bytes += (e.key().user_key.len() + e.value().len() + ENTRY_OVERHEAD_BYTES) as u64;
+        }
+        (entries, bytes)
+    }
+
     /// Every entry in order (tree, user key, newest first), for flushing.
     pub fn entries(&self) -> impl Iterator<Item = (MemKey, Bytes)> + '_ {
         self.map.iter().map(|e| (e.key().clone(), e.value().clone()))

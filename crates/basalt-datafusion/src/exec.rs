@@ -1,0 +1,238 @@
+//! The scan of a Basalt table as a DataFusion execution plan: one partition
+//! per key range, each an engine scan streamed from a blocking thread (the
+//! engine reads files synchronously, and DataFusion's async workers must
+//! not wait on it). The engine's scans are opened when the plan is built,
+//! so EXPLAIN reports the access path each one chose (key range or index)
+//! and every partition reads as of one snapshot.
+
+use std::fmt;
+use std::sync::Arc;
+
+use arrow_array::{RecordBatch, RecordBatchOptions};
+use arrow_schema::SchemaRef;
+use basalt::{Filter, OwnedKeyValueRange, ScanOptions, ScanPlan, Snapshot, Table, TableScan};
+use datafusion::common::Result;
+use datafusion::execution::TaskContext;
+use datafusion::physical_expr::EquivalenceProperties;
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
+use datafusion::physical_plan::stream::RecordBatchReceiverStreamBuilder;
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties, SendableRecordBatchStream,
+};
+use parking_lot::Mutex;
+
+use crate::error::to_df;
+use crate::pushdown::{borrowed, describe_predicate, describe_range};
+
+/// The `ExecutionPlan` methods of a plan without children or expressions
+/// of its own (a scan, a DML statement's single step).
+macro_rules! leaf_plan {
+    () => {
+        fn children(&self) -> Vec<&std::sync::Arc<dyn datafusion::physical_plan::ExecutionPlan>> {
+            Vec::new()
+        }
+
+        fn apply_expressions(
+            &self,
+            _f: &mut dyn FnMut(
+                &std::sync::Arc<dyn datafusion::physical_expr::PhysicalExpr>,
+            ) -> datafusion::common::Result<
+                datafusion::common::tree_node::TreeNodeRecursion,
+            >,
+        ) -> datafusion::common::Result<datafusion::common::tree_node::TreeNodeRecursion> {
+            Ok(datafusion::common::tree_node::TreeNodeRecursion::Continue)
+        }
+
+        fn replace_children(
+            self: std::sync::Arc<Self>,
+            _children: Vec<std::sync::Arc<dyn datafusion::physical_plan::ExecutionPlan>>,
+            _options: datafusion::physical_plan::ReplaceChildrenOptions,
+        ) -> datafusion::common::Result<std::sync::Arc<dyn datafusion::physical_plan::ExecutionPlan>> {
+            Ok(self)
+        }
+
+        fn with_new_children(
+            self: std::sync::Arc<Self>,
+            _children: Vec<std::sync::Arc<dyn datafusion::physical_plan::ExecutionPlan>>,
+        ) -> datafusion::common::Result<std::sync::Arc<dyn datafusion::physical_plan::ExecutionPlan>> {
+            Ok(self)
+        }
+    };
+}
+pub(crate) use leaf_plan;
+
+/// What every partition of a scan reads.
+#[derive(Debug)]
+pub(crate) struct ScanSpec {
+    pub table: Table,
+    pub snapshot: Arc<Snapshot>,
+    /// Columns the engine returns (empty: the query needs only row counts,
+    /// and the scan reads the first key column to count rows).
+    pub columns: Vec<String>,
+    /// The schema handed to DataFusion.
+    pub schema: SchemaRef,
+    pub filter: Option<Filter>,
+    pub limit: Option<usize>,
+    /// The whole key range, for EXPLAIN.
+    pub range: OwnedKeyValueRange,
+}
+
+/// A scan of one Basalt table.
+pub(crate) struct BasaltScanExec {
+    spec: Arc<ScanSpec>,
+    parts: Vec<OwnedKeyValueRange>,
+    /// Each partition's engine scan, opened at planning and taken by its
+    /// first execution (a later execution opens a new one).
+    opened: Vec<Mutex<Option<TableScan>>>,
+    /// The access path of the first partition's scan.
+    plan: ScanPlan,
+    properties: Arc<PlanProperties>,
+    metrics: ExecutionPlanMetricsSet,
+}
+
+impl fmt::Debug for BasaltScanExec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BasaltScanExec").field("table", &self.spec.table.name()).finish_non_exhaustive()
+    }
+}
+
+impl BasaltScanExec {
+    /// A scan of `spec` split into the key ranges `parts`.
+    pub fn try_new(spec: ScanSpec, parts: Vec<OwnedKeyValueRange>) -> Result<Self> {
+        let spec = Arc::new(spec);
+        let opened =
+            parts.iter().map(|p| open(&spec, p).map(|s| Mutex::new(Some(s)))).collect::<Result<Vec<_>>>()?;
+        let plan = opened
+            .first()
+            .and_then(|s| s.lock().as_ref().map(|s| s.plan().clone()))
+            .unwrap_or(ScanPlan::KeyRange);
+        let properties = PlanProperties::new(
+            EquivalenceProperties::new(spec.schema.clone()),
+            Partitioning::UnknownPartitioning(parts.len().max(1)),
+            EmissionType::Incremental,
+            Boundedness::Bounded,
+        );
+        Ok(BasaltScanExec {
+            spec,
+            parts,
+            opened,
+            plan,
+            properties: Arc::new(properties),
+            metrics: ExecutionPlanMetricsSet::new(),
+        })
+    }
+}
+
+/// Opens the engine scan of one key range.
+fn open(spec: &ScanSpec, part: &OwnedKeyValueRange) -> Result<TableScan> {
+    let columns = if spec.columns.is_empty() {
+        let first_key = spec.table.primary_key().into_iter().next();
+        Some(first_key.into_iter().collect())
+    } else {
+        Some(spec.columns.clone())
+    };
+    let opts = ScanOptions::default()
+        .range(borrowed(part))
+        .projection(columns)
+        .filter(spec.filter.clone())
+        .snapshot(Some(&spec.snapshot));
+    spec.table.scan(opts).map_err(to_df)
+}
+
+impl DisplayAs for BasaltScanExec {
+    fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let spec = &self.spec;
+        let access = match &self.plan {
+            ScanPlan::Index { index, entries } => format!("index {index} ({entries} entries)"),
+            _ => "key range".to_string(),
+        };
+        match t {
+            DisplayFormatType::Default | DisplayFormatType::Verbose => {
+                write!(
+                    f,
+                    "BasaltScanExec: table={}, access={access}, key_range={}",
+                    spec.table.name(),
+                    describe_range(&spec.range)
+                )?;
+                write!(f, ", partitions={}", self.parts.len())?;
+                if let Some(filter) = &spec.filter {
+                    let ps: Vec<String> = filter.predicates.iter().map(describe_predicate).collect();
+                    write!(f, ", filter=[{}]", ps.join(" AND "))?;
+                }
+                write!(f, ", projection=[{}]", spec.columns.join(", "))?;
+                if let Some(limit) = spec.limit {
+                    write!(f, ", limit={limit}")?;
+                }
+                Ok(())
+            }
+            DisplayFormatType::TreeRender => {
+                writeln!(f, "table={}", spec.table.name())?;
+                writeln!(f, "access={access}")?;
+                write!(f, "key_range={}", describe_range(&spec.range))
+            }
+        }
+    }
+}
+
+impl ExecutionPlan for BasaltScanExec {
+    fn name(&self) -> &'static str {
+        "BasaltScanExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    crate::exec::leaf_plan!();
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        Some(self.metrics.clone_inner())
+    }
+
+    fn execute(&self, partition: usize, _context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
+        let Some(part) = self.parts.get(partition) else {
+            return datafusion::common::internal_err!("BasaltScanExec has no partition {partition}");
+        };
+        let scan = match self.opened[partition].lock().take() {
+            Some(scan) => scan,
+            None => open(&self.spec, part)?,
+        };
+        let output_rows = MetricBuilder::new(&self.metrics).output_rows(partition);
+        let blocks_skipped = MetricBuilder::new(&self.metrics).counter("blocks_skipped", partition);
+        let spec = self.spec.clone();
+        let mut builder = RecordBatchReceiverStreamBuilder::new(spec.schema.clone(), 2);
+        let tx = builder.tx();
+        builder.spawn_blocking(move || {
+            let mut scan = scan;
+            let mut left = spec.limit.unwrap_or(usize::MAX);
+            while left > 0 {
+                let Some(batch) = scan.next() else { break };
+                let mut batch = batch.map_err(to_df)?;
+                if batch.num_rows() > left {
+                    batch = batch.slice(0, left);
+                }
+                left -= batch.num_rows();
+                let batch =
+                    if spec.columns.is_empty() { rows_only(&spec.schema, batch.num_rows())? } else { batch };
+                output_rows.add(batch.num_rows());
+                if tx.blocking_send(Ok(batch)).is_err() {
+                    break; // the consumer is gone (a LIMIT above was met)
+                }
+            }
+            blocks_skipped.add(scan.blocks_skipped() as usize);
+            // The stream ends when `tx` drops: the scan goes first, so that
+            // whatever it does when dropped is done when the query is.
+            drop(scan);
+            drop(tx);
+            Ok(())
+        });
+        Ok(builder.build())
+    }
+}
+
+/// A batch of no columns and `rows` rows.
+fn rows_only(schema: &SchemaRef, rows: usize) -> Result<RecordBatch> {
+    let opts = RecordBatchOptions::new().with_row_count(Some(rows));
+    Ok(RecordBatch::try_new_with_options(schema.clone(), Vec::new(), &opts)?)
+}

@@ -1,0 +1,162 @@
+//! SQL over Basalt tables through Apache DataFusion.
+//!
+//! [`session`] returns a DataFusion `SessionContext` whose default schema is
+//! the database's catalog: every table is queryable by name, tables created
+//! later (by SQL or the engine's API) appear at once, and `CREATE TABLE`
+//! (with a `PRIMARY KEY`), `DROP TABLE`, `INSERT`, `DELETE` and `UPDATE`
+//! reach the engine. Scans push their filters into the engine, which turns
+//! primary-key comparisons into a key range, answers others with an index
+//! when one fits and skips blocks by their zone maps; projections and
+//! limits are pushed too, and key ranges split the scan across cores.
+//! [`sql`] adds the statements DataFusion does not plan itself: `CREATE
+//! INDEX` and `DROP INDEX`. `docs/sql.md` lists what works.
+
+mod dml;
+mod error;
+mod exec;
+mod insert;
+mod pushdown;
+mod schema;
+mod table;
+
+use std::sync::Arc;
+
+use basalt::{Db, IndexOptions};
+use datafusion::common::{Result, exec_err, not_impl_err, plan_err};
+use datafusion::dataframe::DataFrame;
+use datafusion::execution::context::{SessionConfig, SessionContext};
+use datafusion::logical_expr::LogicalPlanBuilder;
+use datafusion::sql::sqlparser::ast::{self, ObjectType, Statement};
+use datafusion::sql::sqlparser::dialect::GenericDialect;
+use datafusion::sql::sqlparser::parser::Parser;
+
+pub use schema::BasaltSchema;
+pub use table::BasaltTable;
+
+use crate::error::to_df;
+
+/// The catalog and schema the session's tables live in (DataFusion's
+/// defaults, so unqualified names find them).
+const CATALOG: &str = "datafusion";
+const SCHEMA: &str = "public";
+
+/// A DataFusion session over every table of `db`.
+pub fn session(db: Arc<Db>) -> SessionContext {
+    session_with_config(db, SessionConfig::new())
+}
+
+/// [`session`] with DataFusion settings of the caller's (its partition
+/// count, batch size…). String columns of `CREATE TABLE` are `Utf8`, the
+/// type Basalt stores.
+pub fn session_with_config(db: Arc<Db>, config: SessionConfig) -> SessionContext {
+    let mut config = config.with_information_schema(true).with_default_catalog_and_schema(CATALOG, SCHEMA);
+    config.options_mut().sql_parser.map_string_types_to_utf8view = false;
+    let ctx = SessionContext::new_with_config(config);
+    if let Some(catalog) = ctx.catalog(CATALOG) {
+        // Replaces the default in-memory schema.
+        let _ = catalog.register_schema(SCHEMA, Arc::new(BasaltSchema::new(db)));
+    }
+    ctx
+}
+
+/// Runs one SQL statement in a [`session`]: `CREATE INDEX` and `DROP INDEX`
+/// here, anything else through DataFusion (`ctx.sql`).
+///
+/// `CREATE [UNIQUE] INDEX [IF NOT EXISTS] name ON table (col, …)
+/// [INCLUDE (col, …)]` builds a Basalt index (backfilled, then kept with
+/// every write); `DROP INDEX [IF EXISTS] name [ON table]` drops one.
+pub async fn sql(ctx: &SessionContext, query: &str) -> Result<DataFrame> {
+    let statements = Parser::parse_sql(&GenericDialect {}, query).ok();
+    match statements.as_deref() {
+        Some([Statement::CreateIndex(create)]) => {
+            create_index(ctx, create)?;
+            empty(ctx)
+        }
+        Some([Statement::Drop { object_type: ObjectType::Index, if_exists, names, table, .. }]) => {
+            drop_index(ctx, names, table.as_ref(), *if_exists)?;
+            empty(ctx)
+        }
+        _ => ctx.sql(query).await,
+    }
+}
+
+/// The database behind a session made by [`session`].
+fn database(ctx: &SessionContext) -> Result<Arc<Db>> {
+    let schema = ctx.catalog(CATALOG).and_then(|c| c.schema(SCHEMA));
+    let Some(basalt) = schema.as_ref().and_then(|s| s.downcast_ref::<BasaltSchema>()) else {
+        return plan_err!("this session has no Basalt database: make it with basalt_datafusion::session");
+    };
+    Ok(basalt.db().clone())
+}
+
+fn empty(ctx: &SessionContext) -> Result<DataFrame> {
+    Ok(DataFrame::new(ctx.state(), LogicalPlanBuilder::empty(false).build()?))
+}
+
+/// The last part of a possibly qualified name.
+fn last_ident(name: &ast::ObjectName) -> Result<String> {
+    let Some(ident) = name.0.last().and_then(|p| p.as_ident()) else {
+        return plan_err!("{name} is not a name");
+    };
+    Ok(ident.value.clone())
+}
+
+fn create_index(ctx: &SessionContext, create: &ast::CreateIndex) -> Result<()> {
+    let Some(name) = &create.name else {
+        return plan_err!("CREATE INDEX needs a name: CREATE INDEX name ON table (column, …)");
+    };
+    if create.using.is_some() || create.predicate.is_some() || !create.with.is_empty() {
+        return not_impl_err!(
+            "CREATE INDEX: USING, WHERE (partial indexes) and WITH are not supported by Basalt"
+        );
+    }
+    let name = last_ident(name)?;
+    let db = database(ctx)?;
+    let table = db.table(&last_ident(&create.table_name)?).map_err(to_df)?;
+    if create.if_not_exists && table.indexes().iter().any(|i| i.name == name) {
+        return Ok(());
+    }
+    let mut columns = Vec::with_capacity(create.columns.len());
+    for c in &create.columns {
+        match &c.column.expr {
+            ast::Expr::Identifier(ident) if c.column.options.asc != Some(false) => {
+                columns.push(ident.value.clone());
+            }
+            other => return not_impl_err!("CREATE INDEX {name}: {other} is not a column in ascending order"),
+        }
+    }
+    let refs: Vec<&str> = columns.iter().map(String::as_str).collect();
+    let include: Vec<String> = create.include.iter().map(|i| i.value.clone()).collect();
+    let opts = IndexOptions::default().unique(create.unique).include(include);
+    table.create_index(&name, &refs, opts).map_err(to_df)
+}
+
+fn drop_index(
+    ctx: &SessionContext,
+    names: &[ast::ObjectName],
+    on: Option<&ast::ObjectName>,
+    if_exists: bool,
+) -> Result<()> {
+    let db = database(ctx)?;
+    for name in names {
+        let name = last_ident(name)?;
+        let tables = match on {
+            Some(t) => vec![last_ident(t)?],
+            None => db.tables(),
+        };
+        let mut holders = Vec::new();
+        for t in tables {
+            let table = db.table(&t).map_err(to_df)?;
+            if table.indexes().iter().any(|i| i.name == name) {
+                holders.push(table);
+            }
+        }
+        match holders.as_slice() {
+            [table] => table.drop_index(&name).map_err(to_df)?,
+            [] if if_exists => {}
+            [] => return exec_err!("no index {name}"),
+            _ => return plan_err!("index {name} exists on several tables: DROP INDEX {name} ON table"),
+        }
+    }
+    Ok(())
+}

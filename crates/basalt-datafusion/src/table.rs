@@ -1,0 +1,173 @@
+//! A Basalt table as a DataFusion table: scans push their filters, key
+//! range, projection and limit into the engine; inserts are atomic upserts
+//! of each batch; DELETE and UPDATE rewrite the rows their filters select.
+
+use std::sync::Arc;
+
+use arrow_schema::SchemaRef;
+use async_trait::async_trait;
+use basalt::{Db, Table};
+use datafusion::catalog::{Session, TableProvider};
+use datafusion::common::stats::Precision;
+use datafusion::common::{Constraint, Constraints, Result, Statistics, not_impl_err};
+use datafusion::datasource::sink::DataSinkExec;
+use datafusion::logical_expr::dml::InsertOp;
+use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
+use datafusion::physical_plan::ExecutionPlan;
+
+use crate::dml::{DmlExec, DmlKind};
+use crate::error::to_df;
+use crate::exec::{BasaltScanExec, ScanSpec};
+use crate::insert::BasaltSink;
+use crate::pushdown::{borrowed, predicates_of, pushdown};
+
+/// A Basalt table, for DataFusion. It holds the table's name, not a handle:
+/// each scan, insert or change opens one for as long as it runs, so that
+/// `DROP TABLE` (which the engine refuses while a handle is open) works
+/// while DataFusion still holds the provider it looked up.
+#[derive(Debug)]
+pub struct BasaltTable {
+    db: Arc<Db>,
+    name: String,
+    schema: SchemaRef,
+    /// Column indexes of the primary key.
+    primary_key: Vec<usize>,
+    constraints: Constraints,
+}
+
+impl BasaltTable {
+    /// The table `name` of `db`.
+    pub fn try_new(db: Arc<Db>, name: &str) -> basalt::Result<BasaltTable> {
+        let table = db.table(name)?;
+        let schema = table.schema();
+        let primary_key: Vec<usize> =
+            table.primary_key().iter().filter_map(|name| schema.index_of(name).ok()).collect();
+        let constraints = Constraints::new_unverified(vec![Constraint::PrimaryKey(primary_key.clone())]);
+        Ok(BasaltTable { db, name: name.to_string(), schema, primary_key, constraints })
+    }
+
+    /// The database the table is in.
+    pub(crate) fn db(&self) -> &Arc<Db> {
+        &self.db
+    }
+
+    /// A handle to the table (open while it is held).
+    pub fn table(&self) -> Result<Table> {
+        self.db.table(&self.name).map_err(to_df)
+    }
+
+    /// The plan of a scan, as [`TableProvider::scan`] makes it.
+    pub(crate) fn scan_plan(
+        &self,
+        partitions: usize,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> Result<BasaltScanExec> {
+        let pushed = pushdown(&self.schema, &self.primary_key, filters);
+        let (columns, schema) = match projection {
+            None => (self.schema.fields().iter().map(|f| f.name().clone()).collect(), self.schema.clone()),
+            Some(p) => (
+                p.iter().map(|&i| self.schema.field(i).name().clone()).collect(),
+                Arc::new(self.schema.project(p)?),
+            ),
+        };
+        // A LIMIT reads its rows from the front of the range: one part.
+        let parts = if limit.is_some() { 1 } else { partitions };
+        let table = self.table()?;
+        let parts = table.split_range(&borrowed(&pushed.range), parts).map_err(to_df)?;
+        let spec = ScanSpec {
+            table,
+            snapshot: Arc::new(self.db.snapshot()),
+            columns,
+            schema,
+            filter: pushed.filter(),
+            limit,
+            range: pushed.range,
+        };
+        BasaltScanExec::try_new(spec, parts)
+    }
+}
+
+#[async_trait]
+impl TableProvider for BasaltTable {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn constraints(&self) -> Option<&Constraints> {
+        Some(&self.constraints)
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Base
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let partitions = state.config().target_partitions();
+        Ok(Arc::new(self.scan_plan(partitions, projection, filters, limit)?))
+    }
+
+    /// `Exact` for every filter the engine evaluates itself (comparisons of
+    /// a column with a literal, ranges, null tests, and conjunctions of
+    /// them): it bounds the key range, picks an index or skips blocks by
+    /// their zone maps, then applies the filter to each row with the same
+    /// Arrow kernels DataFusion would use. Evaluating it again above the
+    /// scan would only cost time, so none is `Inexact`.
+    fn supports_filters_pushdown(&self, filters: &[&Expr]) -> Result<Vec<TableProviderFilterPushDown>> {
+        Ok(filters
+            .iter()
+            .map(|f| {
+                if predicates_of(&self.schema, f).is_some() {
+                    TableProviderFilterPushDown::Exact
+                } else {
+                    TableProviderFilterPushDown::Unsupported
+                }
+            })
+            .collect())
+    }
+
+    /// Row and byte counts from the SSTs' metadata and the memtables:
+    /// estimates, since a key written twice is counted per stored version.
+    fn statistics(&self) -> Option<Statistics> {
+        let estimate = self.table().ok()?.estimate().ok()?;
+        let mut stats = Statistics::new_unknown(&self.schema);
+        stats.num_rows = Precision::Inexact(estimate.rows as usize);
+        stats.total_byte_size = Precision::Inexact(estimate.bytes as usize);
+        Some(stats)
+    }
+
+    async fn insert_into(
+        &self,
+        _state: &dyn Session,
+        input: Arc<dyn ExecutionPlan>,
+        insert_op: InsertOp,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        if insert_op != InsertOp::Append {
+            return not_impl_err!(
+                "INSERT {insert_op} into Basalt table {}: INSERT is an upsert by primary key, use plain INSERT INTO",
+                self.name
+            );
+        }
+        Ok(Arc::new(DataSinkExec::new(input, Arc::new(BasaltSink::new(self.table()?)), None)))
+    }
+
+    async fn delete_from(&self, state: &dyn Session, filters: Vec<Expr>) -> Result<Arc<dyn ExecutionPlan>> {
+        Ok(Arc::new(DmlExec::try_new(self, state, DmlKind::Delete, filters)?))
+    }
+
+    async fn update(
+        &self,
+        state: &dyn Session,
+        assignments: Vec<(String, Expr)>,
+        filters: Vec<Expr>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        Ok(Arc::new(DmlExec::try_new(self, state, DmlKind::Update(assignments), filters)?))
+    }
+}

@@ -1,0 +1,170 @@
+//! What a query planner asks of a table before it reads: key ranges that
+//! split a scan into parts of similar size on disk (so a query engine can
+//! scan them on several cores), and estimates of the table's rows and
+//! bytes (so it can order joins). Both come from the SSTs' metadata alone:
+//! no data block is read.
+
+use std::ops::Bound;
+
+use super::Table;
+use super::cursor::KeyRange;
+use super::scan::{KeyValueRange, encode_range, in_range};
+use crate::codec::key::{self, KeyValue, OwnedKeyValue};
+use crate::error::{Error, Result};
+use crate::files;
+use crate::row::layout::key_type_of;
+
+/// A key range of owned key values (see [`KeyValueRange`]).
+pub type OwnedKeyValueRange = (Bound<Vec<OwnedKeyValue>>, Bound<Vec<OwnedKeyValue>>);
+
+/// Sizes of a table as its SSTs and memtables record them. Estimates: an
+/// overwritten or deleted row is counted once per version still stored.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TableEstimate {
+    /// Row versions in SSTs and memtables.
+    pub rows: u64,
+    /// Bytes of the table's SSTs, and of its memtable entries.
+    pub bytes: u64,
+}
+
+impl Table {
+    /// Splits `range` into at most `parts` consecutive, disjoint key ranges
+    /// whose union is `range`, cut at the smallest keys of SSTs that lie
+    /// inside it so that each part holds a similar number of SST bytes.
+    /// One range (the given one) when no SST starts inside it.
+    pub fn split_range(&self, range: &KeyValueRange<'_>, parts: usize) -> Result<Vec<OwnedKeyValueRange>> {
+        self.inner().check_open()?;
+        let encoded = encode_range(self, range)?;
+        let whole = (owned_bound(&range.0), owned_bound(&range.1));
+        if parts <= 1 {
+            return Ok(vec![whole]);
+        }
+        let cuts = self.cut_points(&encoded, parts)?;
+        if cuts.is_empty() {
+            return Ok(vec![whole]);
+        }
+        let mut out = Vec::with_capacity(cuts.len() + 1);
+        let mut lower = whole.0;
+        for cut in cuts {
+            out.push((lower, Bound::Excluded(cut.clone())));
+            lower = Bound::Included(cut);
+        }
+        out.push((lower, whole.1));
+        Ok(out)
+    }
+
+    /// Up to `parts - 1` whole keys strictly inside `range`, ascending, that
+    /// cut the SST bytes overlapping it into parts of similar size.
+    fn cut_points(&self, range: &KeyRange, parts: usize) -> Result<Vec<Vec<OwnedKeyValue>>> {
+        let (_, sv) = self.inner().read_view(None);
+        let Some(tree) = sv.version.tree(self.tree()) else {
+            return Err(Error::InvalidArgument(format!("table {} was dropped", self.name())));
+        };
+        // Each file's bytes are charged to the key it starts at: bytes before
+        // the first cut belong to files starting at or below the lower bound.
+        let mut starts: Vec<(&[u8], u64, u64)> = Vec::new();
+        let mut below = 0u64;
+        for (_, file) in tree.all_files() {
+            let start = file.smallest.user_key.as_ref();
+            let end = file.largest.user_key.as_ref();
+            if !overlaps(range, start, end) {
+                continue;
+            }
+            if in_range(range, start) && !is_lower_bound(range, start) {
+                starts.push((start, file.size, file.number));
+            } else {
+                below += file.size;
+            }
+        }
+        starts.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        let total = below + starts.iter().map(|s| s.1).sum::<u64>();
+        let share = total.div_ceil(parts as u64).max(1);
+        let mut cuts: Vec<(&[u8], u64)> = Vec::new();
+        let mut filled = below;
+        for (start, size, number) in starts {
+            // Cut where a part is full, once per distinct start key.
+            let full = filled >= share * (cuts.len() as u64 + 1);
+            if full && cuts.last().is_none_or(|c| c.0 != start) && cuts.len() + 1 < parts {
+                cuts.push((start, number));
+            }
+            filled += size;
+        }
+        cuts.into_iter().map(|(k, number)| self.decode_user_key(k, number)).collect()
+    }
+
+    /// The key values of the smallest key of SST `number` of this table.
+    fn decode_user_key(&self, user_key: &[u8], number: u64) -> Result<Vec<OwnedKeyValue>> {
+        let layout = self.layout();
+        let corrupt = || {
+            let what = format!("smallest key {user_key:?} is not a key of table {}", self.name());
+            Error::corruption(self.inner().dir.join(files::sst(number)), 0, what)
+        };
+        let types = layout
+            .primary_key()
+            .iter()
+            .map(|&i| key_type_of(layout.schema().field(i).data_type()))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(corrupt)?;
+        if layout.raw_key() {
+            return Ok(vec![match types.first() {
+                Some(key::KeyType::Str) => {
+                    OwnedKeyValue::Str(String::from_utf8(user_key.to_vec()).map_err(|_| corrupt())?)
+                }
+                _ => OwnedKeyValue::Bytes(user_key.to_vec()),
+            }]);
+        }
+        key::decode(user_key, &types).map_err(|_| corrupt())
+    }
+
+    /// Rows and bytes as the table's SSTs and memtables record them.
+    pub fn estimate(&self) -> Result<TableEstimate> {
+        self.inner().check_open()?;
+        let (_, sv) = self.inner().read_view(None);
+        let Some(tree) = sv.version.tree(self.tree()) else {
+            return Err(Error::InvalidArgument(format!("table {} was dropped", self.name())));
+        };
+        let mut estimate = TableEstimate::default();
+        for (_, file) in tree.all_files() {
+            estimate.rows += file.entries;
+            estimate.bytes += file.size;
+        }
+        for mem in std::iter::once(&sv.mem).chain(&sv.imms) {
+            let (rows, bytes) = mem.tree_entries(self.tree());
+            estimate.rows += rows;
+            estimate.bytes += bytes;
+        }
+        Ok(estimate)
+    }
+}
+
+/// `range` with its key values owned.
+fn owned_bound(bound: &Bound<Vec<KeyValue<'_>>>) -> Bound<Vec<OwnedKeyValue>> {
+    let own = |t: &Vec<KeyValue<'_>>| t.iter().map(KeyValue::to_owned_value).collect();
+    match bound {
+        Bound::Included(t) => Bound::Included(own(t)),
+        Bound::Excluded(t) => Bound::Excluded(own(t)),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+/// Whether keys `[start, end]` meet `range`.
+fn overlaps((lo, hi): &KeyRange, start: &[u8], end: &[u8]) -> bool {
+    let above_lo = match lo {
+        Bound::Included(b) => end >= b.as_slice(),
+        Bound::Excluded(b) => end > b.as_slice(),
+        Bound::Unbounded => true,
+    };
+    let below_hi = match hi {
+        Bound::Included(b) => start <= b.as_slice(),
+        Bound::Excluded(b) => start < b.as_slice(),
+        Bound::Unbounded => true,
+    };
+    above_lo && below_hi
+}
+
+/// Whether `key` is the range's included lower bound (no part can start
+/// there: the first one already does).
+fn is_lower_bound((lo, _): &KeyRange, key: &[u8]) -> bool {
+    matches!(lo, Bound::Included(b) if b.as_slice() == key)
+}
