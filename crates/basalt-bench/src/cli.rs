@@ -50,6 +50,10 @@ enum Cmd {
     /// gets, equality, range, covering and count queries (Basalt and
     /// SQLite; Basalt also by filtered scans).
     Resilientdb(Common),
+    /// Issue 16: TPC-H's 22 queries through DataFusion over Basalt, over
+    /// Parquet, DuckDB and SQLite (`--scale` is the scale factor); then
+    /// SQL point, range and indexed queries against SQLite's.
+    Tpch(crate::tpch::TpchArgs),
     /// A small mix of the above that finishes in minutes: the main job.
     Quick(Common),
     /// Runs one job in this process (used by the parent).
@@ -128,6 +132,7 @@ pub fn main() -> std::process::ExitCode {
 fn run(cli: Cli) -> Result<()> {
     let (name, common, jobs) = match cli.cmd {
         Cmd::Child { job } => return child(&job),
+        Cmd::Tpch(args) => return crate::tpch::run(&args),
         Cmd::Omendb(c) => {
             let jobs = plan_omendb(&c, &c.scale_or(&[1_000_000]), None)?;
             ("omendb", c, jobs)

@@ -10,4 +10,5 @@ pub mod measure;
 pub mod memory;
 pub mod report;
 pub mod result;
+pub mod tpch;
 pub mod workload;

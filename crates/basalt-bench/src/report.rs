@@ -94,7 +94,7 @@ fn sig(v: f64) -> String {
 }
 
 /// The lowest and highest value of every measurement over its runs.
-pub type Ranges = BTreeMap<(String, String, u64, String, usize, String), (f64, f64)>;
+pub type Ranges = BTreeMap<(String, String, u64, String, usize, String, Option<String>), (f64, f64)>;
 
 /// Collects [`Ranges`] from the records of every run.
 pub fn ranges(runs: &[Record]) -> Ranges {

@@ -63,7 +63,7 @@ pub struct Record {
 
 impl Record {
     /// Everything but the value and env: what identifies a measurement.
-    pub fn key(&self) -> (String, String, u64, String, usize, String) {
+    pub fn key(&self) -> (String, String, u64, String, usize, String, Option<String>) {
         (
             self.workload.clone(),
             self.engine.clone(),
@@ -71,6 +71,7 @@ impl Record {
             self.distribution.clone(),
             self.threads,
             self.metric.clone(),
+            self.query.clone(),
         )
     }
 }

@@ -1,199 +1,210 @@
-//! DELETE and UPDATE on a Basalt table. The rows the statement's filters
-//! select are read through a pushed-down scan (key range, index, zone maps),
-//! filters the engine cannot evaluate are applied here, and every change
-//! goes into one write batch: a statement is atomic, and holds its changes
-//! in memory until it commits (the engine takes batches up to its write
-//! batch limit).
+//! DELETE and UPDATE, planned here rather than by DataFusion's DML path.
+//! DataFusion 55 hands a table provider only the filters it finds in the
+//! optimized plan: a filter the optimizer folds away (`WHERE 1 = 0`, `WHERE
+//! key IS NULL` on a non-nullable key) or turns into a join (a subquery)
+//! reaches the provider as no filter at all, which means every row. So the
+//! rows a statement changes are selected by a SELECT that DataFusion plans
+//! in full (with the scan's pushdown: key range, index, zone maps), and
+//! every change goes into one write batch: a statement is atomic, and holds
+//! its changes in memory until it commits (the engine takes write batches
+//! up to its batch limit). An UPDATE of key columns deletes every old key
+//! before it writes any new row, and is refused when two rows would get
+//! one key or a moved row would land on a row the statement does not move.
 
-use std::fmt;
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch, UInt64Array};
-use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use arrow_schema::{DataType, Field, Schema};
 use basalt::{Db, Table, WriteBatch};
-use datafusion::arrow::compute::{cast, filter_record_batch};
-use datafusion::catalog::Session;
-use datafusion::common::{DFSchema, Result, exec_err, internal_err};
-use datafusion::execution::TaskContext;
-use datafusion::logical_expr::Expr;
-use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
-use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
-use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
-use datafusion::physical_plan::{
-    DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties, SendableRecordBatchStream,
-};
-use futures::StreamExt;
+use datafusion::arrow::compute::cast;
+use datafusion::common::{Result, ScalarValue, exec_err, not_impl_err, plan_err};
+use datafusion::dataframe::DataFrame;
+use datafusion::execution::context::SessionContext;
+use datafusion::sql::sqlparser::ast::{self, AssignmentTarget, FromTable, TableFactor, TableWithJoins};
 
 use crate::error::to_df;
-use crate::exec::BasaltScanExec;
 use crate::insert::conform;
-use crate::pushdown::predicates_of;
-use crate::table::BasaltTable;
+use crate::last_ident;
 
-/// What a statement does to the rows it selects.
-#[derive(Debug, Clone)]
-pub(crate) enum DmlKind {
-    Delete,
-    /// Column names and their new values.
-    Update(Vec<(String, Expr)>),
+/// `DELETE FROM table [AS alias] [WHERE …]`.
+pub(crate) async fn delete(ctx: &SessionContext, db: &Arc<Db>, delete: &ast::Delete) -> Result<DataFrame> {
+    let (FromTable::WithFromKeyword(from) | FromTable::WithoutKeyword(from)) = &delete.from;
+    if !delete.tables.is_empty()
+        || delete.using.is_some()
+        || delete.limit.is_some()
+        || !delete.order_by.is_empty()
+        || delete.returning.is_some()
+    {
+        return not_impl_err!("DELETE with several tables, USING, LIMIT, ORDER BY or RETURNING");
+    }
+    let [relation] = from.as_slice() else {
+        return not_impl_err!("DELETE from {} tables", from.len());
+    };
+    let table = target(db, relation)?;
+    let keys: Vec<String> = table.primary_key().iter().map(|k| quoted(k)).collect();
+    let query =
+        format!("SELECT {} FROM {relation}{}", keys.join(", "), where_clause(delete.selection.as_ref()));
+    let selected = ctx.sql(&query).await?.collect().await?;
+    let mut changes = Changes::default();
+    for keys in selected {
+        changes.rows += keys.num_rows() as u64;
+        changes.deletes.push(keys);
+    }
+    commit(ctx, db.clone(), table, changes, false).await
 }
 
-/// A DELETE or UPDATE, run when executed (EXPLAIN changes nothing).
-#[derive(Clone)]
-pub(crate) struct DmlExec {
+/// `UPDATE table [AS alias] SET column = expr, … [WHERE …]`.
+pub(crate) async fn update(ctx: &SessionContext, db: &Arc<Db>, update: &ast::Update) -> Result<DataFrame> {
+    if update.from.is_some()
+        || update.limit.is_some()
+        || !update.order_by.is_empty()
+        || update.returning.is_some()
+    {
+        return not_impl_err!("UPDATE with FROM, LIMIT, ORDER BY or RETURNING");
+    }
+    let table = target(db, &update.table)?;
+    let schema = table.schema();
+    let mut assigned: Vec<(usize, String)> = Vec::new();
+    for a in &update.assignments {
+        let AssignmentTarget::ColumnName(name) = &a.target else {
+            return not_impl_err!("UPDATE of a tuple of columns");
+        };
+        let column = last_ident(name)?;
+        let Ok(i) = schema.index_of(&column) else {
+            return plan_err!("UPDATE of {}: no column {column}", table.name());
+        };
+        if assigned.iter().any(|(j, _)| *j == i) {
+            return plan_err!("UPDATE of {}: column {column} is assigned twice", table.name());
+        }
+        assigned.push((i, a.value.to_string()));
+    }
+    let new_values: Vec<String> = assigned
+        .iter()
+        .enumerate()
+        .map(|(n, (_, value))| format!("({value}) AS \"__basalt_new_{n}\""))
+        .collect();
+    let columns: Vec<String> = schema.fields().iter().map(|f| quoted(f.name())).collect();
+    let query = format!(
+        "SELECT {}, {} FROM {}{}",
+        columns.join(", "),
+        new_values.join(", "),
+        update.table,
+        where_clause(update.selection.as_ref())
+    );
+    let selected = ctx.sql(&query).await?.collect().await?;
+    let key_columns = key_columns(&table)?;
+    let moves_keys = assigned.iter().any(|(i, _)| key_columns.contains(i));
+    let width = schema.fields().len();
+    let mut changes = Changes::default();
+    for batch in selected {
+        changes.rows += batch.num_rows() as u64;
+        let mut columns: Vec<ArrayRef> = batch.columns()[..width].to_vec();
+        for (n, (i, _)) in assigned.iter().enumerate() {
+            columns[*i] = cast(batch.column(width + n), schema.field(*i).data_type())?;
+        }
+        if moves_keys {
+            changes.deletes.push(batch.project(&key_columns)?);
+        }
+        changes.puts.push(conform(&schema, &RecordBatch::try_new(schema.clone(), columns)?)?);
+    }
+    commit(ctx, db.clone(), table, changes, moves_keys).await
+}
+
+/// The table a DELETE or UPDATE names (no joins).
+fn target(db: &Db, relation: &TableWithJoins) -> Result<Table> {
+    match &relation.relation {
+        TableFactor::Table { name, .. } if relation.joins.is_empty() => {
+            db.table(&last_ident(name)?).map_err(to_df)
+        }
+        other => not_impl_err!("DELETE or UPDATE of {other}: name one table"),
+    }
+}
+
+fn where_clause(selection: Option<&ast::Expr>) -> String {
+    selection.map_or_else(String::new, |e| format!(" WHERE {e}"))
+}
+
+/// A column name as a quoted SQL identifier.
+fn quoted(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+fn key_columns(table: &Table) -> Result<Vec<usize>> {
+    let schema = table.schema();
+    Ok(table.primary_key().iter().map(|n| schema.index_of(n)).collect::<std::result::Result<Vec<_>, _>>()?)
+}
+
+/// What a statement changes, gathered before anything is written.
+#[derive(Default)]
+struct Changes {
+    /// Rows selected.
+    rows: u64,
+    /// Keys of the rows deleted (or moved by an UPDATE of a key column).
+    deletes: Vec<RecordBatch>,
+    /// Rows written.
+    puts: Vec<RecordBatch>,
+}
+
+/// Writes `changes` in one batch (every delete before every put, so a row
+/// moved onto a key another moved row had is written, not deleted), after
+/// checking the new keys of an UPDATE that moves rows; the answer is the
+/// number of rows changed.
+async fn commit(
+    ctx: &SessionContext,
     db: Arc<Db>,
     table: Table,
-    /// Reads the candidate rows (every column).
-    scan: Arc<BasaltScanExec>,
-    /// Filters the scan did not apply.
-    residual: Vec<Arc<dyn PhysicalExpr>>,
-    /// For UPDATE: each column's new value (`None`: unchanged).
-    assignments: Option<Vec<Option<Arc<dyn PhysicalExpr>>>>,
-    properties: Arc<PlanProperties>,
+    changes: Changes,
+    moves_keys: bool,
+) -> Result<DataFrame> {
+    let rows = changes.rows;
+    tokio::task::spawn_blocking(move || -> Result<()> {
+        if moves_keys {
+            check_new_keys(&table, &changes)?;
+        }
+        let mut batch = WriteBatch::new();
+        for keys in &changes.deletes {
+            batch.delete_table(&table, keys).map_err(to_df)?;
+        }
+        for new_rows in &changes.puts {
+            batch.put_table(&table, new_rows).map_err(to_df)?;
+        }
+        db.write(batch).map_err(to_df)
+    })
+    .await
+    .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))??;
+    let schema = Arc::new(Schema::new(vec![Field::new("count", DataType::UInt64, false)]));
+    ctx.read_batch(RecordBatch::try_new(schema, vec![Arc::new(UInt64Array::from(vec![rows]))])?)
 }
 
-impl fmt::Debug for DmlExec {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DmlExec").field("table", &self.table.name()).finish_non_exhaustive()
+/// Refuses an UPDATE whose new keys collide: two rows given one key, or a
+/// row moved onto a row the statement does not move.
+fn check_new_keys(table: &Table, changes: &Changes) -> Result<()> {
+    let key_columns = key_columns(table)?;
+    let tuples = |batch: &RecordBatch| -> Result<Vec<Vec<ScalarValue>>> {
+        (0..batch.num_rows())
+            .map(|r| batch.columns().iter().map(|c| ScalarValue::try_from_array(c, r)).collect())
+            .collect()
+    };
+    let mut moved: HashSet<Vec<ScalarValue>> = HashSet::new();
+    for keys in &changes.deletes {
+        moved.extend(tuples(keys)?);
     }
-}
-
-impl DmlExec {
-    pub fn try_new(
-        provider: &BasaltTable,
-        state: &dyn Session,
-        kind: DmlKind,
-        filters: Vec<Expr>,
-    ) -> Result<Self> {
-        let table = provider.table()?;
-        let schema = table.schema();
-        let df_schema = DFSchema::try_from_qualified_schema(table.name(), &schema)?;
-        let (pushed, residual): (Vec<Expr>, Vec<Expr>) =
-            filters.into_iter().partition(|f| predicates_of(&schema, f).is_some());
-        let residual = residual
-            .into_iter()
-            .map(|e| state.create_physical_expr(e, &df_schema))
-            .collect::<Result<Vec<_>>>()?;
-        let assignments = match kind {
-            DmlKind::Delete => None,
-            DmlKind::Update(assignments) => {
-                let mut by_column = vec![None; schema.fields().len()];
-                for (name, expr) in assignments {
-                    let Ok(i) = schema.index_of(&name) else {
-                        return exec_err!("UPDATE of {}: no column {name}", table.name());
-                    };
-                    // DataFusion passes every column, unchanged ones as themselves.
-                    if matches!(&expr, Expr::Column(c) if c.name == name) {
-                        continue;
-                    }
-                    by_column[i] = Some(state.create_physical_expr(expr, &df_schema)?);
-                }
-                Some(by_column)
-            }
-        };
-        let scan = Arc::new(provider.scan_plan(1, None, &pushed, None)?);
-        let count = Arc::new(Schema::new(vec![Field::new("count", DataType::UInt64, false)]));
-        let properties = PlanProperties::new(
-            EquivalenceProperties::new(count),
-            Partitioning::UnknownPartitioning(1),
-            EmissionType::Final,
-            Boundedness::Bounded,
-        );
-        Ok(DmlExec {
-            db: provider.db().clone(),
-            table,
-            scan,
-            residual,
-            assignments,
-            properties: Arc::new(properties),
-        })
-    }
-
-    /// Adds the statement's changes to `rows` to `batch`; returns how many
-    /// rows it changes.
-    fn change(&self, rows: &RecordBatch, batch: &mut WriteBatch) -> Result<u64> {
-        let mut rows = rows.clone();
-        for expr in &self.residual {
-            let mask = expr.evaluate(&rows)?.into_array(rows.num_rows())?;
-            let Some(mask) = mask.as_any().downcast_ref::<arrow_array::BooleanArray>() else {
-                return internal_err!("a filter of {} is not boolean", self.table.name());
-            };
-            rows = filter_record_batch(&rows, mask)?;
-        }
-        if rows.num_rows() == 0 {
-            return Ok(0);
-        }
-        let schema = self.table.schema();
-        let key_columns: Vec<usize> = self
-            .table
-            .primary_key()
-            .iter()
-            .map(|n| schema.index_of(n))
-            .collect::<std::result::Result<_, _>>()?;
-        match &self.assignments {
-            None => batch.delete_table(&self.table, &rows.project(&key_columns)?).map_err(to_df)?,
-            Some(by_column) => {
-                let mut columns: Vec<ArrayRef> = rows.columns().to_vec();
-                for (i, expr) in by_column.iter().enumerate() {
-                    if let Some(expr) = expr {
-                        let value = expr.evaluate(&rows)?.into_array(rows.num_rows())?;
-                        columns[i] = cast(&value, schema.field(i).data_type())?;
-                    }
-                }
-                let changed_key = key_columns.iter().any(|&i| by_column[i].is_some());
-                if changed_key {
-                    // The old keys go; the new rows (possibly at other keys) come after.
-                    batch.delete_table(&self.table, &rows.project(&key_columns)?).map_err(to_df)?;
-                }
-                let new_rows = conform(&schema, &RecordBatch::try_new(schema.clone(), columns)?)?;
-                batch.put_table(&self.table, &new_rows).map_err(to_df)?;
+    let mut given: HashSet<Vec<ScalarValue>> = HashSet::new();
+    for rows in &changes.puts {
+        let keys = rows.project(&key_columns)?;
+        for key in tuples(&keys)? {
+            if !given.insert(key.clone()) {
+                return exec_err!("UPDATE of {} gives two rows the key {key:?}", table.name());
             }
         }
-        Ok(rows.num_rows() as u64)
-    }
-}
-
-impl DisplayAs for DmlExec {
-    fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let what = if self.assignments.is_some() { "UPDATE" } else { "DELETE" };
-        write!(f, "BasaltDmlExec: {what} {} (one atomic write) reading ", self.table.name())?;
-        self.scan.fmt_as(t, f)
-    }
-}
-
-impl ExecutionPlan for DmlExec {
-    fn name(&self) -> &'static str {
-        "BasaltDmlExec"
-    }
-
-    fn properties(&self) -> &Arc<PlanProperties> {
-        &self.properties
-    }
-
-    crate::exec::leaf_plan!();
-
-    fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
-        if partition != 0 {
-            return internal_err!("BasaltDmlExec has one partition, not {partition}");
+        let existing = table.get_many(&keys).map_err(to_df)?.project(&key_columns)?;
+        if let Some(key) = tuples(&existing)?.into_iter().find(|k| !moved.contains(k)) {
+            return exec_err!(
+                "UPDATE of {} would overwrite the row with key {key:?}: a primary key stays unique",
+                table.name()
+            );
         }
-        let out: SchemaRef = self.properties.eq_properties.schema().clone();
-        let this = Arc::new(self.clone());
-        let input = self.scan.execute(0, context)?;
-        let schema = out.clone();
-        let stream = futures::stream::once(async move {
-            let mut input = input;
-            let mut batch = WriteBatch::new();
-            let mut changed = 0u64;
-            while let Some(rows) = input.next().await {
-                changed += this.change(&rows?, &mut batch)?;
-            }
-            let db = this.db.clone();
-            tokio::task::spawn_blocking(move || db.write(batch))
-                .await
-                .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?
-                .map_err(to_df)?;
-            Ok(RecordBatch::try_new(schema, vec![Arc::new(UInt64Array::from(vec![changed]))])?)
-        });
-        Ok(Box::pin(RecordBatchStreamAdapter::new(out, stream)))
     }
+    Ok(())
 }

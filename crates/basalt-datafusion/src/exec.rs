@@ -10,12 +10,14 @@ use std::sync::Arc;
 
 use arrow_array::{RecordBatch, RecordBatchOptions};
 use arrow_schema::SchemaRef;
-use basalt::{Filter, OwnedKeyValueRange, ScanOptions, ScanPlan, Snapshot, Table, TableScan};
-use datafusion::common::Result;
+use basalt::{Filter, OwnedKeyValueRange, ScanOptions, ScanPlan, Snapshot, Table, TableEstimate, TableScan};
+use datafusion::common::stats::Precision;
+use datafusion::common::{Result, Statistics};
 use datafusion::execution::TaskContext;
 use datafusion::physical_expr::EquivalenceProperties;
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
+use datafusion::physical_plan::statistics::StatisticsArgs;
 use datafusion::physical_plan::stream::RecordBatchReceiverStreamBuilder;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties, SendableRecordBatchStream,
@@ -76,7 +78,15 @@ pub(crate) struct ScanSpec {
     pub limit: Option<usize>,
     /// The whole key range, for EXPLAIN.
     pub range: OwnedKeyValueRange,
+    /// The table's size, for the planner's statistics.
+    pub estimate: Option<TableEstimate>,
+    /// Columns of the table (the projection's share of its bytes).
+    pub table_columns: usize,
 }
+
+/// The share of a table's rows a pushed filter is assumed to keep: the
+/// default selectivity DataFusion gives a filter it cannot estimate.
+const FILTER_SELECTIVITY: f64 = 0.2;
 
 /// A scan of one Basalt table.
 pub(crate) struct BasaltScanExec {
@@ -190,6 +200,32 @@ impl ExecutionPlan for BasaltScanExec {
         Some(self.metrics.clone_inner())
     }
 
+    /// Rows and bytes from the table's estimate (SST metadata and
+    /// memtables): all inexact; a pushed filter is assumed to keep a fifth
+    /// of the rows, a projection its share of the bytes, and a partition
+    /// its share of the scan.
+    fn statistics_from_inputs(
+        &self,
+        _input: &[Arc<Statistics>],
+        args: &StatisticsArgs,
+    ) -> Result<Arc<Statistics>> {
+        let spec = &self.spec;
+        let mut stats = Statistics::new_unknown(&spec.schema);
+        if let Some(estimate) = spec.estimate {
+            let share = if args.partition().is_some() { 1.0 / self.parts.len().max(1) as f64 } else { 1.0 };
+            let kept = if spec.filter.is_some() { FILTER_SELECTIVITY } else { 1.0 };
+            let mut rows = (estimate.rows as f64 * kept * share).ceil() as usize;
+            if let Some(limit) = spec.limit {
+                rows = rows.min(limit);
+            }
+            let columns = spec.columns.len() as f64 / spec.table_columns.max(1) as f64;
+            stats.num_rows = Precision::Inexact(rows);
+            stats.total_byte_size =
+                Precision::Inexact((estimate.bytes as f64 * kept * share * columns) as usize);
+        }
+        Ok(Arc::new(stats))
+    }
+
     fn execute(&self, partition: usize, _context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
         let Some(part) = self.parts.get(partition) else {
             return datafusion::common::internal_err!("BasaltScanExec has no partition {partition}");
@@ -206,7 +242,8 @@ impl ExecutionPlan for BasaltScanExec {
         builder.spawn_blocking(move || {
             let mut scan = scan;
             let mut left = spec.limit.unwrap_or(usize::MAX);
-            while left > 0 {
+            // A consumer gone (a LIMIT above met, the query dropped) ends the scan.
+            while left > 0 && !tx.is_closed() {
                 let Some(batch) = scan.next() else { break };
                 let mut batch = batch.map_err(to_df)?;
                 if batch.num_rows() > left {

@@ -59,8 +59,9 @@ pub fn session_with_config(db: Arc<Db>, config: SessionConfig) -> SessionContext
     ctx
 }
 
-/// Runs one SQL statement in a [`session`]: `CREATE INDEX` and `DROP INDEX`
-/// here, anything else through DataFusion (`ctx.sql`).
+/// Runs one SQL statement in a [`session`]: `CREATE INDEX`, `DROP INDEX`,
+/// `DELETE` and `UPDATE` here (`ctx.sql` refuses the last two on Basalt
+/// tables: `dml.rs` says why), anything else through DataFusion.
 ///
 /// `CREATE [UNIQUE] INDEX [IF NOT EXISTS] name ON table (col, …)
 /// [INCLUDE (col, …)]` builds a Basalt index (backfilled, then kept with
@@ -76,6 +77,12 @@ pub async fn sql(ctx: &SessionContext, query: &str) -> Result<DataFrame> {
             drop_index(ctx, names, table.as_ref(), *if_exists)?;
             empty(ctx)
         }
+        Some([Statement::CreateTable(create)]) if create.or_replace => not_impl_err!(
+            "CREATE OR REPLACE TABLE: DataFusion drops the old table before the new one's query runs, \
+             which would lose it; DROP TABLE first"
+        ),
+        Some([Statement::Delete(delete)]) => dml::delete(ctx, &database(ctx)?, delete).await,
+        Some([Statement::Update(update)]) => dml::update(ctx, &database(ctx)?, update).await,
         _ => ctx.sql(query).await,
     }
 }
@@ -93,12 +100,17 @@ fn empty(ctx: &SessionContext) -> Result<DataFrame> {
     Ok(DataFrame::new(ctx.state(), LogicalPlanBuilder::empty(false).build()?))
 }
 
-/// The last part of a possibly qualified name.
-fn last_ident(name: &ast::ObjectName) -> Result<String> {
+/// The last part of a possibly qualified name, normalized as DataFusion
+/// does (unquoted names in lower case).
+pub(crate) fn last_ident(name: &ast::ObjectName) -> Result<String> {
     let Some(ident) = name.0.last().and_then(|p| p.as_ident()) else {
         return plan_err!("{name} is not a name");
     };
-    Ok(ident.value.clone())
+    Ok(normalized(ident))
+}
+
+pub(crate) fn normalized(ident: &ast::Ident) -> String {
+    if ident.quote_style.is_some() { ident.value.clone() } else { ident.value.to_lowercase() }
 }
 
 fn create_index(ctx: &SessionContext, create: &ast::CreateIndex) -> Result<()> {
@@ -120,13 +132,13 @@ fn create_index(ctx: &SessionContext, create: &ast::CreateIndex) -> Result<()> {
     for c in &create.columns {
         match &c.column.expr {
             ast::Expr::Identifier(ident) if c.column.options.asc != Some(false) => {
-                columns.push(ident.value.clone());
+                columns.push(normalized(ident));
             }
             other => return not_impl_err!("CREATE INDEX {name}: {other} is not a column in ascending order"),
         }
     }
     let refs: Vec<&str> = columns.iter().map(String::as_str).collect();
-    let include: Vec<String> = create.include.iter().map(|i| i.value.clone()).collect();
+    let include: Vec<String> = create.include.iter().map(normalized).collect();
     let opts = IndexOptions::default().unique(create.unique).include(include);
     table.create_index(&name, &refs, opts).map_err(to_df)
 }

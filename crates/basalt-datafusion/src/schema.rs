@@ -53,6 +53,14 @@ impl BasaltSchema {
                 "table {name}: a Basalt table needs a primary key, e.g. CREATE TABLE {name} (id BIGINT, …, PRIMARY KEY (id))"
             );
         };
+        if let Some(f) =
+            planned_schema.fields().iter().find(|f| planned.get_column_default(f.name()).is_some())
+        {
+            return not_impl_err!(
+                "table {name}: column {} has a DEFAULT, which Basalt tables do not keep",
+                f.name()
+            );
+        }
         let schema = stored_schema(&planned_schema, primary_key);
         let names = |columns: &[usize]| -> Vec<String> {
             columns.iter().map(|&i| schema.field(i).name().clone()).collect()
@@ -78,8 +86,12 @@ impl BasaltSchema {
             }
             Ok(())
         })();
+        // The engine drops no table while a handle to it is open.
+        drop(table);
         if let Err(e) = filled {
-            let _ = self.db.drop_table(name);
+            if let Err(undo) = self.db.drop_table(name) {
+                return exec_err!("{e}; and dropping the half-made table {name} failed: {undo}");
+            }
             return Err(e);
         }
         Ok(())

@@ -1,6 +1,6 @@
 //! A Basalt table as a DataFusion table: scans push their filters, key
 //! range, projection and limit into the engine; inserts are atomic upserts
-//! of each batch; DELETE and UPDATE rewrite the rows their filters select.
+//! of each batch. DELETE and UPDATE run in `dml.rs`, not here.
 
 use std::sync::Arc;
 
@@ -15,7 +15,6 @@ use datafusion::logical_expr::dml::InsertOp;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use datafusion::physical_plan::ExecutionPlan;
 
-use crate::dml::{DmlExec, DmlKind};
 use crate::error::to_df;
 use crate::exec::{BasaltScanExec, ScanSpec};
 use crate::insert::BasaltSink;
@@ -46,11 +45,6 @@ impl BasaltTable {
         Ok(BasaltTable { db, name: name.to_string(), schema, primary_key, constraints })
     }
 
-    /// The database the table is in.
-    pub(crate) fn db(&self) -> &Arc<Db> {
-        &self.db
-    }
-
     /// A handle to the table (open while it is held).
     pub fn table(&self) -> Result<Table> {
         self.db.table(&self.name).map_err(to_df)
@@ -76,6 +70,7 @@ impl BasaltTable {
         let parts = if limit.is_some() { 1 } else { partitions };
         let table = self.table()?;
         let parts = table.split_range(&borrowed(&pushed.range), parts).map_err(to_df)?;
+        let estimate = table.estimate().ok();
         let spec = ScanSpec {
             table,
             snapshot: Arc::new(self.db.snapshot()),
@@ -84,6 +79,8 @@ impl BasaltTable {
             filter: pushed.filter(),
             limit,
             range: pushed.range,
+            estimate,
+            table_columns: self.schema.fields().len(),
         };
         BasaltScanExec::try_new(spec, parts)
     }
@@ -135,6 +132,8 @@ impl TableProvider for BasaltTable {
 
     /// Row and byte counts from the SSTs' metadata and the memtables:
     /// estimates, since a key written twice is counted per stored version.
+    /// (DataFusion's planner reads a scan's statistics from the plan, which
+    /// gives the same figures: `BasaltScanExec::statistics_from_inputs`.)
     fn statistics(&self) -> Option<Statistics> {
         let estimate = self.table().ok()?.estimate().ok()?;
         let mut stats = Statistics::new_unknown(&self.schema);
@@ -158,16 +157,20 @@ impl TableProvider for BasaltTable {
         Ok(Arc::new(DataSinkExec::new(input, Arc::new(BasaltSink::new(self.table()?)), None)))
     }
 
-    async fn delete_from(&self, state: &dyn Session, filters: Vec<Expr>) -> Result<Arc<dyn ExecutionPlan>> {
-        Ok(Arc::new(DmlExec::try_new(self, state, DmlKind::Delete, filters)?))
+    /// Refused: DataFusion's DML path gives a provider only the filters
+    /// left in the optimized plan, and a filter folded away would delete
+    /// every row. [`crate::sql`] runs DELETE safely (`dml.rs`).
+    async fn delete_from(&self, _state: &dyn Session, _filters: Vec<Expr>) -> Result<Arc<dyn ExecutionPlan>> {
+        not_impl_err!("DELETE on Basalt table {}: run it through basalt_datafusion::sql", self.name)
     }
 
+    /// Refused, as [`TableProvider::delete_from`]; [`crate::sql`] runs UPDATE.
     async fn update(
         &self,
-        state: &dyn Session,
-        assignments: Vec<(String, Expr)>,
-        filters: Vec<Expr>,
+        _state: &dyn Session,
+        _assignments: Vec<(String, Expr)>,
+        _filters: Vec<Expr>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        Ok(Arc::new(DmlExec::try_new(self, state, DmlKind::Update(assignments), filters)?))
+        not_impl_err!("UPDATE on Basalt table {}: run it through basalt_datafusion::sql", self.name)
     }
 }

@@ -42,7 +42,7 @@ impl Engine for FjallEngine {
         self.db.persist(PersistMode::SyncAll)?;
         self.ks.rotate_memtable_and_wait()?;
         // fjall has no "wait for compactions": poll its counters.
-        let deadline = Instant::now() + Duration::from_secs(600);
+        let deadline = Instant::now() + Duration::from_mins(10);
         while (self.db.outstanding_flushes() > 0 || self.db.active_compactions() > 0)
             && Instant::now() < deadline
         {

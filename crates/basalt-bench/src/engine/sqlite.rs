@@ -97,7 +97,7 @@ fn connect(path: &Path, cfg: &Config) -> Result<Connection> {
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     // Negative: a size in KiB rather than in pages.
     conn.pragma_update(None, "cache_size", -((cfg.cache_bytes >> 10) as i64))?;
-    conn.busy_timeout(std::time::Duration::from_secs(60))?;
+    conn.busy_timeout(std::time::Duration::from_mins(1))?;
     conn.pragma_update(None, "mmap_size", MMAP_BYTES)?;
     conn.set_prepared_statement_cache_capacity(16);
     Ok(conn)

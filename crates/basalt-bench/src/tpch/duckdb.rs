@@ -1,0 +1,123 @@
+//! DuckDB on its own tables, through its Python package in a child
+//! process: the Parquet files are loaded into DuckDB tables (`CREATE TABLE
+//! … AS SELECT * FROM read_parquet(…)`), then each query runs once to warm
+//! up and answer, and `runs` times timed. The child prints one JSON object.
+
+use std::path::Path;
+use std::process::Command;
+
+use super::answers::{Answer, Cell};
+use super::{Measured, TpchArgs, fresh, median, queries};
+use crate::engine::Result;
+
+const SCRIPT: &str = r#"
+import json, statistics, sys, time
+import duckdb
+
+parquet_dir, db_path, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+queries = json.load(sys.stdin)
+con = duckdb.connect(db_path)
+started = time.perf_counter()
+for name in ["region", "nation", "supplier", "customer", "part", "partsupp", "orders", "lineitem"]:
+    con.execute(f"CREATE TABLE {name} AS SELECT * FROM read_parquet('{parquet_dir}/{name}.parquet')")
+load_s = time.perf_counter() - started
+
+def cell(v):
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    if hasattr(v, "isoformat"):
+        return v.isoformat()
+    return float(v)
+
+out = {"load_s": load_s, "version": duckdb.__version__, "queries": []}
+for sql in queries:
+    try:
+        t = time.perf_counter()
+        rows = con.execute(sql).fetchall()
+        first = time.perf_counter() - t
+        times = []
+        if first < 5:
+            for _ in range(runs):
+                t = time.perf_counter()
+                con.execute(sql).fetchall()
+                times.append(time.perf_counter() - t)
+        else:
+            times = [first]
+        out["queries"].append({"ms": [x * 1e3 for x in times], "rows": [[cell(v) for v in r] for r in rows]})
+    except Exception as e:
+        out["queries"].append({"error": str(e)})
+print(json.dumps(out))
+"#;
+
+pub fn run(args: &TpchArgs, parquet_dir: &Path, dir: &Path) -> Result<Measured> {
+    fresh(dir)?;
+    let queries: Vec<String> = (1..=22).map(|q| queries::query(q, args.scale)).collect();
+    let mut child = Command::new(&args.python)
+        .arg("-c")
+        .arg(SCRIPT)
+        .arg(parquet_dir)
+        .arg(dir.join("tpch.duckdb"))
+        .arg(args.runs.max(1).to_string())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("{}: {e} (DuckDB runs in Python: pip install duckdb)", args.python))?;
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().ok_or("no stdin")?;
+        stdin.write_all(serde_json::to_string(&queries)?.as_bytes())?;
+    }
+    let output = child.wait_with_output()?;
+    if !output.status.success() {
+        return Err(
+            format!("the DuckDB child failed ({}); is the duckdb package installed?", output.status).into()
+        );
+    }
+    let v: serde_json::Value = serde_json::from_slice(&output.stdout)?;
+    let mut results = Vec::new();
+    for (i, q) in v["queries"].as_array().ok_or("no queries in DuckDB's output")?.iter().enumerate() {
+        let out = if let Some(e) = q["error"].as_str() {
+            Err(e.to_string())
+        } else {
+            let mut ms: Vec<f64> = q["ms"]
+                .as_array()
+                .map(|a| a.iter().filter_map(serde_json::Value::as_f64).collect())
+                .unwrap_or_default();
+            let rows = q["rows"]
+                .as_array()
+                .map(|rows| {
+                    rows.iter()
+                        .map(|r| r.as_array().map(|r| r.iter().map(cell).collect()).unwrap_or_default())
+                        .collect()
+                })
+                .unwrap_or_default();
+            Ok((median(&mut ms), Answer { rows }))
+        };
+        eprintln!(
+            "  q{}: {}",
+            i + 1,
+            out.as_ref().map_or_else(Clone::clone, |(ms, _)| format!("{ms:.1} ms"))
+        );
+        results.push(out);
+    }
+    Ok(Measured {
+        engine: "duckdb".into(),
+        load_s: v["load_s"].as_f64().unwrap_or(f64::NAN),
+        queries: results,
+        lookups: Vec::new(),
+        options: format!(
+            "DuckDB {} (Python), its own tables, default threads",
+            v["version"].as_str().unwrap_or("?")
+        ),
+    })
+}
+
+fn cell(v: &serde_json::Value) -> Cell {
+    match v {
+        serde_json::Value::Null => Cell::Null,
+        serde_json::Value::Number(n) => n.as_f64().map_or(Cell::Null, Cell::Num),
+        serde_json::Value::String(s) => Cell::Text(s.clone()),
+        serde_json::Value::Bool(b) => Cell::Text(b.to_string()),
+        other => Cell::Text(other.to_string()),
+    }
+}
