@@ -11,6 +11,7 @@ use std::sync::Arc;
 use arrow_array::{RecordBatch, RecordBatchOptions};
 use arrow_schema::SchemaRef;
 use basalt::{Filter, OwnedKeyValueRange, ScanOptions, ScanPlan, Snapshot, Table, TableEstimate, TableScan};
+use datafusion::arrow::compute::BatchCoalescer;
 use datafusion::common::stats::Precision;
 use datafusion::common::{Result, Statistics};
 use datafusion::execution::TaskContext;
@@ -226,7 +227,7 @@ impl ExecutionPlan for BasaltScanExec {
         Ok(Arc::new(stats))
     }
 
-    fn execute(&self, partition: usize, _context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
+    fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
         let Some(part) = self.parts.get(partition) else {
             return datafusion::common::internal_err!("BasaltScanExec has no partition {partition}");
         };
@@ -237,24 +238,45 @@ impl ExecutionPlan for BasaltScanExec {
         let output_rows = MetricBuilder::new(&self.metrics).output_rows(partition);
         let blocks_skipped = MetricBuilder::new(&self.metrics).counter("blocks_skipped", partition);
         let spec = self.spec.clone();
+        let batch_rows = context.session_config().batch_size().max(1);
         let mut builder = RecordBatchReceiverStreamBuilder::new(spec.schema.clone(), 2);
         let tx = builder.tx();
         builder.spawn_blocking(move || {
             let mut scan = scan;
             let mut left = spec.limit.unwrap_or(usize::MAX);
+            // Zero-copy batches are one SST block each (tens of rows of a
+            // wide table): DataFusion's operators pay per batch, so small
+            // ones are copied together into batches of the session's size;
+            // batches of half that size or more pass through untouched.
+            let mut coalescer: Option<BatchCoalescer> = None;
+            let send = |batch: RecordBatch| -> Result<bool> {
+                let batch =
+                    if spec.columns.is_empty() { rows_only(&spec.schema, batch.num_rows())? } else { batch };
+                output_rows.add(batch.num_rows());
+                Ok(tx.blocking_send(Ok(batch)).is_ok())
+            };
+            let mut open = true;
             // A consumer gone (a LIMIT above met, the query dropped) ends the scan.
-            while left > 0 && !tx.is_closed() {
+            while open && left > 0 && !tx.is_closed() {
                 let Some(batch) = scan.next() else { break };
                 let mut batch = batch.map_err(to_df)?;
                 if batch.num_rows() > left {
                     batch = batch.slice(0, left);
                 }
                 left -= batch.num_rows();
-                let batch =
-                    if spec.columns.is_empty() { rows_only(&spec.schema, batch.num_rows())? } else { batch };
-                output_rows.add(batch.num_rows());
-                if tx.blocking_send(Ok(batch)).is_err() {
-                    break; // the consumer is gone (a LIMIT above was met)
+                let c = coalescer.get_or_insert_with(|| {
+                    BatchCoalescer::new(batch.schema(), batch_rows)
+                        .with_biggest_coalesce_batch_size(Some(batch_rows / 2))
+                });
+                c.push_batch(batch)?;
+                while open && let Some(done) = c.next_completed_batch() {
+                    open = send(done)?;
+                }
+            }
+            if let Some(c) = coalescer.as_mut().filter(|_| open) {
+                c.finish_buffered_batch()?;
+                while open && let Some(done) = c.next_completed_batch() {
+                    open = send(done)?;
                 }
             }
             blocks_skipped.add(scan.blocks_skipped() as usize);
