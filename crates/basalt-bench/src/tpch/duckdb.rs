@@ -17,6 +17,8 @@ import duckdb
 parquet_dir, db_path, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
 queries = json.load(sys.stdin)
 con = duckdb.connect(db_path)
+# Its progress bar would print to stdout, which carries the JSON.
+con.execute("SET enable_progress_bar = false")
 started = time.perf_counter()
 for name in ["region", "nation", "supplier", "customer", "part", "partsupp", "orders", "lineitem"]:
     con.execute(f"CREATE TABLE {name} AS SELECT * FROM read_parquet('{parquet_dir}/{name}.parquet')")
@@ -73,7 +75,9 @@ pub fn run(args: &TpchArgs, parquet_dir: &Path, dir: &Path) -> Result<Measured> 
             format!("the DuckDB child failed ({}); is the duckdb package installed?", output.status).into()
         );
     }
-    let v: serde_json::Value = serde_json::from_slice(&output.stdout)?;
+    // The JSON is the last line (anything DuckDB printed comes before it).
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let v: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())?;
     let mut results = Vec::new();
     for (i, q) in v["queries"].as_array().ok_or("no queries in DuckDB's output")?.iter().enumerate() {
         let out = if let Some(e) = q["error"].as_str() {
