@@ -81,8 +81,6 @@ pub(crate) struct ScanSpec {
     pub range: OwnedKeyValueRange,
     /// The table's size, for the planner's statistics.
     pub estimate: Option<TableEstimate>,
-    /// Columns of the table (the projection's share of its bytes).
-    pub table_columns: usize,
 }
 
 /// The share of a table's rows a pushed filter is assumed to keep: the
@@ -219,7 +217,7 @@ impl ExecutionPlan for BasaltScanExec {
             if let Some(limit) = spec.limit {
                 rows = rows.min(limit);
             }
-            let columns = spec.columns.len() as f64 / spec.table_columns.max(1) as f64;
+            let columns = spec.columns.len() as f64 / spec.table.schema().fields().len().max(1) as f64;
             stats.num_rows = Precision::Inexact(rows);
             stats.total_byte_size =
                 Precision::Inexact((estimate.bytes as f64 * kept * share * columns) as usize);

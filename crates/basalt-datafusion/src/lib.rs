@@ -3,13 +3,13 @@
 //! [`session`] returns a DataFusion `SessionContext` whose default schema is
 //! the database's catalog: every table is queryable by name, tables created
 //! later (by SQL or the engine's API) appear at once, and `CREATE TABLE`
-//! (with a `PRIMARY KEY`), `DROP TABLE`, `INSERT`, `DELETE` and `UPDATE`
-//! reach the engine. Scans push their filters into the engine, which turns
+//! (with a `PRIMARY KEY`), `DROP TABLE` and `INSERT` reach the engine. Scans push their filters into the engine, which turns
 //! primary-key comparisons into a key range, answers others with an index
 //! when one fits and skips blocks by their zone maps; projections and
 //! limits are pushed too, and key ranges split the scan across cores.
-//! [`sql`] adds the statements DataFusion does not plan itself: `CREATE
-//! INDEX` and `DROP INDEX`. `docs/sql.md` lists what works.
+//! [`sql`] adds the statements DataFusion does not plan (`CREATE INDEX`,
+//! `DROP INDEX`) or plans unsafely for a table provider (`DELETE`,
+//! `UPDATE`: `dml.rs`). `docs/sql.md` lists what works.
 
 mod dml;
 mod error;

@@ -80,7 +80,6 @@ impl BasaltTable {
             limit,
             range: pushed.range,
             estimate,
-            table_columns: self.schema.fields().len(),
         };
         BasaltScanExec::try_new(spec, parts)
     }

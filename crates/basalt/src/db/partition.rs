@@ -18,7 +18,8 @@ use crate::row::layout::key_type_of;
 pub type OwnedKeyValueRange = (Bound<Vec<OwnedKeyValue>>, Bound<Vec<OwnedKeyValue>>);
 
 /// Sizes of a table as its SSTs and memtables record them. Estimates: an
-/// overwritten or deleted row is counted once per version still stored.
+/// overwritten or deleted row is counted once per version still stored,
+/// and a memtable holding any of the table's rows counts all its entries.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct TableEstimate {
@@ -129,10 +130,11 @@ impl Table {
             estimate.rows += file.entries;
             estimate.bytes += file.size;
         }
-        for mem in std::iter::once(&sv.mem).chain(&sv.imms) {
-            let (rows, bytes) = mem.tree_entries(self.tree());
-            estimate.rows += rows;
-            estimate.bytes += bytes;
+        // A memtable holding any of the table's rows counts whole: walking
+        // its entries of this tree would cost every planned query O(memtable).
+        for mem in std::iter::once(&sv.mem).chain(&sv.imms).filter(|m| m.holds_tree(self.tree())) {
+            estimate.rows += mem.len() as u64;
+            estimate.bytes += mem.approximate_bytes() as u64;
         }
         Ok(estimate)
     }

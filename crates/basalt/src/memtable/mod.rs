@@ -184,24 +184,17 @@ impl Memtable {
         self.max_seqno.load(AtomicOrdering::Relaxed)
     }
 
-    /// Entries of `tree` and the bytes charged for them: a walk over them,
-    /// for a planner's estimate of a table's size.
-    pub fn tree_entries(&self, tree: TreeId) -> (u64, u64) {
-        if self.map.is_empty() {
-            return (0, 0);
-        }
+    /// Whether any entry belongs to `tree` (one seek).
+    pub fn holds_tree(&self, tree: TreeId) -> bool {
         let tree_start = Probe::new(tree, &[], u64::MAX);
-        let (mut entries, mut bytes) = (0u64, 0u64);
-        for e in
-            self.map.range::<dyn KeyView, _>((Bound::Included(&tree_start as &dyn KeyView), Bound::Unbounded))
-        {
-            if e.key().tree != tree {
-                break;
-            }
-            entries += 1;
-            bytes += (e.key().user_key.len() + e.value().len() + ENTRY_OVERHEAD_BYTES) as u64;
-        }
-        (entries, bytes)
+        self.map
+            .lower_bound(Bound::Included(&tree_start as &dyn KeyView))
+            .is_some_and(|e| e.key().tree == tree)
+    }
+
+    /// Entries in the memtable, every tree's.
+    pub fn len(&self) -> usize {
+        self.map.len()
     }
 
     /// Every entry in order (tree, user key, newest first), for flushing.
