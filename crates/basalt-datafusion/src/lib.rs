@@ -22,7 +22,7 @@ mod table;
 use std::sync::Arc;
 
 use basalt::{Db, IndexOptions};
-use datafusion::common::{Result, exec_err, not_impl_err, plan_err};
+use datafusion::common::{Result, exec_err, internal_err, not_impl_err, plan_err};
 use datafusion::dataframe::DataFrame;
 use datafusion::execution::context::{SessionConfig, SessionContext};
 use datafusion::logical_expr::LogicalPlanBuilder;
@@ -30,6 +30,8 @@ use datafusion::sql::sqlparser::ast::{self, ObjectType, Statement};
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::parser::Parser;
 
+/// The DataFusion this crate is built on, for callers that need its types.
+pub use datafusion;
 pub use schema::BasaltSchema;
 pub use table::BasaltTable;
 
@@ -67,23 +69,57 @@ pub fn session_with_config(db: Arc<Db>, config: SessionConfig) -> SessionContext
 /// [INCLUDE (col, …)]` builds a Basalt index (backfilled, then kept with
 /// every write); `DROP INDEX [IF EXISTS] name [ON table]` drops one.
 pub async fn sql(ctx: &SessionContext, query: &str) -> Result<DataFrame> {
-    let statements = Parser::parse_sql(&GenericDialect {}, query).ok();
-    match statements.as_deref() {
-        Some([Statement::CreateIndex(create)]) => {
+    match Parser::parse_sql(&GenericDialect {}, query) {
+        Ok(mut statements) if statements.len() == 1 && runs_here(&statements[0]) => {
+            let statement = statements.remove(0);
+            run_here(ctx, &statement).await
+        }
+        // DataFusion's own parser: it knows statements sqlparser's AST
+        // does not (`CREATE EXTERNAL TABLE`, `COPY`…).
+        _ => ctx.sql(query).await,
+    }
+}
+
+/// [`sql`] for a statement its caller parsed already (the PostgreSQL
+/// server parses with its own dialect).
+pub async fn sql_statement(ctx: &SessionContext, statement: Statement) -> Result<DataFrame> {
+    if runs_here(&statement) {
+        return run_here(ctx, &statement).await;
+    }
+    let plan = ctx
+        .state()
+        .statement_to_plan(datafusion::sql::parser::Statement::Statement(Box::new(statement)))
+        .await?;
+    ctx.execute_logical_plan(plan).await
+}
+
+/// Whether [`sql`] runs `statement` itself rather than DataFusion.
+fn runs_here(statement: &Statement) -> bool {
+    match statement {
+        Statement::CreateIndex(_) | Statement::Delete(_) | Statement::Update(_) => true,
+        Statement::Drop { object_type, .. } => *object_type == ObjectType::Index,
+        Statement::CreateTable(create) => create.or_replace,
+        _ => false,
+    }
+}
+
+async fn run_here(ctx: &SessionContext, statement: &Statement) -> Result<DataFrame> {
+    match statement {
+        Statement::CreateIndex(create) => {
             create_index(ctx, create)?;
             empty(ctx)
         }
-        Some([Statement::Drop { object_type: ObjectType::Index, if_exists, names, table, .. }]) => {
+        Statement::Drop { object_type: ObjectType::Index, if_exists, names, table, .. } => {
             drop_index(ctx, names, table.as_ref(), *if_exists)?;
             empty(ctx)
         }
-        Some([Statement::CreateTable(create)]) if create.or_replace => not_impl_err!(
+        Statement::CreateTable(create) if create.or_replace => not_impl_err!(
             "CREATE OR REPLACE TABLE: DataFusion drops the old table before the new one's query runs, \
              which would lose it; DROP TABLE first"
         ),
-        Some([Statement::Delete(delete)]) => dml::delete(ctx, &database(ctx)?, delete).await,
-        Some([Statement::Update(update)]) => dml::update(ctx, &database(ctx)?, update).await,
-        _ => ctx.sql(query).await,
+        Statement::Delete(delete) => dml::delete(ctx, &database(ctx)?, delete).await,
+        Statement::Update(update) => dml::update(ctx, &database(ctx)?, update).await,
+        other => internal_err!("{other} does not run in basalt_datafusion"),
     }
 }
 

@@ -1,0 +1,353 @@
+//! `basalt serve`: a database served over the PostgreSQL wire protocol, so
+//! that `psql` and any PostgreSQL driver can query and change it.
+//!
+//! The protocol is pgwire's and the SQL is DataFusion's, joined by
+//! datafusion-postgres. What is Basalt's own: which statements reach the
+//! engine's calls ([`BasaltStatements`]), the refusal of writes a `ROLLBACK`
+//! could not undo, and how the process starts (it prints the address it
+//! bound, so port 0 works) and stops (SIGINT or SIGTERM close the database).
+
+use std::error::Error;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::ops::ControlFlow;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use basalt::{Db, Options};
+use basalt_datafusion::datafusion::arrow::array::{Array, UInt64Array};
+use basalt_datafusion::datafusion::catalog::MemoryCatalogProvider;
+use basalt_datafusion::datafusion::common::{DFSchema, ParamValues};
+use basalt_datafusion::datafusion::logical_expr::{EmptyRelation, LogicalPlan};
+use basalt_datafusion::datafusion::prelude::SessionContext;
+use basalt_datafusion::datafusion::sql::sqlparser::ast::{Expr, Statement, Value, visit_expressions};
+use datafusion_postgres::auth::AuthManager;
+use datafusion_postgres::datafusion_pg_catalog::pg_catalog::setup_pg_catalog;
+use datafusion_postgres::hooks::HookClient;
+use datafusion_postgres::hooks::cursor::CursorStatementHook;
+use datafusion_postgres::hooks::set_show::SetShowHook;
+use datafusion_postgres::hooks::transactions::TransactionStatementHook;
+use datafusion_postgres::pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
+use datafusion_postgres::pgwire::api::results::{Response, Tag};
+use datafusion_postgres::pgwire::api::{ClientInfo, PgWireServerHandlers};
+use datafusion_postgres::pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use datafusion_postgres::pgwire::messages::response::TransactionStatus;
+use datafusion_postgres::pgwire::tokio::process_socket;
+use datafusion_postgres::{DfSessionService, QueryHook};
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+/// The catalog `basalt_datafusion::session` keeps its tables in.
+const CATALOG: &str = "datafusion";
+
+#[derive(clap::Args)]
+pub struct ServeArgs {
+    /// The database directory (created when missing).
+    db: PathBuf,
+    /// Address to listen on. Port 0 picks a free port; the address bound is
+    /// printed on the first line of output.
+    #[arg(long, default_value = "127.0.0.1:5432")]
+    listen: SocketAddr,
+    /// Listen on an address other than loopback. The server has no
+    /// authentication and no TLS: anyone who reaches the port can read and
+    /// change every table.
+    #[arg(long)]
+    allow_remote: bool,
+    /// Clients connected at once; further connections are closed at once.
+    #[arg(long, default_value_t = 64)]
+    max_connections: usize,
+}
+
+pub fn run(args: &ServeArgs) -> Result<(), Box<dyn Error>> {
+    if !args.listen.ip().is_loopback() && !args.allow_remote {
+        return Err(format!(
+            "{} is not a loopback address, and the server has no authentication or TLS; \
+             pass --allow-remote to listen there anyway",
+            args.listen
+        )
+        .into());
+    }
+    let db = Arc::new(Db::open(&args.db, Options::default())?);
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let served = runtime.block_on(serve(Arc::clone(&db), args));
+    // Dropping the runtime drops every connection's task and waits for the
+    // scans' blocking threads, which stop once their consumer is gone.
+    drop(runtime);
+    let closed = match Arc::try_unwrap(db) {
+        Ok(db) => db.close().map_err(Into::into),
+        Err(_) => Err("the database is still in use; it closes when the process exits".into()),
+    };
+    served.and(closed)
+}
+
+async fn serve(db: Arc<Db>, args: &ServeArgs) -> Result<(), Box<dyn Error>> {
+    let ctx = Arc::new(basalt_datafusion::session(db));
+    // The pg_catalog tables psql's \dt and \d read, and drivers probe.
+    setup_pg_catalog(&ctx, CATALOG, Arc::new(AuthManager::default()))?;
+    let hooks: Vec<Arc<dyn QueryHook>> = vec![
+        Arc::new(TransactionStatementHook),
+        Arc::new(CursorStatementHook),
+        Arc::new(SetShowHook),
+        Arc::new(BasaltStatements),
+    ];
+    let handlers =
+        Arc::new(Handlers { service: Arc::new(DfSessionService::new_with_hooks(Arc::clone(&ctx), hooks)) });
+
+    let listener = TcpListener::bind(args.listen).await?;
+    let address = listener.local_addr()?;
+    println!(
+        "basalt: serving {} on postgres://{address} (psql -h {} -p {})",
+        args.db.display(),
+        address.ip(),
+        address.port()
+    );
+    std::io::stdout().flush()?;
+
+    let slots = Arc::new(Semaphore::new(args.max_connections));
+    let mut connections = JoinSet::new();
+    let stop = stop_signal();
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            () = &mut stop => break,
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            accepted = listener.accept() => {
+                let (socket, peer) = match accepted {
+                    Ok(accepted) => accepted,
+                    Err(error) => {
+                        // Out of file descriptors and the like: wait a
+                        // little rather than spin on the same error.
+                        eprintln!("basalt: accept: {error}");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        continue;
+                    }
+                };
+                let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
+                    eprintln!("basalt: refused {peer}: {} clients connected already", args.max_connections);
+                    continue;
+                };
+                let handlers = Arc::clone(&handlers);
+                connections.spawn(async move {
+                    if let Err(error) = process_socket(socket, None, handlers).await {
+                        eprintln!("basalt: connection from {peer}: {error}");
+                    }
+                    drop(slot);
+                });
+            }
+        }
+    }
+    connections.shutdown().await;
+    // pg_catalog holds the session's catalog list, which holds pg_catalog:
+    // a cycle that would keep the database open past this function. An
+    // empty catalog in its place ends it (deregistering the Basalt schema
+    // instead would drop its tables).
+    ctx.register_catalog(CATALOG, Arc::new(MemoryCatalogProvider::new()));
+    println!("basalt: stopped");
+    Ok(())
+}
+
+/// SIGINT (Ctrl-C) or SIGTERM.
+async fn stop_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(mut terminate) => {
+            tokio::select! {
+                _ = interrupt => {}
+                _ = terminate.recv() => {}
+            }
+        }
+        Err(_) => {
+            let _ = interrupt.await;
+        }
+    }
+}
+
+struct Handlers {
+    service: Arc<DfSessionService>,
+}
+
+/// Startup (no authentication), copy, errors and cancellation are pgwire's
+/// defaults.
+impl PgWireServerHandlers for Handlers {
+    fn simple_query_handler(&self) -> Arc<impl SimpleQueryHandler> {
+        Arc::clone(&self.service)
+    }
+
+    fn extended_query_handler(&self) -> Arc<impl ExtendedQueryHandler> {
+        Arc::clone(&self.service)
+    }
+}
+
+/// Runs the statements that change the database through
+/// `basalt_datafusion::sql_statement`, which sends `CREATE INDEX`,
+/// `DROP INDEX`, `DELETE` and `UPDATE` to the engine's calls (DataFusion
+/// plans none of them safely), and answers each with PostgreSQL's command
+/// tag (`INSERT 0 3`, `DELETE 2`, `CREATE TABLE`) rather than an empty
+/// result set. Queries go on to DataFusion's path, which streams rows.
+///
+/// Every statement commits on its own: Basalt has no transactions spanning
+/// statements, and datafusion-postgres answers `BEGIN`/`ROLLBACK` without
+/// one. So a change inside `BEGIN … COMMIT` is refused: a `ROLLBACK` after
+/// it would report success and undo nothing.
+struct BasaltStatements;
+
+#[async_trait]
+impl QueryHook for BasaltStatements {
+    async fn handle_simple_query(
+        &self,
+        statement: &Statement,
+        ctx: &SessionContext,
+        client: &mut dyn HookClient,
+    ) -> Option<PgWireResult<Response>> {
+        run_change(statement, ctx, client.transaction_status(), false).await
+    }
+
+    async fn handle_extended_parse_query(
+        &self,
+        statement: &Statement,
+        _ctx: &SessionContext,
+        _client: &(dyn ClientInfo + Send + Sync),
+    ) -> Option<PgWireResult<LogicalPlan>> {
+        // `INSERT … VALUES ($1, …)` is planned by DataFusion, parameters
+        // and all; the other changes run at execution, without a plan.
+        let tag = CommandTag::of(statement)?;
+        if tag == CommandTag::Insert {
+            return None;
+        }
+        if has_parameters(statement) {
+            return Some(Err(user_error(
+                "0A000",
+                format!("parameters ($1 …) are supported in queries and INSERT, not in {}", tag.command()),
+            )));
+        }
+        Some(Ok(LogicalPlan::EmptyRelation(EmptyRelation {
+            produce_one_row: false,
+            schema: Arc::new(DFSchema::empty()),
+        })))
+    }
+
+    async fn handle_extended_query(
+        &self,
+        statement: &Statement,
+        _plan: &LogicalPlan,
+        _params: &ParamValues,
+        ctx: &SessionContext,
+        client: &mut dyn HookClient,
+    ) -> Option<PgWireResult<Response>> {
+        run_change(statement, ctx, client.transaction_status(), true).await
+    }
+}
+
+/// Runs `statement` if it changes the database (`None` otherwise), unless
+/// it is an INSERT DataFusion planned at parse time (`insert_planned`, the
+/// extended protocol), which DataFusion's path then runs.
+async fn run_change(
+    statement: &Statement,
+    ctx: &SessionContext,
+    status: TransactionStatus,
+    insert_planned: bool,
+) -> Option<PgWireResult<Response>> {
+    let tag = CommandTag::of(statement)?;
+    if let Err(refusal) = outside_transaction(status, tag) {
+        return Some(Err(refusal));
+    }
+    if insert_planned && tag == CommandTag::Insert {
+        return None;
+    }
+    Some(execute(ctx, statement, tag).await)
+}
+
+/// The statements that change the database, by the tag PostgreSQL answers
+/// them with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CommandTag {
+    Insert,
+    Update,
+    Delete,
+    CreateTable,
+    CreateView,
+    CreateIndex,
+    Drop(&'static str),
+}
+
+impl CommandTag {
+    fn of(statement: &Statement) -> Option<CommandTag> {
+        use basalt_datafusion::datafusion::sql::sqlparser::ast::ObjectType;
+        Some(match statement {
+            Statement::Insert(_) => CommandTag::Insert,
+            Statement::Update(_) => CommandTag::Update,
+            Statement::Delete(_) => CommandTag::Delete,
+            Statement::CreateTable(_) => CommandTag::CreateTable,
+            Statement::CreateView(_) => CommandTag::CreateView,
+            Statement::CreateIndex(_) => CommandTag::CreateIndex,
+            Statement::Drop { object_type, .. } => CommandTag::Drop(match object_type {
+                ObjectType::Table => "DROP TABLE",
+                ObjectType::View => "DROP VIEW",
+                ObjectType::Index => "DROP INDEX",
+                ObjectType::Schema => "DROP SCHEMA",
+                _ => "DROP",
+            }),
+            _ => return None,
+        })
+    }
+
+    fn command(self) -> &'static str {
+        match self {
+            CommandTag::Insert => "INSERT",
+            CommandTag::Update => "UPDATE",
+            CommandTag::Delete => "DELETE",
+            CommandTag::CreateTable => "CREATE TABLE",
+            CommandTag::CreateView => "CREATE VIEW",
+            CommandTag::CreateIndex => "CREATE INDEX",
+            CommandTag::Drop(command) => command,
+        }
+    }
+}
+
+fn outside_transaction(status: TransactionStatus, tag: CommandTag) -> PgWireResult<()> {
+    if status == TransactionStatus::Idle {
+        return Ok(());
+    }
+    Err(user_error(
+        "25001",
+        format!(
+            "{}: Basalt commits every statement on its own and cannot roll one back, so changes \
+             inside BEGIN … COMMIT are refused; run it outside a transaction block (autocommit)",
+            tag.command()
+        ),
+    ))
+}
+
+async fn execute(ctx: &SessionContext, statement: &Statement, tag: CommandTag) -> PgWireResult<Response> {
+    let api_error = |e| PgWireError::ApiError(Box::new(e));
+    let frame = basalt_datafusion::sql_statement(ctx, statement.clone()).await.map_err(api_error)?;
+    let batches = frame.collect().await.map_err(api_error)?;
+    // DML answers one `count` row; DDL none.
+    let rows: u64 = batches
+        .iter()
+        .filter(|b| b.num_columns() == 1)
+        .filter_map(|b| b.column(0).as_any().downcast_ref::<UInt64Array>())
+        .map(|counts| counts.iter().flatten().sum::<u64>())
+        .sum();
+    let response = Tag::new(tag.command());
+    Ok(Response::Execution(match tag {
+        CommandTag::Insert => response.with_oid(0).with_rows(rows as usize),
+        CommandTag::Update | CommandTag::Delete => response.with_rows(rows as usize),
+        _ => response,
+    }))
+}
+
+fn has_parameters(statement: &Statement) -> bool {
+    visit_expressions(statement, |expr| match expr {
+        Expr::Value(value) if matches!(value.value, Value::Placeholder(_)) => ControlFlow::Break(()),
+        _ => ControlFlow::Continue(()),
+    })
+    .is_break()
+}
+
+fn user_error(code: &str, message: String) -> PgWireError {
+    PgWireError::UserError(Box::new(ErrorInfo::new("ERROR".to_owned(), code.to_owned(), message)))
+}

@@ -1,0 +1,324 @@
+//! `basalt serve` end to end: the real `psql` client (Debian's
+//! postgresql-client; `.ci/run` installs it) against the binary, on
+//! loopback, every step bounded in time.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use basalt::arrow_array::{BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray};
+use basalt::arrow_schema::{DataType, Field, Schema};
+use basalt::{Db, IndexOptions, Options, TableOptions};
+
+/// Longest any one step may take before the test fails (a debug build on a
+/// busy two-core machine).
+const STEP_LIMIT: Duration = Duration::from_mins(1);
+
+/// The server, stopped with SIGKILL when a test fails before stopping it.
+struct Server {
+    child: Child,
+    port: u16,
+}
+
+impl Server {
+    fn start(db: &Path, extra: &[&str]) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_basalt"))
+            .arg("serve")
+            .arg(db)
+            .args(["--listen", "127.0.0.1:0"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start basalt serve");
+        let stdout = child.stdout.take().expect("stdout");
+        let (lines, first_lines) = mpsc::channel();
+        thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if lines.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let line = first_lines.recv_timeout(STEP_LIMIT).expect("basalt serve printed no address");
+        // "basalt: serving DB on postgres://127.0.0.1:PORT (…)"
+        let port = line
+            .split("postgres://127.0.0.1:")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|port| port.parse().ok())
+            .unwrap_or_else(|| panic!("no port in {line:?}"));
+        // Keep the rest of the output flowing (and visible on failure).
+        thread::spawn(move || {
+            while let Ok(line) = first_lines.recv() {
+                println!("server: {line}");
+            }
+        });
+        Server { child, port }
+    }
+
+    /// Runs `sql` through `psql -c`, unaligned and without headers.
+    fn psql(&self, sql: &str) -> Psql {
+        self.psql_with(&["-c", sql], None)
+    }
+
+    /// Feeds `script` to psql's standard input, as a user typing it.
+    fn psql_script(&self, script: &str) -> Psql {
+        self.psql_with(&[], Some(script))
+    }
+
+    fn psql_with(&self, args: &[&str], input: Option<&str>) -> Psql {
+        let mut command = Command::new("psql");
+        command
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-U", "basalt", "-d", "basalt"])
+            // No ~/.psqlrc, unaligned rows without header or footer, '|'
+            // between fields, stop at the first error.
+            .args(["-X", "-A", "-t", "-F", "|", "-v", "ON_ERROR_STOP=1"])
+            .args(args)
+            .env("PGCONNECT_TIMEOUT", "10")
+            .stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = match command.spawn() {
+            Ok(child) => child,
+            Err(e) => panic!(
+                "cannot run psql ({e}): this test needs PostgreSQL's client \
+                 (apt-get install postgresql-client; .ci/run installs it)"
+            ),
+        };
+        if let Some(input) = input {
+            use std::io::Write;
+            let mut stdin = child.stdin.take().expect("stdin");
+            stdin.write_all(input.as_bytes()).expect("write psql's input");
+        }
+        let output = wait_bounded(child, STEP_LIMIT);
+        Psql {
+            code: output.status.code(),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
+    /// SIGTERM, then the exit status, bounded.
+    fn stop(mut self) -> std::process::ExitStatus {
+        let status =
+            Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().expect("run kill");
+        assert!(status.success(), "kill -TERM failed");
+        let started = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status;
+            }
+            assert!(started.elapsed() < STEP_LIMIT, "basalt serve did not stop on SIGTERM");
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[derive(Debug)]
+struct Psql {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl Psql {
+    /// The rows (or command tags) printed, after checking psql succeeded.
+    #[track_caller]
+    fn ok(self) -> Vec<String> {
+        assert_eq!(self.code, Some(0), "psql failed: {self:?}");
+        self.stdout.lines().filter(|l| !l.is_empty()).map(str::to_owned).collect()
+    }
+
+    /// The error psql printed, after checking it failed.
+    #[track_caller]
+    fn error(self) -> String {
+        assert_ne!(self.code, Some(0), "psql should have failed: {self:?}");
+        self.stderr
+    }
+}
+
+fn wait_bounded(mut child: Child, limit: Duration) -> std::process::Output {
+    let started = Instant::now();
+    loop {
+        if child.try_wait().expect("wait").is_some() {
+            return child.wait_with_output().expect("output");
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let output = child.wait_with_output().expect("output");
+            panic!("psql ran past {limit:?}: {output:?}");
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A table made with the engine's own calls before the server starts:
+/// integer key, string, float with NULLs, boolean, and an index.
+fn make_players(dir: &Path) {
+    let db = Db::open(dir, Options::default()).expect("open");
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("name", DataType::Utf8, true),
+        Field::new("score", DataType::Float64, true),
+        Field::new("active", DataType::Boolean, true),
+    ]));
+    let table = db.create_table("players", schema.clone(), &["id"], TableOptions::default()).expect("create");
+    let ids: Vec<i64> = (1..=1000).collect();
+    let names: Vec<String> = ids.iter().map(|i| format!("p{:04}", i % 100)).collect();
+    let scores: Vec<Option<f64>> = ids.iter().map(|&i| (i % 7 != 0).then_some(i as f64 / 2.0)).collect();
+    let active: Vec<bool> = ids.iter().map(|i| i % 2 == 0).collect();
+    let batch = RecordBatch::try_new(
+        schema,
+        vec![
+            Arc::new(Int64Array::from(ids)),
+            Arc::new(StringArray::from(names)),
+            Arc::new(Float64Array::from(scores)),
+            Arc::new(BooleanArray::from(active)),
+        ],
+    )
+    .expect("batch");
+    table.write(&batch).expect("write");
+    table.create_index("by_name", &["name"], IndexOptions::default()).expect("index");
+    db.close().expect("close");
+}
+
+#[test]
+fn psql_queries_and_changes_a_database() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("db");
+    make_players(&path);
+    let server = Server::start(&path, &[]);
+
+    // Rows the engine wrote, through the primary key, the index, aggregates.
+    assert_eq!(
+        server.psql("SELECT id, name, score, active FROM players WHERE id = 14").ok(),
+        ["14|p0014||t"]
+    );
+    assert_eq!(
+        server.psql("SELECT id, score FROM players WHERE id BETWEEN 3 AND 5 ORDER BY id").ok(),
+        ["3|1.5", "4|2.0", "5|2.5"]
+    );
+    assert_eq!(server.psql("SELECT count(*) FROM players WHERE name = 'p0042'").ok(), ["10"]);
+    assert_eq!(server.psql("SELECT count(*), count(score), sum(id) FROM players").ok(), ["1000|858|500500"]);
+    assert_eq!(
+        server.psql("SELECT active, count(*) FROM players GROUP BY active ORDER BY active").ok(),
+        ["f|500", "t|500"]
+    );
+
+    // DDL and DML, each answered with PostgreSQL's command tag.
+    assert_eq!(
+        server
+            .psql("CREATE TABLE teams (team VARCHAR NOT NULL, city VARCHAR, founded INT, PRIMARY KEY (team))")
+            .ok(),
+        ["CREATE TABLE"]
+    );
+    assert_eq!(
+        server
+            .psql("INSERT INTO teams VALUES ('owls', 'Oslo', 1901), ('bats', 'Bergen', NULL), ('elks', 'Oslo', 1950)")
+            .ok(),
+        ["INSERT 0 3"]
+    );
+    assert_eq!(server.psql("CREATE INDEX by_city ON teams (city)").ok(), ["CREATE INDEX"]);
+    assert_eq!(server.psql("UPDATE teams SET founded = 1899 WHERE city = 'Oslo'").ok(), ["UPDATE 2"]);
+    assert_eq!(server.psql("DELETE FROM players WHERE id > 990").ok(), ["DELETE 10"]);
+    assert_eq!(
+        server.psql("INSERT INTO teams SELECT 'x' || name, 'Bergen', 2000 FROM players WHERE id <= 3").ok(),
+        ["INSERT 0 3"]
+    );
+    assert_eq!(
+        server.psql("SELECT team, founded FROM teams WHERE city = 'Oslo' ORDER BY team").ok(),
+        ["elks|1899", "owls|1899"]
+    );
+    assert_eq!(
+        server
+            .psql("SELECT t.city, count(*) FROM teams t JOIN players p ON t.team = 'x' || p.name GROUP BY t.city")
+            .ok(),
+        ["Bergen|30"]
+    );
+
+    // psql's own catalog queries (\dt reads pg_catalog).
+    let relations = server.psql("\\dt").ok();
+    assert!(relations.iter().any(|r| r.contains("|players|")), "{relations:?}");
+    assert!(relations.iter().any(|r| r.contains("|teams|")), "{relations:?}");
+
+    // Errors reach the client and change nothing.
+    assert!(server.psql("SELECT nosuch FROM players").error().contains("nosuch"));
+    assert!(server.psql("INSERT INTO teams VALUES (NULL, 'Oslo', 1)").error().contains("ERROR"));
+    assert!(server.psql("CREATE INDEX bad ON teams (nosuch)").error().contains("nosuch"));
+    assert!(server.psql("UPDATE teams SET founded = $1").error().contains("ERROR"));
+    assert_eq!(server.psql("SELECT count(*) FROM teams").ok(), ["6"]);
+
+    // A change inside a transaction block is refused (ROLLBACK could not
+    // undo it), and the block can still be rolled back.
+    let refused = server.psql_script("BEGIN;\nINSERT INTO teams VALUES ('yaks', 'Oslo', 1);\n").error();
+    assert!(refused.contains("BEGIN"), "{refused}");
+    assert_eq!(
+        server.psql_script("BEGIN;\nSELECT count(*) FROM teams;\nROLLBACK;\n").ok(),
+        ["BEGIN", "6", "ROLLBACK"]
+    );
+    assert_eq!(server.psql("SELECT count(*) FROM teams WHERE team = 'yaks'").ok(), ["0"]);
+
+    assert_eq!(server.psql("DROP INDEX by_city").ok(), ["DROP INDEX"]);
+    assert!(server.stop().success(), "basalt serve should exit 0 on SIGTERM");
+
+    // What psql changed is in the database when the engine opens it again.
+    let db = Db::open(&path, Options::default()).expect("reopen");
+    let teams = db.table("teams").expect("teams");
+    assert!(teams.indexes().is_empty(), "by_city was dropped");
+    let owls = teams.get(&[basalt::KeyValue::Str("owls")]).expect("get").expect("owls");
+    let founded = owls.column_by_name("founded").expect("founded");
+    assert_eq!(
+        basalt::arrow_array::cast::AsArray::as_primitive::<basalt::arrow_array::types::Int32Type>(founded)
+            .value(0),
+        1899
+    );
+    let players = db.table("players").expect("players");
+    assert!(players.get(&[basalt::KeyValue::I64(991)]).expect("get").is_none());
+    assert!(players.get(&[basalt::KeyValue::I64(990)]).expect("get").is_some());
+    db.close().expect("close");
+}
+
+#[test]
+fn refuses_addresses_beyond_loopback_without_allow_remote() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let output = Command::new(env!("CARGO_BIN_EXE_basalt"))
+        .arg("serve")
+        .arg(dir.path().join("db"))
+        .args(["--listen", "0.0.0.0:0"])
+        .output()
+        .expect("run basalt serve");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--allow-remote"), "{stderr}");
+    assert!(!dir.path().join("db").exists(), "nothing is created when the address is refused");
+}
+
+#[test]
+fn a_database_in_use_is_refused_with_a_clear_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("db");
+    let db = Db::open(&path, Options::default()).expect("open");
+    let output = Command::new(env!("CARGO_BIN_EXE_basalt"))
+        .arg("serve")
+        .arg(&path)
+        .args(["--listen", "127.0.0.1:0"])
+        .output()
+        .expect("run basalt serve");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.starts_with("basalt: "), "{stderr}");
+    db.close().expect("close");
+}
