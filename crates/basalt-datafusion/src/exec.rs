@@ -12,6 +12,7 @@ use arrow_array::{RecordBatch, RecordBatchOptions};
 use arrow_schema::SchemaRef;
 use basalt::{Filter, OwnedKeyValueRange, ScanOptions, ScanPlan, Snapshot, Table, TableEstimate, TableScan};
 use datafusion::arrow::compute::BatchCoalescer;
+use datafusion::common::stats::ColumnStatistics;
 use datafusion::common::stats::Precision;
 use datafusion::common::{Result, Statistics};
 use datafusion::execution::TaskContext;
@@ -81,6 +82,8 @@ pub(crate) struct ScanSpec {
     pub range: OwnedKeyValueRange,
     /// The table's size, for the planner's statistics.
     pub estimate: Option<TableEstimate>,
+    /// Null counts and bounds of the columns of `schema`, from zone maps.
+    pub column_stats: Vec<ColumnStatistics>,
 }
 
 /// The share of a table's rows a pushed filter is assumed to keep: the
@@ -200,9 +203,10 @@ impl ExecutionPlan for BasaltScanExec {
     }
 
     /// Rows and bytes from the table's estimate (SST metadata and
-    /// memtables): all inexact; a pushed filter is assumed to keep a fifth
-    /// of the rows, a projection its share of the bytes, and a partition
-    /// its share of the scan.
+    /// memtables), column bounds and null counts from its zone maps: all
+    /// inexact; a pushed filter is assumed to keep a fifth of the rows, a
+    /// projection its share of the bytes, and a partition its share of the
+    /// scan.
     fn statistics_from_inputs(
         &self,
         _input: &[Arc<Statistics>],
@@ -219,6 +223,16 @@ impl ExecutionPlan for BasaltScanExec {
             }
             let columns = spec.columns.len() as f64 / spec.table.schema().fields().len().max(1) as f64;
             stats.num_rows = Precision::Inexact(rows);
+            // Bounds hold for any part of the table; null counts scale
+            // with the rows.
+            stats.column_statistics = spec
+                .column_stats
+                .iter()
+                .map(|c| ColumnStatistics {
+                    null_count: c.null_count.map(|n| ((n as f64 * kept * share).ceil() as usize).min(rows)),
+                    ..c.clone()
+                })
+                .collect();
             stats.total_byte_size =
                 Precision::Inexact((estimate.bytes as f64 * kept * share * columns) as usize);
         }

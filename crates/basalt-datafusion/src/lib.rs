@@ -17,6 +17,7 @@ mod exec;
 mod insert;
 mod pushdown;
 mod schema;
+mod stats;
 mod table;
 
 use std::sync::Arc;

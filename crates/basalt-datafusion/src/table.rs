@@ -19,6 +19,7 @@ use crate::error::to_df;
 use crate::exec::{BasaltScanExec, ScanSpec};
 use crate::insert::BasaltSink;
 use crate::pushdown::{borrowed, predicates_of, pushdown};
+use crate::stats::column_statistics;
 
 /// A Basalt table, for DataFusion. It holds the table's name, not a handle:
 /// each scan, insert or change opens one for as long as it runs, so that
@@ -71,6 +72,7 @@ impl BasaltTable {
         let table = self.table()?;
         let parts = table.split_range(&borrowed(&pushed.range), parts).map_err(to_df)?;
         let estimate = table.estimate().ok();
+        let column_stats = column_statistics(&table, &schema);
         let spec = ScanSpec {
             table,
             snapshot: Arc::new(self.db.snapshot()),
@@ -80,6 +82,7 @@ impl BasaltTable {
             limit,
             range: pushed.range,
             estimate,
+            column_stats,
         };
         BasaltScanExec::try_new(spec, parts)
     }
@@ -129,13 +132,16 @@ impl TableProvider for BasaltTable {
             .collect())
     }
 
-    /// Row and byte counts from the SSTs' metadata and the memtables:
-    /// estimates, since a key written twice is counted per stored version.
+    /// Row and byte counts from the SSTs' metadata and the memtables, and
+    /// per column null counts and bounds from the zone maps: estimates,
+    /// since a key written twice is counted per stored version.
     /// (DataFusion's planner reads a scan's statistics from the plan, which
     /// gives the same figures: `BasaltScanExec::statistics_from_inputs`.)
     fn statistics(&self) -> Option<Statistics> {
-        let estimate = self.table().ok()?.estimate().ok()?;
+        let table = self.table().ok()?;
+        let estimate = table.estimate().ok()?;
         let mut stats = Statistics::new_unknown(&self.schema);
+        stats.column_statistics = column_statistics(&table, &self.schema);
         stats.num_rows = Precision::Inexact(estimate.rows as usize);
         stats.total_byte_size = Precision::Inexact(estimate.bytes as usize);
         Some(stats)

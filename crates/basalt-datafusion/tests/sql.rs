@@ -273,6 +273,73 @@ mod pushdown {
         assert_eq!(stats.num_rows.get_value(), Some(&(ROWS as usize)));
         drop(ctx);
     }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn statistics_give_column_bounds_and_null_counts_from_zone_maps() {
+        use datafusion::common::ScalarValue;
+        use datafusion::common::stats::Precision;
+        use datafusion::physical_plan::statistics::{StatisticsArgs, StatisticsContext};
+        let (_dir, db, ctx) = filled();
+        let provider = basalt_datafusion::BasaltTable::try_new(db.clone(), "kv").expect("table");
+        let stats = datafusion::catalog::TableProvider::statistics(&provider).expect("statistics");
+        let bounds: Vec<_> = stats
+            .column_statistics
+            .iter()
+            .map(|c| (c.null_count.clone(), c.min_value.clone(), c.max_value.clone()))
+            .collect();
+        assert_eq!(
+            bounds,
+            vec![
+                (
+                    Precision::Inexact(0),
+                    Precision::Inexact(ScalarValue::Int64(Some(0))),
+                    Precision::Inexact(ScalarValue::Int64(Some(ROWS - 1)))
+                ),
+                (
+                    Precision::Inexact(0),
+                    Precision::Inexact(ScalarValue::Int64(Some(0))),
+                    Precision::Inexact(ScalarValue::Int64(Some(99)))
+                ),
+                (
+                    Precision::Inexact(0),
+                    Precision::Inexact(ScalarValue::Utf8(Some("t0".into()))),
+                    Precision::Inexact(ScalarValue::Utf8(Some("t999".into())))
+                ),
+            ]
+        );
+
+        // The scan in a plan carries its projection's columns (in table
+        // order: a projection above it puts `tag` first).
+        let plan =
+            ctx.sql("SELECT tag, v FROM kv").await.expect("plan").create_physical_plan().await.expect("plan");
+        let mut scan = plan.clone();
+        while scan.name() != "BasaltScanExec" {
+            scan = scan.children().first().map(|c| Arc::clone(c)).expect("a Basalt scan");
+        }
+        let planned =
+            StatisticsContext::new().compute(scan.as_ref(), &StatisticsArgs::new()).expect("statistics");
+        assert_eq!(planned.column_statistics.len(), 2, "{planned:?}");
+        assert_eq!(
+            planned.column_statistics[1].max_value,
+            Precision::Inexact(ScalarValue::Utf8(Some("t999".into())))
+        );
+        assert_eq!(planned.column_statistics[0].max_value, Precision::Inexact(ScalarValue::Int64(Some(99))));
+
+        // A row in the memtable: its values are summarized nowhere.
+        run(&ctx, "INSERT INTO kv VALUES (-5, NULL, 'zz')").await;
+        let stats = datafusion::catalog::TableProvider::statistics(&provider).expect("statistics");
+        assert!(stats.column_statistics.iter().all(|c| c.min_value == Precision::Absent
+            && c.max_value == Precision::Absent
+            && c.null_count == Precision::Absent));
+        db.flush().expect("flush");
+        let stats = datafusion::catalog::TableProvider::statistics(&provider).expect("statistics");
+        assert_eq!(stats.column_statistics[0].min_value, Precision::Inexact(ScalarValue::Int64(Some(-5))));
+        assert_eq!(stats.column_statistics[1].null_count, Precision::Inexact(1));
+        assert_eq!(
+            stats.column_statistics[2].max_value,
+            Precision::Inexact(ScalarValue::Utf8(Some("zz".into())))
+        );
+    }
 }
 
 /// Random tables and predicates, answered by Basalt through DataFusion and

@@ -43,9 +43,9 @@ pub use {arrow_array, arrow_schema, bytes};
 pub use bytes::Bytes;
 pub use codec::key::{KeyValue, OwnedKeyValue};
 pub use db::{
-    Db, DbIterator, Direction, GetLatency, IndexInfo, IndexOptions, IndexPredicate, KeyValueRange, Keyspace,
-    LevelStats, LookupOptions, OwnedKeyValueRange, ReadOptions, ScanOptions, ScanPlan, Snapshot, Stats,
-    Table, TableEstimate, TableOptions, TableScan,
+    ColumnEstimate, Db, DbIterator, Direction, GetLatency, IndexInfo, IndexOptions, IndexPredicate,
+    KeyValueRange, Keyspace, LevelStats, LookupOptions, OwnedKeyValueRange, ReadOptions, ScanOptions,
+    ScanPlan, Snapshot, Stats, Table, TableEstimate, TableOptions, TableScan,
 };
 pub use error::{Error, Result};
 pub use options::{Compression, Options, WriteOptions};

@@ -33,7 +33,7 @@ use parking_lot::{Condvar, Mutex};
 pub use index::{IndexInfo, IndexOptions, IndexPredicate, LookupOptions};
 pub use iter::{DbIterator, Direction};
 pub use keyspace::Keyspace;
-pub use partition::{OwnedKeyValueRange, TableEstimate};
+pub use partition::{ColumnEstimate, OwnedKeyValueRange, TableEstimate};
 pub use scan::{KeyValueRange, ScanOptions, ScanPlan, TableScan};
 pub use snapshot::{ReadOptions, Snapshot};
 pub use stats::{GetLatency, LevelStats, Stats};

@@ -6,6 +6,8 @@
 
 use std::ops::Bound;
 
+use arrow_schema::DataType;
+
 use super::Table;
 use super::cursor::KeyRange;
 use super::scan::{KeyValueRange, encode_range, in_range};
@@ -13,6 +15,7 @@ use crate::codec::key::{self, KeyValue, OwnedKeyValue};
 use crate::error::{Error, Result};
 use crate::files;
 use crate::row::layout::key_type_of;
+use crate::row::zone::{ColumnZone, zone_value};
 
 /// A key range of owned key values (see [`KeyValueRange`]).
 pub type OwnedKeyValueRange = (Bound<Vec<OwnedKeyValue>>, Bound<Vec<OwnedKeyValue>>);
@@ -27,6 +30,24 @@ pub struct TableEstimate {
     pub rows: u64,
     /// Bytes of the table's SSTs, and of its memtable entries.
     pub bytes: u64,
+}
+
+/// What a table's SST zone maps record of one column: estimates for a
+/// query planner, from metadata alone.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct ColumnEstimate {
+    /// Nulls stored, counting each deleted row and each stored version of
+    /// an overwritten row once; `None` when unknown.
+    pub null_count: Option<u64>,
+    /// The smallest value stored (possibly one a deleted or overwritten row
+    /// had: no live value is smaller); `None` when unknown. Unknown for
+    /// decimals, for values longer than 64 bytes, for a float column whose
+    /// smallest value is a NaN, and for a column some block holds only
+    /// nulls of (a zone map does not tell those from long values).
+    pub min: Option<OwnedKeyValue>,
+    /// The largest value stored, as `min`.
+    pub max: Option<OwnedKeyValue>,
 }
 
 impl Table {
@@ -137,6 +158,75 @@ impl Table {
             estimate.bytes += mem.approximate_bytes() as u64;
         }
         Ok(estimate)
+    }
+
+    /// What the SSTs' zone maps record of each column, in schema order:
+    /// bounds and null counts for a query planner, read from metadata (each
+    /// file's zones are folded once per open reader). Every column is
+    /// unknown while a memtable holds any of the table's rows, whose values
+    /// nothing summarizes.
+    pub fn column_estimates(&self) -> Result<Vec<ColumnEstimate>> {
+        self.inner().check_open()?;
+        let (_, sv) = self.inner().read_view(None);
+        let Some(tree) = sv.version.tree(self.tree()) else {
+            return Err(Error::InvalidArgument(format!("table {} was dropped", self.name())));
+        };
+        let layout = self.layout();
+        let fields = layout.schema().fields();
+        let mut out = vec![ColumnEstimate::default(); fields.len()];
+        if std::iter::once(&sv.mem).chain(&sv.imms).any(|m| m.holds_tree(self.tree())) {
+            return Ok(out);
+        }
+        let stored = layout.stored();
+        let mut columns = vec![ColumnZone::default(); stored.len()];
+        let mut nulls_known = true;
+        // The raw key column is not stored: its bounds are the files' keys.
+        let mut keys: Option<(&[u8], u64, &[u8], u64)> = None;
+        for (_, file) in tree.all_files() {
+            let (first, last) = (file.smallest.user_key.as_ref(), file.largest.user_key.as_ref());
+            keys = Some(match keys {
+                Some((lo, lo_file, hi, hi_file)) => {
+                    let (lo, lo_file) = if first < lo { (first, file.number) } else { (lo, lo_file) };
+                    let (hi, hi_file) = if last > hi { (last, file.number) } else { (hi, hi_file) };
+                    (lo, lo_file, hi, hi_file)
+                }
+                None => (first, file.number, last, file.number),
+            });
+            let reader = self.inner().sst_readers.get(self.tree(), file)?;
+            // Float zones of format versions 1 and 2 are in the key codec's
+            // order, not Arrow's: their bounds are not used.
+            let floats = reader.float_zones_in_total_order();
+            let zones = reader.column_zones();
+            for (position, (column, &index)) in columns.iter_mut().zip(stored).enumerate() {
+                let float = matches!(fields[index].data_type(), DataType::Float32 | DataType::Float64);
+                if let Some(zone) = zones.and_then(|z| z.get(position)) {
+                    column.add(zone.null_count, zone.range().filter(|_| floats || !float));
+                } else {
+                    nulls_known = false;
+                    column.add(0, None);
+                }
+            }
+        }
+        for (column, &index) in columns.iter().zip(stored) {
+            let data_type = fields[index].data_type();
+            let estimate = &mut out[index];
+            estimate.null_count = nulls_known.then_some(column.null_count);
+            if let Some((min, max)) = column.range() {
+                estimate.min = zone_value(data_type, min);
+                estimate.max = zone_value(data_type, max);
+            }
+        }
+        if layout.raw_key()
+            && let Some(&index) = layout.primary_key().first()
+        {
+            let estimate = &mut out[index];
+            estimate.null_count = Some(0);
+            if let Some((lo, lo_file, hi, hi_file)) = keys {
+                estimate.min = self.decode_user_key(lo, lo_file)?.into_iter().next();
+                estimate.max = self.decode_user_key(hi, hi_file)?.into_iter().next();
+            }
+        }
+        Ok(out)
     }
 }
 

@@ -16,7 +16,8 @@ use arrow_schema::DataType;
 
 use super::encode::key_bytes_of;
 use super::filter::{CmpOp, Filter, Predicate};
-use super::layout::{COLUMNS_MAX, TableLayout, Width};
+use super::layout::{COLUMNS_MAX, TableLayout, Width, key_type_of};
+use crate::codec::key::{self, OwnedKeyValue};
 use crate::codec::varint::{self, Reader};
 use crate::error::Result;
 
@@ -174,6 +175,86 @@ fn zone_bytes_of(data_type: &DataType, bytes: &[u8], out: &mut Vec<u8>) {
             out.extend_from_slice(&ordered.to_be_bytes());
         }
         _ => key_bytes_of(data_type, bytes, out),
+    }
+}
+
+/// One column's zones folded over many blocks, then files: the null count
+/// and the smallest and largest value over all of them. The range is
+/// unknown once any zone folded in has none (values too long to record,
+/// decimals, or only nulls: a zone does not say which).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ColumnZone {
+    /// Nulls over every zone folded in.
+    pub null_count: u64,
+    range: Option<(Vec<u8>, Vec<u8>)>,
+    unknown: bool,
+}
+
+impl ColumnZone {
+    /// Folds in the zone of `null_count` nulls and value range `range`.
+    pub fn add(&mut self, null_count: u64, range: Option<(&[u8], &[u8])>) {
+        self.null_count += null_count;
+        if self.unknown {
+            return;
+        }
+        let Some((lo, hi)) = range else {
+            self.unknown = true;
+            self.range = None;
+            return;
+        };
+        match &mut self.range {
+            None => self.range = Some((lo.to_vec(), hi.to_vec())),
+            Some((min, max)) => {
+                if lo < min.as_slice() {
+                    *min = lo.to_vec();
+                }
+                if hi > max.as_slice() {
+                    *max = hi.to_vec();
+                }
+            }
+        }
+    }
+
+    /// The smallest and largest value, zone-encoded; `None` when unknown or
+    /// when nothing was folded in.
+    pub fn range(&self) -> Option<(&[u8], &[u8])> {
+        self.range.as_ref().map(|(min, max)| (min.as_slice(), max.as_slice()))
+    }
+}
+
+/// Folds each column's zones over every block (`zones[block][column]`).
+pub fn fold(zones: &[Vec<Zone>]) -> Vec<ColumnZone> {
+    let columns = zones.first().map_or(0, Vec::len);
+    let mut out = vec![ColumnZone::default(); columns];
+    for block in zones {
+        for (column, zone) in out.iter_mut().zip(block) {
+            column.add(
+                u64::from(zone.null_count),
+                zone.range.as_ref().map(|(lo, hi)| (lo.as_slice(), hi.as_slice())),
+            );
+        }
+    }
+    out
+}
+
+/// The value a zone's bytes record for a column of `data_type`; `None` for
+/// a NaN (no use as a bound) or bytes that are not such a value.
+pub fn zone_value(data_type: &DataType, bytes: &[u8]) -> Option<OwnedKeyValue> {
+    // Floats are in totalOrder (`zone_bytes_of`): undo its bit flips.
+    match data_type {
+        DataType::Float32 => {
+            let ordered = u32::from_be_bytes(bytes.try_into().ok()?);
+            let bits = if ordered >> 31 == 1 { ordered & !(1 << 31) } else { !ordered };
+            let v = f32::from_bits(bits);
+            (!v.is_nan()).then_some(OwnedKeyValue::F32(v))
+        }
+        DataType::Float64 => {
+            let ordered = u64::from_be_bytes(bytes.try_into().ok()?);
+            let bits = if ordered >> 63 == 1 { ordered & !(1 << 63) } else { !ordered };
+            let v = f64::from_bits(bits);
+            (!v.is_nan()).then_some(OwnedKeyValue::F64(v))
+        }
+        _ => key::decode(bytes, &[key_type_of(data_type)?]).ok()?.pop(),
     }
 }
 

@@ -3,8 +3,8 @@
 //! data blocks (through the shared block cache) to iterators.
 
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 
@@ -35,6 +35,8 @@ pub struct SstReader {
     properties: Properties,
     /// Zone maps per data block (table trees).
     zones: Option<Vec<Vec<crate::row::zone::Zone>>>,
+    /// `zones` folded over the blocks, per column: computed on first use.
+    column_zones: OnceLock<Option<Vec<crate::row::zone::ColumnZone>>>,
     /// The learned index, when the SST has one.
     model: Option<Model>,
     /// The whole file, memory-mapped, when reads go through a map.
@@ -244,6 +246,7 @@ impl SstReader {
             index,
             filter,
             zones,
+            column_zones: OnceLock::new(),
             model,
             properties,
             mapped,
@@ -520,6 +523,12 @@ impl SstReader {
     /// The zones of data block `index`'s stored columns, if recorded.
     pub fn zones(&self, index: usize) -> Option<&[crate::row::zone::Zone]> {
         self.zones.as_ref().and_then(|z| z.get(index)).map(Vec::as_slice)
+    }
+
+    /// Each stored column's zones folded over every data block, if the
+    /// file has zone maps (computed once per reader).
+    pub fn column_zones(&self) -> Option<&[crate::row::zone::ColumnZone]> {
+        self.column_zones.get_or_init(|| self.zones.as_deref().map(crate::row::zone::fold)).as_deref()
     }
 
     /// The learned index, if the SST has one.
