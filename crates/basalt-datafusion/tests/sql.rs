@@ -285,7 +285,7 @@ mod pushdown {
         let bounds: Vec<_> = stats
             .column_statistics
             .iter()
-            .map(|c| (c.null_count.clone(), c.min_value.clone(), c.max_value.clone()))
+            .map(|c| (c.null_count, c.min_value.clone(), c.max_value.clone()))
             .collect();
         assert_eq!(
             bounds,
