@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use basalt::{Db, Options};
+use basalt::Db;
 use basalt_datafusion::datafusion::arrow::array::{Array, UInt64Array};
 use basalt_datafusion::datafusion::catalog::MemoryCatalogProvider;
 use basalt_datafusion::datafusion::common::{DFSchema, ParamValues};
@@ -45,7 +45,7 @@ const CATALOG: &str = "datafusion";
 
 #[derive(clap::Args)]
 pub struct ServeArgs {
-    /// The database directory (created when missing).
+    /// The database directory (`--create` makes one when missing).
     db: PathBuf,
     /// Address to listen on. Port 0 picks a free port; the address bound is
     /// printed on the first line of output.
@@ -61,7 +61,7 @@ pub struct ServeArgs {
     max_connections: usize,
 }
 
-pub fn run(args: &ServeArgs) -> Result<(), Box<dyn Error>> {
+pub fn run(args: &ServeArgs, create: bool) -> Result<(), Box<dyn Error>> {
     if !args.listen.ip().is_loopback() && !args.allow_remote {
         return Err(format!(
             "{} is not a loopback address, and the server has no authentication or TLS; \
@@ -70,7 +70,7 @@ pub fn run(args: &ServeArgs) -> Result<(), Box<dyn Error>> {
         )
         .into());
     }
-    let db = Arc::new(Db::open(&args.db, Options::default())?);
+    let db = Arc::new(crate::open::open(&args.db, create)?);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let served = runtime.block_on(serve(Arc::clone(&db), args));
     // Dropping the runtime drops every connection's task and waits for the
@@ -98,7 +98,7 @@ async fn serve(db: Arc<Db>, args: &ServeArgs) -> Result<(), Box<dyn Error>> {
 
     let listener = TcpListener::bind(args.listen).await?;
     let address = listener.local_addr()?;
-    println!(
+    out!(
         "basalt: serving {} on postgres://{address} (psql -h {} -p {})",
         args.db.display(),
         address.ip(),
@@ -145,7 +145,7 @@ async fn serve(db: Arc<Db>, args: &ServeArgs) -> Result<(), Box<dyn Error>> {
     // empty catalog in its place ends it (deregistering the Basalt schema
     // instead would drop its tables).
     ctx.register_catalog(CATALOG, Arc::new(MemoryCatalogProvider::new()));
-    println!("basalt: stopped");
+    out!("basalt: stopped");
     Ok(())
 }
 

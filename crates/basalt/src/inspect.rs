@@ -21,6 +21,7 @@ use crate::{Db, KeyValue, OwnedKeyValue};
 
 pub use crate::codec::internal::Kind as EntryKind;
 pub use crate::codec::key::KeyType;
+pub use crate::db::IndexCheck;
 pub use crate::log::reader::LogContents;
 pub use crate::row::{schema_from_ipc, schema_to_ipc};
 pub use crate::sst::meta::Properties as SstProperties;
@@ -254,4 +255,12 @@ pub fn files(db: &Db) -> Vec<FileInfo> {
         }
     }
     out
+}
+
+/// Checks every index of `table` against its rows at one snapshot: each
+/// row must have exactly the entry the write path makes for it, and the
+/// index nothing else. Streams the table and each index once, in constant
+/// memory.
+pub fn check_indexes(table: &crate::Table) -> Result<Vec<IndexCheck>> {
+    table.check_indexes()
 }

@@ -30,6 +30,8 @@ use std::thread::JoinHandle;
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex};
 
+#[cfg(feature = "inspect")]
+pub use index::IndexCheck;
 pub use index::{IndexInfo, IndexOptions, IndexPredicate, LookupOptions};
 pub use iter::{DbIterator, Direction};
 pub use keyspace::Keyspace;

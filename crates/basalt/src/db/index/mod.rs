@@ -11,6 +11,8 @@ mod build;
 mod plan;
 mod query;
 mod upkeep;
+#[cfg(feature = "inspect")]
+mod verify;
 
 use std::collections::{HashMap, HashSet};
 
@@ -20,6 +22,8 @@ use parking_lot::Mutex;
 pub(crate) use plan::IndexPlan;
 pub use query::{IndexPredicate, LookupOptions};
 pub(crate) use upkeep::GroupOverlay;
+#[cfg(feature = "inspect")]
+pub use verify::IndexCheck;
 
 use super::Table;
 use crate::catalog::{Namespace, TreeKind};

@@ -1,0 +1,557 @@
+//! `basalt load`: files into a table, streamed in batches (memory bounded
+//! whatever the file size), the table created from the first file's
+//! schema when it does not exist, indexes built once the rows are in.
+//!
+//! A load is all or nothing for the table: a bad row (with
+//! `--skip-bad-rows`: anything else that fails) ends it and puts the
+//! table back as it was — a table the load created is dropped; in an
+//! existing one every row the load wrote is restored from a snapshot
+//! taken before its first write (re-reading the files to know which
+//! rows those were). The database's lock keeps other processes out
+//! meanwhile; a crash mid-load leaves the rows written so far (each
+//! batch is one atomic write).
+//!
+//! A reader thread parses and types the next batches while the main
+//! thread writes, so a load keeps both cores busy.
+
+mod conform;
+mod source;
+
+use std::fmt::Write as _;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::UInt64Type;
+use arrow_array::{Array, RecordBatch, UInt32Array};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use basalt::{
+    Db, IndexOptions, KeyValue, ReadOptions, ScanOptions, Snapshot, Table, TableOptions, WriteBatch,
+};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+pub use self::conform::{BadRow, Conformer};
+pub use self::source::{InputFormat, Source, TextOptions, read_schema_file};
+use crate::error::{CliError, CliResult, Exit};
+use crate::{open, value};
+
+/// The key column a load numbers rows in when no `--primary-key` is given.
+const ROW_ID: &str = "row_id";
+/// Bad rows shown one by one under `--skip-bad-rows`; the rest are counted.
+const BAD_ROWS_SHOWN: usize = 10;
+
+#[derive(Debug, Args)]
+pub struct LoadArgs {
+    /// The database directory.
+    db: PathBuf,
+    /// The table (created when missing).
+    table: String,
+    /// Files to load, in order: CSV, TSV, JSON lines, Parquet, Arrow IPC.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// The files' format (default: from each file's extension).
+    #[arg(long, value_enum)]
+    input_format: Option<InputFormat>,
+    /// Column types of a new table instead of inference: one `name: Type`
+    /// per line (`score: Int64`, `at: Timestamp(Microsecond, None)`).
+    #[arg(long, value_name = "FILE")]
+    schema: Option<PathBuf>,
+    /// Primary-key columns of a new table. Without it, the table gets a
+    /// `row_id` key numbering the rows in load order.
+    #[arg(long, value_name = "A,B")]
+    primary_key: Option<String>,
+    /// Create an index once the rows are in: `NAME=COL[,COL…]`
+    /// (repeatable).
+    #[arg(long = "index", value_name = "NAME=COLS")]
+    indexes: Vec<String>,
+    /// Leave out rows that cannot be stored (a value of the wrong type, a
+    /// null key) instead of stopping; they are counted and the first ones
+    /// shown.
+    #[arg(long)]
+    skip_bad_rows: bool,
+    /// CSV field delimiter (default: `,`, a tab for .tsv).
+    #[arg(long)]
+    delimiter: Option<char>,
+    /// Text that stands for null in CSV (besides the empty field), e.g.
+    /// `NA`.
+    #[arg(long, value_name = "TEXT")]
+    null: Option<String>,
+    /// The CSV files have no header line (columns are named `column_1`…).
+    #[arg(long)]
+    no_header: bool,
+    /// Rows per batch (each batch is one atomic write).
+    #[arg(long, default_value_t = 65_536)]
+    batch_rows: usize,
+    /// Rows of a text file read to infer its column types.
+    #[arg(long, default_value_t = 100_000)]
+    infer_rows: usize,
+}
+
+/// What to read and how to type it: everything the reader thread and a
+/// replay (for undoing) need to produce the same batches.
+#[derive(Clone)]
+struct Plan {
+    files: Vec<(PathBuf, InputFormat)>,
+    text: TextOptions,
+    target: SchemaRef,
+    key: Vec<String>,
+    row_id: Option<String>,
+    first_row_id: u64,
+    skip_bad_rows: bool,
+}
+
+/// One batch ready to write.
+struct Ready {
+    batch: RecordBatch,
+    bad: Vec<(usize, BadRow)>,
+    /// Bytes of all files read so far.
+    bytes_done: u64,
+}
+
+impl Plan {
+    /// Reads every file in order, handing each conformed batch to `each`
+    /// (which returns whether to go on).
+    fn batches(&self, mut each: impl FnMut(Ready) -> bool) -> CliResult<()> {
+        let mut next_row_id = self.first_row_id;
+        let mut bytes_before = 0;
+        for (file_index, (path, format)) in self.files.iter().enumerate() {
+            let mut source = Source::open(path, *format, &self.text)?;
+            let conformer = Conformer::new(
+                self.target.clone(),
+                &self.key,
+                &source.schema.clone(),
+                self.row_id.as_deref(),
+            )
+            .map_err(|e| e.context(path.display()))?;
+            loop {
+                let first_row = source.rows;
+                let Some(batch) = source.next_batch()? else { break };
+                let (batch, bad) = conformer.conform(&batch, first_row, &mut next_row_id)?;
+                if !self.skip_bad_rows
+                    && let Some(first) = bad.first()
+                {
+                    return Err(CliError::new(
+                        Exit::BadData,
+                        format!("{} row {}: {}", path.display(), first.row, first.reason),
+                    ));
+                }
+                let bad = bad.into_iter().map(|b| (file_index, b)).collect();
+                if !each(Ready { batch, bad, bytes_done: bytes_before + source.bytes_done() }) {
+                    return Ok(());
+                }
+            }
+            bytes_before += source.size;
+        }
+        Ok(())
+    }
+}
+
+fn parse_index_spec(spec: &str) -> CliResult<(String, Vec<String>)> {
+    let (name, columns) = spec
+        .split_once('=')
+        .ok_or_else(|| CliError::usage(format!("--index {spec:?}: expected NAME=COL[,COL…]")))?;
+    Ok((name.trim().to_owned(), value::names(columns)?))
+}
+
+/// The schema of a new table: the file's columns (typed by `--schema` if
+/// given), key columns not null, `row_id` first when the load numbers rows.
+fn new_table_schema(
+    file: &Schema,
+    typed: Option<&Schema>,
+    key: &[String],
+    row_id: bool,
+) -> CliResult<SchemaRef> {
+    let mut fields = Vec::new();
+    if row_id {
+        if file.index_of(ROW_ID).is_ok() {
+            return Err(CliError::usage(format!(
+                "the file has a {ROW_ID} column: name the key with --primary-key"
+            )));
+        }
+        fields.push(Field::new(ROW_ID, DataType::UInt64, false));
+    }
+    for f in file.fields() {
+        let data_type = match typed {
+            Some(t) => t
+                .field_with_name(f.name())
+                .map_err(|_| {
+                    CliError::usage(format!("--schema does not name the file's column {}", f.name()))
+                })?
+                .data_type()
+                .clone(),
+            None => f.data_type().clone(),
+        };
+        fields.push(Field::new(f.name(), data_type, !key.contains(f.name())));
+    }
+    for k in key {
+        if !fields.iter().any(|f| f.name() == k) {
+            return Err(CliError::usage(format!("--primary-key names {k}, which the file lacks")));
+        }
+    }
+    Ok(Arc::new(Schema::new(fields)))
+}
+
+/// The largest `row_id` of a table keyed by it (the last key).
+fn last_row_id(table: &Table) -> CliResult<Option<u64>> {
+    let all = (std::ops::Bound::Unbounded, std::ops::Bound::Unbounded);
+    let parts = table.split_range(&all, 64)?;
+    for part in parts.iter().rev() {
+        let lo = part.0.as_ref().map(|v| v.iter().map(basalt::OwnedKeyValue::as_value).collect::<Vec<_>>());
+        let hi = part.1.as_ref().map(|v| v.iter().map(basalt::OwnedKeyValue::as_value).collect::<Vec<_>>());
+        let opts = ScanOptions::default().range((lo, hi)).projection(Some(vec![ROW_ID.to_owned()]));
+        let mut last = None;
+        for batch in table.scan(opts)? {
+            let batch = batch?;
+            let ids = batch.column(0).as_primitive::<UInt64Type>();
+            if !ids.is_empty() {
+                last = Some(ids.value(ids.len() - 1));
+            }
+        }
+        if last.is_some() {
+            return Ok(last);
+        }
+    }
+    Ok(None)
+}
+
+/// `n` with thousands separators.
+pub fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+pub fn bytes(n: u64) -> String {
+    indicatif::BinaryBytes(n).to_string()
+}
+
+#[expect(
+    clippy::too_many_lines,
+    reason = "the steps of a load in order: options, table, rows, indexes, summary"
+)]
+pub fn run(args: &LoadArgs, create: bool) -> CliResult<()> {
+    let started = Instant::now();
+    let db = open::open(&args.db, create)?;
+    if args.batch_rows == 0 {
+        return Err(CliError::usage("--batch-rows must be at least 1"));
+    }
+    let text = TextOptions {
+        delimiter: args
+            .delimiter
+            .map(|d| u8::try_from(d).map_err(|_| CliError::usage("--delimiter must be one ASCII character")))
+            .transpose()?,
+        header: !args.no_header,
+        null: args.null.clone(),
+        batch_rows: args.batch_rows,
+        infer_rows: args.infer_rows.max(1),
+    };
+    let files = args
+        .files
+        .iter()
+        .map(|f| Ok((f.clone(), args.input_format.map_or_else(|| InputFormat::of(f), Ok)?)))
+        .collect::<CliResult<Vec<_>>>()?;
+    let typed = args.schema.as_deref().map(read_schema_file).transpose()?;
+    let indexes = args.indexes.iter().map(|s| parse_index_spec(s)).collect::<CliResult<Vec<_>>>()?;
+
+    let existing = db.tables().iter().any(|t| t == &args.table);
+    let (table, key, row_id) = if existing {
+        let table = db.table(&args.table)?;
+        let key = table.primary_key();
+        if let Some(asked) = &args.primary_key
+            && value::names(asked)? != key
+        {
+            return Err(CliError::usage(format!(
+                "table {} exists with primary key ({}), not ({asked})",
+                args.table,
+                key.join(", ")
+            )));
+        }
+        if typed.is_some() {
+            return Err(CliError::usage(format!(
+                "table {} exists: --schema applies only to a new table",
+                args.table
+            )));
+        }
+        let schema = table.schema();
+        let numbered = key == [ROW_ID]
+            && schema.field_with_name(ROW_ID).is_ok_and(|f| f.data_type() == &DataType::UInt64);
+        (table, key, numbered.then(|| ROW_ID.to_owned()))
+    } else {
+        let (path, format) = &files[0];
+        let file_schema = Source::open(path, *format, &text)?.schema;
+        let (key, row_id) = match &args.primary_key {
+            Some(k) => (value::names(k)?, None),
+            None => (vec![ROW_ID.to_owned()], Some(ROW_ID.to_owned())),
+        };
+        let schema = new_table_schema(&file_schema, typed.as_deref(), &key, row_id.is_some())?;
+        let key_refs: Vec<&str> = key.iter().map(String::as_str).collect();
+        let table = db.create_table(&args.table, schema, &key_refs, TableOptions::default())?;
+        (table, key, row_id)
+    };
+    let schema = table.schema();
+    for (name, columns) in &indexes {
+        if table.indexes().iter().any(|i| &i.name == name) {
+            return Err(undo_created(
+                &db,
+                table,
+                existing,
+                CliError::usage(format!("table {} already has an index {name}", args.table)),
+            ));
+        }
+        if let Some(c) = columns.iter().find(|c| schema.index_of(c).is_err()) {
+            return Err(undo_created(
+                &db,
+                table,
+                existing,
+                CliError::usage(format!("--index {name}: no column {c}")),
+            ));
+        }
+    }
+    let first_row_id = match &row_id {
+        Some(_) if existing => last_row_id(&table)?.map_or(0, |id| id + 1),
+        _ => 0,
+    };
+    let plan = Plan {
+        files,
+        text,
+        target: schema.clone(),
+        key,
+        row_id,
+        first_row_id,
+        skip_bad_rows: args.skip_bad_rows,
+    };
+    let before = existing.then(|| db.snapshot());
+    let total_bytes: u64 = plan.files.iter().map(|(p, _)| std::fs::metadata(p).map_or(0, |m| m.len())).sum();
+    let outcome = write_all(&table, &plan, total_bytes);
+    let (written, result) = match outcome {
+        Ok(loaded) => (loaded.batches, Ok(loaded)),
+        Err((batches, e)) => (batches, Err(e)),
+    };
+    let loaded = match result.and_then(|loaded| build_indexes(&table, &indexes).map(|()| loaded)) {
+        Ok(loaded) => loaded,
+        Err(e) => {
+            let e = match &before {
+                None => undo_created(&db, table, false, e),
+                Some(snapshot) => undo_written(&db, &table, &plan, written, snapshot, &indexes, e),
+            };
+            return Err(e);
+        }
+    };
+    db.sync_wal()?;
+    drop(before);
+    db.close()?;
+    let elapsed = started.elapsed();
+    let rate = loaded.rows as f64 / elapsed.as_secs_f64().max(1e-9);
+    let mut line = format!(
+        "loaded {} rows into {} from {} file{} ({}) in {:.2} s: {} rows/s",
+        grouped(loaded.rows),
+        args.table,
+        plan.files.len(),
+        if plan.files.len() == 1 { "" } else { "s" },
+        bytes(total_bytes),
+        elapsed.as_secs_f64(),
+        grouped(rate as u64)
+    );
+    if loaded.bad > 0 {
+        let _ = write!(line, "; {} bad rows skipped", grouped(loaded.bad));
+    }
+    if !indexes.is_empty() {
+        let names: Vec<&str> = indexes.iter().map(|(n, _)| n.as_str()).collect();
+        let _ = write!(line, "; indexes {} created", names.join(", "));
+    }
+    out!("{line}");
+    Ok(())
+}
+
+struct Loaded {
+    rows: u64,
+    bad: u64,
+    batches: u64,
+}
+
+fn progress_bar(total_bytes: u64) -> ProgressBar {
+    // Only for a person watching: hidden when stdout is a pipe or file.
+    let target = if std::io::stdout().is_terminal() {
+        ProgressDrawTarget::stderr()
+    } else {
+        ProgressDrawTarget::hidden()
+    };
+    let bar = ProgressBar::with_draw_target(Some(total_bytes), target);
+    let style = ProgressStyle::with_template(
+        "{spinner} [{elapsed_precise}] [{wide_bar}] {binary_bytes}/{binary_total_bytes} {msg} (eta {eta})",
+    )
+    .unwrap_or_else(|_| ProgressStyle::default_bar())
+    .progress_chars("=> ");
+    bar.set_style(style);
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar
+}
+
+/// Writes every batch of the plan; on failure, how many batches were
+/// written before it.
+fn write_all(table: &Table, plan: &Plan, total_bytes: u64) -> Result<Loaded, (u64, CliError)> {
+    let bar = progress_bar(total_bytes);
+    let started = Instant::now();
+    let (send, receive) = mpsc::sync_channel::<Ready>(2);
+    let mut loaded = Loaded { rows: 0, bad: 0, batches: 0 };
+    let result = std::thread::scope(|scope| {
+        let reader = scope.spawn(move || plan.batches(|ready| send.send(ready).is_ok()));
+        let mut failed = None;
+        for ready in &receive {
+            for (file, bad) in &ready.bad {
+                if loaded.bad < BAD_ROWS_SHOWN as u64 {
+                    bar.suspend(|| {
+                        eprintln!(
+                            "basalt: skipped {} row {}: {}",
+                            plan.files[*file].0.display(),
+                            bad.row,
+                            bad.reason
+                        );
+                    });
+                }
+                loaded.bad += 1;
+            }
+            if let Err(e) = table.write(&ready.batch) {
+                failed = Some(CliError::from(e).context(format!(
+                    "writing rows {}..{}",
+                    loaded.rows + loaded.bad + 1,
+                    loaded.rows + loaded.bad + ready.batch.num_rows() as u64
+                )));
+                break;
+            }
+            loaded.rows += ready.batch.num_rows() as u64;
+            loaded.batches += 1;
+            bar.set_position(ready.bytes_done);
+            let rate = loaded.rows as f64 / started.elapsed().as_secs_f64().max(1e-9);
+            bar.set_message(format!("{} rows, {} rows/s", grouped(loaded.rows), grouped(rate as u64)));
+        }
+        // Dropping the receiver ends a reader still sending.
+        drop(receive);
+        let read = reader.join().unwrap_or_else(|_| Err(CliError::failure("the reader thread panicked")));
+        match (failed, read) {
+            (Some(e), _) | (None, Err(e)) => Err(e),
+            (None, Ok(())) => Ok(()),
+        }
+    });
+    bar.finish_and_clear();
+    if loaded.bad > BAD_ROWS_SHOWN as u64 {
+        eprintln!("basalt: … and {} more bad rows skipped", grouped(loaded.bad - BAD_ROWS_SHOWN as u64));
+    }
+    match result {
+        Ok(()) => Ok(loaded),
+        Err(e) => Err((loaded.batches, e)),
+    }
+}
+
+fn build_indexes(table: &Table, indexes: &[(String, Vec<String>)]) -> CliResult<()> {
+    for (name, columns) in indexes {
+        let columns: Vec<&str> = columns.iter().map(String::as_str).collect();
+        table
+            .create_index(name, &columns, IndexOptions::default())
+            .map_err(|e| CliError::from(e).context(format!("index {name}")))?;
+    }
+    Ok(())
+}
+
+/// Drops a table the load created (its handle first: a table in use
+/// cannot be dropped); the error says so.
+fn undo_created(db: &Db, table: Table, existing: bool, e: CliError) -> CliError {
+    if existing {
+        return e;
+    }
+    let name = table.name().to_owned();
+    drop(table);
+    match db.drop_table(&name) {
+        Ok(()) => e.context_after(format!("table {name} was not created")),
+        Err(drop) => e.context_after(format!("and dropping the half-loaded table {name} failed: {drop}")),
+    }
+}
+
+/// Puts back every row the first `written` batches of `plan` changed, as
+/// of `before`, and drops the indexes the load created.
+fn undo_written(
+    db: &Db,
+    table: &Table,
+    plan: &Plan,
+    written: u64,
+    before: &Snapshot,
+    indexes: &[(String, Vec<String>)],
+    e: CliError,
+) -> CliError {
+    let restore = || -> CliResult<()> {
+        for (name, _) in indexes {
+            if table.indexes().iter().any(|i| &i.name == name) {
+                table.drop_index(name)?;
+            }
+        }
+        let schema = table.schema();
+        let key: Vec<usize> = plan.key.iter().map(|k| schema.index_of(k)).collect::<Result<_, _>>()?;
+        if written == 0 {
+            return Ok(());
+        }
+        let mut done = 0;
+        let mut failed = None;
+        // Stops after the last batch written: the one after it may be the
+        // bad one.
+        plan.batches(|ready| {
+            done += 1;
+            if let Err(e) = restore_batch(db, table, &ready.batch, &key, before) {
+                failed = Some(e);
+                return false;
+            }
+            done < written
+        })?;
+        failed.map_or(Ok(()), Err)
+    };
+    match restore() {
+        Ok(()) => e.context_after(format!("table {} is as it was before the load", table.name())),
+        Err(undo) => e.context_after(format!("and restoring table {} failed: {undo}", table.name())),
+    }
+}
+
+/// Restores the rows of `batch`'s keys as they were at `before`: rows
+/// that existed are written back, rows that did not are deleted, in one
+/// atomic write.
+fn restore_batch(
+    db: &Db,
+    table: &Table,
+    batch: &RecordBatch,
+    key: &[usize],
+    before: &Snapshot,
+) -> CliResult<()> {
+    let keys = batch.project(key)?;
+    let mut old_rows = Vec::new();
+    let mut absent = Vec::new();
+    let opts = ReadOptions::default().snapshot(Some(before));
+    for row in 0..keys.num_rows() {
+        let values = keys
+            .columns()
+            .iter()
+            .map(|c| value::key_value(c.slice(row, 1).as_ref()))
+            .collect::<CliResult<Vec<_>>>()?;
+        let borrowed: Vec<KeyValue<'_>> = values.iter().map(basalt::OwnedKeyValue::as_value).collect();
+        match table.get_opt(&borrowed, &opts)? {
+            Some(old) => old_rows.push(old),
+            None => absent.push(row as u32),
+        }
+    }
+    let mut undo = WriteBatch::new();
+    for old in &old_rows {
+        undo.put_table(table, old)?;
+    }
+    if !absent.is_empty() {
+        undo.delete_table(table, &arrow_select::take::take_record_batch(&keys, &UInt32Array::from(absent))?)?;
+    }
+    db.write(undo)?;
+    Ok(())
+}

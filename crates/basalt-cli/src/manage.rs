@@ -1,0 +1,322 @@
+//! Managing a database: listing tables, creating and dropping indexes
+//! and tables, statistics, compaction and export.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use arrow_array::{ArrayRef, RecordBatch, StringArray, UInt64Array};
+use arrow_schema::{DataType, Field, Schema};
+use basalt::{IndexOptions, ScanOptions};
+use clap::Args;
+
+use crate::error::{CliError, CliResult};
+use crate::load::{bytes, grouped};
+use crate::open;
+use crate::output::{Format, OutputArgs, Sink};
+
+#[derive(Debug, Args)]
+pub struct DbArgs {
+    /// The database directory.
+    pub db: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct TablesArgs {
+    /// The database directory.
+    db: PathBuf,
+    #[command(flatten)]
+    output: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CreateIndexArgs {
+    /// The database directory.
+    db: PathBuf,
+    /// The table.
+    table: String,
+    /// The index's name.
+    name: String,
+    /// Indexed columns, in key order.
+    #[arg(required = true)]
+    columns: Vec<String>,
+    /// At most one row per indexed value (rows with a null take no part).
+    #[arg(long)]
+    unique: bool,
+    /// Columns stored in the index, so queries needing only them never
+    /// read the table.
+    #[arg(long, num_args = 1.., value_name = "COLUMN")]
+    include: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct DropIndexArgs {
+    /// The database directory.
+    db: PathBuf,
+    /// The table.
+    table: String,
+    /// The index.
+    name: String,
+}
+
+#[derive(Debug, Args)]
+pub struct TableArgs {
+    /// The database directory.
+    db: PathBuf,
+    /// The table.
+    table: String,
+}
+
+#[derive(Debug, Args)]
+pub struct CompactArgs {
+    /// The database directory.
+    db: PathBuf,
+    /// Only this table (default: every table and the key-value space).
+    table: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The database directory.
+    db: PathBuf,
+    /// The table.
+    table: String,
+    /// The file to write.
+    file: PathBuf,
+    /// Its format (default: from its extension: .parquet, .csv, .arrow,
+    /// .json, .jsonl).
+    #[arg(long, value_enum)]
+    format: Option<Format>,
+}
+
+fn text_column(name: &str, values: Vec<String>) -> (Field, ArrayRef) {
+    (Field::new(name, DataType::Utf8, false), Arc::new(StringArray::from(values)))
+}
+
+fn number_column(name: &str, values: Vec<u64>) -> (Field, ArrayRef) {
+    (Field::new(name, DataType::UInt64, false), Arc::new(UInt64Array::from(values)))
+}
+
+pub fn tables(args: &TablesArgs, create: bool) -> CliResult<()> {
+    let db = open::open(&args.db, create)?;
+    let (mut names, mut schemas, mut keys, mut indexes, mut rows, mut sizes) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for name in db.tables() {
+        let table = db.table(&name)?;
+        let estimate = table.estimate()?;
+        // The key-value space's table face is listed only when it holds data.
+        if name == "default" && estimate.rows == 0 {
+            continue;
+        }
+        let schema = table.schema();
+        let columns: Vec<String> =
+            schema.fields().iter().map(|f| format!("{} {}", f.name(), f.data_type())).collect();
+        let index_list: Vec<String> = table
+            .indexes()
+            .iter()
+            .map(|i| {
+                let mut s = format!("{}({})", i.name, i.columns.join(", "));
+                if i.unique {
+                    s.push_str(" unique");
+                }
+                if !i.include.is_empty() {
+                    let _ = write!(s, " include({})", i.include.join(", "));
+                }
+                s
+            })
+            .collect();
+        names.push(name);
+        schemas.push(columns.join(", "));
+        keys.push(table.primary_key().join(", "));
+        indexes.push(index_list.join("; "));
+        rows.push(estimate.rows);
+        sizes.push(estimate.bytes);
+    }
+    let columns = vec![
+        text_column("table", names),
+        text_column("columns", schemas),
+        text_column("primary_key", keys),
+        text_column("indexes", indexes),
+        // Stored row versions: overwritten and deleted rows count until
+        // compaction drops them.
+        number_column("rows_stored", rows),
+        number_column("bytes", sizes),
+    ];
+    let (fields, arrays): (Vec<Field>, Vec<ArrayRef>) = columns.into_iter().unzip();
+    let schema = Arc::new(Schema::new(fields));
+    let batch = RecordBatch::try_new(schema.clone(), arrays)?;
+    let mut sink = Sink::new(&args.output, &schema)?;
+    sink.write(&batch)?;
+    sink.finish(&schema)?;
+    Ok(())
+}
+
+pub fn create_index(args: &CreateIndexArgs, create: bool) -> CliResult<()> {
+    let started = Instant::now();
+    let db = open::open(&args.db, create)?;
+    let table = open::table(&db, &args.table)?;
+    let columns: Vec<&str> = args.columns.iter().map(String::as_str).collect();
+    let opts = IndexOptions::default().unique(args.unique).include(args.include.clone());
+    table.create_index(&args.name, &columns, opts)?;
+    db.close()?;
+    out!(
+        "created index {} on {}({}) in {:.2} s",
+        args.name,
+        args.table,
+        args.columns.join(", "),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+pub fn drop_index(args: &DropIndexArgs, create: bool) -> CliResult<()> {
+    let db = open::open(&args.db, create)?;
+    let table = open::table(&db, &args.table)?;
+    table.drop_index(&args.name)?;
+    db.close()?;
+    out!("dropped index {} of {}", args.name, args.table);
+    Ok(())
+}
+
+pub fn drop_table(args: &TableArgs, create: bool) -> CliResult<()> {
+    let db = open::open(&args.db, create)?;
+    open::table(&db, &args.table)?;
+    db.drop_table(&args.table)?;
+    db.close()?;
+    out!("dropped table {}", args.table);
+    Ok(())
+}
+
+pub fn compact(args: &CompactArgs, create: bool) -> CliResult<()> {
+    let started = Instant::now();
+    let db = open::open(&args.db, create)?;
+    let sst_bytes = |db: &basalt::Db| basalt::inspect::files(db).iter().map(|f| f.size).sum::<u64>();
+    let before = sst_bytes(&db);
+    if let Some(name) = &args.table {
+        open::table(&db, name)?.compact()?;
+    } else {
+        for name in db.tables() {
+            if name != "default" {
+                db.table(&name)?.compact()?;
+            }
+        }
+        db.compact_range::<&[u8]>(..)?;
+    }
+    let after = sst_bytes(&db);
+    db.close()?;
+    out!(
+        "compacted in {:.2} s: {} of SSTs before, {} after",
+        started.elapsed().as_secs_f64(),
+        bytes(before),
+        bytes(after)
+    );
+    Ok(())
+}
+
+pub fn stats(args: &DbArgs, create: bool) -> CliResult<()> {
+    let db = open::open(&args.db, create)?;
+    let stats = db.stats();
+    let live: u64 =
+        db.tables().iter().filter_map(|t| db.table(t).ok()?.estimate().ok()).map(|e| e.bytes).sum();
+    out!("database        {}", args.db.display());
+    out!("last seqno      {}", grouped(stats.last_seqno));
+    // Every tree's files (tables, indexes, keyspaces), level by level.
+    let files = basalt::inspect::files(&db);
+    let mut levels = vec![(0usize, 0u64); files.iter().map(|f| f.level + 1).max().unwrap_or(1)];
+    for f in &files {
+        levels[f.level].0 += 1;
+        levels[f.level].1 += f.size;
+    }
+    out!("level   files   bytes");
+    for (level, (count, size)) in levels.iter().enumerate() {
+        out!("L{level:<6} {count:>6}   {}", bytes(*size));
+    }
+    out!("total   {:>6}   {}", files.len(), bytes(files.iter().map(|f| f.size).sum()));
+    out!(
+        "memtables       {} ({} immutable)",
+        bytes(stats.memtable_bytes_total as u64),
+        stats.immutable_memtables
+    );
+    out!("tables' bytes   {} (SSTs and memtables)", bytes(live));
+    // Each tree's bytes over its last level's: what a full compaction of
+    // every tree would leave, at best.
+    let mut deepest: std::collections::HashMap<&str, (usize, u64)> = std::collections::HashMap::new();
+    for f in &files {
+        let d = deepest.entry(f.tree.as_str()).or_insert((0, 0));
+        if f.level > d.0 {
+            *d = (f.level, 0);
+        }
+        if f.level == d.0 {
+            d.1 += f.size;
+        }
+    }
+    let last: u64 = deepest.values().map(|d| d.1).sum();
+    let total: u64 = files.iter().map(|f| f.size).sum();
+    let amplification = if last == 0 { 0.0 } else { total as f64 / last as f64 };
+    out!("space amplification  {amplification:.2} (SST bytes over each tree's last level's)");
+    // Counters below are this process's: `basalt stats` has just opened the
+    // database, so they say what opening it cost, not its history.
+    out!("since this open:");
+    out!("  write amplification   {:.2}", stats.write_amplification());
+    out!("  files probed per get  {:.2}", stats.files_probed_per_get());
+    let rate = |hits: u64, misses: u64| {
+        if hits + misses == 0 {
+            "-".to_owned()
+        } else {
+            format!("{:.1}%", 100.0 * hits as f64 / (hits + misses) as f64)
+        }
+    };
+    out!(
+        "  block cache           {} of {} used, hit rate {}",
+        bytes(stats.block_cache_bytes),
+        bytes(stats.block_cache_capacity_bytes),
+        rate(stats.block_cache_hits, stats.block_cache_misses)
+    );
+    out!("  row cache hit rate    {}", rate(stats.row_cache_hits, stats.row_cache_misses));
+    out!("  write stalls          {} ({:.3} s)", stats.write_stalls, stats.write_stall_time.as_secs_f64());
+    out!("  flushes, compactions  {}, {}", stats.flushes, stats.compactions);
+    db.close()?;
+    Ok(())
+}
+
+pub fn export(args: &ExportArgs, create: bool) -> CliResult<()> {
+    let started = Instant::now();
+    let format = match args.format {
+        Some(f) => f,
+        None => {
+            match args.file.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase().as_str() {
+                "parquet" | "pq" => Format::Parquet,
+                "csv" => Format::Csv,
+                "arrow" | "ipc" | "feather" => Format::Arrow,
+                "json" => Format::Json,
+                "jsonl" | "ndjson" => Format::Jsonl,
+                _ => {
+                    return Err(CliError::usage(format!(
+                        "cannot tell the format of {} from its name: give --format",
+                        args.file.display()
+                    )));
+                }
+            }
+        }
+    };
+    if format == Format::Table {
+        return Err(CliError::usage("export writes parquet, csv, arrow, json or jsonl"));
+    }
+    let db = open::open(&args.db, create)?;
+    let table = open::table(&db, &args.table)?;
+    let schema = table.schema();
+    let mut sink = Sink::to(format, Some(&args.file), &schema)?;
+    for batch in table.scan(ScanOptions::default())? {
+        sink.write(&batch?)?;
+    }
+    let rows = sink.finish(&schema)?;
+    out!(
+        "exported {} rows of {} to {} in {:.2} s",
+        grouped(rows),
+        args.table,
+        args.file.display(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}

@@ -1,0 +1,92 @@
+//! Values typed on the command line: a string becomes a one-element
+//! Arrow array of its column's type (Arrow's own casts parse it, so
+//! `2013-01-01`, `2013-01-01 05:00:00`, `true` and `-1.5e3` mean what
+//! they mean in a CSV file), and key values from it.
+
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{
+    Date32Type, Date64Type, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type,
+    UInt16Type, UInt32Type, UInt64Type,
+};
+use arrow_array::{Array, ArrayRef, StringArray};
+use arrow_cast::cast::{CastOptions, cast_with_options};
+use arrow_schema::{DataType, Schema};
+use basalt::OwnedKeyValue;
+
+use crate::error::{CliError, CliResult};
+
+/// `text` as a one-element array of `data_type`; an error names the
+/// column and says why.
+pub fn parse(text: &str, column: &str, data_type: &DataType) -> CliResult<ArrayRef> {
+    let strings: ArrayRef = Arc::new(StringArray::from(vec![text]));
+    let options = CastOptions { safe: false, ..CastOptions::default() };
+    let parsed = cast_with_options(&strings, data_type, &options).map_err(|e| {
+        CliError::usage(format!("{text:?} is not a value of column {column} ({data_type}): {e}"))
+    })?;
+    if parsed.is_null(0) {
+        return Err(CliError::usage(format!("{text:?} is not a value of column {column} ({data_type})")));
+    }
+    Ok(parsed)
+}
+
+/// The key value of row 0 of a one-element array of a key column.
+pub fn key_value(array: &dyn Array) -> CliResult<OwnedKeyValue> {
+    use OwnedKeyValue as K;
+    Ok(match array.data_type() {
+        DataType::Boolean => K::Bool(array.as_boolean().value(0)),
+        DataType::Int8 => K::I8(array.as_primitive::<Int8Type>().value(0)),
+        DataType::Int16 => K::I16(array.as_primitive::<Int16Type>().value(0)),
+        DataType::Int32 => K::I32(array.as_primitive::<Int32Type>().value(0)),
+        DataType::Date32 => K::I32(array.as_primitive::<Date32Type>().value(0)),
+        DataType::Int64 => K::I64(array.as_primitive::<Int64Type>().value(0)),
+        DataType::Date64 => K::I64(array.as_primitive::<Date64Type>().value(0)),
+        DataType::Timestamp(..) => {
+            let as_i64 = arrow_cast::cast(array, &DataType::Int64)?;
+            K::I64(as_i64.as_primitive::<Int64Type>().value(0))
+        }
+        DataType::UInt8 => K::U8(array.as_primitive::<UInt8Type>().value(0)),
+        DataType::UInt16 => K::U16(array.as_primitive::<UInt16Type>().value(0)),
+        DataType::UInt32 => K::U32(array.as_primitive::<UInt32Type>().value(0)),
+        DataType::UInt64 => K::U64(array.as_primitive::<UInt64Type>().value(0)),
+        DataType::Float32 => K::F32(array.as_primitive::<Float32Type>().value(0)),
+        DataType::Float64 => K::F64(array.as_primitive::<Float64Type>().value(0)),
+        DataType::Utf8 => K::Str(array.as_string::<i32>().value(0).to_owned()),
+        DataType::LargeUtf8 => K::Str(array.as_string::<i64>().value(0).to_owned()),
+        DataType::Binary => K::Bytes(array.as_binary::<i32>().value(0).to_vec()),
+        DataType::LargeBinary => K::Bytes(array.as_binary::<i64>().value(0).to_vec()),
+        other => return Err(CliError::usage(format!("a {other} column cannot be part of a key"))),
+    })
+}
+
+/// Key values for the leading `texts.len()` columns of `columns` (a
+/// primary key or an index's columns), parsed by their types.
+pub fn key_values(schema: &Schema, columns: &[String], texts: &[String]) -> CliResult<Vec<OwnedKeyValue>> {
+    if texts.len() > columns.len() {
+        return Err(CliError::usage(format!(
+            "{} values given for a key of {} columns ({})",
+            texts.len(),
+            columns.len(),
+            columns.join(", ")
+        )));
+    }
+    columns
+        .iter()
+        .zip(texts)
+        .map(|(column, text)| {
+            let field =
+                schema.field_with_name(column).map_err(|_| CliError::usage(format!("no column {column}")))?;
+            key_value(parse(text, column, field.data_type())?.as_ref())
+        })
+        .collect()
+}
+
+/// Splits `a,b,c` into names, refusing empty ones.
+pub fn names(list: &str) -> CliResult<Vec<String>> {
+    let out: Vec<String> = list.split(',').map(|s| s.trim().to_owned()).collect();
+    if out.iter().any(String::is_empty) {
+        return Err(CliError::usage(format!("{list:?} is not a comma-separated list of names")));
+    }
+    Ok(out)
+}

@@ -1,0 +1,528 @@
+//! The `basalt` binary end to end (`assert_cmd`): loading every input
+//! format, every read command in every output format, loads that fail
+//! and leave the table as it was, damage found by `check`, and the exit
+//! codes docs/cli.md promises.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray};
+use arrow_schema::{DataType, Field, Schema};
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+const CSV: &str = "\
+id,name,score,city
+3,carol,7.5,Lyon
+1,alice,10,Paris
+2,bob,-2.25,NA
+5,eve,0,Oslo
+4,dave,12,Paris
+";
+
+/// The rows of CSV in key order, as `scan --format csv` prints them
+/// (Arrow's CSV writer; null as the empty field).
+const SCANNED: &str = "\
+id,name,score,city
+1,alice,10.0,Paris
+2,bob,-2.25,
+3,carol,7.5,Lyon
+4,dave,12.0,Paris
+5,eve,0.0,Oslo
+";
+
+fn basalt() -> Command {
+    Command::cargo_bin("basalt").expect("the basalt binary is built")
+}
+
+fn batch() -> RecordBatch {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("name", DataType::Utf8, true),
+        Field::new("score", DataType::Float64, true),
+        Field::new("city", DataType::Utf8, true),
+    ]));
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(Int64Array::from(vec![3, 1, 2, 5, 4])),
+        Arc::new(StringArray::from(vec!["carol", "alice", "bob", "eve", "dave"])),
+        Arc::new(Float64Array::from(vec![7.5, 10.0, -2.25, 0.0, 12.0])),
+        Arc::new(StringArray::from(vec![Some("Lyon"), Some("Paris"), None, Some("Oslo"), Some("Paris")])),
+    ];
+    RecordBatch::try_new(schema, columns).expect("batch")
+}
+
+/// The same five rows in every input format, in `dir`.
+fn write_inputs(dir: &Path) -> Vec<PathBuf> {
+    let csv = dir.join("people.csv");
+    std::fs::write(&csv, CSV).expect("csv");
+    let b = batch();
+    let parquet = dir.join("people.parquet");
+    let mut w =
+        parquet::arrow::ArrowWriter::try_new(File::create(&parquet).expect("create"), b.schema(), None)
+            .expect("parquet writer");
+    w.write(&b).expect("write");
+    w.close().expect("close");
+    let arrow = dir.join("people.arrow");
+    let mut w = arrow_ipc::writer::FileWriter::try_new(File::create(&arrow).expect("create"), &b.schema())
+        .expect("ipc writer");
+    w.write(&b).expect("write");
+    w.finish().expect("finish");
+    let stream = dir.join("people.arrows");
+    let mut w = arrow_ipc::writer::StreamWriter::try_new(File::create(&stream).expect("create"), &b.schema())
+        .expect("ipc stream writer");
+    w.write(&b).expect("write");
+    w.finish().expect("finish");
+    let jsonl = dir.join("people.jsonl");
+    let mut w = arrow_json::LineDelimitedWriter::new(File::create(&jsonl).expect("create"));
+    w.write(&b).expect("write");
+    w.finish().expect("finish");
+    vec![csv, parquet, arrow, stream, jsonl]
+}
+
+fn stdout_of(cmd: &mut Command) -> String {
+    let out = cmd.output().expect("runs");
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+fn scan_csv(db: &Path, table: &str) -> String {
+    stdout_of(basalt().args(["scan"]).arg(db).args([table, "--format", "csv"]))
+}
+
+/// A database holding the people table, loaded from CSV.
+fn people() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("db");
+    let csv = dir.path().join("people.csv");
+    std::fs::write(&csv, CSV).expect("csv");
+    basalt()
+        .args(["load", "--create"])
+        .arg(&db)
+        .arg("people")
+        .arg(&csv)
+        .args(["--primary-key", "id", "--null", "NA", "--index", "by_city=city"])
+        .assert()
+        .success()
+        .stdout(predicate::str::starts_with("loaded 5 rows into people from 1 file"));
+    (dir, db)
+}
+
+#[test]
+fn every_input_format_loads_the_same_table() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("db");
+    for (i, file) in write_inputs(dir.path()).iter().enumerate() {
+        let table = format!("t{i}");
+        let mut load = basalt();
+        load.args(["load", "--create"]).arg(&db).arg(&table).arg(file).args([
+            "--primary-key",
+            "id",
+            "--null",
+            "NA",
+        ]);
+        let out = load.output().expect("runs");
+        assert!(out.status.success(), "{}: {}", file.display(), String::from_utf8_lossy(&out.stderr));
+        // Not a terminal: no progress bar, only the summary.
+        assert!(out.stderr.is_empty(), "{}: stderr {}", file.display(), String::from_utf8_lossy(&out.stderr));
+        let summary = String::from_utf8_lossy(&out.stdout);
+        assert!(summary.starts_with(&format!("loaded 5 rows into {table}")), "{summary}");
+        assert_eq!(summary.lines().count(), 1, "{summary}");
+        assert_eq!(scan_csv(&db, &table), SCANNED, "{}", file.display());
+    }
+}
+
+#[test]
+fn load_without_a_key_numbers_rows_and_continues_the_numbering() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("db");
+    let csv = dir.path().join("people.csv");
+    std::fs::write(&csv, CSV).expect("csv");
+    for _ in 0..2 {
+        basalt()
+            .args(["load", "--create"])
+            .arg(&db)
+            .arg("p")
+            .arg(&csv)
+            .args(["--null", "NA"])
+            .assert()
+            .success();
+    }
+    let ids =
+        stdout_of(basalt().arg("scan").arg(&db).args(["p", "--columns", "row_id,id", "--format", "csv"]));
+    assert_eq!(ids, "row_id,id\n0,3\n1,1\n2,2\n3,5\n4,4\n5,3\n6,1\n7,2\n8,5\n9,4\n");
+}
+
+#[test]
+fn reads_in_every_output_format() {
+    let (dir, db) = people();
+    let get =
+        |format: &str| stdout_of(basalt().arg("get").arg(&db).args(["people", "2", "4", "--format", format]));
+    assert_eq!(get("csv"), "id,name,score,city\n2,bob,-2.25,\n4,dave,12.0,Paris\n");
+    assert_eq!(
+        get("jsonl"),
+        "{\"id\":2,\"name\":\"bob\",\"score\":-2.25}\n{\"id\":4,\"name\":\"dave\",\"score\":12.0,\"city\":\"Paris\"}\n"
+    );
+    assert_eq!(
+        get("json"),
+        "[{\"id\":2,\"name\":\"bob\",\"score\":-2.25},{\"id\":4,\"name\":\"dave\",\"score\":12.0,\"city\":\"Paris\"}]"
+    );
+    let table = get("table");
+    assert!(table.contains("| id | name | score | city  |"), "{table}");
+    assert!(table.contains("| 4  | dave | 12.0  | Paris |"), "{table}");
+    // Binary formats into files, read back with Arrow's readers.
+    let arrow = dir.path().join("out.arrow");
+    basalt()
+        .arg("get")
+        .arg(&db)
+        .args(["people", "2", "4", "--format", "arrow", "--output"])
+        .arg(&arrow)
+        .assert()
+        .success();
+    let reader =
+        arrow_ipc::reader::FileReader::try_new(File::open(&arrow).expect("open"), None).expect("ipc");
+    let rows: usize = reader.map(|b| b.expect("valid").num_rows()).sum();
+    assert_eq!(rows, 2);
+    let parquet = dir.path().join("out.parquet");
+    basalt()
+        .arg("scan")
+        .arg(&db)
+        .args(["people", "--where", "score > 0 and city = 'Paris'", "--format", "parquet", "--output"])
+        .arg(&parquet)
+        .assert()
+        .success();
+    let rows: usize = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+        File::open(&parquet).expect("open"),
+    )
+    .expect("parquet")
+    .build()
+    .expect("reader")
+    .map(|b| b.expect("batch").num_rows())
+    .sum();
+    assert_eq!(rows, 2);
+    // Binary output to a pipe is fine; the pipe here is assert_cmd's.
+    basalt().arg("get").arg(&db).args(["people", "1", "--format", "parquet"]).assert().success();
+}
+
+#[test]
+fn scans_ranges_projections_filters_limits_and_reverse() {
+    let (_dir, db) = people();
+    let scan = |args: &[&str]| {
+        stdout_of(basalt().arg("scan").arg(&db).arg("people").args(args).args(["--format", "csv"]))
+    };
+    assert_eq!(
+        scan(&["--from", "2", "--to", "4", "--columns", "name,id"]),
+        "name,id\nbob,2\ncarol,3\ndave,4\n"
+    );
+    assert_eq!(scan(&["--where", "city = 'Paris'", "--columns", "id"]), "id\n1\n4\n");
+    assert_eq!(scan(&["--where", "city is null", "--columns", "id"]), "id\n2\n");
+    assert_eq!(scan(&["--where", "score >= 7.5 and name != 'dave'", "--columns", "id"]), "id\n1\n3\n");
+    assert_eq!(scan(&["--limit", "2", "--columns", "id"]), "id\n1\n2\n");
+    assert_eq!(scan(&["--reverse", "--limit", "3", "--columns", "id"]), "id\n5\n4\n3\n");
+    assert_eq!(scan(&["--reverse", "--from", "2", "--to", "3", "--columns", "id"]), "id\n3\n2\n");
+    assert_eq!(scan(&["--where", "score > 100", "--columns", "id"]), "id\n");
+}
+
+#[test]
+fn queries_through_an_index() {
+    let (_dir, db) = people();
+    let query = |args: &[&str]| {
+        stdout_of(basalt().arg("query").arg(&db).args(["people", "--index", "by_city"]).args(args))
+    };
+    assert_eq!(query(&["--eq", "Paris", "--count"]), "2\n");
+    assert_eq!(
+        query(&["--eq", "Paris", "--columns", "id,name", "--format", "csv"]),
+        "id,name\n1,alice\n4,dave\n"
+    );
+    assert_eq!(query(&["--range", "L", "P", "--columns", "city", "--format", "csv"]), "city\nLyon\nOslo\n");
+    assert_eq!(query(&["--prefix", "Oslo", "--columns", "id", "--format", "jsonl"]), "{\"id\":5}\n");
+    assert_eq!(
+        query(&["--eq", "Paris", "--reverse", "--limit", "1", "--columns", "id", "--format", "csv"]),
+        "id\n4\n"
+    );
+}
+
+#[test]
+fn sql_statements_and_the_shell() {
+    let (_dir, db) = people();
+    let out = stdout_of(basalt().arg("sql").arg(&db).args([
+        "SELECT city, count(*) AS n FROM people WHERE city IS NOT NULL GROUP BY city ORDER BY city",
+        "--format",
+        "csv",
+    ]));
+    assert_eq!(out, "city,n\nLyon,1\nOslo,1\nParis,2\n");
+    // The shell reads statements (over lines, up to `;`) and dot-commands
+    // from stdin when it is not a terminal.
+    let home = tempfile::tempdir().expect("home");
+    let out = stdout_of(
+        basalt()
+            .arg("sql")
+            .arg(&db)
+            .env("HOME", home.path())
+            .write_stdin(".tables\nSELECT max(score)\n  AS top FROM people;\n.mode csv\nSELECT 40 + 2 AS answer;\n.nope\n.quit\n"),
+    );
+    assert!(out.contains("people"), "{out}");
+    assert!(out.contains("| top  |") && out.contains("| 12.0 |"), "{out}");
+    assert!(out.contains("answer\n42\n"), "{out}");
+}
+
+#[test]
+fn manage_tables_and_indexes() {
+    let (dir, db) = people();
+    let tables = stdout_of(basalt().arg("tables").arg(&db).args(["--format", "csv"]));
+    assert!(tables.starts_with("table,columns,primary_key,indexes,rows_stored,bytes\n"), "{tables}");
+    assert!(
+        tables.contains("people,\"id Int64, name Utf8, score Float64, city Utf8\",id,by_city(city),5,"),
+        "{tables}"
+    );
+    basalt()
+        .arg("create-index")
+        .arg(&db)
+        .args(["people", "by_name", "name", "--unique", "--include", "score"])
+        .assert()
+        .success()
+        .stdout(predicate::str::starts_with("created index by_name on people(name)"));
+    let out = stdout_of(
+        basalt()
+            .arg("query")
+            .arg(&db)
+            .args(["people", "--index", "by_name", "--eq", "eve", "--format", "csv"]),
+    );
+    assert_eq!(out, "id,name,score,city\n5,eve,0.0,Oslo\n");
+    // A unique index the rows violate is refused, and nothing is created.
+    basalt().arg("create-index").arg(&db).args(["people", "by_city_u", "city", "--unique"]).assert().code(7);
+    basalt().arg("drop-index").arg(&db).args(["people", "by_name"]).assert().success();
+    basalt().arg("query").arg(&db).args(["people", "--index", "by_name", "--eq", "eve"]).assert().code(2);
+    basalt().arg("stats").arg(&db).assert().success().stdout(predicate::str::contains("space amplification"));
+    basalt().arg("compact").arg(&db).assert().success();
+    basalt().arg("compact").arg(&db).arg("people").assert().success();
+    // Export, then load the export: the same table.
+    for ext in ["parquet", "csv", "arrow", "jsonl"] {
+        let file = dir.path().join(format!("export.{ext}"));
+        basalt().arg("export").arg(&db).arg("people").arg(&file).assert().success();
+        let copy = format!("copy_{ext}");
+        basalt().arg("load").arg(&db).arg(&copy).arg(&file).args(["--primary-key", "id"]).assert().success();
+        assert_eq!(scan_csv(&db, &copy), SCANNED, "{ext}");
+    }
+    basalt().arg("drop-table").arg(&db).arg("copy_csv").assert().success();
+    basalt()
+        .arg("scan")
+        .arg(&db)
+        .arg("copy_csv")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no table copy_csv"));
+}
+
+#[test]
+fn a_bad_row_stops_the_load_and_leaves_the_table_as_it_was() {
+    let (dir, db) = people();
+    let before = scan_csv(&db, "people");
+    // Rows 1 and 2 change existing rows and add one; row 5 is bad. With
+    // two rows per batch, two batches are written before the bad one.
+    let bad = dir.path().join("bad.csv");
+    std::fs::write(
+        &bad,
+        "id,name,score,city\n1,ALICE,1,Rome\n9,zed,3,Rome\n2,BOB,2,Rome\n10,yan,4,Rome\n11,xi,lots,Rome\n",
+    )
+    .expect("write");
+    basalt()
+        .arg("load")
+        .arg(&db)
+        .arg("people")
+        .arg(&bad)
+        .args(["--batch-rows", "2"])
+        .assert()
+        .code(7)
+        .stderr(predicate::str::contains("bad.csv row 5: column score: \"lots\" is not a Float64"))
+        .stderr(predicate::str::contains("as it was before the load"));
+    assert_eq!(scan_csv(&db, "people"), before);
+    // The index was put back too.
+    let rome = stdout_of(
+        basalt().arg("query").arg(&db).args(["people", "--index", "by_city", "--eq", "Rome", "--count"]),
+    );
+    assert_eq!(rome, "0\n");
+    basalt().arg("check").arg(&db).assert().success();
+    // A null key: the same.
+    let null_key = dir.path().join("null_key.csv");
+    std::fs::write(&null_key, "id,name,score,city\n7,gus,1,Rome\n,nobody,1,Rome\n").expect("write");
+    basalt()
+        .arg("load")
+        .arg(&db)
+        .arg("people")
+        .arg(&null_key)
+        .assert()
+        .code(7)
+        .stderr(predicate::str::contains("row 2: column id (a key column) is null"));
+    assert_eq!(scan_csv(&db, "people"), before);
+    // Into a new table: the table is not created.
+    basalt().arg("load").arg(&db).arg("fresh").arg(&null_key).args(["--primary-key", "id"]).assert().code(7);
+    let tables = stdout_of(basalt().arg("tables").arg(&db).args(["--format", "csv"]));
+    assert!(!tables.contains("fresh"), "{tables}");
+    // --skip-bad-rows loads the rest and counts what it left out.
+    basalt()
+        .arg("load")
+        .arg(&db)
+        .arg("people")
+        .arg(&bad)
+        .arg("--skip-bad-rows")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("loaded 4 rows").and(predicate::str::contains("1 bad rows skipped")))
+        .stderr(predicate::str::contains("skipped"));
+    let rome = stdout_of(
+        basalt().arg("query").arg(&db).args(["people", "--index", "by_city", "--eq", "Rome", "--count"]),
+    );
+    assert_eq!(rome, "4\n");
+}
+
+#[test]
+fn check_names_a_damaged_file() {
+    let (_dir, db) = people();
+    basalt().arg("check").arg(&db).assert().success().stdout(predicate::str::starts_with("ok: "));
+    basalt().arg("compact").arg(&db).assert().success();
+    // Opening deletes the files compaction made obsolete: what is left is
+    // what the MANIFEST lists.
+    basalt().arg("tables").arg(&db).assert().success();
+    let sst = std::fs::read_dir(&db)
+        .expect("list")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "sst"))
+        .max_by_key(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
+        .expect("an SST after compaction");
+    basalt().arg("dump-sst").arg(&sst).assert().success().stdout(predicate::str::contains("entries"));
+    basalt().arg("dump-manifest").arg(&db).assert().success().stdout(predicate::str::contains("edits"));
+    let mut bytes = std::fs::read(&sst).expect("read");
+    // A byte of the first data block.
+    bytes[20] ^= 0x55;
+    std::fs::write(&sst, &bytes).expect("write");
+    let name = sst.file_name().expect("name").to_string_lossy().into_owned();
+    basalt()
+        .arg("check")
+        .arg(&db)
+        .assert()
+        .code(6)
+        .stdout(predicate::str::contains("damage:").and(predicate::str::contains(name.as_str())))
+        .stderr(predicate::str::contains(name.as_str()).and(predicate::str::contains("offset")));
+}
+
+#[test]
+fn output_into_a_closed_pipe_ends_quietly() {
+    let (_dir, db) = people();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_basalt"))
+        .arg("scan")
+        .arg(&db)
+        .args(["people", "--format", "csv"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // Close the read end before the child writes.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("wait");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn dump_wal_prints_the_records() {
+    let (_dir, db) = people();
+    let wal = std::fs::read_dir(&db)
+        .expect("list")
+        .map(|e| e.expect("entry").path())
+        .find(|p| p.extension().is_some_and(|e| e == "wal"))
+        .expect("a WAL");
+    basalt().arg("dump-wal").arg(&wal).assert().success().stdout(predicate::str::contains("records"));
+}
+
+#[test]
+fn exit_codes_are_as_documented() {
+    let (dir, db) = people();
+    let missing = dir.path().join("nothing-here");
+    basalt()
+        .arg("get")
+        .arg(&missing)
+        .args(["t", "1"])
+        .assert()
+        .code(3)
+        .stderr(predicate::str::contains("no Basalt database").and(predicate::str::contains("--create")));
+    assert!(!missing.exists(), "a read must not create a database");
+    // Locked: this process holds the database.
+    let held = basalt::Db::open(&db, basalt::Options::default()).expect("open");
+    basalt()
+        .arg("get")
+        .arg(&db)
+        .args(["people", "1"])
+        .assert()
+        .code(4)
+        .stderr(predicate::str::contains("locked"));
+    drop(held);
+    // Bad arguments: clap's own, and ours.
+    basalt().arg("get").assert().code(2);
+    basalt().args(["scan", "--no-such-flag"]).assert().code(2);
+    basalt().arg("get").arg(&db).args(["people", "not-a-number"]).assert().code(2);
+    basalt().arg("get").arg(&db).args(["nope", "1"]).assert().code(2);
+    basalt()
+        .arg("scan")
+        .arg(&db)
+        .args(["people", "--columns", "id,nope"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no column nope"));
+    // A bad --where.
+    for bad in ["score > 1 or id = 2", "(id = 1)", "nope = 1", "score >", "score > 'x'"] {
+        basalt()
+            .arg("scan")
+            .arg(&db)
+            .args(["people", "--where", bad])
+            .assert()
+            .code(5)
+            .stderr(predicate::str::starts_with("basalt: --where"));
+    }
+    // SQL errors are bad arguments, in one line.
+    basalt()
+        .arg("sql")
+        .arg(&db)
+        .arg("SELEC nonsense")
+        .assert()
+        .code(2)
+        .stderr(predicate::function(|s: &str| s.lines().count() == 1));
+    // Help has examples.
+    basalt().arg("--help").assert().success().stdout(predicate::str::contains("Examples:"));
+    basalt().args(["load", "--help"]).assert().success().stdout(predicate::str::contains("Examples:"));
+}
+
+#[test]
+fn a_second_load_appends_and_upserts() {
+    let (dir, db) = people();
+    let more = dir.path().join("more.jsonl");
+    std::fs::write(
+        &more,
+        "{\"id\": 1, \"name\": \"ALICE\", \"score\": 11}\n{\"id\": 6, \"name\": \"frank\"}\n",
+    )
+    .expect("write");
+    basalt().arg("load").arg(&db).arg("people").arg(&more).assert().success();
+    let out = stdout_of(basalt().arg("get").arg(&db).args(["people", "1", "6", "--format", "csv"]));
+    assert_eq!(out, "id,name,score,city\n1,ALICE,11.0,\n6,frank,,\n");
+    let count = |v: &str| {
+        stdout_of(basalt().arg("query").arg(&db).args(["people", "--index", "by_city", "--eq", v, "--count"]))
+    };
+    // The index followed the upsert: alice left Paris.
+    assert_eq!(count("Paris"), "1\n");
+    // Columns the table lacks are refused.
+    let extra = dir.path().join("extra.csv");
+    std::fs::write(&extra, "id,shoe\n1,42\n").expect("write");
+    basalt()
+        .arg("load")
+        .arg(&db)
+        .arg("people")
+        .arg(&extra)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("shoe"));
+}
