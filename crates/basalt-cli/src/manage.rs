@@ -289,8 +289,9 @@ pub fn export(args: &ExportArgs, create: bool) -> CliResult<()> {
                 "parquet" | "pq" => Format::Parquet,
                 "csv" => Format::Csv,
                 "arrow" | "ipc" | "feather" => Format::Arrow,
-                "json" => Format::Json,
-                "jsonl" | "ndjson" => Format::Jsonl,
+                // JSON lines, which `load` reads back (`--format json`
+                // writes one array).
+                "json" | "jsonl" | "ndjson" => Format::Jsonl,
                 _ => {
                     return Err(CliError::usage(format!(
                         "cannot tell the format of {} from its name: give --format",

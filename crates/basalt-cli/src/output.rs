@@ -47,6 +47,28 @@ enum Writer {
     Parquet(parquet::arrow::ArrowWriter<Box<dyn Write + Send>>),
 }
 
+/// A writer's result; a closed pipe on stdout ends the program quietly
+/// (`basalt scan … | head`).
+fn arrow_written<T>(result: Result<T, arrow_schema::ArrowError>) -> CliResult<T> {
+    match result {
+        Err(arrow_schema::ArrowError::IoError(_, e)) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+            crate::error::stdout_failed(&e)
+        }
+        other => Ok(other?),
+    }
+}
+
+fn parquet_written<T>(result: Result<T, parquet::errors::ParquetError>) -> CliResult<T> {
+    match result {
+        Err(parquet::errors::ParquetError::External(e)) => match e.downcast::<std::io::Error>() {
+            Ok(io) if io.kind() == std::io::ErrorKind::BrokenPipe => crate::error::stdout_failed(&io),
+            Ok(io) => Err(CliError::failure(io.to_string())),
+            Err(other) => Err(CliError::failure(other.to_string())),
+        },
+        other => Ok(other?),
+    }
+}
+
 /// A destination for the batches of one result.
 pub struct Sink {
     writer: Writer,
@@ -90,11 +112,11 @@ impl Sink {
         self.rows += batch.num_rows() as u64;
         match &mut self.writer {
             Writer::Table(batches, _) => batches.push(batch.clone()),
-            Writer::Csv(w) => w.write(batch)?,
-            Writer::Json(w) => w.write(batch)?,
-            Writer::Jsonl(w) => w.write(batch)?,
-            Writer::Arrow(w) => w.write(batch)?,
-            Writer::Parquet(w) => w.write(batch)?,
+            Writer::Csv(w) => arrow_written(w.write(batch))?,
+            Writer::Json(w) => arrow_written(w.write(batch))?,
+            Writer::Jsonl(w) => arrow_written(w.write(batch))?,
+            Writer::Arrow(w) => arrow_written(w.write(batch))?,
+            Writer::Parquet(w) => parquet_written(w.write(batch))?,
         }
         Ok(())
     }
@@ -108,34 +130,34 @@ impl Sink {
                 } else {
                     arrow_cast::pretty::pretty_format_batches(&batches)?
                 };
-                writeln!(out, "{text}")?;
+                if let Err(e) = writeln!(out, "{text}") {
+                    crate::error::stdout_failed(&e);
+                }
                 out
             }
             Writer::Csv(mut w) => {
                 // The header, even for no rows.
                 if self.rows == 0 {
-                    w.write(&RecordBatch::new_empty(schema.clone()))?;
+                    arrow_written(w.write(&RecordBatch::new_empty(schema.clone())))?;
                 }
                 w.into_inner()
             }
             Writer::Json(mut w) => {
-                w.finish()?;
+                arrow_written(w.finish())?;
                 w.into_inner()
             }
             Writer::Jsonl(mut w) => {
-                w.finish()?;
+                arrow_written(w.finish())?;
                 w.into_inner()
             }
             Writer::Arrow(mut w) => {
-                w.finish()?;
-                w.into_inner()?
+                arrow_written(w.finish())?;
+                arrow_written(w.into_inner())?
             }
-            Writer::Parquet(w) => w.into_inner()?,
+            Writer::Parquet(w) => parquet_written(w.into_inner())?,
         };
-        match out.flush() {
-            // A closed pipe (`basalt scan … | head`) is not a failure.
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-            other => other?,
+        if let Err(e) = out.flush() {
+            crate::error::stdout_failed(&e);
         }
         Ok(self.rows)
     }

@@ -23,7 +23,7 @@ pub struct GetArgs {
     table: String,
     /// Primary-key values: one per key column, repeated for more rows
     /// (a key of two columns takes two values per row).
-    #[arg(required = true)]
+    #[arg(required = true, allow_negative_numbers = true)]
     key: Vec<String>,
     #[command(flatten)]
     output: OutputArgs,
@@ -37,11 +37,11 @@ pub struct ScanArgs {
     table: String,
     /// Start at this key (inclusive); fewer values than key columns is a
     /// prefix.
-    #[arg(long, num_args = 1.., value_name = "VALUE")]
+    #[arg(long, num_args = 1.., value_name = "VALUE", allow_negative_numbers = true)]
     from: Vec<String>,
     /// End at this key (inclusive: a prefix takes every key starting with
     /// it).
-    #[arg(long, num_args = 1.., value_name = "VALUE")]
+    #[arg(long, num_args = 1.., value_name = "VALUE", allow_negative_numbers = true)]
     to: Vec<String>,
     /// Columns to show, in this order (default: all).
     #[arg(long, value_name = "A,B")]
@@ -71,13 +71,13 @@ pub struct QueryArgs {
     #[arg(long)]
     index: String,
     /// Rows whose indexed columns equal these values (one per column).
-    #[arg(long, num_args = 1.., value_name = "VALUE")]
+    #[arg(long, num_args = 1.., value_name = "VALUE", allow_negative_numbers = true)]
     eq: Vec<String>,
     /// Rows whose leading indexed columns equal these values.
-    #[arg(long, num_args = 1.., value_name = "VALUE")]
+    #[arg(long, num_args = 1.., value_name = "VALUE", allow_negative_numbers = true)]
     prefix: Vec<String>,
     /// Rows whose first indexed column lies in [LO, HI].
-    #[arg(long, num_args = 2, value_names = ["LO", "HI"])]
+    #[arg(long, num_args = 2, value_names = ["LO", "HI"], allow_negative_numbers = true)]
     range: Vec<String>,
     /// Print how many rows match (from the index alone), not the rows.
     #[arg(long)]

@@ -4,6 +4,7 @@
 //! statements end with `;`, dot-commands (`.tables`, `.schema`, `.mode`,
 //! `.timer`, `.quit`) do the rest.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -82,12 +83,18 @@ fn history_path() -> Option<PathBuf> {
 fn shell(runtime: &tokio::runtime::Runtime, ctx: &SessionContext, db: &Db, args: &SqlArgs) -> CliResult<()> {
     let mut editor =
         rustyline::DefaultEditor::new().map_err(|e| CliError::failure(format!("line editor: {e}")))?;
-    let history = history_path();
+    // Piped into, the shell runs a script: no banner, no history, and a
+    // failed statement makes the exit code 2.
+    let interactive = std::io::stdin().is_terminal();
+    let history = history_path().filter(|_| interactive);
     if let Some(path) = &history {
         // No history yet is not an error.
         let _ = editor.load_history(path);
     }
-    out!("basalt {} — SQL over {} (.help for help)", env!("CARGO_PKG_VERSION"), args.db.display());
+    if interactive {
+        out!("basalt {} — SQL over {} (.help for help)", env!("CARGO_PKG_VERSION"), args.db.display());
+    }
+    let mut failures = 0u64;
     let mut output = args.output.clone();
     let mut timer = true;
     let mut pending = String::new();
@@ -99,7 +106,17 @@ fn shell(runtime: &tokio::runtime::Runtime, ctx: &SessionContext, db: &Db, args:
                 pending.clear();
                 continue;
             }
-            Err(ReadlineError::Eof) => break,
+            Err(ReadlineError::Eof) => {
+                // A last statement without its `;`.
+                if !pending.trim().is_empty() {
+                    let statement = std::mem::take(&mut pending);
+                    if let Err(e) = runtime.block_on(run_statement(ctx, statement.trim(), &output)) {
+                        eprintln!("error: {e}");
+                        failures += 1;
+                    }
+                }
+                break;
+            }
             Err(e) => return Err(CliError::failure(format!("reading input: {e}"))),
         };
         let trimmed = line.trim();
@@ -108,7 +125,10 @@ fn shell(runtime: &tokio::runtime::Runtime, ctx: &SessionContext, db: &Db, args:
             match dot_command(trimmed, db, &mut output, &mut timer) {
                 Ok(true) => {}
                 Ok(false) => break,
-                Err(e) => eprintln!("error: {e}"),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    failures += 1;
+                }
             }
             continue;
         }
@@ -121,7 +141,9 @@ fn shell(runtime: &tokio::runtime::Runtime, ctx: &SessionContext, db: &Db, args:
             continue;
         }
         let statement = std::mem::take(&mut pending);
-        let _ = editor.add_history_entry(statement.trim());
+        if interactive {
+            let _ = editor.add_history_entry(statement.trim());
+        }
         let started = Instant::now();
         match runtime.block_on(run_statement(ctx, statement.trim().trim_end_matches(';'), &output)) {
             Ok(rows) => {
@@ -129,11 +151,17 @@ fn shell(runtime: &tokio::runtime::Runtime, ctx: &SessionContext, db: &Db, args:
                     eprintln!("{rows} rows in {:.3} s", started.elapsed().as_secs_f64());
                 }
             }
-            Err(e) => eprintln!("error: {e}"),
+            Err(e) => {
+                eprintln!("error: {e}");
+                failures += 1;
+            }
         }
     }
     if let Some(path) = &history {
         let _ = editor.save_history(path);
+    }
+    if failures > 0 && !interactive {
+        return Err(CliError::usage(format!("{failures} statements of the script failed")));
     }
     Ok(())
 }

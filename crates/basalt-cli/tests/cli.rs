@@ -91,6 +91,18 @@ fn stdout_of(cmd: &mut Command) -> String {
     String::from_utf8(out.stdout).expect("utf-8")
 }
 
+/// Creates the database if needed and loads `file` into a new table keyed by `id`.
+fn create_from(db: &Path, table: &str, file: &Path) {
+    basalt()
+        .args(["load", "--create"])
+        .arg(db)
+        .arg(table)
+        .arg(file)
+        .args(["--primary-key", "id"])
+        .assert()
+        .success();
+}
+
 fn scan_csv(db: &Path, table: &str) -> String {
     stdout_of(basalt().args(["scan"]).arg(db).args([table, "--format", "csv"]))
 }
@@ -264,11 +276,22 @@ fn sql_statements_and_the_shell() {
             .arg("sql")
             .arg(&db)
             .env("HOME", home.path())
-            .write_stdin(".tables\nSELECT max(score)\n  AS top FROM people;\n.mode csv\nSELECT 40 + 2 AS answer;\n.nope\n.quit\n"),
+            .write_stdin(".tables\nSELECT max(score)\n  AS top FROM people;\n.mode csv\nSELECT 40 + 2 AS answer;\nSELECT 7 AS last"),
     );
     assert!(out.contains("people"), "{out}");
     assert!(out.contains("| top  |") && out.contains("| 12.0 |"), "{out}");
     assert!(out.contains("answer\n42\n"), "{out}");
+    assert!(out.ends_with("last\n7\n"), "a last statement without `;` runs: {out}");
+    assert!(!out.contains(".help"), "no banner for a script: {out}");
+    // A script with a failing statement or command says so in its exit code.
+    basalt()
+        .arg("sql")
+        .arg(&db)
+        .env("HOME", home.path())
+        .write_stdin("SELECT nope FROM people;\n.nope\nSELECT 1;\n")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("2 statements of the script failed"));
 }
 
 #[test]
@@ -525,4 +548,137 @@ fn a_second_load_appends_and_upserts() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("shoe"));
+}
+
+#[test]
+fn bench_runs_the_suite_built_beside_it_or_says_how_to_build_it() {
+    let suite = Path::new(env!("CARGO_BIN_EXE_basalt")).with_file_name("basalt-bench");
+    if suite.is_file() {
+        basalt().args(["bench", "--help"]).assert().success().stdout(predicate::str::contains("quick"));
+        basalt().args(["bench", "no-such-workload"]).assert().code(2);
+    } else {
+        basalt()
+            .args(["bench", "quick"])
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains("cargo build").and(predicate::str::contains("-p basalt-bench")));
+    }
+}
+
+#[test]
+fn review_cases_negative_values_strict_json_null_columns_lossy_casts_and_no_stray_database() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("db");
+    let csv = dir.path().join("n.csv");
+    std::fs::write(&csv, "id,v\n-5,1\n-1,2\n3,3\n").expect("write");
+    create_from(&db, "n", &csv);
+    // Negative values are values, not flags.
+    assert_eq!(stdout_of(basalt().arg("get").arg(&db).args(["n", "-5", "--format", "csv"])), "id,v\n-5,1\n");
+    assert_eq!(
+        stdout_of(basalt().arg("scan").arg(&db).args(["n", "--from", "-2", "--to", "3", "--format", "csv"])),
+        "id,v\n-1,2\n3,3\n"
+    );
+    // A JSON key the inference never saw is an error, not a dropped column.
+    let json = dir.path().join("late.jsonl");
+    let mut text = "{\"id\": 0}\n".repeat(20);
+    text.push_str("{\"id\": 99, \"surprise\": 1}\n");
+    std::fs::write(&json, text).expect("write");
+    basalt()
+        .arg("load")
+        .arg(&db)
+        .arg("late")
+        .arg(&json)
+        .args(["--infer-rows", "5", "--primary-key", "id"])
+        .assert()
+        .failure();
+    // A Parquet column of nulls only (a Null-typed column) loads.
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("note", DataType::Null, true),
+        Field::new("ratio", DataType::Float64, true),
+    ]));
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(Int64Array::from(vec![1, 2])),
+            Arc::new(arrow_array::NullArray::new(2)),
+            Arc::new(Float64Array::from(vec![1.0, 1.7])),
+        ],
+    )
+    .expect("batch");
+    let parquet = dir.path().join("nulls.parquet");
+    let mut w = parquet::arrow::ArrowWriter::try_new(File::create(&parquet).expect("create"), schema, None)
+        .expect("w");
+    w.write(&batch).expect("write");
+    w.close().expect("close");
+    basalt().arg("load").arg(&db).arg("nulls").arg(&parquet).args(["--primary-key", "id"]).assert().success();
+    assert_eq!(
+        stdout_of(basalt().arg("scan").arg(&db).args(["nulls", "--format", "csv"])),
+        "id,note,ratio\n1,,1.0\n2,,1.7\n"
+    );
+    // A float into an integer column must fit exactly: 1.7 does not.
+    let schema_file = dir.path().join("schema.txt");
+    std::fs::write(&schema_file, "id: Int64\nnote: Utf8\nratio: Int64\n").expect("write");
+    basalt()
+        .arg("load")
+        .arg(&db)
+        .arg("ints")
+        .arg(&parquet)
+        .args(["--primary-key", "id", "--schema"])
+        .arg(&schema_file)
+        .assert()
+        .code(7)
+        .stderr(predicate::str::contains("row 2: column ratio: 1.7 does not fit Int64 exactly"));
+    // Bad arguments with --create leave no database behind.
+    let stray = dir.path().join("stray");
+    basalt()
+        .args(["load", "--create"])
+        .arg(&stray)
+        .arg("t")
+        .arg(dir.path().join("x.unknown"))
+        .assert()
+        .code(2);
+    basalt()
+        .args(["load", "--create"])
+        .arg(&stray)
+        .arg("t")
+        .arg(&csv)
+        .args(["--batch-rows", "0"])
+        .assert()
+        .code(2);
+    basalt()
+        .args(["load", "--create"])
+        .arg(&stray)
+        .arg("t")
+        .arg(&csv)
+        .args(["--batch-rows", "999999999999"])
+        .assert()
+        .code(2);
+    assert!(!stray.exists());
+}
+
+#[test]
+fn a_failed_load_into_a_table_with_a_unique_index_is_undone_newest_batch_first() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("db");
+    let users = dir.path().join("users.csv");
+    std::fs::write(&users, "id,email\n1,a@x\n3,c@x\n").expect("write");
+    create_from(&db, "u", &users);
+    basalt().arg("create-index").arg(&db).args(["u", "by_email", "email", "--unique"]).assert().success();
+    let before = scan_csv(&db, "u");
+    // Row 1 frees a@x, row 2 takes it, row 3 is bad: undoing batch 1
+    // before batch 2 would put a@x back while row 2 holds it.
+    let change = dir.path().join("change.csv");
+    std::fs::write(&change, "id,email\n1,b@x\n2,a@x\nx,d@x\n").expect("write");
+    basalt()
+        .arg("load")
+        .arg(&db)
+        .arg("u")
+        .arg(&change)
+        .args(["--batch-rows", "1"])
+        .assert()
+        .code(7)
+        .stderr(predicate::str::contains("as it was before the load"));
+    assert_eq!(scan_csv(&db, "u"), before);
+    basalt().arg("check").arg(&db).assert().success();
 }

@@ -9,9 +9,34 @@ use std::sync::Arc;
 use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, UInt64Array, new_null_array};
 use arrow_cast::cast::{CastOptions, cast_with_options};
 use arrow_cast::display::{ArrayFormatter, FormatOptions};
-use arrow_schema::{Schema, SchemaRef};
+use arrow_schema::{DataType, Schema, SchemaRef};
 
 use crate::error::{CliError, CliResult, Exit};
+
+/// Rows whose value the cast changed (1.7 to 1, nanoseconds to seconds):
+/// cast back, they differ from the input. `None` when every value
+/// survived, or the input is text (its parse fails rather than rounds).
+fn lossy_rows(input: &ArrayRef, out: &ArrayRef) -> CliResult<Option<BooleanArray>> {
+    let text = matches!(
+        input.data_type(),
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Null
+    );
+    // A float narrowed to a narrower float is the table's choice, not a
+    // value that does not fit.
+    let floats = input.data_type().is_floating() && out.data_type().is_floating();
+    if input.data_type() == out.data_type() || text || floats {
+        return Ok(None);
+    }
+    let Ok(back) = arrow_cast::cast(out.as_ref(), input.data_type()) else {
+        return Ok(None);
+    };
+    // Null where either side is null: those rows are judged elsewhere.
+    let differs = arrow_ord::cmp::distinct(&back, input)?;
+    let lost: BooleanArray = (0..input.len())
+        .map(|i| Some(differs.is_valid(i) && differs.value(i) && back.is_valid(i) && input.is_valid(i)))
+        .collect();
+    Ok((lost.true_count() > 0).then_some(lost))
+}
 
 /// A row left out of the load, and why.
 #[derive(Debug, Clone)]
@@ -103,15 +128,34 @@ impl Conformer {
                             field.data_type()
                         ))
                     })?;
-                    if out.null_count() != input.null_count() {
+                    // Logical nulls: a Null-typed or dictionary column has
+                    // nulls without a null buffer.
+                    let input_nulls = input.logical_nulls();
+                    let was_null = |i: usize| input_nulls.as_ref().is_some_and(|n| n.is_null(i));
+                    let lost = lossy_rows(input, &out)?;
+                    if out.null_count() != input.logical_null_count() || lost.is_some() {
                         let shown = ArrayFormatter::try_new(input.as_ref(), &FormatOptions::default())?;
-                        for i in (0..n).filter(|&i| input.is_valid(i) && out.is_null(i)) {
+                        for i in (0..n).filter(|&i| !was_null(i) && out.is_null(i)) {
                             mark(
                                 i,
                                 format!(
                                     "column {}: {:?} is not a {}",
                                     field.name(),
                                     shown.value(i).to_string(),
+                                    field.data_type()
+                                ),
+                            );
+                        }
+                    }
+                    if let Some(lost) = lost {
+                        let shown = ArrayFormatter::try_new(input.as_ref(), &FormatOptions::default())?;
+                        for i in (0..n).filter(|&i| lost.value(i)) {
+                            mark(
+                                i,
+                                format!(
+                                    "column {}: {} does not fit {} exactly",
+                                    field.name(),
+                                    shown.value(i),
                                     field.data_type()
                                 ),
                             );

@@ -84,8 +84,13 @@ pub struct LoadArgs {
     #[arg(long)]
     no_header: bool,
     /// Rows per batch (each batch is one atomic write).
-    #[arg(long, default_value_t = 65_536)]
-    batch_rows: usize,
+    #[arg(long, default_value_t = 65_536, value_parser = clap::value_parser!(u32).range(1..=1 << 20))]
+    batch_rows: u32,
+    /// Memory for the engine's write buffer and block cache during the
+    /// load, in MiB: memtables take 3/4 (writers wait for flushes beyond
+    /// it), the cache the rest (at most 64 MiB).
+    #[arg(long, default_value_t = 128, value_name = "MIB")]
+    memory_mib: usize,
     /// Rows of a text file read to infer its column types.
     #[arg(long, default_value_t = 100_000)]
     infer_rows: usize,
@@ -241,10 +246,14 @@ pub fn bytes(n: u64) -> String {
 )]
 pub fn run(args: &LoadArgs, create: bool) -> CliResult<()> {
     let started = Instant::now();
-    let db = open::open(&args.db, create)?;
-    if args.batch_rows == 0 {
-        return Err(CliError::usage("--batch-rows must be at least 1"));
+    if args.memory_mib < 16 {
+        return Err(CliError::usage("--memory-mib must be at least 16"));
     }
+    let memory =
+        args.memory_mib.checked_mul(1 << 20).ok_or_else(|| CliError::usage("--memory-mib is too large"))?;
+    let options = basalt::Options::default()
+        .write_buffer_bytes_max(memory / 4 * 3)
+        .block_cache_bytes((memory / 4).min(64 << 20));
     let text = TextOptions {
         delimiter: args
             .delimiter
@@ -252,7 +261,7 @@ pub fn run(args: &LoadArgs, create: bool) -> CliResult<()> {
             .transpose()?,
         header: !args.no_header,
         null: args.null.clone(),
-        batch_rows: args.batch_rows,
+        batch_rows: args.batch_rows as usize,
         infer_rows: args.infer_rows.max(1),
     };
     let files = args
@@ -262,6 +271,13 @@ pub fn run(args: &LoadArgs, create: bool) -> CliResult<()> {
         .collect::<CliResult<Vec<_>>>()?;
     let typed = args.schema.as_deref().map(read_schema_file).transpose()?;
     let indexes = args.indexes.iter().map(|s| parse_index_spec(s)).collect::<CliResult<Vec<_>>>()?;
+    for (path, _) in &files {
+        if !path.is_file() {
+            return Err(CliError::usage(format!("{}: no such file", path.display())));
+        }
+    }
+    // Opened (and with --create, made) once the arguments are known good.
+    let db = open::open_with(&args.db, create, options)?;
 
     let existing = db.tables().iter().any(|t| t == &args.table);
     let (table, key, row_id) = if existing {
@@ -318,7 +334,12 @@ pub fn run(args: &LoadArgs, create: bool) -> CliResult<()> {
         }
     }
     let first_row_id = match &row_id {
-        Some(_) if existing => last_row_id(&table)?.map_or(0, |id| id + 1),
+        Some(_) if existing => match last_row_id(&table)? {
+            None => 0,
+            Some(id) => id.checked_add(1).ok_or_else(|| {
+                CliError::usage(format!("{ROW_ID} of table {} is at its largest value", args.table))
+            })?,
+        },
         _ => 0,
     };
     let plan = Plan {
@@ -330,19 +351,17 @@ pub fn run(args: &LoadArgs, create: bool) -> CliResult<()> {
         first_row_id,
         skip_bad_rows: args.skip_bad_rows,
     };
-    let before = existing.then(|| db.snapshot());
     let total_bytes: u64 = plan.files.iter().map(|(p, _)| std::fs::metadata(p).map_or(0, |m| m.len())).sum();
-    let outcome = write_all(&table, &plan, total_bytes);
-    let (written, result) = match outcome {
-        Ok(loaded) => (loaded.batches, Ok(loaded)),
-        Err((batches, e)) => (batches, Err(e)),
-    };
+    // In an existing table, the state before each batch's write, to undo
+    // it by (a table the load created is simply dropped).
+    let mut before = existing.then(Vec::new);
+    let result = write_all(&db, &table, &plan, total_bytes, before.as_mut());
     let loaded = match result.and_then(|loaded| build_indexes(&table, &indexes).map(|()| loaded)) {
         Ok(loaded) => loaded,
         Err(e) => {
             let e = match &before {
                 None => undo_created(&db, table, false, e),
-                Some(snapshot) => undo_written(&db, &table, &plan, written, snapshot, &indexes, e),
+                Some(snapshots) => undo_written(&db, &table, &plan, snapshots, &indexes, e),
             };
             return Err(e);
         }
@@ -399,7 +418,13 @@ fn progress_bar(total_bytes: u64) -> ProgressBar {
 
 /// Writes every batch of the plan; on failure, how many batches were
 /// written before it.
-fn write_all(table: &Table, plan: &Plan, total_bytes: u64) -> Result<Loaded, (u64, CliError)> {
+fn write_all(
+    db: &Db,
+    table: &Table,
+    plan: &Plan,
+    total_bytes: u64,
+    mut before: Option<&mut Vec<Snapshot>>,
+) -> CliResult<Loaded> {
     let bar = progress_bar(total_bytes);
     let started = Instant::now();
     let (send, receive) = mpsc::sync_channel::<Ready>(2);
@@ -420,6 +445,9 @@ fn write_all(table: &Table, plan: &Plan, total_bytes: u64) -> Result<Loaded, (u6
                     });
                 }
                 loaded.bad += 1;
+            }
+            if let Some(snapshots) = before.as_deref_mut() {
+                snapshots.push(db.snapshot());
             }
             if let Err(e) = table.write(&ready.batch) {
                 failed = Some(CliError::from(e).context(format!(
@@ -447,10 +475,7 @@ fn write_all(table: &Table, plan: &Plan, total_bytes: u64) -> Result<Loaded, (u6
     if loaded.bad > BAD_ROWS_SHOWN as u64 {
         eprintln!("basalt: … and {} more bad rows skipped", grouped(loaded.bad - BAD_ROWS_SHOWN as u64));
     }
-    match result {
-        Ok(()) => Ok(loaded),
-        Err(e) => Err((loaded.batches, e)),
-    }
+    result.map(|()| loaded)
 }
 
 fn build_indexes(table: &Table, indexes: &[(String, Vec<String>)]) -> CliResult<()> {
@@ -477,14 +502,17 @@ fn undo_created(db: &Db, table: Table, existing: bool, e: CliError) -> CliError 
     }
 }
 
-/// Puts back every row the first `written` batches of `plan` changed, as
-/// of `before`, and drops the indexes the load created.
+/// Puts back every row the batches written (one snapshot taken before
+/// each) changed, newest batch first, each to its state just before that
+/// batch — so every step passes through a state that existed, and a
+/// unique index never sees two rows holding one value — then drops the
+/// indexes the load created and syncs the WAL. The files are read again
+/// to know the batches' keys (only keys are kept).
 fn undo_written(
     db: &Db,
     table: &Table,
     plan: &Plan,
-    written: u64,
-    before: &Snapshot,
+    before: &[Snapshot],
     indexes: &[(String, Vec<String>)],
     e: CliError,
 ) -> CliError {
@@ -496,22 +524,27 @@ fn undo_written(
         }
         let schema = table.schema();
         let key: Vec<usize> = plan.key.iter().map(|k| schema.index_of(k)).collect::<Result<_, _>>()?;
-        if written == 0 {
-            return Ok(());
-        }
-        let mut done = 0;
-        let mut failed = None;
-        // Stops after the last batch written: the one after it may be the
-        // bad one.
-        plan.batches(|ready| {
-            done += 1;
-            if let Err(e) = restore_batch(db, table, &ready.batch, &key, before) {
-                failed = Some(e);
-                return false;
+        let mut keys: Vec<RecordBatch> = Vec::with_capacity(before.len());
+        if !before.is_empty() {
+            // Stops after the last batch whose write was tried: the one
+            // after it may be the bad one.
+            let mut failed = None;
+            plan.batches(|ready| {
+                match ready.batch.project(&key) {
+                    Ok(k) => keys.push(k),
+                    Err(e) => failed = Some(CliError::from(e)),
+                }
+                failed.is_none() && keys.len() < before.len()
+            })?;
+            if let Some(e) = failed {
+                return Err(e);
             }
-            done < written
-        })?;
-        failed.map_or(Ok(()), Err)
+        }
+        for (batch_keys, snapshot) in keys.iter().zip(before).rev() {
+            restore_batch(db, table, batch_keys, snapshot)?;
+        }
+        db.sync_wal()?;
+        Ok(())
     };
     match restore() {
         Ok(()) => e.context_after(format!("table {} is as it was before the load", table.name())),
@@ -519,17 +552,10 @@ fn undo_written(
     }
 }
 
-/// Restores the rows of `batch`'s keys as they were at `before`: rows
-/// that existed are written back, rows that did not are deleted, in one
-/// atomic write.
-fn restore_batch(
-    db: &Db,
-    table: &Table,
-    batch: &RecordBatch,
-    key: &[usize],
-    before: &Snapshot,
-) -> CliResult<()> {
-    let keys = batch.project(key)?;
+/// Restores the rows of `keys` (a batch of key columns) as they were at
+/// `before`: rows that existed are written back, rows that did not are
+/// deleted, in one atomic write.
+fn restore_batch(db: &Db, table: &Table, keys: &RecordBatch, before: &Snapshot) -> CliResult<()> {
     let mut old_rows = Vec::new();
     let mut absent = Vec::new();
     let opts = ReadOptions::default().snapshot(Some(before));
@@ -550,7 +576,7 @@ fn restore_batch(
         undo.put_table(table, old)?;
     }
     if !absent.is_empty() {
-        undo.delete_table(table, &arrow_select::take::take_record_batch(&keys, &UInt32Array::from(absent))?)?;
+        undo.delete_table(table, &arrow_select::take::take_record_batch(keys, &UInt32Array::from(absent))?)?;
     }
     db.write(undo)?;
     Ok(())

@@ -174,6 +174,9 @@ impl Source {
                 let reader = arrow_json::ReaderBuilder::new(as_text(&typed))
                     .with_batch_size(text.batch_rows)
                     .with_coerce_primitive(true)
+                    // A key the inference did not see is an error, not
+                    // a column silently dropped.
+                    .with_strict_mode(true)
                     .build(BufReader::new(counting(file)))
                     .map_err(context)?;
                 (typed, Box::new(reader), Progress::Bytes(count.clone()))
