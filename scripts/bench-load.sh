@@ -8,6 +8,7 @@
 # (scripts/demo.sh makes .venv; `.venv/bin/pip install duckdb`).
 #
 #   bash scripts/bench-load.sh [ROWS (10000000)] [RUNS (3)]
+#   (BASALT_LOAD_DATA="flights" picks data sets: flights, csv, parquet)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -74,6 +75,7 @@ load() {
       /usr/bin/time -o "$out" -f "%e %M" "$py" -c "
 import duckdb
 con = duckdb.connect('$dir.duckdb')
+con.execute('SET enable_progress_bar = false')
 con.execute(\"CREATE TABLE t AS SELECT * FROM $source\")
 con.execute('$keyed' or 'SELECT 1')
 con.execute('CHECKPOINT')
@@ -85,7 +87,7 @@ con.close()" ;;
 results=$work/results.txt
 : > "$results"
 engines=(basalt sqlite duckdb)
-for data in flights csv parquet; do
+for data in ${BASALT_LOAD_DATA:-flights csv parquet}; do
   for run in $(seq 1 "$runs"); do
     # Rotate the order each run.
     for k in 0 1 2; do

@@ -84,12 +84,12 @@ pub struct LoadArgs {
     #[arg(long)]
     no_header: bool,
     /// Rows per batch (each batch is one atomic write).
-    #[arg(long, default_value_t = 65_536, value_parser = clap::value_parser!(u32).range(1..=1 << 20))]
+    #[arg(long, default_value_t = 16_384, value_parser = clap::value_parser!(u32).range(1..=1 << 20))]
     batch_rows: u32,
     /// Memory for the engine's write buffer and block cache during the
     /// load, in MiB: memtables take 3/4 (writers wait for flushes beyond
     /// it), the cache the rest (at most 64 MiB).
-    #[arg(long, default_value_t = 128, value_name = "MIB")]
+    #[arg(long, default_value_t = 64, value_name = "MIB")]
     memory_mib: usize,
     /// Rows of a text file read to infer its column types.
     #[arg(long, default_value_t = 100_000)]
@@ -251,9 +251,12 @@ pub fn run(args: &LoadArgs, create: bool) -> CliResult<()> {
     }
     let memory =
         args.memory_mib.checked_mul(1 << 20).ok_or_else(|| CliError::usage("--memory-mib is too large"))?;
+    // Reads (compaction's) through the bounded block cache, not a memory
+    // map: mapped file pages count in the process's resident memory.
     let options = basalt::Options::default()
         .write_buffer_bytes_max(memory / 4 * 3)
-        .block_cache_bytes((memory / 4).min(64 << 20));
+        .block_cache_bytes((memory / 4).min(64 << 20))
+        .mmap_reads(false);
     let text = TextOptions {
         delimiter: args
             .delimiter
