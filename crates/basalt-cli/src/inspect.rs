@@ -12,8 +12,8 @@ use basalt::inspect::{self, EntryKind, ManifestEdit, Sst};
 use clap::Args;
 
 use crate::error::{CliError, CliResult, Exit};
-use crate::load::grouped;
 use crate::open;
+use crate::output::grouped;
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {

@@ -12,9 +12,8 @@ use basalt::{IndexOptions, ScanOptions};
 use clap::Args;
 
 use crate::error::{CliError, CliResult};
-use crate::load::{bytes, grouped};
 use crate::open;
-use crate::output::{Format, OutputArgs, Sink};
+use crate::output::{Format, OutputArgs, Sink, bytes, grouped};
 
 #[derive(Debug, Args)]
 pub struct DbArgs {

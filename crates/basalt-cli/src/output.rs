@@ -162,3 +162,20 @@ impl Sink {
         Ok(self.rows)
     }
 }
+
+/// `n` with thousands separators.
+pub fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+pub fn bytes(n: u64) -> String {
+    indicatif::BinaryBytes(n).to_string()
+}

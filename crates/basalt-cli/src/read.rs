@@ -111,10 +111,6 @@ fn projected_schema(table: &Table, columns: Option<&Vec<String>>) -> CliResult<S
     Ok(Arc::new(schema.project(&indices)?))
 }
 
-fn borrowed(values: &[OwnedKeyValue]) -> Vec<KeyValue<'_>> {
-    values.iter().map(OwnedKeyValue::as_value).collect()
-}
-
 pub fn get(args: &GetArgs, create: bool) -> CliResult<()> {
     let db = open::open(&args.db, create)?;
     let table = open::table(&db, &args.table)?;
@@ -133,7 +129,7 @@ pub fn get(args: &GetArgs, create: bool) -> CliResult<()> {
     let mut sink = Sink::new(&args.output, &schema)?;
     for texts in args.key.chunks(key_columns.len()) {
         let key = value::key_values(&schema, &key_columns, texts)?;
-        if let Some(row) = table.get(&borrowed(&key))? {
+        if let Some(row) = table.get(&value::borrowed(&key))? {
             sink.write(&row)?;
         }
     }
@@ -143,14 +139,6 @@ pub fn get(args: &GetArgs, create: bool) -> CliResult<()> {
 
 fn bound(values: &[OwnedKeyValue]) -> Bound<Vec<OwnedKeyValue>> {
     if values.is_empty() { Bound::Unbounded } else { Bound::Included(values.to_vec()) }
-}
-
-fn borrowed_bound(b: &Bound<Vec<OwnedKeyValue>>) -> Bound<Vec<KeyValue<'_>>> {
-    match b {
-        Bound::Included(v) => Bound::Included(borrowed(v)),
-        Bound::Excluded(v) => Bound::Excluded(borrowed(v)),
-        Bound::Unbounded => Bound::Unbounded,
-    }
 }
 
 /// Batch `batch` with its rows in reverse order.
@@ -184,7 +172,7 @@ pub fn scan(args: &ScanArgs, create: bool) -> CliResult<()> {
     };
     let scan_part = |range: &basalt::OwnedKeyValueRange| -> CliResult<basalt::TableScan> {
         let opts = ScanOptions::default()
-            .range((borrowed_bound(&range.0), borrowed_bound(&range.1)))
+            .range(value::borrowed_range(range))
             .projection(columns.clone())
             .filter(filter.clone());
         Ok(table.scan(opts)?)
@@ -195,8 +183,7 @@ pub fn scan(args: &ScanArgs, create: bool) -> CliResult<()> {
         // holds one part, not the table.
         let rows = table.estimate()?.rows;
         let parts = usize::try_from(rows / 65_536 + 1).unwrap_or(usize::MAX).min(4096);
-        let borrowed_range = (borrowed_bound(&range.0), borrowed_bound(&range.1));
-        for part in table.split_range(&borrowed_range, parts)?.iter().rev() {
+        for part in table.split_range(&value::borrowed_range(&range), parts)?.iter().rev() {
             if left == 0 {
                 break;
             }

@@ -13,7 +13,7 @@ use arrow_array::types::{
 use arrow_array::{Array, ArrayRef, StringArray};
 use arrow_cast::cast::{CastOptions, cast_with_options};
 use arrow_schema::{DataType, Schema};
-use basalt::OwnedKeyValue;
+use basalt::{KeyValue, KeyValueRange, OwnedKeyValue, OwnedKeyValueRange};
 
 use crate::error::{CliError, CliResult};
 
@@ -80,6 +80,16 @@ pub fn key_values(schema: &Schema, columns: &[String], texts: &[String]) -> CliR
             key_value(parse(text, column, field.data_type())?.as_ref())
         })
         .collect()
+}
+
+/// Key values as the engine's calls take them.
+pub fn borrowed(values: &[OwnedKeyValue]) -> Vec<KeyValue<'_>> {
+    values.iter().map(OwnedKeyValue::as_value).collect()
+}
+
+/// An owned key range (as `Table::split_range` gives) as a scan takes it.
+pub fn borrowed_range(range: &OwnedKeyValueRange) -> KeyValueRange<'_> {
+    (range.0.as_ref().map(|v| borrowed(v)), range.1.as_ref().map(|v| borrowed(v)))
 }
 
 /// Splits `a,b,c` into names, refusing empty ones.

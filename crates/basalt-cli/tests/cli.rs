@@ -103,6 +103,13 @@ fn create_from(db: &Path, table: &str, file: &Path) {
         .success();
 }
 
+/// `basalt load DB TABLE FILE`, to add options and assertions to.
+fn load_into(db: &Path, table: &str, file: &Path) -> Command {
+    let mut cmd = basalt();
+    cmd.arg("load").arg(db).arg(table).arg(file);
+    cmd
+}
+
 fn scan_csv(db: &Path, table: &str) -> String {
     stdout_of(basalt().args(["scan"]).arg(db).args([table, "--format", "csv"]))
 }
@@ -354,11 +361,7 @@ fn a_bad_row_stops_the_load_and_leaves_the_table_as_it_was() {
         "id,name,score,city\n1,ALICE,1,Rome\n9,zed,3,Rome\n2,BOB,2,Rome\n10,yan,4,Rome\n11,xi,lots,Rome\n",
     )
     .expect("write");
-    basalt()
-        .arg("load")
-        .arg(&db)
-        .arg("people")
-        .arg(&bad)
+    load_into(&db, "people", &bad)
         .args(["--batch-rows", "2"])
         .assert()
         .code(7)
@@ -374,11 +377,7 @@ fn a_bad_row_stops_the_load_and_leaves_the_table_as_it_was() {
     // A null key: the same.
     let null_key = dir.path().join("null_key.csv");
     std::fs::write(&null_key, "id,name,score,city\n7,gus,1,Rome\n,nobody,1,Rome\n").expect("write");
-    basalt()
-        .arg("load")
-        .arg(&db)
-        .arg("people")
-        .arg(&null_key)
+    load_into(&db, "people", &null_key)
         .assert()
         .code(7)
         .stderr(predicate::str::contains("row 2: column id (a key column) is null"));
@@ -388,11 +387,7 @@ fn a_bad_row_stops_the_load_and_leaves_the_table_as_it_was() {
     let tables = stdout_of(basalt().arg("tables").arg(&db).args(["--format", "csv"]));
     assert!(!tables.contains("fresh"), "{tables}");
     // --skip-bad-rows loads the rest and counts what it left out.
-    basalt()
-        .arg("load")
-        .arg(&db)
-        .arg("people")
-        .arg(&bad)
+    load_into(&db, "people", &bad)
         .arg("--skip-bad-rows")
         .assert()
         .success()
@@ -540,14 +535,7 @@ fn a_second_load_appends_and_upserts() {
     // Columns the table lacks are refused.
     let extra = dir.path().join("extra.csv");
     std::fs::write(&extra, "id,shoe\n1,42\n").expect("write");
-    basalt()
-        .arg("load")
-        .arg(&db)
-        .arg("people")
-        .arg(&extra)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("shoe"));
+    load_into(&db, "people", &extra).assert().code(2).stderr(predicate::str::contains("shoe"));
 }
 
 #[test]
@@ -583,14 +571,7 @@ fn review_cases_negative_values_strict_json_null_columns_lossy_casts_and_no_stra
     let mut text = "{\"id\": 0}\n".repeat(20);
     text.push_str("{\"id\": 99, \"surprise\": 1}\n");
     std::fs::write(&json, text).expect("write");
-    basalt()
-        .arg("load")
-        .arg(&db)
-        .arg("late")
-        .arg(&json)
-        .args(["--infer-rows", "5", "--primary-key", "id"])
-        .assert()
-        .failure();
+    load_into(&db, "late", &json).args(["--infer-rows", "5", "--primary-key", "id"]).assert().failure();
     // A Parquet column of nulls only (a Null-typed column) loads.
     let schema = Arc::new(Schema::new(vec![
         Field::new("id", DataType::Int64, false),
@@ -619,11 +600,7 @@ fn review_cases_negative_values_strict_json_null_columns_lossy_casts_and_no_stra
     // A float into an integer column must fit exactly: 1.7 does not.
     let schema_file = dir.path().join("schema.txt");
     std::fs::write(&schema_file, "id: Int64\nnote: Utf8\nratio: Int64\n").expect("write");
-    basalt()
-        .arg("load")
-        .arg(&db)
-        .arg("ints")
-        .arg(&parquet)
+    load_into(&db, "ints", &parquet)
         .args(["--primary-key", "id", "--schema"])
         .arg(&schema_file)
         .assert()
@@ -670,11 +647,7 @@ fn a_failed_load_into_a_table_with_a_unique_index_is_undone_newest_batch_first()
     // before batch 2 would put a@x back while row 2 holds it.
     let change = dir.path().join("change.csv");
     std::fs::write(&change, "id,email\n1,b@x\n2,a@x\nx,d@x\n").expect("write");
-    basalt()
-        .arg("load")
-        .arg(&db)
-        .arg("u")
-        .arg(&change)
+    load_into(&db, "u", &change)
         .args(["--batch-rows", "1"])
         .assert()
         .code(7)

@@ -28,15 +28,14 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::UInt64Type;
 use arrow_array::{Array, RecordBatch, UInt32Array};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use basalt::{
-    Db, IndexOptions, KeyValue, ReadOptions, ScanOptions, Snapshot, Table, TableOptions, WriteBatch,
-};
+use basalt::{Db, IndexOptions, ReadOptions, ScanOptions, Snapshot, Table, TableOptions, WriteBatch};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 pub use self::conform::{BadRow, Conformer};
 pub use self::source::{InputFormat, Source, TextOptions, read_schema_file};
 use crate::error::{CliError, CliResult, Exit};
+use crate::output::{bytes, grouped};
 use crate::{open, value};
 
 /// The key column a load numbers rows in when no `--primary-key` is given.
@@ -205,9 +204,9 @@ fn last_row_id(table: &Table) -> CliResult<Option<u64>> {
     let all = (std::ops::Bound::Unbounded, std::ops::Bound::Unbounded);
     let parts = table.split_range(&all, 64)?;
     for part in parts.iter().rev() {
-        let lo = part.0.as_ref().map(|v| v.iter().map(basalt::OwnedKeyValue::as_value).collect::<Vec<_>>());
-        let hi = part.1.as_ref().map(|v| v.iter().map(basalt::OwnedKeyValue::as_value).collect::<Vec<_>>());
-        let opts = ScanOptions::default().range((lo, hi)).projection(Some(vec![ROW_ID.to_owned()]));
+        let opts = ScanOptions::default()
+            .range(value::borrowed_range(part))
+            .projection(Some(vec![ROW_ID.to_owned()]));
         let mut last = None;
         for batch in table.scan(opts)? {
             let batch = batch?;
@@ -221,23 +220,6 @@ fn last_row_id(table: &Table) -> CliResult<Option<u64>> {
         }
     }
     Ok(None)
-}
-
-/// `n` with thousands separators.
-pub fn grouped(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-pub fn bytes(n: u64) -> String {
-    indicatif::BinaryBytes(n).to_string()
 }
 
 #[expect(
@@ -568,8 +550,7 @@ fn restore_batch(db: &Db, table: &Table, keys: &RecordBatch, before: &Snapshot) 
             .iter()
             .map(|c| value::key_value(c.slice(row, 1).as_ref()))
             .collect::<CliResult<Vec<_>>>()?;
-        let borrowed: Vec<KeyValue<'_>> = values.iter().map(basalt::OwnedKeyValue::as_value).collect();
-        match table.get_opt(&borrowed, &opts)? {
+        match table.get_opt(&value::borrowed(&values), &opts)? {
             Some(old) => old_rows.push(old),
             None => absent.push(row as u32),
         }
