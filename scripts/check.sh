@@ -39,6 +39,14 @@ echo "basalt-crashtest seed $crash_seed in $crash_dir"
 "${CARGO_TARGET_DIR:-target}/debug/basalt-crashtest" \
   --cycles "${BASALT_CRASHTEST_CYCLES:-20}" --seed "$crash_seed" --dir "$crash_dir/run"
 rm -rf "$crash_dir"
+stage "python"
+# The Python package: a virtual environment with python/requirements-dev.txt,
+# the extension built by `maturin develop` with the artifacts `cargo test`
+# just built (the same settings: see Cargo.toml's profiles), then pytest
+# and mypy --strict on the examples.
+venv=$(bash scripts/python-env.sh)
+(cd python && "$venv/bin/python" -m pytest -q -p no:cacheprovider tests)
+(cd python && "$venv/bin/mypy" --strict --no-incremental examples basalt)
 stage "fuzz"
 # Each libFuzzer target for a few seconds, built unoptimized (a cold build
 # takes about a minute and a half; later runs reuse it). 0 skips.

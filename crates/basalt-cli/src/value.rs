@@ -5,11 +5,6 @@
 
 use std::sync::Arc;
 
-use arrow_array::cast::AsArray;
-use arrow_array::types::{
-    Date32Type, Date64Type, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type,
-    UInt16Type, UInt32Type, UInt64Type,
-};
 use arrow_array::{Array, ArrayRef, StringArray};
 use arrow_cast::cast::{CastOptions, cast_with_options};
 use arrow_schema::{DataType, Schema};
@@ -33,31 +28,7 @@ pub fn parse(text: &str, column: &str, data_type: &DataType) -> CliResult<ArrayR
 
 /// The key value of row 0 of a one-element array of a key column.
 pub fn key_value(array: &dyn Array) -> CliResult<OwnedKeyValue> {
-    use OwnedKeyValue as K;
-    Ok(match array.data_type() {
-        DataType::Boolean => K::Bool(array.as_boolean().value(0)),
-        DataType::Int8 => K::I8(array.as_primitive::<Int8Type>().value(0)),
-        DataType::Int16 => K::I16(array.as_primitive::<Int16Type>().value(0)),
-        DataType::Int32 => K::I32(array.as_primitive::<Int32Type>().value(0)),
-        DataType::Date32 => K::I32(array.as_primitive::<Date32Type>().value(0)),
-        DataType::Int64 => K::I64(array.as_primitive::<Int64Type>().value(0)),
-        DataType::Date64 => K::I64(array.as_primitive::<Date64Type>().value(0)),
-        DataType::Timestamp(..) => {
-            let as_i64 = arrow_cast::cast(array, &DataType::Int64)?;
-            K::I64(as_i64.as_primitive::<Int64Type>().value(0))
-        }
-        DataType::UInt8 => K::U8(array.as_primitive::<UInt8Type>().value(0)),
-        DataType::UInt16 => K::U16(array.as_primitive::<UInt16Type>().value(0)),
-        DataType::UInt32 => K::U32(array.as_primitive::<UInt32Type>().value(0)),
-        DataType::UInt64 => K::U64(array.as_primitive::<UInt64Type>().value(0)),
-        DataType::Float32 => K::F32(array.as_primitive::<Float32Type>().value(0)),
-        DataType::Float64 => K::F64(array.as_primitive::<Float64Type>().value(0)),
-        DataType::Utf8 => K::Str(array.as_string::<i32>().value(0).to_owned()),
-        DataType::LargeUtf8 => K::Str(array.as_string::<i64>().value(0).to_owned()),
-        DataType::Binary => K::Bytes(array.as_binary::<i32>().value(0).to_vec()),
-        DataType::LargeBinary => K::Bytes(array.as_binary::<i64>().value(0).to_vec()),
-        other => return Err(CliError::usage(format!("a {other} column cannot be part of a key"))),
-    })
+    OwnedKeyValue::from_array(array, 0).map_err(|e| CliError::usage(e.to_string()))
 }
 
 /// Key values for the leading `texts.len()` columns of `columns` (a

@@ -252,7 +252,7 @@ fn close_releases_the_directory_while_a_table_handle_lives() {
     let t = create(&db, "t");
     db.close().expect("close");
     let fs2 = fs.clone();
-    let reopened = within("reopen", LIMIT, move || Db::open(DB, options(&fs2)).map(Db::close));
+    let reopened = within("reopen", LIMIT, move || Db::open(DB, options(&fs2)).map(|db| db.close()));
     assert!(matches!(reopened, Ok(Ok(()))), "reopen after close with a live handle: {reopened:?}");
     drop(t);
 }

@@ -342,20 +342,20 @@ fn check_contents(db: &Db, kv: &Model, rows: &BTreeMap<String, i64>, when: &str)
 
 /// The workload of a case whose options were accepted: writes, flush,
 /// more writes, `compact_range`, reads, reopen, reads, more writes, reopen.
-fn workload(db: Db, fs: &MemFs, o: &Options, p: &Progress) -> Result<(), String> {
+fn workload(db: &Db, fs: &MemFs, o: &Options, p: &Progress) -> Result<(), String> {
     let (mut kv, mut rows) = (Model::new(), BTreeMap::new());
     let t = db
         .create_table("t", table_schema(), &["k"], TableOptions::default())
         .map_err(|e| format!("create_table: {e}"))?;
-    write_kv(&db, o, 0..KV_KEYS / 2, &mut kv, p)?;
-    write_table(&db, &t, o, 0..TABLE_ROWS / 2, &mut rows, p)?;
+    write_kv(db, o, 0..KV_KEYS / 2, &mut kv, p)?;
+    write_table(db, &t, o, 0..TABLE_ROWS / 2, &mut rows, p)?;
     db.flush().map_err(|e| format!("flush: {e}"))?;
     p.step();
-    write_kv(&db, o, KV_KEYS / 2..KV_KEYS, &mut kv, p)?;
-    write_table(&db, &t, o, TABLE_ROWS / 2..TABLE_ROWS, &mut rows, p)?;
+    write_kv(db, o, KV_KEYS / 2..KV_KEYS, &mut kv, p)?;
+    write_table(db, &t, o, TABLE_ROWS / 2..TABLE_ROWS, &mut rows, p)?;
     db.compact_range::<&[u8]>(..).map_err(|e| format!("compact_range: {e}"))?;
     p.step();
-    check_contents(&db, &kv, &rows, "after compact_range")?;
+    check_contents(db, &kv, &rows, "after compact_range")?;
     drop(t);
     db.close().map_err(|e| format!("close: {e}"))?;
     p.step();
@@ -399,7 +399,7 @@ fn run_case(case: &Case, p: &Progress) -> Result<Verdict, String> {
             }
         }
         Err(e) => Err(format!("Db::open failed with {e}; expected Ok or InvalidArgument")),
-        Ok(db) => workload(db, &fs, &o, p).map(|()| Verdict::Worked),
+        Ok(db) => workload(&db, &fs, &o, p).map(|()| Verdict::Worked),
     }
 }
 

@@ -398,8 +398,11 @@ impl Db {
     /// Syncs the WAL, stops the background threads and releases the
     /// directory, reporting any error (dropping a `Db` does the same but
     /// cannot report, and does not sync). Handles that outlive it (tables,
-    /// snapshots, iterators, scans) get [`Error::Closed`] from every call.
-    pub fn close(self) -> Result<()> {
+    /// snapshots, iterators, scans) get [`Error::Closed`] from every call,
+    /// as does this `Db`: it takes `&self` so that a database shared in an
+    /// `Arc` (by a SQL session, or a Python handle) can be closed while
+    /// other owners remain. A second call does nothing.
+    pub fn close(&self) -> Result<()> {
         let synced = self.shut_down(true);
         let bg_error = self.inner.jobs.state.lock().error.as_ref().map(Error::duplicate);
         synced?;

@@ -56,6 +56,15 @@ impl Snapshot {
     }
 }
 
+/// Another handle on the same moment: the versions it reads stay until
+/// every handle is dropped.
+impl Clone for Snapshot {
+    fn clone(&self) -> Snapshot {
+        *self.inner.snapshots.lock().entry(self.seqno).or_insert(0) += 1;
+        Snapshot { inner: self.inner.clone(), seqno: self.seqno }
+    }
+}
+
 impl Drop for Snapshot {
     fn drop(&mut self) {
         let mut live = self.inner.snapshots.lock();

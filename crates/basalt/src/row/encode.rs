@@ -239,3 +239,60 @@ pub fn key_value_of<'b>(data_type: &DataType, b: &'b [u8]) -> KeyValue<'b> {
         _ => KeyValue::Bytes(b),
     }
 }
+
+impl key::OwnedKeyValue {
+    /// The key value of element `row` of `array`, an array of a type a key
+    /// column may have (as the engine encodes it: dates and timestamps as
+    /// their integers, strings and binaries as bytes). For callers that
+    /// turn typed input (a command line's text, a Python value) into the
+    /// key of a point read or a range bound.
+    pub fn from_array(array: &dyn Array, row: usize) -> Result<key::OwnedKeyValue> {
+        use arrow_array::cast::AsArray;
+        use arrow_array::types::{
+            Date32Type, Date64Type, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type,
+            TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType, TimestampSecondType,
+            UInt8Type, UInt16Type, UInt32Type, UInt64Type,
+        };
+        use key::OwnedKeyValue as K;
+        if row >= array.len() || array.is_null(row) {
+            return Err(Error::InvalidArgument(format!(
+                "a key value must be present: element {row} of the {} array is {}",
+                array.data_type(),
+                if row >= array.len() { "missing" } else { "null" }
+            )));
+        }
+        Ok(match array.data_type() {
+            DataType::Boolean => K::Bool(array.as_boolean().value(row)),
+            DataType::Int8 => K::I8(array.as_primitive::<Int8Type>().value(row)),
+            DataType::Int16 => K::I16(array.as_primitive::<Int16Type>().value(row)),
+            DataType::Int32 => K::I32(array.as_primitive::<Int32Type>().value(row)),
+            DataType::Date32 => K::I32(array.as_primitive::<Date32Type>().value(row)),
+            DataType::Int64 => K::I64(array.as_primitive::<Int64Type>().value(row)),
+            DataType::Date64 => K::I64(array.as_primitive::<Date64Type>().value(row)),
+            DataType::Timestamp(TimeUnit::Second, _) => {
+                K::I64(array.as_primitive::<TimestampSecondType>().value(row))
+            }
+            DataType::Timestamp(TimeUnit::Millisecond, _) => {
+                K::I64(array.as_primitive::<TimestampMillisecondType>().value(row))
+            }
+            DataType::Timestamp(TimeUnit::Microsecond, _) => {
+                K::I64(array.as_primitive::<TimestampMicrosecondType>().value(row))
+            }
+            DataType::Timestamp(TimeUnit::Nanosecond, _) => {
+                K::I64(array.as_primitive::<TimestampNanosecondType>().value(row))
+            }
+            DataType::UInt8 => K::U8(array.as_primitive::<UInt8Type>().value(row)),
+            DataType::UInt16 => K::U16(array.as_primitive::<UInt16Type>().value(row)),
+            DataType::UInt32 => K::U32(array.as_primitive::<UInt32Type>().value(row)),
+            DataType::UInt64 => K::U64(array.as_primitive::<UInt64Type>().value(row)),
+            DataType::Float32 => K::F32(array.as_primitive::<Float32Type>().value(row)),
+            DataType::Float64 => K::F64(array.as_primitive::<Float64Type>().value(row)),
+            DataType::Utf8 => K::Str(array.as_string::<i32>().value(row).to_owned()),
+            DataType::LargeUtf8 => K::Str(array.as_string::<i64>().value(row).to_owned()),
+            DataType::Binary => K::Bytes(array.as_binary::<i32>().value(row).to_vec()),
+            DataType::LargeBinary => K::Bytes(array.as_binary::<i64>().value(row).to_vec()),
+            DataType::FixedSizeBinary(_) => K::Bytes(array.as_fixed_size_binary().value(row).to_vec()),
+            other => return Err(Error::InvalidArgument(format!("a {other} value cannot be part of a key"))),
+        })
+    }
+}

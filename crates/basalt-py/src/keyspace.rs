@@ -1,0 +1,398 @@
+//! Key-value access as a Python mapping: `Keyspace` (and `Database`,
+//! which is its default keyspace) behaves like a `dict` of `bytes` to
+//! `bytes` whose iteration is in key order, and `KeyIterator` walks a key
+//! range a chunk at a time.
+
+use std::collections::VecDeque;
+use std::ops::Bound as Edge;
+
+use basalt::{Bytes, DbIterator, Direction, ReadOptions, WriteOptions};
+use parking_lot::Mutex;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList, PyTuple};
+
+use crate::convert::binary;
+use crate::errors::{self, IntoPy};
+use crate::snapshot::Snapshot;
+use crate::state::Shared;
+
+/// A named key-value space of a database: its own keys, sharing the
+/// database's log, caches and write budget (RocksDB's column families).
+/// Writes to several keyspaces commit atomically in one `WriteBatch`.
+#[pyclass(module = "basalt", subclass, frozen)]
+pub struct Keyspace {
+    pub(crate) state: Shared,
+    pub(crate) keyspace: basalt::Keyspace,
+}
+
+/// A key range in bytes, as the engine's iterators take it.
+type ByteRange = (Edge<Vec<u8>>, Edge<Vec<u8>>);
+
+/// The smallest key above every key starting with `prefix` (`None`: the
+/// prefix is all `0xff`, nothing is above it).
+fn after_prefix(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < u8::MAX {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}
+
+/// `[start, end)` intersected with the keys starting with `prefix`.
+fn byte_range(
+    start: Option<&Bound<'_, PyAny>>,
+    end: Option<&Bound<'_, PyAny>>,
+    prefix: Option<&Bound<'_, PyAny>>,
+) -> PyResult<ByteRange> {
+    let mut lower = match start {
+        Some(s) => Edge::Included(binary(s, "start")?.into_owned()),
+        None => Edge::Unbounded,
+    };
+    let mut upper = match end {
+        Some(e) => Edge::Excluded(binary(e, "end")?.into_owned()),
+        None => Edge::Unbounded,
+    };
+    if let Some(p) = prefix {
+        let p = binary(p, "prefix")?.into_owned();
+        if !matches!(&lower, Edge::Included(s) if *s >= p) {
+            lower = Edge::Included(p.clone());
+        }
+        if let Some(after) = after_prefix(&p)
+            && !matches!(&upper, Edge::Excluded(e) if *e <= after)
+        {
+            upper = Edge::Excluded(after);
+        }
+    }
+    Ok((lower, upper))
+}
+
+/// What an iterator yields.
+#[derive(Clone, Copy)]
+pub(crate) enum Yield {
+    Keys,
+    Values,
+    Items,
+}
+
+impl Keyspace {
+    pub(crate) fn new(state: Shared, keyspace: basalt::Keyspace) -> Keyspace {
+        Keyspace { state, keyspace }
+    }
+
+    /// The handle, or `ClosedError` once the database closed.
+    fn open(&self, py: Python<'_>) -> PyResult<&basalt::Keyspace> {
+        if self.state.is_closed() {
+            return Err(errors::closed(py));
+        }
+        Ok(&self.keyspace)
+    }
+
+    fn writable(&self, py: Python<'_>, what: &str) -> PyResult<&basalt::Keyspace> {
+        self.state.db_for_write(py, what)?;
+        Ok(&self.keyspace)
+    }
+
+    /// The value of `key` as `bytes`, read with the GIL released.
+    pub(crate) fn read<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'py, PyAny>,
+        snapshot: Option<&basalt::Snapshot>,
+    ) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let keyspace = self.open(py)?;
+        let key = binary(key, "key")?;
+        let opts = ReadOptions::default().snapshot(snapshot);
+        let value: Option<Bytes> = py.detach(|| keyspace.get_opt(&key, &opts)).py_err(py)?;
+        Ok(value.map(|v| PyBytes::new(py, &v)))
+    }
+
+    /// An iterator over a range of this keyspace.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn iterate(
+        &self,
+        py: Python<'_>,
+        what: Yield,
+        start: Option<&Bound<'_, PyAny>>,
+        end: Option<&Bound<'_, PyAny>>,
+        prefix: Option<&Bound<'_, PyAny>>,
+        reverse: bool,
+        snapshot: Option<&basalt::Snapshot>,
+    ) -> PyResult<KeyIterator> {
+        let keyspace = self.open(py)?;
+        let range = byte_range(start, end, prefix)?;
+        let direction = if reverse { Direction::Reverse } else { Direction::Forward };
+        let opts = ReadOptions::default().snapshot(snapshot);
+        let iter = py.detach(|| keyspace.iter_opt(range, direction, &opts));
+        Ok(KeyIterator::new(self.state.clone(), iter, what))
+    }
+}
+
+#[pymethods]
+impl Keyspace {
+    /// The keyspace's name (`"default"` for the database's own).
+    #[getter]
+    fn name(&self) -> &str {
+        self.keyspace.name()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<basalt.Keyspace {:?}>", self.keyspace.name())
+    }
+
+    /// `self[key]`: the value, or `KeyError`.
+    fn __getitem__<'py>(&self, py: Python<'py>, key: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+        self.read(py, key, None)?.ok_or_else(|| errors::missing_key(key.clone().unbind()))
+    }
+
+    /// `self[key] = value`: an unsynced put.
+    fn __setitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.put(py, key, value, false)
+    }
+
+    /// `del self[key]`: an unsynced delete. Like `rocksdict` (and unlike a
+    /// `dict`), deleting an absent key is not an error: the delete is a
+    /// tombstone written without reading.
+    fn __delitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.delete(py, key, false)
+    }
+
+    /// `key in self`, without copying the value.
+    fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let keyspace = self.open(py)?;
+        let key = binary(key, "key")?;
+        let found = py.detach(|| keyspace.get_with(&key, |_| ())).py_err(py)?;
+        Ok(found.is_some())
+    }
+
+    /// The value of `key`, or `default`.
+    #[pyo3(signature = (key, default=None))]
+    fn get<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'py, PyAny>,
+        default: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        Ok(match self.read(py, key, None)? {
+            Some(v) => Some(v.into_any()),
+            None => default,
+        })
+    }
+
+    /// Sets `key` to `value`; with `sync=True` the write is on disk (the
+    /// log fsynced) before this returns.
+    #[pyo3(signature = (key, value, sync=false))]
+    fn put(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+        sync: bool,
+    ) -> PyResult<()> {
+        let keyspace = self.writable(py, "put")?;
+        let key = binary(key, "key")?;
+        let value = binary(value, "value")?;
+        let opts = WriteOptions::default().sync(sync);
+        py.detach(|| keyspace.put_opt(&key, &value, &opts)).py_err(py)
+    }
+
+    /// Deletes `key` (absent or not).
+    #[pyo3(signature = (key, sync=false))]
+    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>, sync: bool) -> PyResult<()> {
+        let keyspace = self.writable(py, "delete")?;
+        let key = binary(key, "key")?;
+        let opts = WriteOptions::default().sync(sync);
+        py.detach(|| keyspace.delete_opt(&key, &opts)).py_err(py)
+    }
+
+    /// The values of `keys`, in order, `None` for an absent key: one call,
+    /// the GIL released once, every key read at the same moment.
+    fn multi_get<'py>(&self, py: Python<'py>, keys: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+        let keyspace = self.open(py)?;
+        let db = self.state.db(py)?;
+        let keys: Vec<Vec<u8>> = keys
+            .try_iter()?
+            .map(|k| binary(&k?, "key").map(std::borrow::Cow::into_owned))
+            .collect::<PyResult<_>>()?;
+        let values: Vec<Option<Bytes>> = py
+            .detach(|| {
+                // One snapshot for all: a write between two reads cannot
+                // show half of itself.
+                let snapshot = db.snapshot();
+                let opts = ReadOptions::default().snapshot(Some(&snapshot));
+                keys.iter().map(|k| keyspace.get_opt(k, &opts)).collect::<basalt::Result<_>>()
+            })
+            .py_err(py)?;
+        PyList::new(py, values.iter().map(|v| v.as_ref().map(|v| PyBytes::new(py, v))))
+    }
+
+    /// The keys in `[start, end)` (and starting with `prefix`), ascending
+    /// or, with `reverse`, descending.
+    #[pyo3(signature = (start=None, end=None, *, prefix=None, reverse=false))]
+    fn keys(
+        &self,
+        py: Python<'_>,
+        start: Option<&Bound<'_, PyAny>>,
+        end: Option<&Bound<'_, PyAny>>,
+        prefix: Option<&Bound<'_, PyAny>>,
+        reverse: bool,
+    ) -> PyResult<KeyIterator> {
+        self.iterate(py, Yield::Keys, start, end, prefix, reverse, None)
+    }
+
+    /// The values of the keys `keys` would yield, in the same order.
+    #[pyo3(signature = (start=None, end=None, *, prefix=None, reverse=false))]
+    fn values(
+        &self,
+        py: Python<'_>,
+        start: Option<&Bound<'_, PyAny>>,
+        end: Option<&Bound<'_, PyAny>>,
+        prefix: Option<&Bound<'_, PyAny>>,
+        reverse: bool,
+    ) -> PyResult<KeyIterator> {
+        self.iterate(py, Yield::Values, start, end, prefix, reverse, None)
+    }
+
+    /// `(key, value)` pairs, as `keys` orders them.
+    #[pyo3(signature = (start=None, end=None, *, prefix=None, reverse=false))]
+    fn items(
+        &self,
+        py: Python<'_>,
+        start: Option<&Bound<'_, PyAny>>,
+        end: Option<&Bound<'_, PyAny>>,
+        prefix: Option<&Bound<'_, PyAny>>,
+        reverse: bool,
+    ) -> PyResult<KeyIterator> {
+        self.iterate(py, Yield::Items, start, end, prefix, reverse, None)
+    }
+
+    /// Iterates over the keys, ascending.
+    fn __iter__(&self, py: Python<'_>) -> PyResult<KeyIterator> {
+        self.iterate(py, Yield::Keys, None, None, None, false, None)
+    }
+
+    /// The number of keys: exact, so it reads every key (with the GIL
+    /// released, values not copied): O(keys), not O(1) as for a `dict`.
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        let keyspace = self.open(py)?;
+        py.detach(|| {
+            let mut n = 0usize;
+            for entry in keyspace.iter::<&[u8]>(..) {
+                entry?;
+                n += 1;
+            }
+            Ok(n)
+        })
+        .py_err(py)
+    }
+
+    /// A consistent view of the database as of now (every keyspace and
+    /// table); a context manager that releases it on exit.
+    fn snapshot(&self, py: Python<'_>) -> PyResult<Snapshot> {
+        Snapshot::take(py, &self.state)
+    }
+
+    /// Compacts the keys in `[start, end)` down the levels (all keys by
+    /// default), with the GIL released.
+    #[pyo3(signature = (start=None, end=None))]
+    fn compact(
+        &self,
+        py: Python<'_>,
+        start: Option<&Bound<'_, PyAny>>,
+        end: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let keyspace = self.writable(py, "compact")?;
+        let range = byte_range(start, end, None)?;
+        py.detach(|| keyspace.compact_range(range)).py_err(py)
+    }
+}
+
+/// Keys, values or pairs of a key range, fetched from the engine a chunk
+/// at a time with the GIL released (a chunk grows from 16 to 1024
+/// entries, so a short walk stays cheap and a long one amortizes the
+/// release). Raises `ClosedError` once its database closed.
+#[pyclass(module = "basalt", frozen)]
+pub struct KeyIterator {
+    state: Shared,
+    what: Yield,
+    inner: Mutex<IterState>,
+}
+
+struct IterState {
+    iter: DbIterator,
+    buffered: VecDeque<(Bytes, Bytes)>,
+    chunk: usize,
+    done: bool,
+}
+
+impl IterState {
+    /// The next chunk of entries (the GIL released by the caller).
+    fn refill(&mut self) -> basalt::Result<()> {
+        let chunk = self.chunk;
+        self.chunk = (chunk * 2).min(1024);
+        for _ in 0..chunk {
+            match self.iter.next() {
+                Some(Ok(kv)) => self.buffered.push_back(kv),
+                Some(Err(e)) => {
+                    self.done = true;
+                    return Err(e);
+                }
+                None => {
+                    self.done = true;
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl KeyIterator {
+    pub(crate) fn new(state: Shared, iter: DbIterator, what: Yield) -> KeyIterator {
+        KeyIterator {
+            state,
+            what,
+            inner: Mutex::new(IterState { iter, buffered: VecDeque::new(), chunk: 16, done: false }),
+        }
+    }
+}
+
+#[pymethods]
+impl KeyIterator {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        if self.state.is_closed() {
+            return Err(errors::closed(py));
+        }
+        // The lock is never held across a release of the GIL (another
+        // thread holding the GIL and waiting for it would deadlock): the
+        // buffered entry is taken with the GIL held, a refill takes the
+        // lock with the GIL released.
+        let buffered = self.inner.lock().buffered.pop_front();
+        let entry = match buffered {
+            Some(entry) => Some(entry),
+            None => py
+                .detach(|| {
+                    let mut state = self.inner.lock();
+                    if state.buffered.is_empty() && !state.done {
+                        state.refill()?;
+                    }
+                    Ok(state.buffered.pop_front())
+                })
+                .py_err(py)?,
+        };
+        let Some((key, value)) = entry else {
+            return Ok(None);
+        };
+        Ok(Some(match self.what {
+            Yield::Keys => PyBytes::new(py, &key).into_any(),
+            Yield::Values => PyBytes::new(py, &value).into_any(),
+            Yield::Items => PyTuple::new(py, [PyBytes::new(py, &key), PyBytes::new(py, &value)])?.into_any(),
+        }))
+    }
+}

@@ -1,0 +1,42 @@
+//! Basalt for Python: the extension module `basalt._basalt`, which the
+//! pure-Python package `basalt` (in `python/basalt`) re-exports.
+//!
+//! Every engine call that can block — I/O, scans, writes, SQL — runs with
+//! the GIL released; every handle is thread-safe; engine errors become
+//! `basalt.Error` subclasses and a Rust panic never reaches Python as
+//! anything but pyo3's `PanicException` (there are none by design: the
+//! engine returns errors).
+
+// Doc comments here are the Python docstrings `help()` shows, written for
+// Python readers (no Markdown backticks around DataFrame or PyCapsule);
+// keyword-rich Python signatures take many arguments; pyo3 hands
+// arguments over owned.
+#![allow(clippy::doc_markdown, clippy::too_many_arguments, clippy::needless_pass_by_value)]
+
+mod batch;
+mod convert;
+mod database;
+mod errors;
+mod keyspace;
+mod scan;
+mod snapshot;
+mod sql;
+mod state;
+mod table;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _basalt(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    errors::register(m)?;
+    m.add_function(wrap_pyfunction!(database::open, m)?)?;
+    m.add_class::<database::Database>()?;
+    m.add_class::<keyspace::Keyspace>()?;
+    m.add_class::<keyspace::KeyIterator>()?;
+    m.add_class::<snapshot::Snapshot>()?;
+    m.add_class::<batch::WriteBatch>()?;
+    m.add_class::<table::Table>()?;
+    m.add_class::<scan::Scan>()?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

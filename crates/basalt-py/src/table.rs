@@ -1,0 +1,830 @@
+//! `Table`: a Basalt table as Arrow from Python. Writes take any Arrow
+//! data through the PyCapsule interface (pyarrow, polars, pandas through
+//! pyarrow, DuckDB results…); reads give pyarrow objects whose buffers are
+//! the engine's.
+
+use std::ops::Bound as Edge;
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, RecordBatch, UInt32Array, new_null_array};
+use arrow_cast::cast::{CastOptions, can_cast_types, cast_with_options};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use basalt::{
+    CmpOp, Filter, IndexOptions, IndexPredicate, KeyValue, LookupOptions, OwnedKeyValue, Predicate,
+    ScanOptions, ScanPlan, WriteOptions,
+};
+use pyo3::prelude::*;
+use pyo3::types::{PyCapsule, PyDict, PyList, PyTuple};
+use pyo3_arrow::input::AnyRecordBatch;
+use pyo3_arrow::{PyRecordBatch, PySchema, PyTable};
+
+use crate::convert::{self, type_name};
+use crate::errors::{self, IntoPy};
+use crate::scan::{Batches, Scan};
+use crate::snapshot::Snapshot;
+use crate::state::Shared;
+
+/// A table: rows of an Arrow schema, kept in primary-key order, with
+/// secondary indexes. Get it from `Database.create_table` or
+/// `Database.table`.
+#[pyclass(module = "basalt", frozen)]
+pub struct Table {
+    state: Shared,
+    table: basalt::Table,
+}
+
+/// A key range of owned key values.
+type KeyRange = (Edge<Vec<OwnedKeyValue>>, Edge<Vec<OwnedKeyValue>>);
+
+/// Rows per part of a reverse scan: each part is read forwards, then
+/// handed out reversed, one part in memory at a time.
+const REVERSE_PART_ROWS: u64 = 64 * 1024;
+
+impl Table {
+    pub(crate) fn new(state: Shared, table: basalt::Table) -> Table {
+        Table { state, table }
+    }
+
+    /// The engine's handle, or `ClosedError`.
+    pub(crate) fn handle(&self, py: Python<'_>) -> PyResult<&basalt::Table> {
+        if self.state.is_closed() {
+            return Err(errors::closed(py));
+        }
+        Ok(&self.table)
+    }
+
+    fn key_fields(&self) -> Vec<Field> {
+        let schema = self.table.schema();
+        self.table
+            .primary_key()
+            .iter()
+            .filter_map(|name| schema.field_with_name(name).ok().cloned())
+            .collect()
+    }
+
+    /// `data` as a stream of record batches: anything with
+    /// `__arrow_c_stream__` or `__arrow_c_array__`, else whatever
+    /// `pyarrow.table()` accepts (a pandas DataFrame, a dict of columns).
+    fn reader(
+        py: Python<'_>,
+        data: &Bound<'_, PyAny>,
+    ) -> PyResult<Box<dyn arrow_array::RecordBatchReader + Send>> {
+        if let Ok(any) = data.extract::<AnyRecordBatch>() {
+            return any.into_reader();
+        }
+        let converted = py
+            .import("pyarrow")?
+            .call_method1("table", (data,))
+            .map_err(|e| errors::wrong_type(format!("{} is not Arrow data ({e})", type_name(data))))?;
+        converted.extract::<AnyRecordBatch>()?.into_reader()
+    }
+
+    /// Every batch of `data`, conformed to the table's schema.
+    pub(crate) fn conformed_batches(
+        &self,
+        py: Python<'_>,
+        data: &Bound<'_, PyAny>,
+    ) -> PyResult<Vec<RecordBatch>> {
+        let schema = self.table.schema();
+        let reader = Self::reader(py, data)?;
+        py.detach(|| {
+            reader
+                .map(|b| b.map_err(|e| e.to_string()).and_then(|b| conform(&b, &schema)))
+                .collect::<Result<Vec<_>, String>>()
+        })
+        .map_err(|e| errors::schema(py, e))
+    }
+
+    /// Keys as a batch of the key columns: Arrow data naming them, or an
+    /// iterable of keys (a value, or a tuple for a composite key).
+    pub(crate) fn key_batch(&self, py: Python<'_>, keys: &Bound<'_, PyAny>) -> PyResult<RecordBatch> {
+        let fields = self.key_fields();
+        let key_schema = Arc::new(Schema::new(fields.clone()));
+        let is_arrow = keys.hasattr("__arrow_c_stream__")? || keys.hasattr("__arrow_c_array__")?;
+        if is_arrow {
+            let reader = Self::reader(py, keys)?;
+            let batches = reader
+                .map(|b| b.map_err(|e| e.to_string()).and_then(|b| conform(&b, &key_schema)))
+                .collect::<Result<Vec<_>, String>>()
+                .map_err(|e| errors::schema(py, e))?;
+            return arrow_select::concat::concat_batches(&key_schema, &batches)
+                .map_err(|e| errors::schema(py, e.to_string()));
+        }
+        let columns = convert::key_columns(py, keys, &fields)?;
+        RecordBatch::try_new(key_schema, columns).map_err(|e| errors::schema(py, e.to_string()))
+    }
+
+    /// A key range from Python bounds: `start` included, `end` excluded;
+    /// each a key or a key prefix (a shorter tuple).
+    fn range(
+        &self,
+        py: Python<'_>,
+        start: Option<&Bound<'_, PyAny>>,
+        end: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<KeyRange> {
+        let fields = self.key_fields();
+        let lower = match start {
+            Some(s) => Edge::Included(convert::key_values(py, s, &fields, true)?),
+            None => Edge::Unbounded,
+        };
+        let upper = match end {
+            Some(e) => Edge::Excluded(convert::key_values(py, e, &fields, true)?),
+            None => Edge::Unbounded,
+        };
+        Ok((lower, upper))
+    }
+
+    /// A filter from `[(column, op, value), …]`, all of which must hold.
+    fn filter(&self, py: Python<'_>, conditions: &Bound<'_, PyAny>) -> PyResult<Filter> {
+        let schema = self.table.schema();
+        let mut predicates = Vec::new();
+        for condition in conditions.try_iter()? {
+            let condition = condition?;
+            let tuple = condition.cast::<PyTuple>().map_err(|_| {
+                errors::wrong_type(format!(
+                    "where= takes (column, op, value) tuples, not {}",
+                    type_name(&condition)
+                ))
+            })?;
+            if tuple.len() != 3 && tuple.len() != 2 {
+                return Err(errors::wrong_type(format!(
+                    "where= takes (column, op, value) tuples (or (column, 'is null')), not {tuple}"
+                )));
+            }
+            let column: String = tuple.get_item(0)?.extract()?;
+            let op: String = tuple.get_item(1)?.extract()?;
+            let op = match op.to_ascii_lowercase().as_str() {
+                "=" | "==" => CmpOp::Eq,
+                "!=" | "<>" => CmpOp::NotEq,
+                "<" => CmpOp::Lt,
+                "<=" => CmpOp::LtEq,
+                ">" => CmpOp::Gt,
+                ">=" => CmpOp::GtEq,
+                "is null" => CmpOp::IsNull,
+                "is not null" => CmpOp::IsNotNull,
+                other => {
+                    return Err(errors::invalid(
+                        py,
+                        format!("{other:?} is not a comparison: use = != < <= > >= 'is null' 'is not null'"),
+                    ));
+                }
+            };
+            let field = schema.field_with_name(&column).map_err(|_| {
+                errors::invalid(py, format!("where=: table {} has no column {column}", self.table.name()))
+            })?;
+            let literal = match op {
+                CmpOp::IsNull | CmpOp::IsNotNull => new_null_array(field.data_type(), 1),
+                _ => {
+                    let value = tuple.get_item(2).map_err(|_| {
+                        errors::wrong_type(format!("where=: ({column}, {op:?}) needs a value"))
+                    })?;
+                    if value.is_none() {
+                        return Err(errors::invalid(
+                            py,
+                            format!("where=: comparing {column} with None is never true; use 'is null'"),
+                        ));
+                    }
+                    convert::array_of(std::slice::from_ref(&value), field)?
+                }
+            };
+            predicates.push(Predicate::new(column, op, literal));
+        }
+        Ok(Filter::all(predicates))
+    }
+
+    /// Index values (a value or a tuple; `None` is null) for the leading
+    /// columns of index `name`.
+    fn index_values(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        values: &Bound<'_, PyAny>,
+    ) -> PyResult<Vec<Option<OwnedKeyValue>>> {
+        let info =
+            self.table.indexes().into_iter().find(|i| i.name == name).ok_or_else(|| {
+                errors::invalid(py, format!("table {} has no index {name}", self.table.name()))
+            })?;
+        let schema = self.table.schema();
+        let parts: Vec<Bound<'_, PyAny>> = match values.cast::<PyTuple>() {
+            Ok(t) => t.iter().collect(),
+            Err(_) => vec![values.clone()],
+        };
+        if parts.len() > info.columns.len() {
+            return Err(errors::invalid(
+                py,
+                format!("index {name} has {} column(s), {} values given", info.columns.len(), parts.len()),
+            ));
+        }
+        parts
+            .iter()
+            .zip(&info.columns)
+            .map(|(part, column)| {
+                if part.is_none() {
+                    return Ok(None);
+                }
+                let field = schema
+                    .field_with_name(column)
+                    .map_err(|_| errors::invalid(py, format!("no column {column}")))?;
+                let array = convert::array_of(std::slice::from_ref(part), field)?;
+                OwnedKeyValue::from_array(array.as_ref(), 0).py_err(py).map(Some)
+            })
+            .collect()
+    }
+
+    /// The index predicate of `eq=`, `prefix=` or `range=` (exactly one).
+    fn predicate(
+        &self,
+        py: Python<'_>,
+        index: &str,
+        eq: Option<&Bound<'_, PyAny>>,
+        prefix: Option<&Bound<'_, PyAny>>,
+        range: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<OwnedPredicate> {
+        match (eq, prefix, range) {
+            (Some(v), None, None) => Ok(OwnedPredicate::Eq(self.index_values(py, index, v)?)),
+            (None, Some(v), None) => Ok(OwnedPredicate::Prefix(self.index_values(py, index, v)?)),
+            (None, None, Some(r)) => {
+                let (low, high): (Bound<'_, PyAny>, Bound<'_, PyAny>) = r.extract().map_err(|_| {
+                    errors::wrong_type("range= takes a (low, high) pair; either may be None".to_string())
+                })?;
+                let low = if low.is_none() {
+                    Edge::Unbounded
+                } else {
+                    Edge::Included(self.index_values(py, index, &low)?)
+                };
+                let high = if high.is_none() {
+                    Edge::Unbounded
+                } else {
+                    Edge::Excluded(self.index_values(py, index, &high)?)
+                };
+                Ok(OwnedPredicate::Range(low, high))
+            }
+            _ => Err(errors::invalid(py, "give exactly one of eq=, prefix= or range=".to_string())),
+        }
+    }
+
+    /// The batches of a scan over `range`: forwards, or backwards part by
+    /// part (each part read forwards, then reversed).
+    fn batches(
+        &self,
+        range: KeyRange,
+        projection: Option<Vec<String>>,
+        filter: Option<Filter>,
+        batch_size: usize,
+        reverse: bool,
+        snapshot: Option<&basalt::Snapshot>,
+        db: &basalt::Db,
+    ) -> basalt::Result<(Batches, String, SchemaRef)> {
+        let table = self.table.clone();
+        let borrowed = (borrow_edge(&range.0), borrow_edge(&range.1));
+        let opts = ScanOptions::default()
+            .range(borrowed.clone())
+            .projection(projection.clone())
+            .filter(filter.clone())
+            .batch_size(batch_size)
+            .snapshot(snapshot);
+        let scan = table.scan(opts)?;
+        let plan = match scan.plan() {
+            ScanPlan::Index { index, .. } => format!("index {index}"),
+            _ => "key range".to_string(),
+        };
+        let schema = scan.schema();
+        if !reverse {
+            return Ok((Box::new(scan), plan, schema));
+        }
+        drop(scan);
+        let rows = table.estimate()?.rows;
+        let parts = (rows / REVERSE_PART_ROWS).clamp(1, 4096) as usize;
+        let parts = table.split_range(&borrowed, parts)?;
+        // One moment for every part.
+        let pinned = snapshot.cloned().unwrap_or_else(|| db.snapshot());
+        let iter = parts.into_iter().rev().flat_map(move |part| {
+            let range = (borrow_edge(&part.0), borrow_edge(&part.1));
+            let opts = ScanOptions::default()
+                .range(range)
+                .projection(projection.clone())
+                .filter(filter.clone())
+                .batch_size(batch_size)
+                .snapshot(Some(&pinned));
+            let read: basalt::Result<Vec<RecordBatch>> = table.scan(opts).and_then(Iterator::collect);
+            let out: Vec<basalt::Result<RecordBatch>> = match read {
+                Ok(batches) => batches.iter().rev().map(reversed).collect(),
+                Err(e) => vec![Err(e)],
+            };
+            out
+        });
+        Ok((Box::new(iter), plan, schema))
+    }
+}
+
+/// A predicate with owned values.
+enum OwnedPredicate {
+    Eq(Vec<Option<OwnedKeyValue>>),
+    Prefix(Vec<Option<OwnedKeyValue>>),
+    Range(Edge<Vec<Option<OwnedKeyValue>>>, Edge<Vec<Option<OwnedKeyValue>>>),
+}
+
+fn borrow_values(values: &[Option<OwnedKeyValue>]) -> Vec<Option<KeyValue<'_>>> {
+    values.iter().map(|v| v.as_ref().map(OwnedKeyValue::as_value)).collect()
+}
+
+impl OwnedPredicate {
+    fn borrowed(&self) -> IndexPredicate<'_> {
+        fn edge(e: &Edge<Vec<Option<OwnedKeyValue>>>) -> Edge<Vec<Option<KeyValue<'_>>>> {
+            match e {
+                Edge::Included(v) => Edge::Included(borrow_values(v)),
+                Edge::Excluded(v) => Edge::Excluded(borrow_values(v)),
+                Edge::Unbounded => Edge::Unbounded,
+            }
+        }
+        match self {
+            OwnedPredicate::Eq(v) => IndexPredicate::Eq(borrow_values(v)),
+            OwnedPredicate::Prefix(v) => IndexPredicate::Prefix(borrow_values(v)),
+            OwnedPredicate::Range(low, high) => IndexPredicate::Range(edge(low), edge(high)),
+        }
+    }
+}
+
+fn borrow_edge(edge: &Edge<Vec<OwnedKeyValue>>) -> Edge<Vec<KeyValue<'_>>> {
+    match edge {
+        Edge::Included(v) => Edge::Included(v.iter().map(OwnedKeyValue::as_value).collect()),
+        Edge::Excluded(v) => Edge::Excluded(v.iter().map(OwnedKeyValue::as_value).collect()),
+        Edge::Unbounded => Edge::Unbounded,
+    }
+}
+
+fn reversed(batch: &RecordBatch) -> basalt::Result<RecordBatch> {
+    let n = batch.num_rows() as u32;
+    let order = UInt32Array::from_iter_values((0..n).rev());
+    arrow_select::take::take_record_batch(batch, &order)
+        .map_err(|e| basalt::Error::InvalidArgument(format!("reversing a batch: {e}")))
+}
+
+/// Whether a column of type `from` may be written to a column of type
+/// `to`: the same values in another layout (string and binary flavours,
+/// dictionaries, wider or checked narrower numbers, time units), never a
+/// change of meaning (a string into a number, a float into an integer).
+fn castable(from: &DataType, to: &DataType) -> bool {
+    use DataType as D;
+    if from == to || matches!(from, D::Null) {
+        return true;
+    }
+    if let D::Dictionary(_, values) = from {
+        return castable(values, to);
+    }
+    let strings = |t: &DataType| matches!(t, D::Utf8 | D::LargeUtf8 | D::Utf8View);
+    let binaries = |t: &DataType| matches!(t, D::Binary | D::LargeBinary | D::BinaryView);
+    let ok = (strings(from) && strings(to))
+        || (binaries(from) && binaries(to))
+        || (from.is_integer() && (to.is_integer() || to.is_floating()))
+        || (from.is_floating() && to.is_floating())
+        || (matches!(from, D::Timestamp(..)) && matches!(to, D::Timestamp(..)))
+        || (matches!(from, D::Date32 | D::Date64) && matches!(to, D::Date32 | D::Date64))
+        || (matches!(from, D::Decimal128(..) | D::Decimal256(..))
+            && matches!(to, D::Decimal128(..) | D::Decimal256(..)));
+    ok && can_cast_types(from, to)
+}
+
+/// `batch` with the table's schema: columns matched by name, cast where
+/// `castable` allows (overflow is an error), absent nullable columns null.
+fn conform(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch, String> {
+    let input = batch.schema();
+    if let Some(extra) = input.fields().iter().find(|f| schema.field_with_name(f.name()).is_err()) {
+        let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+        return Err(format!(
+            "the data has a column {} the table does not (columns: {}){}",
+            extra.name(),
+            names.join(", "),
+            if extra.name().starts_with("__index_level") {
+                "; a pandas index: reset_index(drop=True)"
+            } else {
+                ""
+            }
+        ));
+    }
+    let options = CastOptions { safe: false, ..CastOptions::default() };
+    let mut columns: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());
+    for field in schema.fields() {
+        let column = match input.index_of(field.name()) {
+            Ok(i) => {
+                let column = batch.column(i);
+                if column.data_type() == field.data_type() {
+                    column.clone()
+                } else if castable(column.data_type(), field.data_type()) {
+                    cast_with_options(column, field.data_type(), &options)
+                        .map_err(|e| format!("column {}: {e}", field.name()))?
+                } else {
+                    return Err(format!(
+                        "column {} is {} in the table, {} in the data",
+                        field.name(),
+                        field.data_type(),
+                        column.data_type()
+                    ));
+                }
+            }
+            Err(_) if field.is_nullable() => new_null_array(field.data_type(), batch.num_rows()),
+            Err(_) => return Err(format!("the data has no column {} (not nullable)", field.name())),
+        };
+        if !field.is_nullable() && column.null_count() > 0 {
+            return Err(format!("column {} is not nullable, and the data has a null in it", field.name()));
+        }
+        columns.push(column);
+    }
+    RecordBatch::try_new(schema.clone(), columns).map_err(|e| e.to_string())
+}
+
+/// A one-batch scan (get_many, lookup) or a collected one as `pyarrow.Table`.
+fn to_pyarrow(py: Python<'_>, batches: Vec<RecordBatch>, schema: SchemaRef) -> PyResult<Bound<'_, PyAny>> {
+    PyTable::try_new(batches, schema)?.into_pyarrow(py)
+}
+
+#[pymethods]
+impl Table {
+    /// The table's name.
+    #[getter]
+    fn name(&self) -> &str {
+        self.table.name()
+    }
+
+    /// The table's schema, as a `pyarrow.Schema`.
+    #[getter]
+    fn schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        PySchema::new(self.table.schema()).into_pyarrow(py)
+    }
+
+    /// The primary key's columns, in key order.
+    #[getter]
+    fn primary_key(&self) -> Vec<String> {
+        self.table.primary_key()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<basalt.Table {:?} key=({})>", self.table.name(), self.table.primary_key().join(", "))
+    }
+
+    /// Upserts the rows of `data` by primary key, all or none: a
+    /// `pyarrow.Table`, `RecordBatch` or `RecordBatchReader`, a polars or
+    /// pandas DataFrame, or anything with `__arrow_c_stream__` or
+    /// `__arrow_c_array__`. Columns are matched by name and cast where no
+    /// value changes meaning (large strings, dictionaries, narrower
+    /// integers with overflow checked). The whole of `data` is one atomic
+    /// write; for data larger than memory use `bulk_load`.
+    #[pyo3(signature = (data, *, sync=false))]
+    fn write(&self, py: Python<'_>, data: &Bound<'_, PyAny>, sync: bool) -> PyResult<u64> {
+        let db = self.state.db_for_write(py, "write")?;
+        let batches = self.conformed_batches(py, data)?;
+        let table = &self.table;
+        let opts = WriteOptions::default().sync(sync);
+        py.detach(|| {
+            let mut batch = basalt::WriteBatch::new();
+            let mut rows = 0u64;
+            for b in &batches {
+                batch.put_table(table, b)?;
+                rows += b.num_rows() as u64;
+            }
+            db.write_opt(batch, &opts)?;
+            Ok(rows)
+        })
+        .py_err(py)
+    }
+
+    /// Streams `data` (as `write` takes it, of any size) into the table
+    /// one input batch at a time with the GIL released, and returns the
+    /// rows written. Each batch is atomic, the whole load is not: a failure
+    /// leaves the batches before it written. (Direct SST ingestion, which
+    /// would make it one atomic step, is future work.)
+    #[pyo3(signature = (data, *, sync=true))]
+    fn bulk_load(&self, py: Python<'_>, data: &Bound<'_, PyAny>, sync: bool) -> PyResult<u64> {
+        let db = self.state.db_for_write(py, "bulk_load")?;
+        let reader = Self::reader(py, data)?;
+        let schema = self.table.schema();
+        let table = &self.table;
+        let result: Result<u64, PyErrLater> = py.detach(|| {
+            let mut rows = 0u64;
+            for batch in reader {
+                let batch = batch.map_err(|e| PyErrLater::Schema(e.to_string()))?;
+                let batch = conform(&batch, &schema).map_err(PyErrLater::Schema)?;
+                table.write(&batch).map_err(PyErrLater::Engine)?;
+                rows += batch.num_rows() as u64;
+            }
+            if sync {
+                db.sync_wal().map_err(PyErrLater::Engine)?;
+            }
+            Ok(rows)
+        });
+        result.map_err(|e| e.into_py(py))
+    }
+
+    /// Deletes the rows whose keys are `keys` (an iterable of keys — a
+    /// value each, or a tuple for a composite key — or Arrow data of the
+    /// key columns); absent keys are ignored. Atomic.
+    #[pyo3(signature = (keys, *, sync=false))]
+    fn delete(&self, py: Python<'_>, keys: &Bound<'_, PyAny>, sync: bool) -> PyResult<()> {
+        let db = self.state.db_for_write(py, "delete")?;
+        let keys = self.key_batch(py, keys)?;
+        let table = &self.table;
+        let opts = WriteOptions::default().sync(sync);
+        py.detach(|| {
+            let mut batch = basalt::WriteBatch::new();
+            batch.delete_table(table, &keys)?;
+            db.write_opt(batch, &opts)
+        })
+        .py_err(py)
+    }
+
+    /// The row with primary key `key` (a value, or a tuple for a composite
+    /// key) as a `dict` of column → Python value, or `None`.
+    #[pyo3(signature = (key, *, columns=None, snapshot=None))]
+    fn get<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'py, PyAny>,
+        columns: Option<Vec<String>>,
+        snapshot: Option<&Bound<'py, Snapshot>>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let table = self.handle(py)?;
+        let key = convert::key_values(py, key, &self.key_fields(), false)?;
+        let borrowed: Vec<KeyValue<'_>> = key.iter().map(OwnedKeyValue::as_value).collect();
+        let row = match snapshot {
+            Some(s) => s.get().with(py, |s| {
+                let opts = basalt::ReadOptions::default().snapshot(Some(s));
+                py.detach(|| table.get_opt(&borrowed, &opts)).py_err(py)
+            })?,
+            None => py.detach(|| table.get(&borrowed)).py_err(py)?,
+        };
+        let Some(row) = row else { return Ok(None) };
+        let row = match &columns {
+            Some(names) => project(py, &row, names)?,
+            None => row,
+        };
+        let rows = PyRecordBatch::new(row).into_pyarrow(py)?.call_method0("to_pylist")?;
+        Ok(Some(rows.get_item(0)?))
+    }
+
+    /// The rows whose keys are in `keys` (as `delete` takes them), in the
+    /// order asked, absent keys left out, as a `pyarrow.Table`.
+    #[pyo3(signature = (keys, *, columns=None))]
+    fn get_many<'py>(
+        &self,
+        py: Python<'py>,
+        keys: &Bound<'py, PyAny>,
+        columns: Option<Vec<String>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let table = self.handle(py)?;
+        let keys = self.key_batch(py, keys)?;
+        let rows = py.detach(|| table.get_many(&keys)).py_err(py)?;
+        let rows = match &columns {
+            Some(names) => project(py, &rows, names)?,
+            None => rows,
+        };
+        let schema = rows.schema();
+        to_pyarrow(py, vec![rows], schema)
+    }
+
+    /// A scan of the rows in key order (descending with `reverse`) as a
+    /// `Scan`, a stream of record batches (see `Scan`): keys from `start`
+    /// (included) to `end` (excluded), each a key or a key prefix; only
+    /// `columns`; only rows meeting every `(column, op, value)` of `where`
+    /// (answered by an index when one fits, blocks skipped by zone maps).
+    #[pyo3(signature = (*, columns=None, r#where=None, start=None, end=None, reverse=false, batch_size=None, snapshot=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn scan(
+        &self,
+        py: Python<'_>,
+        columns: Option<Vec<String>>,
+        r#where: Option<&Bound<'_, PyAny>>,
+        start: Option<&Bound<'_, PyAny>>,
+        end: Option<&Bound<'_, PyAny>>,
+        reverse: bool,
+        batch_size: Option<usize>,
+        snapshot: Option<&Bound<'_, Snapshot>>,
+    ) -> PyResult<Scan> {
+        self.handle(py)?;
+        let range = self.range(py, start, end)?;
+        let filter = r#where.map(|w| self.filter(py, w)).transpose()?;
+        if batch_size == Some(0) {
+            return Err(errors::invalid(py, "batch_size must be at least 1".to_string()));
+        }
+        let batch_size = batch_size.unwrap_or(0);
+        let db = self.state.db(py)?;
+        let made = match snapshot {
+            Some(s) => s.get().with(py, |s| {
+                py.detach(|| self.batches(range, columns, filter, batch_size, reverse, Some(s), &db))
+                    .py_err(py)
+            })?,
+            None => py
+                .detach(|| self.batches(range, columns, filter, batch_size, reverse, None, &db))
+                .py_err(py)?,
+        };
+        let (batches, plan, schema) = made;
+        Ok(Scan::new(self.state.clone(), schema, batches, plan))
+    }
+
+    /// `scan(...).read_all()`: the rows as one `pyarrow.Table`.
+    #[pyo3(signature = (*, columns=None, r#where=None, start=None, end=None, reverse=false, snapshot=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn to_arrow<'py>(
+        &self,
+        py: Python<'py>,
+        columns: Option<Vec<String>>,
+        r#where: Option<&Bound<'py, PyAny>>,
+        start: Option<&Bound<'py, PyAny>>,
+        end: Option<&Bound<'py, PyAny>>,
+        reverse: bool,
+        snapshot: Option<&Bound<'py, Snapshot>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let scan = self.scan(py, columns, r#where, start, end, reverse, None, snapshot)?;
+        Bound::new(py, scan)?.call_method0("read_all")
+    }
+
+    /// `to_arrow(...).to_pandas()`.
+    #[pyo3(signature = (*, columns=None, r#where=None, start=None, end=None, reverse=false, snapshot=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn to_pandas<'py>(
+        &self,
+        py: Python<'py>,
+        columns: Option<Vec<String>>,
+        r#where: Option<&Bound<'py, PyAny>>,
+        start: Option<&Bound<'py, PyAny>>,
+        end: Option<&Bound<'py, PyAny>>,
+        reverse: bool,
+        snapshot: Option<&Bound<'py, Snapshot>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.to_arrow(py, columns, r#where, start, end, reverse, snapshot)?.call_method0("to_pandas")
+    }
+
+    /// `polars.from_arrow(to_arrow(...))` (polars keeps Arrow's buffers).
+    #[pyo3(signature = (*, columns=None, r#where=None, start=None, end=None, reverse=false, snapshot=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn to_polars<'py>(
+        &self,
+        py: Python<'py>,
+        columns: Option<Vec<String>>,
+        r#where: Option<&Bound<'py, PyAny>>,
+        start: Option<&Bound<'py, PyAny>>,
+        end: Option<&Bound<'py, PyAny>>,
+        reverse: bool,
+        snapshot: Option<&Bound<'py, Snapshot>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let table = self.to_arrow(py, columns, r#where, start, end, reverse, snapshot)?;
+        py.import("polars")?.call_method1("from_arrow", (table,))
+    }
+
+    /// The whole table as an Arrow C stream (PyCapsule interface), so
+    /// `pyarrow.table(t)`, `polars.DataFrame(t)` or DuckDB read it directly.
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyCapsule>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let scan = Bound::new(py, self.scan(py, None, None, None, None, false, None, None)?)?;
+        scan.call_method1("__arrow_c_stream__", (requested_schema,))
+    }
+
+    /// Builds a secondary index on `columns` (backfilled now, kept by every
+    /// later write): `unique` refuses two rows with the same values;
+    /// `include` stores more columns in the index so lookups needing only
+    /// them never read the rows.
+    #[pyo3(signature = (name, columns, *, unique=false, include=None))]
+    fn create_index(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        columns: Vec<String>,
+        unique: bool,
+        include: Option<Vec<String>>,
+    ) -> PyResult<()> {
+        self.state.db_for_write(py, "create_index")?;
+        let refs: Vec<&str> = columns.iter().map(String::as_str).collect();
+        let opts = IndexOptions::default().unique(unique).include(include.unwrap_or_default());
+        let table = &self.table;
+        py.detach(|| table.create_index(name, &refs, opts)).py_err(py)
+    }
+
+    /// Drops index `name`.
+    fn drop_index(&self, py: Python<'_>, name: &str) -> PyResult<()> {
+        self.state.db_for_write(py, "drop_index")?;
+        let table = &self.table;
+        py.detach(|| table.drop_index(name)).py_err(py)
+    }
+
+    /// The table's indexes: `[{"name", "columns", "include", "unique"}]`.
+    fn indexes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        self.handle(py)?;
+        let list = PyList::empty(py);
+        for info in self.table.indexes() {
+            let d = PyDict::new(py);
+            d.set_item("name", &info.name)?;
+            d.set_item("columns", &info.columns)?;
+            d.set_item("include", &info.include)?;
+            d.set_item("unique", info.unique)?;
+            list.append(d)?;
+        }
+        Ok(list)
+    }
+
+    /// The rows an index selects, in index order, as a `pyarrow.Table`:
+    /// `eq=` every indexed column equal (a value, or a tuple for several
+    /// columns; `None` in a tuple matches null: `eq=(None,)`, since a bare
+    /// `eq=None` means "not given"), `prefix=` the leading columns equal,
+    /// or `range=(low, high)` low included, high excluded (either `None`).
+    #[pyo3(signature = (index, *, eq=None, prefix=None, range=None, columns=None, limit=None, reverse=false, snapshot=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn lookup<'py>(
+        &self,
+        py: Python<'py>,
+        index: &str,
+        eq: Option<&Bound<'py, PyAny>>,
+        prefix: Option<&Bound<'py, PyAny>>,
+        range: Option<&Bound<'py, PyAny>>,
+        columns: Option<Vec<String>>,
+        limit: Option<usize>,
+        reverse: bool,
+        snapshot: Option<&Bound<'py, Snapshot>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let table = self.handle(py)?;
+        let predicate = self.predicate(py, index, eq, prefix, range)?;
+        let run = |s: Option<&basalt::Snapshot>| {
+            let opts = LookupOptions::default()
+                .projection(columns.clone())
+                .limit(limit)
+                .reverse(reverse)
+                .snapshot(s);
+            py.detach(|| table.lookup(index, predicate.borrowed(), opts)).py_err(py)
+        };
+        let rows = match snapshot {
+            Some(s) => s.get().with(py, |s| run(Some(s)))?,
+            None => run(None)?,
+        };
+        let schema = rows.schema();
+        to_pyarrow(py, vec![rows], schema)
+    }
+
+    /// The number of rows an index selects (`eq=`, `prefix=` or `range=`
+    /// as `lookup` takes them), counted from the index alone.
+    #[pyo3(signature = (index, *, eq=None, prefix=None, range=None, snapshot=None))]
+    fn count(
+        &self,
+        py: Python<'_>,
+        index: &str,
+        eq: Option<&Bound<'_, PyAny>>,
+        prefix: Option<&Bound<'_, PyAny>>,
+        range: Option<&Bound<'_, PyAny>>,
+        snapshot: Option<&Bound<'_, Snapshot>>,
+    ) -> PyResult<u64> {
+        let table = self.handle(py)?;
+        let predicate = self.predicate(py, index, eq, prefix, range)?;
+        match snapshot {
+            Some(s) => s
+                .get()
+                .with(py, |s| py.detach(|| table.count_opt(index, predicate.borrowed(), Some(s))).py_err(py)),
+            None => py.detach(|| table.count(index, predicate.borrowed())).py_err(py),
+        }
+    }
+
+    /// Compacts the table (and its indexes) into one sorted run.
+    fn compact(&self, py: Python<'_>) -> PyResult<()> {
+        self.state.db_for_write(py, "compact")?;
+        let table = &self.table;
+        py.detach(|| table.compact()).py_err(py)
+    }
+
+    /// The table as a DataFusion table provider (the FFI capsule the
+    /// `datafusion` Python package registers): `ctx.register_table("t",
+    /// table)` then SQL with projections, filters and limits pushed into
+    /// Basalt's scan.
+    fn __datafusion_table_provider__<'py>(
+        &self,
+        py: Python<'py>,
+        session: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let db = self.state.db(py)?;
+        crate::sql::table_provider(py, db, self.table.name(), session)
+    }
+}
+
+/// `row` with only `names`, in that order.
+fn project(py: Python<'_>, row: &RecordBatch, names: &[String]) -> PyResult<RecordBatch> {
+    let schema = row.schema();
+    let indices = names
+        .iter()
+        .map(|n| schema.index_of(n).map_err(|_| errors::invalid(py, format!("no column {n}"))))
+        .collect::<PyResult<Vec<_>>>()?;
+    row.project(&indices).map_err(|e| errors::invalid(py, e.to_string()))
+}
+
+/// An error made without the GIL, turned into a Python one after.
+enum PyErrLater {
+    Schema(String),
+    Engine(basalt::Error),
+}
+
+impl PyErrLater {
+    fn into_py(self, py: Python<'_>) -> PyErr {
+        match self {
+            PyErrLater::Schema(m) => errors::schema(py, m),
+            PyErrLater::Engine(e) => errors::to_py(py, e),
+        }
+    }
+}

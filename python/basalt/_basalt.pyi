@@ -1,0 +1,324 @@
+"""Type stubs of the extension module ``basalt._basalt`` (re-exported by ``basalt``)."""
+
+from collections.abc import Iterable, Iterator, Sequence
+from os import PathLike
+from types import TracebackType
+from typing import Any, Literal, TypeAlias, final
+
+import pyarrow
+
+__version__: str
+
+BytesLike: TypeAlias = bytes | bytearray | memoryview
+"""Keys and values of the key-value API."""
+
+KeyPart: TypeAlias = Any
+"""One value of a table key or filter: int, float, str, bytes, bool, date, datetime (or an Arrow scalar's Python value)."""
+
+Key: TypeAlias = KeyPart | tuple[KeyPart, ...]
+"""A table key: one value, or a tuple for a composite key (a shorter tuple is a prefix where ranges allow it)."""
+
+Condition: TypeAlias = tuple[str, str, Any] | tuple[str, str]
+"""``(column, op, value)`` with op one of ``= == != <> < <= > >=``, or ``(column, "is null")`` / ``(column, "is not null")``."""
+
+class Error(Exception):
+    """Every error Basalt raises."""
+
+class CorruptionError(Error):
+    """Bytes on disk are not what Basalt wrote."""
+
+    file: str
+    offset: int
+
+class LockedError(Error):
+    """Another handle, in this process or another, holds the database directory."""
+
+class SchemaError(Error, ValueError):
+    """Data does not match the table's schema; nothing was written."""
+
+class ClosedError(Error, RuntimeError):
+    """The database (or the handle) was closed."""
+
+class InvalidArgumentError(Error, ValueError):
+    """An argument Basalt cannot accept; nothing was changed."""
+
+class UniqueViolationError(Error):
+    """A write would give two rows the same value in a unique index; nothing was written."""
+
+    index: str
+    value: str
+
+class BusyError(Error):
+    """The operation cannot run now (a table in use); retry later."""
+
+class DiskError(Error, OSError):
+    """The operating system refused an I/O operation."""
+
+class ReadOnlyError(Error):
+    """A write through a handle opened with ``read_only=True``."""
+
+def open(
+    path: str | PathLike[str],
+    *,
+    create: bool = True,
+    read_only: bool = False,
+    **options: int | bool | str,
+) -> Database:
+    """Opens (and with ``create``, creates) the database in directory ``path``.
+
+    Options are keywords named as the engine's ``Options`` fields
+    (``block_cache_bytes=...``, ``compression="lz4"``, ``auto_compaction=False``...).
+    """
+
+@final
+class KeyIterator(Iterator[Any]):
+    """Keys, values or ``(key, value)`` pairs of a key range, in key order."""
+
+    def __iter__(self) -> KeyIterator: ...
+    def __next__(self) -> Any: ...
+
+class Keyspace:
+    """A ``dict``-like mapping of ``bytes`` to ``bytes`` iterated in key order."""
+
+    @property
+    def name(self) -> str: ...
+    def __getitem__(self, key: BytesLike) -> bytes: ...
+    def __setitem__(self, key: BytesLike, value: BytesLike) -> None: ...
+    def __delitem__(self, key: BytesLike) -> None:
+        """Deletes ``key``; an absent key is not an error (a blind tombstone)."""
+    def __contains__(self, key: BytesLike) -> bool: ...
+    def __iter__(self) -> KeyIterator: ...
+    def __len__(self) -> int:
+        """The exact number of keys: reads every key, O(n)."""
+    def get(self, key: BytesLike, default: bytes | None = None) -> bytes | None: ...
+    def put(self, key: BytesLike, value: BytesLike, sync: bool = False) -> None: ...
+    def delete(self, key: BytesLike, sync: bool = False) -> None: ...
+    def multi_get(self, keys: Iterable[BytesLike]) -> list[bytes | None]: ...
+    def keys(
+        self,
+        start: BytesLike | None = None,
+        end: BytesLike | None = None,
+        *,
+        prefix: BytesLike | None = None,
+        reverse: bool = False,
+    ) -> KeyIterator:
+        """Keys in ``[start, end)`` starting with ``prefix``; yields ``bytes``."""
+    def values(
+        self,
+        start: BytesLike | None = None,
+        end: BytesLike | None = None,
+        *,
+        prefix: BytesLike | None = None,
+        reverse: bool = False,
+    ) -> KeyIterator:
+        """Values of the keys ``keys()`` yields; yields ``bytes``."""
+    def items(
+        self,
+        start: BytesLike | None = None,
+        end: BytesLike | None = None,
+        *,
+        prefix: BytesLike | None = None,
+        reverse: bool = False,
+    ) -> KeyIterator:
+        """``(key, value)`` pairs; yields ``tuple[bytes, bytes]``."""
+    def snapshot(self) -> Snapshot: ...
+    def compact(self, start: BytesLike | None = None, end: BytesLike | None = None) -> None: ...
+
+@final
+class Database(Keyspace):
+    """An open database; its mapping methods are the default keyspace's."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def closed(self) -> bool: ...
+    @property
+    def read_only(self) -> bool: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> Database: ...
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> Literal[False]: ...
+    def write_batch(self) -> WriteBatch: ...
+    def keyspace(self, name: str, *, create: bool = True) -> Keyspace: ...
+    def keyspaces(self) -> list[str]: ...
+    def drop_keyspace(self, name: str) -> None: ...
+    def create_table(self, name: str, schema: Any, primary_key: Sequence[str]) -> Table:
+        """``schema``: a ``pyarrow.Schema`` or anything with ``__arrow_c_schema__``."""
+    def table(self, name: str) -> Table: ...
+    def tables(self) -> list[str]: ...
+    def drop_table(self, name: str) -> None: ...
+    def sql(self, query: str) -> pyarrow.Table: ...
+    def flush(self) -> None: ...
+    def sync(self) -> None: ...
+    def wait_for_background_work(self) -> None: ...
+    def stats(self) -> dict[str, int | float]: ...
+
+@final
+class Snapshot:
+    """A consistent read view of the whole database at one moment."""
+
+    @property
+    def seqno(self) -> int: ...
+    def get(self, key: BytesLike, default: bytes | None = None, *, keyspace: Keyspace | None = None) -> bytes | None: ...
+    def __getitem__(self, key: BytesLike) -> bytes: ...
+    def __contains__(self, key: BytesLike) -> bool: ...
+    def multi_get(self, keys: Iterable[BytesLike], *, keyspace: Keyspace | None = None) -> list[bytes | None]: ...
+    def keys(
+        self,
+        start: BytesLike | None = None,
+        end: BytesLike | None = None,
+        *,
+        prefix: BytesLike | None = None,
+        reverse: bool = False,
+        keyspace: Keyspace | None = None,
+    ) -> KeyIterator: ...
+    def values(
+        self,
+        start: BytesLike | None = None,
+        end: BytesLike | None = None,
+        *,
+        prefix: BytesLike | None = None,
+        reverse: bool = False,
+        keyspace: Keyspace | None = None,
+    ) -> KeyIterator: ...
+    def items(
+        self,
+        start: BytesLike | None = None,
+        end: BytesLike | None = None,
+        *,
+        prefix: BytesLike | None = None,
+        reverse: bool = False,
+        keyspace: Keyspace | None = None,
+    ) -> KeyIterator: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> Snapshot: ...
+    def __exit__(self, *exc: object) -> Literal[False]: ...
+
+@final
+class WriteBatch:
+    """Writes applied atomically: on a clean ``with`` exit, or by ``commit()``."""
+
+    def put(self, key: BytesLike, value: BytesLike, *, keyspace: Keyspace | None = None) -> None: ...
+    def delete(self, key: BytesLike, *, keyspace: Keyspace | None = None) -> None: ...
+    def write(self, table: Table, data: Any) -> None: ...
+    def delete_rows(self, table: Table, keys: Any) -> None: ...
+    def __len__(self) -> int: ...
+    def commit(self, sync: bool = False) -> None: ...
+    def discard(self) -> None: ...
+    def __enter__(self) -> WriteBatch: ...
+    def __exit__(self, *exc: object) -> Literal[False]: ...
+
+@final
+class Scan:
+    """A stream of record batches, shaped like ``pyarrow.RecordBatchReader``."""
+
+    @property
+    def schema(self) -> pyarrow.Schema: ...
+    @property
+    def plan(self) -> str: ...
+    def read_next_batch(self) -> pyarrow.RecordBatch: ...
+    def __iter__(self) -> Scan: ...
+    def __next__(self) -> pyarrow.RecordBatch: ...
+    def read_all(self) -> pyarrow.Table: ...
+    def read_pandas(self) -> Any: ...
+    def to_reader(self) -> pyarrow.RecordBatchReader: ...
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
+    def __arrow_c_schema__(self) -> object: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> Scan: ...
+    def __exit__(self, *exc: object) -> Literal[False]: ...
+
+@final
+class Table:
+    """Rows of an Arrow schema in primary-key order, with secondary indexes."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def schema(self) -> pyarrow.Schema: ...
+    @property
+    def primary_key(self) -> list[str]: ...
+    def write(self, data: Any, *, sync: bool = False) -> int:
+        """Upserts every row of ``data`` atomically; returns the rows written."""
+    def bulk_load(self, data: Any, *, sync: bool = True) -> int:
+        """Streams ``data`` of any size in, one atomic batch at a time."""
+    def delete(self, keys: Iterable[Key] | Any, *, sync: bool = False) -> None: ...
+    def get(
+        self, key: Key, *, columns: Sequence[str] | None = None, snapshot: Snapshot | None = None
+    ) -> dict[str, Any] | None: ...
+    def get_many(self, keys: Iterable[Key] | Any, *, columns: Sequence[str] | None = None) -> pyarrow.Table: ...
+    def scan(
+        self,
+        *,
+        columns: Sequence[str] | None = None,
+        where: Iterable[Condition] | None = None,
+        start: Key | None = None,
+        end: Key | None = None,
+        reverse: bool = False,
+        batch_size: int | None = None,
+        snapshot: Snapshot | None = None,
+    ) -> Scan: ...
+    def to_arrow(
+        self,
+        *,
+        columns: Sequence[str] | None = None,
+        where: Iterable[Condition] | None = None,
+        start: Key | None = None,
+        end: Key | None = None,
+        reverse: bool = False,
+        snapshot: Snapshot | None = None,
+    ) -> pyarrow.Table: ...
+    def to_pandas(
+        self,
+        *,
+        columns: Sequence[str] | None = None,
+        where: Iterable[Condition] | None = None,
+        start: Key | None = None,
+        end: Key | None = None,
+        reverse: bool = False,
+        snapshot: Snapshot | None = None,
+    ) -> Any: ...
+    def to_polars(
+        self,
+        *,
+        columns: Sequence[str] | None = None,
+        where: Iterable[Condition] | None = None,
+        start: Key | None = None,
+        end: Key | None = None,
+        reverse: bool = False,
+        snapshot: Snapshot | None = None,
+    ) -> Any: ...
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
+    def create_index(
+        self, name: str, columns: Sequence[str], *, unique: bool = False, include: Sequence[str] | None = None
+    ) -> None: ...
+    def drop_index(self, name: str) -> None: ...
+    def indexes(self) -> list[dict[str, Any]]: ...
+    def lookup(
+        self,
+        index: str,
+        *,
+        eq: Key | None = None,
+        prefix: Key | None = None,
+        range: tuple[Key | None, Key | None] | None = None,
+        columns: Sequence[str] | None = None,
+        limit: int | None = None,
+        reverse: bool = False,
+        snapshot: Snapshot | None = None,
+    ) -> pyarrow.Table:
+        """Rows an index selects: ``eq=`` (``None`` inside a tuple matches null: ``eq=(None,)``), ``prefix=`` or ``range=(low, high)``."""
+    def count(
+        self,
+        index: str,
+        *,
+        eq: Key | None = None,
+        prefix: Key | None = None,
+        range: tuple[Key | None, Key | None] | None = None,
+        snapshot: Snapshot | None = None,
+    ) -> int: ...
+    def compact(self) -> None: ...
+    def __datafusion_table_provider__(self, session: Any) -> object: ...
