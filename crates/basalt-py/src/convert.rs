@@ -19,7 +19,7 @@ use arrow_array::{
     TimestampMicrosecondArray, UInt64Array,
 };
 use arrow_cast::cast::{CastOptions, cast_with_options};
-use arrow_schema::{DataType, Field};
+use arrow_schema::{DataType, DataType as D, Field};
 use basalt::OwnedKeyValue;
 use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
@@ -68,6 +68,7 @@ enum Kind {
     Bytes,
     DateTime,
     Date,
+    Decimal,
 }
 
 impl Kind {
@@ -81,18 +82,20 @@ impl Kind {
             Kind::Bytes => "bytes",
             Kind::DateTime => "datetime",
             Kind::Date => "date",
+            Kind::Decimal => "Decimal",
         }
     }
 }
 
-/// `datetime.datetime` and `datetime.date`.
-fn datetime_classes(py: Python<'_>) -> PyResult<&(Py<PyType>, Py<PyType>)> {
-    static CLASSES: PyOnceLock<(Py<PyType>, Py<PyType>)> = PyOnceLock::new();
+/// `datetime.datetime`, `datetime.date` and `decimal.Decimal`.
+fn value_classes(py: Python<'_>) -> PyResult<&(Py<PyType>, Py<PyType>, Py<PyType>)> {
+    static CLASSES: PyOnceLock<(Py<PyType>, Py<PyType>, Py<PyType>)> = PyOnceLock::new();
     CLASSES.get_or_try_init(py, || {
         let module = py.import("datetime")?;
         let datetime = module.getattr("datetime")?.cast_into::<PyType>()?.unbind();
         let date = module.getattr("date")?.cast_into::<PyType>()?.unbind();
-        Ok((datetime, date))
+        let decimal = py.import("decimal")?.getattr("Decimal")?.cast_into::<PyType>()?.unbind();
+        Ok((datetime, date, decimal))
     })
 }
 
@@ -113,7 +116,10 @@ fn kind_of(v: &Bound<'_, PyAny>) -> PyResult<Kind> {
     if v.is_instance_of::<PyBytes>() || v.is_instance_of::<PyByteArray>() {
         return Ok(Kind::Bytes);
     }
-    let (datetime, date) = datetime_classes(py)?;
+    let (datetime, date, decimal) = value_classes(py)?;
+    if v.is_instance(decimal.bind(py))? {
+        return Ok(Kind::Decimal);
+    }
     // datetime before date: a datetime is a date.
     if v.is_instance(datetime.bind(py))? {
         return Ok(Kind::DateTime);
@@ -133,7 +139,6 @@ fn kind_of(v: &Bound<'_, PyAny>) -> PyResult<Kind> {
 
 /// Whether a value of `kind` may be cast to a column of `target`.
 fn allowed(kind: Kind, target: &DataType) -> bool {
-    use DataType as D;
     let temporal = matches!(
         target,
         D::Date32 | D::Date64 | D::Timestamp(..) | D::Time32(_) | D::Time64(_) | D::Duration(_)
@@ -149,6 +154,7 @@ fn allowed(kind: Kind, target: &DataType) -> bool {
         Kind::Bytes => matches!(target, D::Binary | D::LargeBinary | D::BinaryView | D::FixedSizeBinary(_)),
         Kind::DateTime => matches!(target, D::Timestamp(..)),
         Kind::Date => matches!(target, D::Date32 | D::Date64 | D::Timestamp(..)),
+        Kind::Decimal => decimal,
     }
 }
 
@@ -170,7 +176,14 @@ pub fn array_of(values: &[Bound<'_, PyAny>], field: &Field) -> PyResult<ArrayRef
         kind = match (kind, k) {
             (a, Kind::Null) => a,
             (Kind::Null, b) => b,
-            (Kind::Int, Kind::Float) | (Kind::Float, Kind::Int) => Kind::Float,
+            // Each value converted exactly to the column's kind of number.
+            (Kind::Int, Kind::Float) | (Kind::Float, Kind::Int) => {
+                if target.is_integer() {
+                    Kind::Int
+                } else {
+                    Kind::Float
+                }
+            }
             (Kind::DateTime, Kind::Date) | (Kind::Date, Kind::DateTime) => Kind::DateTime,
             (a, b) if a == b => a,
             (a, b) => {
@@ -183,43 +196,102 @@ pub fn array_of(values: &[Bound<'_, PyAny>], field: &Field) -> PyResult<ArrayRef
             }
         };
     }
-    let py_array = natural_array(values, kind)?;
+    let py_array = natural_array(values, kind, target)?;
     if kind == Kind::Float && target.is_integer() {
         refuse_fractions(&py_array, field)?;
     }
-    if py_array.data_type() == target {
-        return Ok(py_array);
+    if let (D::Timestamp(_, None), D::Timestamp(_, Some(zone))) = (py_array.data_type(), target) {
+        return Err(errors::wrong_type(format!(
+            "column {} is a timestamp in zone {zone}: give an aware datetime (a naive one names no instant)",
+            field.name()
+        )));
+    }
+    exact_cast(
+        &py_array,
+        field,
+        !matches!(kind, Kind::Str | Kind::Decimal | Kind::Null | Kind::Bytes | Kind::Bool),
+    )
+    .map_err(|e| errors::wrong_type(format!("a value does not fit column {}: {e}", field.name())))
+}
+
+/// `array` cast to `field`'s type, refusing (with `check`) any value the
+/// cast changes — a timestamp cut to whole seconds, a float64 rounded to
+/// float32, an integer above 2^53 into a float — by casting back and
+/// comparing. A key, filter or row then means exactly what was given.
+pub fn exact_cast(array: &ArrayRef, field: &Field, check: bool) -> Result<ArrayRef, String> {
+    let target = field.data_type();
+    if array.data_type() == target {
+        return Ok(array.clone());
     }
     let options = CastOptions { safe: false, ..CastOptions::default() };
-    cast_with_options(&py_array, target, &options).map_err(|e| {
-        errors::wrong_type(format!("a value does not fit column {} ({target}): {e}", field.name()))
-    })
+    let cast = cast_with_options(array, target, &options).map_err(|e| format!("({target}): {e}"))?;
+    if check {
+        let back =
+            cast_with_options(&cast, array.data_type(), &options).map_err(|e| format!("({target}): {e}"))?;
+        // Whole arrays first; element by element only when they differ
+        // (a changed value, or a NaN, which equals nothing).
+        let differs = array.to_data() != back.to_data();
+        if let Some(i) = (0..array.len()).filter(|_| differs).find(|&i| !same_value(array, &back, i)) {
+            return Err(format!(
+                "({target}) cannot hold {} exactly; it would become {}",
+                show(array, i),
+                show(&cast, i)
+            ));
+        }
+    }
+    Ok(cast)
+}
+
+/// Whether element `i` of `a` and `b` (same type) is the same value, NaN
+/// included.
+fn same_value(a: &ArrayRef, b: &ArrayRef, i: usize) -> bool {
+    a.slice(i, 1).to_data() == b.slice(i, 1).to_data()
+        || (a.is_valid(i) && b.is_valid(i) && show(a, i) == show(b, i) && show(a, i).contains("NaN"))
+}
+
+fn show(array: &ArrayRef, i: usize) -> String {
+    arrow_cast::display::array_value_to_string(array, i).unwrap_or_else(|_| "?".to_string())
 }
 
 /// The values as an array of the type their Python type names.
-fn natural_array(values: &[Bound<'_, PyAny>], kind: Kind) -> PyResult<ArrayRef> {
+fn natural_array(values: &[Bound<'_, PyAny>], kind: Kind, target: &DataType) -> PyResult<ArrayRef> {
     Ok(match kind {
         Kind::Null => Arc::new(arrow_array::NullArray::new(values.len())),
         Kind::Bool => Arc::new(
             values.iter().map(|v| opt(v, |v| v.extract::<bool>())).collect::<PyResult<BooleanArray>>()?,
         ),
         Kind::Int => {
-            let signed: PyResult<Int64Array> =
-                values.iter().map(|v| opt(v, |v| v.extract::<i64>())).collect();
+            let signed: PyResult<Int64Array> = values.iter().map(|v| opt(v, whole_number)).collect();
             match signed {
                 Ok(a) => Arc::new(a),
-                // Above i64::MAX: unsigned, or an error naming the value.
-                Err(_) => Arc::new(
+                // Above i64::MAX: unsigned; otherwise the signed error
+                // (it names the value).
+                Err(e) => Arc::new(
                     values
                         .iter()
                         .map(|v| opt(v, |v| v.extract::<u64>()))
-                        .collect::<PyResult<UInt64Array>>()?,
+                        .collect::<PyResult<UInt64Array>>()
+                        .map_err(|_| e)?,
                 ),
             }
         }
-        Kind::Float => Arc::new(
-            values.iter().map(|v| opt(v, |v| v.extract::<f64>())).collect::<PyResult<Float64Array>>()?,
-        ),
+        Kind::Float => {
+            Arc::new(values.iter().map(|v| opt(v, exact_float)).collect::<PyResult<Float64Array>>()?)
+        }
+        Kind::Decimal => {
+            let scale = match target {
+                D::Decimal32(_, s) | D::Decimal64(_, s) | D::Decimal128(_, s) | D::Decimal256(_, s) => {
+                    i64::from(*s)
+                }
+                _ => 0,
+            };
+            Arc::new(
+                values
+                    .iter()
+                    .map(|v| opt(v, |v| decimal_text(v, scale)))
+                    .collect::<PyResult<StringArray>>()?,
+            )
+        }
         Kind::Str => Arc::new(
             values.iter().map(|v| opt(v, |v| v.extract::<String>())).collect::<PyResult<StringArray>>()?,
         ),
@@ -253,6 +325,54 @@ fn natural_array(values: &[Bound<'_, PyAny>], kind: Kind) -> PyResult<ArrayRef> 
             if aware == Some(true) { Arc::new(micros.with_timezone("+00:00")) } else { Arc::new(micros) }
         }
     })
+}
+
+/// An `int` as i64, or a `float` with no fraction as one (for a list
+/// mixing both for an integer column).
+fn whole_number(v: &Bound<'_, PyAny>) -> PyResult<i64> {
+    if v.is_instance_of::<PyFloat>() {
+        let f: f64 = v.extract()?;
+        if f.fract() != 0.0 || !f.is_finite() || f < -(2f64.powi(63)) || f >= 2f64.powi(63) {
+            return Err(errors::wrong_type(format!("{f} is not an integer")));
+        }
+        return Ok(f as i64);
+    }
+    v.extract::<i64>()
+}
+
+/// A `float`, or an `int` a float64 holds exactly.
+fn exact_float(v: &Bound<'_, PyAny>) -> PyResult<f64> {
+    if !v.is_instance_of::<PyFloat>() && v.hasattr("__index__")? {
+        let exact = v.extract::<i64>().ok().filter(|&i| (i as f64) as i64 == i && i != i64::MAX);
+        return exact.map(|i| i as f64).ok_or_else(|| {
+            errors::wrong_type(format!(
+                "{} has no exact float64 value",
+                v.repr().map_or_else(|_| "?".into(), |r| r.to_string())
+            ))
+        });
+    }
+    v.extract::<f64>()
+}
+
+/// A `Decimal` as text for a decimal column of `scale`, refused when it
+/// has more fractional digits than the column keeps.
+fn decimal_text(v: &Bound<'_, PyAny>, scale: i64) -> PyResult<String> {
+    let exponent: i64 =
+        v.call_method0("normalize")?.call_method0("as_tuple")?.getattr("exponent")?.extract().map_err(
+            |_| {
+                errors::wrong_type(format!(
+                    "{} is not a finite Decimal",
+                    v.repr().map_or_else(|_| "?".into(), |r| r.to_string())
+                ))
+            },
+        )?;
+    if exponent < -scale {
+        return Err(errors::wrong_type(format!(
+            "{} has more than {scale} digits after the point",
+            v.str().map_or_else(|_| "?".into(), |r| r.to_string())
+        )));
+    }
+    Ok(v.str()?.to_string())
 }
 
 fn opt<'py, T>(
@@ -347,9 +467,12 @@ pub fn key_columns(py: Python<'_>, keys: &Bound<'_, PyAny>, fields: &[Field]) ->
     let mut columns: Vec<Vec<Bound<'_, PyAny>>> = vec![Vec::new(); fields.len()];
     for key in keys.try_iter()? {
         let key = key?;
-        let parts: Vec<Bound<'_, PyAny>> = match key.cast::<PyTuple>() {
-            Ok(tuple) => tuple.iter().collect(),
-            Err(_) => vec![key.clone()],
+        let parts: Vec<Bound<'_, PyAny>> = if let Ok(tuple) = key.cast::<PyTuple>() {
+            tuple.iter().collect()
+        } else if let Ok(list) = key.cast::<PyList>() {
+            list.iter().collect()
+        } else {
+            vec![key.clone()]
         };
         if parts.len() != fields.len() {
             return Err(errors::invalid(

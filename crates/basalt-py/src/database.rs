@@ -35,6 +35,10 @@ fn options(py: Python<'_>, create: bool, kwargs: Option<&Bound<'_, PyDict>>) -> 
             v.extract::<usize>()
                 .map_err(|_| errors::wrong_type(format!("option {name} takes a non-negative int")))
         };
+        let u32_of = |v: &Bound<'_, PyAny>| -> PyResult<u32> {
+            v.extract::<u32>()
+                .map_err(|_| errors::wrong_type(format!("option {name} takes an int from 0 to 2**32-1")))
+        };
         let bool_of = |v: &Bound<'_, PyAny>| -> PyResult<bool> {
             v.extract::<bool>().map_err(|_| errors::wrong_type(format!("option {name} takes a bool")))
         };
@@ -43,20 +47,20 @@ fn options(py: Python<'_>, create: bool, kwargs: Option<&Bound<'_, PyDict>>) -> 
             "memtable_bytes_max" => o.memtable_bytes_max = usize_of(&value)?,
             "immutable_memtables_max" => o.immutable_memtables_max = usize_of(&value)?,
             "write_buffer_bytes_max" => o.write_buffer_bytes_max = usize_of(&value)?,
-            "write_buffer_soft_percent" => o.write_buffer_soft_percent = usize_of(&value)? as u32,
-            "delayed_write_bytes_per_sec" => o.delayed_write_bytes_per_sec = usize_of(&value)? as u64,
+            "write_buffer_soft_percent" => o.write_buffer_soft_percent = u32_of(&value)?,
+            "delayed_write_bytes_per_sec" => o.delayed_write_bytes_per_sec = usize_of(&value)? as u64, // usize is 64-bit here
             "l0_compaction_trigger" => o.l0_compaction_trigger = usize_of(&value)?,
             "l0_files_slowdown" => o.l0_files_slowdown = usize_of(&value)?,
             "l0_files_stop" => o.l0_files_stop = usize_of(&value)?,
             "level1_bytes_target" => o.level1_bytes_target = usize_of(&value)?,
-            "level_size_ratio" => o.level_size_ratio = usize_of(&value)? as u32,
+            "level_size_ratio" => o.level_size_ratio = u32_of(&value)?,
             "sst_bytes_target" => o.sst_bytes_target = usize_of(&value)?,
             "learned_index" => o.learned_index = bool_of(&value)?,
-            "learned_index_epsilon" => o.learned_index_epsilon = usize_of(&value)? as u32,
+            "learned_index_epsilon" => o.learned_index_epsilon = u32_of(&value)?,
             "timing_stats" => o.timing_stats = bool_of(&value)?,
             "auto_compaction" => o.auto_compaction = bool_of(&value)?,
             "block_bytes_target" => o.block_bytes_target = usize_of(&value)?,
-            "bloom_bits_per_key" => o.bloom_bits_per_key = usize_of(&value)? as u32,
+            "bloom_bits_per_key" => o.bloom_bits_per_key = u32_of(&value)?,
             "block_cache_bytes" => o.block_cache_bytes = usize_of(&value)?,
             "row_cache_bytes" => o.row_cache_bytes = usize_of(&value)?,
             "mmap_reads" => o.mmap_reads = bool_of(&value)?,

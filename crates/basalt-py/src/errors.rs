@@ -136,6 +136,14 @@ pub fn closed(py: Python<'_>) -> PyErr {
     }
 }
 
+/// `ClosedError` for a handle closed by itself (`what` says which).
+pub fn closed_handle(py: Python<'_>, what: &str) -> PyErr {
+    match exceptions(py) {
+        Ok(c) => raise(&c.closed, py, what.to_string()),
+        Err(e) => e,
+    }
+}
+
 /// `ReadOnlyError` for a write through a read-only handle.
 pub fn read_only(py: Python<'_>, what: &str) -> PyErr {
     match exceptions(py) {

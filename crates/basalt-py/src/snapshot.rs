@@ -30,6 +30,20 @@ impl Snapshot {
         Ok(Snapshot { state: state.clone(), view: RwLock::new(Some(db.snapshot())), default })
     }
 
+    /// [`Snapshot::with`] for a read of a handle of `state`'s database:
+    /// `InvalidArgumentError` when the snapshot is of another database.
+    pub(crate) fn with_for<T>(
+        &self,
+        py: Python<'_>,
+        state: &Shared,
+        f: impl FnOnce(&basalt::Snapshot) -> PyResult<T>,
+    ) -> PyResult<T> {
+        if !std::sync::Arc::ptr_eq(&self.state, state) {
+            return Err(errors::invalid(py, "the snapshot belongs to another database".to_string()));
+        }
+        self.with(py, f)
+    }
+
     /// Runs `f` with the engine's snapshot, or raises `ClosedError` when it
     /// (or its database) was closed.
     pub(crate) fn with<T>(
@@ -45,7 +59,7 @@ impl Snapshot {
         let view = self.view.read().clone();
         match view {
             Some(s) => f(&s),
-            None => Err(errors::closed(py)),
+            None => Err(errors::closed_handle(py, "the snapshot was released (closed)")),
         }
     }
 
@@ -73,19 +87,19 @@ impl Snapshot {
         keyspace: Option<Bound<'py, Keyspace>>,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
         let ks = self.keyspace(py, keyspace);
-        let found = self.with(py, |s| ks.get().read(py, key, Some(s)))?;
+        let found = self.with_for(py, &ks.get().state.clone(), |s| ks.get().read(py, key, Some(s)))?;
         Ok(found.map(Bound::into_any).or(default))
     }
 
     fn __getitem__<'py>(&self, py: Python<'py>, key: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
         let ks = self.default.bind(py);
-        self.with(py, |s| ks.get().read(py, key, Some(s)))?
+        self.with_for(py, &ks.get().state.clone(), |s| ks.get().read(py, key, Some(s)))?
             .ok_or_else(|| errors::missing_key(key.clone().unbind()))
     }
 
     fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
         let ks = self.default.bind(py);
-        Ok(self.with(py, |s| ks.get().read(py, key, Some(s)))?.is_some())
+        Ok(self.with_for(py, &ks.get().state.clone(), |s| ks.get().read(py, key, Some(s)))?.is_some())
     }
 
     /// The values of `keys` as of the snapshot, `None` for absent ones.
@@ -112,7 +126,9 @@ impl Snapshot {
         keyspace: Option<Bound<'_, Keyspace>>,
     ) -> PyResult<KeyIterator> {
         let ks = self.keyspace(py, keyspace);
-        self.with(py, |s| ks.get().iterate(py, Yield::Keys, start, end, prefix, reverse, Some(s)))
+        self.with_for(py, &ks.get().state.clone(), |s| {
+            ks.get().iterate(py, Yield::Keys, start, end, prefix, reverse, Some(s))
+        })
     }
 
     /// Values of a range as of the snapshot.
@@ -127,7 +143,9 @@ impl Snapshot {
         keyspace: Option<Bound<'_, Keyspace>>,
     ) -> PyResult<KeyIterator> {
         let ks = self.keyspace(py, keyspace);
-        self.with(py, |s| ks.get().iterate(py, Yield::Values, start, end, prefix, reverse, Some(s)))
+        self.with_for(py, &ks.get().state.clone(), |s| {
+            ks.get().iterate(py, Yield::Values, start, end, prefix, reverse, Some(s))
+        })
     }
 
     /// `(key, value)` pairs of a range as of the snapshot.
@@ -142,7 +160,9 @@ impl Snapshot {
         keyspace: Option<Bound<'_, Keyspace>>,
     ) -> PyResult<KeyIterator> {
         let ks = self.keyspace(py, keyspace);
-        self.with(py, |s| ks.get().iterate(py, Yield::Items, start, end, prefix, reverse, Some(s)))
+        self.with_for(py, &ks.get().state.clone(), |s| {
+            ks.get().iterate(py, Yield::Items, start, end, prefix, reverse, Some(s))
+        })
     }
 
     /// Releases the snapshot (iterators made from it keep reading at it).

@@ -21,6 +21,9 @@ use crate::state::{DbState, runtime};
 
 /// Runs one statement and collects its result (the GIL released).
 pub fn run<'py>(py: Python<'py>, state: &DbState, query: &str) -> PyResult<Bound<'py, PyAny>> {
+    if state.read_only && !reads_only(query) {
+        return Err(errors::read_only(py, "sql (only SELECT, EXPLAIN of a SELECT and SHOW run)"));
+    }
     let ctx = state.session(py)?;
     let rt = runtime(py)?;
     let result: Result<(Vec<RecordBatch>, SchemaRef), String> = py.detach(|| {
@@ -36,6 +39,26 @@ pub fn run<'py>(py: Python<'py>, state: &DbState, query: &str) -> PyResult<Bound
     }
     let (batches, schema) = result.map_err(|e| errors::invalid(py, format!("SQL: {e}")))?;
     PyTable::try_new(batches, schema)?.into_pyarrow(py)
+}
+
+/// Whether every statement of `query` only reads: a query, an `EXPLAIN`
+/// of one (not `EXPLAIN ANALYZE INSERT`, which runs it), `SHOW`, or a
+/// table's description. Anything unparsable counts as a write.
+fn reads_only(query: &str) -> bool {
+    use basalt_datafusion::datafusion::sql::sqlparser::ast::Statement;
+    use basalt_datafusion::datafusion::sql::sqlparser::dialect::GenericDialect;
+    use basalt_datafusion::datafusion::sql::sqlparser::parser::Parser;
+    Parser::parse_sql(&GenericDialect {}, query).is_ok_and(|statements| {
+        statements.iter().all(|s| match s {
+            Statement::Query(_)
+            | Statement::ShowTables { .. }
+            | Statement::ShowColumns { .. }
+            | Statement::ShowVariable { .. }
+            | Statement::ExplainTable { .. } => true,
+            Statement::Explain { statement, .. } => matches!(**statement, Statement::Query(_)),
+            _ => false,
+        })
+    })
 }
 
 /// The FFI codec of a `datafusion` session: the capsule its

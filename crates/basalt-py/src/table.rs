@@ -7,7 +7,7 @@ use std::ops::Bound as Edge;
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch, UInt32Array, new_null_array};
-use arrow_cast::cast::{CastOptions, can_cast_types, cast_with_options};
+use arrow_cast::cast::can_cast_types;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use basalt::{
     CmpOp, Filter, IndexOptions, IndexPredicate, KeyValue, LookupOptions, OwnedKeyValue, Predicate,
@@ -402,7 +402,6 @@ fn conform(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch, Strin
             }
         ));
     }
-    let options = CastOptions { safe: false, ..CastOptions::default() };
     let mut columns: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());
     for field in schema.fields() {
         let column = match input.index_of(field.name()) {
@@ -411,8 +410,22 @@ fn conform(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch, Strin
                 if column.data_type() == field.data_type() {
                     column.clone()
                 } else if castable(column.data_type(), field.data_type()) {
-                    cast_with_options(column, field.data_type(), &options)
-                        .map_err(|e| format!("column {}: {e}", field.name()))?
+                    // Numbers and times are checked to keep every value
+                    // (nanoseconds into microseconds, float64 into float32
+                    // would not); text, binary and dictionaries always do.
+                    let lossless = matches!(
+                        column.data_type(),
+                        DataType::Utf8
+                            | DataType::LargeUtf8
+                            | DataType::Utf8View
+                            | DataType::Binary
+                            | DataType::LargeBinary
+                            | DataType::BinaryView
+                            | DataType::Dictionary(..)
+                            | DataType::Null
+                    );
+                    convert::exact_cast(column, field, !lossless)
+                        .map_err(|e| format!("column {} {e}", field.name()))?
                 } else {
                     return Err(format!(
                         "column {} is {} in the table, {} in the data",
@@ -546,7 +559,7 @@ impl Table {
         let key = convert::key_values(py, key, &self.key_fields(), false)?;
         let borrowed: Vec<KeyValue<'_>> = key.iter().map(OwnedKeyValue::as_value).collect();
         let row = match snapshot {
-            Some(s) => s.get().with(py, |s| {
+            Some(s) => s.get().with_for(py, &self.state, |s| {
                 let opts = basalt::ReadOptions::default().snapshot(Some(s));
                 py.detach(|| table.get_opt(&borrowed, &opts)).py_err(py)
             })?,
@@ -608,7 +621,7 @@ impl Table {
         let batch_size = batch_size.unwrap_or(0);
         let db = self.state.db(py)?;
         let made = match snapshot {
-            Some(s) => s.get().with(py, |s| {
+            Some(s) => s.get().with_for(py, &self.state, |s| {
                 py.detach(|| self.batches(range, columns, filter, batch_size, reverse, Some(s), &db))
                     .py_err(py)
             })?,
@@ -754,7 +767,7 @@ impl Table {
             py.detach(|| table.lookup(index, predicate.borrowed(), opts)).py_err(py)
         };
         let rows = match snapshot {
-            Some(s) => s.get().with(py, |s| run(Some(s)))?,
+            Some(s) => s.get().with_for(py, &self.state, |s| run(Some(s)))?,
             None => run(None)?,
         };
         let schema = rows.schema();
@@ -776,9 +789,9 @@ impl Table {
         let table = self.handle(py)?;
         let predicate = self.predicate(py, index, eq, prefix, range)?;
         match snapshot {
-            Some(s) => s
-                .get()
-                .with(py, |s| py.detach(|| table.count_opt(index, predicate.borrowed(), Some(s))).py_err(py)),
+            Some(s) => s.get().with_for(py, &self.state, |s| {
+                py.detach(|| table.count_opt(index, predicate.borrowed(), Some(s))).py_err(py)
+            }),
             None => py.detach(|| table.count(index, predicate.borrowed())).py_err(py),
         }
     }
