@@ -21,12 +21,12 @@ def main() -> None:
     data = scan_table(rows)
     for block in (4096, 65536):
         path = Path(tempfile.mkdtemp()) / "db"
-        with basalt.open(path, block_bytes_target=block) as db:
+        with basalt.open(path, table_block_bytes_target=block) as db:
             t = db.create_table("t", data.schema, ["id"])
             t.bulk_load(data.to_reader(max_chunksize=65536))
             db.flush()
             t.compact()
-        with basalt.open(path, block_bytes_target=block) as db:
+        with basalt.open(path, table_block_bytes_target=block) as db:
             t = db.table("t")
             t.to_arrow()
             times = []

@@ -132,6 +132,12 @@ pub struct Options {
     /// measured 1.5x more random reads/s than with 16 KiB blocks for a 3%
     /// slower scan (docs/BENCHMARKS.md).
     pub block_bytes_target: usize,
+    /// Target uncompressed size of a table's data block (key-value trees
+    /// and index trees use `block_bytes_target`). 64 KiB: a table scan
+    /// hands out one Arrow batch per block, and per-block costs dominate
+    /// small blocks — a one-column sum scanned 106M rows/s with 4 KiB
+    /// blocks and 824M with 64 KiB (docs/BENCHMARKS.md, issue 19).
+    pub table_block_bytes_target: usize,
     /// Bloom filter bits per key; 0 disables filters. 10 bits give ~1% false
     /// positives, the RocksDB default.
     pub bloom_bits_per_key: u32,
@@ -197,6 +203,7 @@ impl Default for Options {
             timing_stats: false,
             learned_index_epsilon: 8,
             block_bytes_target: 4 << 10,
+            table_block_bytes_target: 64 << 10,
             bloom_bits_per_key: 10,
             compression: Compression::None,
             block_cache_bytes: 64 << 20,

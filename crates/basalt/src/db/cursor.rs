@@ -128,6 +128,26 @@ impl RunCursor {
     }
 }
 
+impl RunCursor {
+    /// Forward: moves past `count` entries of the open file's current
+    /// block (see [`SstIter::skip_in_block`]), into the next file if the
+    /// block was its last.
+    fn skip_in_block(&mut self, count: usize) -> Result<()> {
+        let Some(iter) = &mut self.iter else { return Ok(()) };
+        if !self.forward {
+            for _ in 0..count {
+                self.step()?;
+            }
+            return Ok(());
+        }
+        iter.skip_in_block(count)?;
+        if !iter.valid() {
+            self.enter_next_file()?;
+        }
+        Ok(())
+    }
+}
+
 /// One sorted source of versions, walking in the cursor's direction.
 pub(crate) enum Source {
     Mem(MemCursor),
@@ -143,12 +163,20 @@ impl Source {
         }
     }
 
-    /// The current entry's value bytes (a key-value tree's value, or a
-    /// memtable's encoded row).
-    pub(crate) fn value(&self) -> &[u8] {
+    /// The current entry's user key, sharing the memtable's or the block's
+    /// bytes (no copy); empty when used up.
+    pub(crate) fn key_bytes(&self) -> Bytes {
         match self {
-            Source::Mem(c) => c.value().map_or(&[], |v| v.as_ref()),
-            Source::Run(r) => r.iter.as_ref().map_or(&[], SstIter::value),
+            Source::Mem(c) => c.key().map_or_else(Bytes::new, |k| k.user_key.clone()),
+            Source::Run(r) => r.iter.as_ref().map_or_else(Bytes::new, SstIter::key_bytes),
+        }
+    }
+
+    /// The current entry's value bytes, shared (no copy).
+    pub(crate) fn value_bytes(&self) -> Bytes {
+        match self {
+            Source::Mem(c) => c.value().cloned().unwrap_or_default(),
+            Source::Run(r) => r.iter.as_ref().map_or_else(Bytes::new, SstIter::value_bytes),
         }
     }
 
@@ -209,20 +237,34 @@ impl TreeCursor {
             _ => None,
         };
         let mut sources = Vec::new();
+        // Sources with nothing in the range are left out: every step of a
+        // scan looks at every source.
         for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
-            sources.push(Source::Mem(MemCursor::new(mem.clone(), tree, forward, start)));
+            if !mem.holds_tree(tree) {
+                continue;
+            }
+            let cursor = MemCursor::new(mem.clone(), tree, forward, start);
+            if cursor.key().is_some() {
+                sources.push(Source::Mem(cursor));
+            }
         }
         for (level, level_files) in files.levels.iter().enumerate() {
             let meeting = level_files.iter().filter(|f| file_overlaps(f, range)).cloned();
             if level == 0 {
                 // L0 files overlap each other: each is its own run.
                 for file in meeting {
-                    sources.push(Source::Run(RunCursor::open(readers, tree, vec![file], forward, start)?));
+                    let run = RunCursor::open(readers, tree, vec![file], forward, start)?;
+                    if run.iter.is_some() {
+                        sources.push(Source::Run(run));
+                    }
                 }
             } else {
                 let run: Vec<_> = meeting.collect();
                 if !run.is_empty() {
-                    sources.push(Source::Run(RunCursor::open(readers, tree, run, forward, start)?));
+                    let run = RunCursor::open(readers, tree, run, forward, start)?;
+                    if run.iter.is_some() {
+                        sources.push(Source::Run(run));
+                    }
                 }
             }
         }
@@ -254,6 +296,21 @@ impl TreeCursor {
         self.sources[i].step()
     }
 
+    /// Moves source `i` past `count` entries of its current SST block (no
+    /// further than the block's end), as `count` calls of
+    /// [`TreeCursor::step`] would.
+    pub(crate) fn skip_in_block(&mut self, i: usize, count: usize) -> Result<()> {
+        match &mut self.sources[i] {
+            Source::Run(r) => r.skip_in_block(count),
+            Source::Mem(c) => {
+                for _ in 0..count {
+                    c.step();
+                }
+                Ok(())
+            }
+        }
+    }
+
     /// The source whose current entry comes next: forward, the smallest
     /// internal key (a user key's newest version first); in reverse, the
     /// largest user key.
@@ -271,11 +328,6 @@ impl TreeCursor {
             }
         }
         best.map(|(i, _, _)| i)
-    }
-
-    /// The next user key in iteration order, copied.
-    pub(crate) fn next_user_key(&self) -> Option<Vec<u8>> {
-        self.next_source().and_then(|i| self.sources[i].key()).map(|(k, _)| k.to_vec())
     }
 
     /// The smallest current user key among sources other than `i` (how far
@@ -312,6 +364,29 @@ impl TreeCursor {
             }
         }
         Ok(best)
+    }
+
+    /// The current entry as the newest visible version of its key, and a
+    /// step past it, when one look settles that: going forward, the cursor
+    /// has one source, an SST block of puts of distinct keys none newer
+    /// than `seqno`, and the entry is not the block's last (whose older
+    /// versions may open the next block). `None` (nothing moved)
+    /// otherwise: the caller takes the general path,
+    /// [`TreeCursor::take_versions`].
+    pub(crate) fn next_plain(&mut self, seqno: SeqNo) -> Option<(Bytes, Bytes)> {
+        let [Source::Run(run)] = self.sources.as_mut_slice() else { return None };
+        if !run.forward {
+            return None;
+        }
+        let iter = run.iter.as_mut()?;
+        let (block, pos) = iter.current()?;
+        if pos + 1 >= block.len() || block.plain_rows().is_none_or(|newest| newest > seqno) {
+            return None;
+        }
+        let entry = (block.key_bytes(pos), block.value_bytes(pos));
+        // Not the block's last entry: the step stays within the block.
+        iter.skip_in_block(1).ok()?;
+        Some(entry)
     }
 
     /// Moves every source past the versions of `key`.

@@ -141,7 +141,11 @@ impl DbInner {
         let path = self.dir.join(files::sst(number));
         let file = self.fs.create(&path)?;
         let options = SstWriterOptions {
-            block_bytes_target: self.opts.block_bytes_target,
+            block_bytes_target: if layout.is_some() {
+                self.opts.table_block_bytes_target
+            } else {
+                self.opts.block_bytes_target
+            },
             bloom_bits_per_key: self.opts.bloom_bits_per_key,
             compression: self.opts.compression,
             tree_id: tree,

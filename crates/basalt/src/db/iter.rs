@@ -74,20 +74,31 @@ impl RangeReader {
     /// The next key and its value, or `None` at the end of the range.
     pub(crate) fn next_entry(&mut self) -> Result<Option<(Bytes, Bytes)>> {
         let cursor = &mut self.cursor;
-        while let Some(key) = cursor.next_user_key() {
+        loop {
+            if let Some((key, value)) = cursor.next_plain(self.seqno) {
+                if past_end(&self.range, self.forward, &key) {
+                    return Ok(None);
+                }
+                if !at_excluded_start(&self.range, self.forward, &key) {
+                    return Ok(Some((key, value)));
+                }
+                continue;
+            }
+            let Some(i) = cursor.next_source() else { break };
+            // Keys and values share the memtable's or the block's bytes:
+            // a step copies nothing.
+            let key = cursor.sources()[i].key_bytes();
             if past_end(&self.range, self.forward, &key) {
                 return Ok(None);
             }
-            let newest = cursor.take_versions(&key, self.seqno, |_, s| {
-                s.mem_value().cloned().unwrap_or_else(|| Bytes::copy_from_slice(s.value()))
-            })?;
+            let newest = cursor.take_versions(&key, self.seqno, |_, s| s.value_bytes())?;
             if at_excluded_start(&self.range, self.forward, &key) {
                 continue;
             }
             if let Some((trailer, value)) = newest
                 && matches!(unpack_trailer(trailer), Some((_, Kind::Put)))
             {
-                return Ok(Some((Bytes::from(key), value)));
+                return Ok(Some((key, value)));
             }
         }
         Ok(None)

@@ -8,7 +8,7 @@
 use std::ops::Bound;
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, BooleanArray, RecordBatch};
+use arrow_array::{BooleanArray, RecordBatch, RecordBatchOptions};
 use arrow_schema::SchemaRef;
 use bytes::Bytes;
 
@@ -92,7 +92,14 @@ pub struct TableScan {
     cursor: TreeCursor,
     seqno: SeqNo,
     upper: Bound<Vec<u8>>,
-    projection: Option<Vec<usize>>,
+    /// The columns the scan reads (those it returns and those its filter
+    /// tests), as schema indexes in schema order: the other columns'
+    /// bytes are never touched on the zero-copy path.
+    needed: Vec<usize>,
+    /// The schema of `needed`, the batches the filter sees.
+    work_schema: SchemaRef,
+    /// Where the returned columns lie among `needed`, when they differ.
+    output_in_work: Option<Vec<usize>>,
     out_schema: SchemaRef,
     filter: Option<Filter>,
     batch_rows: usize,
@@ -101,9 +108,14 @@ pub struct TableScan {
     done: bool,
     zero_copy_rows: u64,
     merged_rows: u64,
-    /// The last key handed out without copying: older versions of it in the
-    /// next block must be skipped, not merged.
-    last_zero_copy_key: Option<Vec<u8>>,
+    /// The last key handed out without copying (when `has_zero_copy_key`):
+    /// older versions of it in the next block must be skipped, not merged.
+    last_zero_copy_key: Vec<u8>,
+    has_zero_copy_key: bool,
+    /// The current key and the next other source's key, kept between
+    /// steps so that a step allocates nothing.
+    key: Vec<u8>,
+    next_other: Vec<u8>,
     /// Blocks the zone maps ruled out.
     blocks_skipped: u64,
     plan: ScanPlan,
@@ -146,6 +158,8 @@ impl Table {
         if let Some(f) = &opts.filter {
             f.check(layout.schema())?;
         }
+        let (needed, work_schema, output_in_work) =
+            work_columns(&layout, projection.as_deref(), opts.filter.as_ref())?;
         let (seqno, sv) = self.inner().read_view(opts.snapshot.map(Snapshot::seqno));
         let cursor = open_cursor(self, &sv, &range)?;
         let by_index = match &opts.filter {
@@ -167,7 +181,9 @@ impl Table {
             cursor,
             seqno,
             upper: range.1,
-            projection,
+            needed,
+            work_schema,
+            output_in_work,
             out_schema,
             filter: opts.filter,
             batch_rows: if opts.batch_size == 0 { BATCH_ROWS_DEFAULT } else { opts.batch_size },
@@ -175,7 +191,10 @@ impl Table {
             done: false,
             zero_copy_rows: 0,
             merged_rows: 0,
-            last_zero_copy_key: None,
+            last_zero_copy_key: Vec::new(),
+            has_zero_copy_key: false,
+            key: Vec::new(),
+            next_other: Vec::new(),
             blocks_skipped: 0,
             plan,
             by_index,
@@ -227,6 +246,33 @@ pub(super) fn in_range((lo, hi): &KeyRange, key: &[u8]) -> bool {
     above && below
 }
 
+/// The columns a scan reads — its projection's and its filter's, in schema
+/// order — their schema, and where the projection's columns lie among them
+/// (`None` when they are the same list).
+fn work_columns(
+    layout: &TableLayout,
+    projection: Option<&[usize]>,
+    filter: Option<&Filter>,
+) -> Result<(Vec<usize>, SchemaRef, Option<Vec<usize>>)> {
+    let schema = layout.schema();
+    let all: Vec<usize> = (0..schema.fields().len()).collect();
+    let output = projection.unwrap_or(&all);
+    let mut needed = output.to_vec();
+    for p in filter.map_or(&[][..], |f| f.predicates.as_slice()) {
+        needed.push(
+            schema
+                .index_of(&p.column)
+                .map_err(|_| Error::InvalidArgument(format!("no column {}", p.column)))?,
+        );
+    }
+    needed.sort_unstable();
+    needed.dedup();
+    let work_schema = Arc::new(schema.project(&needed).map_err(|e| Error::InvalidArgument(e.to_string()))?);
+    let output_in_work = (needed.as_slice() != output)
+        .then(|| output.iter().map(|c| needed.binary_search(c).unwrap_or_default()).collect());
+    Ok((needed, work_schema, output_in_work))
+}
+
 fn open_cursor(table: &Table, sv: &SuperVersion, range: &KeyRange) -> Result<TreeCursor> {
     let tree = table.tree();
     let files = sv
@@ -267,19 +313,41 @@ impl TableScan {
         let block = block.clone();
         let n = block.len();
         // Rows of this block before the next other source's key and the
-        // scan's upper bound.
-        let mut end = start;
-        while end < n {
-            let k = block.key(end);
-            if next_other.is_some_and(|o| k >= o) || self.past_upper(k) {
-                break;
+        // scan's upper bound. Keys ascend within a block, so when the last
+        // one qualifies they all do, and otherwise a binary search finds
+        // the first that does not.
+        let below = |k: &[u8]| next_other.is_none_or(|o| k < o) && !self.past_upper(k);
+        let limit = if below(block.key(n - 1)) {
+            n
+        } else {
+            let (mut lo, mut hi) = (start, n - 1);
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                if below(block.key(mid)) {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
             }
-            let (seqno, kind) = unpack_trailer(block.trailer(end)).unwrap_or((u64::MAX, Kind::Delete));
-            if kind != Kind::Put || seqno > self.seqno || (end > start && block.key(end - 1) == k) {
-                break;
+            lo
+        };
+        let mut end = match block.plain_rows() {
+            // Every row is a put of its own key, none newer than the read.
+            Some(newest) if newest <= self.seqno => limit,
+            _ => {
+                let mut end = start;
+                while end < limit {
+                    let k = block.key(end);
+                    let (seqno, kind) =
+                        unpack_trailer(block.trailer(end)).unwrap_or((u64::MAX, Kind::Delete));
+                    if kind != Kind::Put || seqno > self.seqno || (end > start && block.key(end - 1) == k) {
+                        break;
+                    }
+                    end += 1;
+                }
+                end
             }
-            end += 1;
-        }
+        };
         // A key whose older version sits in the next row is not exclusive.
         if end < n && end > start && block.key(end) == block.key(end - 1) {
             end -= 1;
@@ -288,29 +356,33 @@ impl TableScan {
             return Ok(0);
         }
         // The rows are this block's alone: its zone map may rule them out.
-        if let (Some(filter), Some(b)) = (&self.filter, cursor.block_index())
-            && cursor.reader().zones(b).is_some_and(|z| {
+        let ruled_out = match (&self.filter, cursor.block_index()) {
+            (Some(filter), Some(b)) => cursor.reader().zones(b).is_some_and(|z| {
                 let floats = cursor.reader().float_zones_in_total_order();
                 !zone::may_match(&self.layout, z, n, filter, floats)
-            })
-        {
-            self.last_zero_copy_key = Some(block.key(end - 1).to_vec());
+            }),
+            _ => false,
+        };
+        if ruled_out {
             self.blocks_skipped += 1;
-            for _ in start..end {
-                self.cursor.step(i)?;
+        } else {
+            let mut columns = Vec::with_capacity(self.needed.len());
+            for &c in &self.needed {
+                let column = block.column(&self.layout, c).map_err(|e| block.corruption(e))?;
+                columns.push(column.slice(start, end - start));
             }
-            return Ok(end - start);
+            self.flush_builders()?;
+            // The row count is given: an empty projection has no column
+            // to take it from.
+            let rows = RecordBatchOptions::new().with_row_count(Some(end - start));
+            let batch = RecordBatch::try_new_with_options(self.work_schema.clone(), columns, &rows)
+                .map_err(|e| block.corruption(e))?;
+            self.emit(batch)?;
         }
-        let arrays = block.arrays(&self.layout).map_err(|e| block.corruption(e))?;
-        let slice: Vec<ArrayRef> = arrays.iter().map(|a| a.slice(start, end - start)).collect();
-        self.flush_builders()?;
-        let batch =
-            RecordBatch::try_new(self.layout.schema().clone(), slice).map_err(|e| block.corruption(e))?;
-        self.emit(batch)?;
-        self.last_zero_copy_key = Some(block.key(end - 1).to_vec());
-        for _ in start..end {
-            self.cursor.step(i)?;
-        }
+        self.last_zero_copy_key.clear();
+        self.last_zero_copy_key.extend_from_slice(block.key(end - 1));
+        self.has_zero_copy_key = true;
+        self.cursor.skip_in_block(i, end - start)?;
         Ok(end - start)
     }
 
@@ -362,11 +434,13 @@ impl TableScan {
         }
         let arrays = self.builders.iter_mut().map(ColumnBuilder::finish).collect::<Result<Vec<_>>>()?;
         let batch = RecordBatch::try_new(self.layout.schema().clone(), arrays)
+            .and_then(|b| b.project(&self.needed))
             .map_err(|e| Error::InvalidArgument(format!("scan batch: {e}")))?;
         self.emit(batch)
     }
 
-    /// Filters, projects and queues a batch (split to the batch size).
+    /// Filters, projects and queues a batch of the columns the scan needs
+    /// (split to the batch size).
     fn emit(&mut self, batch: RecordBatch) -> Result<()> {
         self.table.inner().counters.record_table_rows(batch.num_rows() as u64);
         let batch = match &self.filter {
@@ -377,7 +451,7 @@ impl TableScan {
                     .map_err(|e| Error::InvalidArgument(format!("filter: {e}")))?
             }
         };
-        let batch = match &self.projection {
+        let batch = match &self.output_in_work {
             None => batch,
             Some(p) => batch.project(p).map_err(|e| Error::InvalidArgument(format!("projection: {e}")))?,
         };
@@ -425,29 +499,52 @@ impl TableScan {
                 self.done = true;
                 return Ok(());
             };
-            let next_other = self.cursor.smallest_key_besides(i).map(<[u8]>::to_vec);
-            let key = self.cursor.sources()[i].key().map(|(k, _)| k.to_vec()).unwrap_or_default();
-            if self.past_upper(&key) {
+            let has_other = match self.cursor.smallest_key_besides(i) {
+                Some(k) => {
+                    self.next_other.clear();
+                    self.next_other.extend_from_slice(k);
+                    true
+                }
+                None => false,
+            };
+            let mut key = std::mem::take(&mut self.key);
+            key.clear();
+            key.extend_from_slice(self.cursor.sources()[i].key().map_or(&[][..], |(k, _)| k));
+            let stepped = self.step_key(i, &key, has_other);
+            self.key = key;
+            if stepped? {
                 self.flush_builders()?;
                 self.done = true;
                 return Ok(());
             }
-            if self.last_zero_copy_key.as_deref() == Some(key.as_slice()) {
-                self.take_versions(&key)?;
-                continue;
-            }
-            let emitted = self.try_zero_copy(i, next_other.as_deref())?;
-            if emitted > 0 {
-                self.zero_copy_rows += emitted as u64;
-                continue;
-            }
-            if let Some((trailer, found)) = self.take_versions(&key)?
-                && matches!(unpack_trailer(trailer), Some((_, Kind::Put)))
-            {
-                self.push_row(&key, found)?;
-            }
         }
         Ok(())
+    }
+
+    /// Reads the rows from source `i`'s current key `key` on; `true` when
+    /// the key is past the scan's range (the scan is over).
+    fn step_key(&mut self, i: usize, key: &[u8], has_other: bool) -> Result<bool> {
+        if self.past_upper(key) {
+            return Ok(true);
+        }
+        if self.has_zero_copy_key && self.last_zero_copy_key == key {
+            self.take_versions(key)?;
+            return Ok(false);
+        }
+        let next_other = std::mem::take(&mut self.next_other);
+        let emitted = self.try_zero_copy(i, has_other.then_some(next_other.as_slice()));
+        self.next_other = next_other;
+        let emitted = emitted?;
+        if emitted > 0 {
+            self.zero_copy_rows += emitted as u64;
+            return Ok(false);
+        }
+        if let Some((trailer, found)) = self.take_versions(key)?
+            && matches!(unpack_trailer(trailer), Some((_, Kind::Put)))
+        {
+            self.push_row(key, found)?;
+        }
+        Ok(false)
     }
 
     /// The schema of the batches this scan returns.

@@ -57,6 +57,10 @@ fn u64_at(buf: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(a)
 }
 
+/// One table column of a block, as an Arrow array once built (or why it
+/// could not be).
+type LazyColumn = OnceLock<std::result::Result<ArrayRef, String>>;
+
 /// A decoded, checked block. Immutable and shared through the block cache.
 #[derive(Debug, Clone)]
 pub struct Block {
@@ -76,9 +80,16 @@ pub struct Block {
     /// Where the buffers after the first five lie (table blocks only): a
     /// key-value block allocates nothing here.
     more_buffers: Vec<Range<usize>>,
-    /// The table columns as Arrow arrays over this block's bytes, built on
-    /// first use.
+    /// The table columns as Arrow arrays over this block's bytes, each
+    /// built on first use: a scan of one column checks and wraps that
+    /// column's buffers only.
+    columns: OnceLock<Box<[LazyColumn]>>,
+    /// Every column at once, for readers of whole rows.
     arrays: OnceLock<std::result::Result<Vec<ArrayRef>, String>>,
+    /// `Some(newest seqno)` when every row is a put of a key no other row
+    /// of the block holds: a scan may then hand out the rows without
+    /// looking at each one. Worked out on first use.
+    plain_rows: OnceLock<Option<u64>>,
     /// The bytes are a memory-mapped file's, held by the page cache rather
     /// than by this block: the block cache charges only the rest.
     data_is_mapped: bool,
@@ -107,7 +118,9 @@ impl Block {
             value_width: None,
             buffer_count,
             more_buffers,
+            columns: OnceLock::new(),
             arrays: OnceLock::new(),
+            plain_rows: OnceLock::new(),
             data_is_mapped: false,
             file: file.clone(),
             file_offset: offset,
@@ -199,6 +212,16 @@ impl Block {
         self.rows().key(i)
     }
 
+    /// User key of row `i`, sharing the block's bytes (no copy).
+    pub fn key_bytes(&self, i: usize) -> Bytes {
+        self.data.slice_ref(self.key(i))
+    }
+
+    /// Value of row `i` of a key-value block, sharing the block's bytes.
+    pub fn value_bytes(&self, i: usize) -> Bytes {
+        self.data.slice_ref(self.value(i))
+    }
+
     /// Trailer (`seqno << 8 | kind`) of row `i`; see [`Rows::trailer`].
     pub fn trailer(&self, i: usize) -> u64 {
         self.rows().trailer(i)
@@ -227,18 +250,33 @@ impl Block {
     /// layout or invalid contents is reported as an error message.
     pub fn arrays(&self, layout: &TableLayout) -> std::result::Result<&[ArrayRef], String> {
         self.arrays
-            .get_or_init(|| self.build_arrays(layout))
+            .get_or_init(|| (0..layout.columns().len()).map(|c| self.column(layout, c).cloned()).collect())
             .as_ref()
             .map(Vec::as_slice)
             .map_err(Clone::clone)
     }
 
-    fn build_arrays(&self, layout: &TableLayout) -> std::result::Result<Vec<ArrayRef>, String> {
+    /// Column `c` of the table (its index in the schema) as an Arrow array
+    /// over this block's bytes, built and validated on first use, as
+    /// [`Block::arrays`] builds every column.
+    pub fn column(&self, layout: &TableLayout, c: usize) -> std::result::Result<&ArrayRef, String> {
+        let columns =
+            self.columns.get_or_init(|| (0..layout.columns().len()).map(|_| OnceLock::new()).collect());
+        let Some(slot) = columns.get(c) else {
+            return Err(format!("no column {c} in a block read as {} columns", columns.len()));
+        };
+        slot.get_or_init(|| self.build_column(layout, c)).as_ref().map_err(Clone::clone)
+    }
+
+    fn build_column(&self, layout: &TableLayout, c: usize) -> std::result::Result<ArrayRef, String> {
         let kv_block = self.is_key_value();
         let expected = if kv_block { DATA_BLOCK_BUFFERS } else { 3 + 3 * layout.stored().len() };
         if self.buffer_count != expected {
             return Err(format!("{} buffers, the table layout needs {expected}", self.buffer_count));
         }
+        let Some(column) = layout.columns().get(c) else {
+            return Err(format!("no column {c} in the table layout"));
+        };
         let buf = |i: usize| Buffer::from(self.data.slice(self.buffer_range(i)));
         // A fixed-width column has no offsets in the block; Arrow's Binary
         // needs them, so they are made (a copy only for such blocks).
@@ -246,31 +284,42 @@ impl Block {
             Some(w) => (0..=self.rows).map(|r| (r * w) as i32).collect::<Buffer>(),
             None => buf(i),
         };
-        let mut out = Vec::with_capacity(layout.columns().len());
-        let mut next_stored = 0;
-        for c in layout.columns() {
-            let (validity, offsets, values) = if c.source == ColumnSource::Key {
-                (
-                    Buffer::from_vec(Vec::<u8>::new()),
-                    offsets(BUF_KEY_OFFSETS, self.key_width),
-                    buf(BUF_KEY_DATA),
-                )
-            } else if kv_block {
-                (
-                    Buffer::from_vec(Vec::<u8>::new()),
-                    offsets(BUF_VALUE_OFFSETS, self.value_width),
-                    buf(BUF_VALUE_DATA),
-                )
-            } else {
-                let at = 3 + 3 * next_stored;
-                next_stored += 1;
-                (buf(at), buf(at + 1), buf(at + 2))
+        let (validity, offsets, values) = if column.source == ColumnSource::Key {
+            (Buffer::from_vec(Vec::<u8>::new()), offsets(BUF_KEY_OFFSETS, self.key_width), buf(BUF_KEY_DATA))
+        } else if kv_block {
+            (
+                Buffer::from_vec(Vec::<u8>::new()),
+                offsets(BUF_VALUE_OFFSETS, self.value_width),
+                buf(BUF_VALUE_DATA),
+            )
+        } else {
+            // Stored columns' buffers follow the key, trailer and value
+            // slots, three per column, in schema order.
+            let Some(stored) = layout.stored().iter().position(|&s| s == c) else {
+                return Err(format!("column {c} is neither the key nor stored"));
             };
-            let array = array_from_buffers(&c.field, c.width, self.rows, validity, offsets, values)
-                .map_err(|e| e.to_string())?;
-            out.push(array);
-        }
-        Ok(out)
+            let at = 3 + 3 * stored;
+            (buf(at), buf(at + 1), buf(at + 2))
+        };
+        array_from_buffers(&column.field, column.width, self.rows, validity, offsets, values)
+            .map_err(|e| e.to_string())
+    }
+
+    /// `Some(newest seqno)` when every row is a put and no two rows hold
+    /// the same user key; `None` otherwise. Worked out once per block.
+    pub fn plain_rows(&self) -> Option<u64> {
+        *self.plain_rows.get_or_init(|| {
+            let rows = self.rows();
+            let mut newest = 0;
+            for i in 0..self.rows {
+                let (seqno, kind) = unpack_trailer(rows.trailer(i))?;
+                if kind != crate::codec::internal::Kind::Put || (i > 0 && rows.key(i - 1) == rows.key(i)) {
+                    return None;
+                }
+                newest = newest.max(seqno);
+            }
+            Some(newest)
+        })
     }
 
     /// Memory held by this block, for weighing it in the block cache.

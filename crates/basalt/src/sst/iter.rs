@@ -122,6 +122,22 @@ impl SstIter {
         self.enter_forward(b + 1)
     }
 
+    /// Moves forward past `count` entries of the current block: to a later
+    /// row of it, or, when that reaches the block's end, to the next
+    /// block's first entry — what `count` calls of [`SstIter::next`] do,
+    /// without a step per row. A no-op when invalid.
+    pub fn skip_in_block(&mut self, count: usize) -> Result<()> {
+        let Some((b, block)) = &self.block else {
+            return Ok(());
+        };
+        if self.pos + count < block.len() {
+            self.pos += count;
+            return Ok(());
+        }
+        let b = *b;
+        self.enter_forward(b + 1)
+    }
+
     /// Moves to the previous entry, or before the start. A no-op when invalid.
     pub fn prev(&mut self) -> Result<()> {
         let Some((b, _)) = &self.block else {
@@ -146,8 +162,21 @@ impl SstIter {
     }
 
     /// Value of the current entry; empty when invalid.
+    #[cfg(any(test, feature = "inspect"))]
     pub fn value(&self) -> &[u8] {
         self.block.as_ref().map_or(&[], |(_, block)| block.value(self.pos))
+    }
+
+    /// User key of the current entry, sharing the block's bytes; empty
+    /// when invalid.
+    pub fn key_bytes(&self) -> bytes::Bytes {
+        self.block.as_ref().map_or_else(bytes::Bytes::new, |(_, block)| block.key_bytes(self.pos))
+    }
+
+    /// Value of the current entry, sharing the block's bytes; empty when
+    /// invalid.
+    pub fn value_bytes(&self) -> bytes::Bytes {
+        self.block.as_ref().map_or_else(bytes::Bytes::new, |(_, block)| block.value_bytes(self.pos))
     }
 
     /// The current block and position, for callers that read columns

@@ -55,6 +55,7 @@ pub fn small_options(fs: &MemFs, rng: &mut StdRng) -> Options {
         .memtable_bytes_max(rng.random_range(1_000..20_000))
         .immutable_memtables_max(rng.random_range(1..4))
         .block_bytes_target(rng.random_range(32..2_048))
+        .table_block_bytes_target(rng.random_range(32..4_096))
         .bloom_bits_per_key([0, 4, 10][rng.random_range(0..3)])
         .compression(if rng.random_bool(0.5) { Compression::Lz4 } else { Compression::None })
         .block_cache_bytes(rng.random_range(0..256 << 10))
