@@ -142,3 +142,29 @@ fn fits_guards_the_i32_limit() {
     assert!(!b.fits(BLOCK_BYTES_MAX, 0));
     assert!(!b.fits(usize::MAX, usize::MAX));
 }
+
+#[test]
+fn plain_rows_are_distinct_puts_and_give_the_newest_seqno() {
+    let put = |s| pack_trailer(s, Kind::Put);
+    let decode =
+        |rows: &[(&[u8], u64, &[u8])]| Block::decode(build(rows), Path::new("b"), 0).expect("decodes");
+    let plain = decode(&[(b"a", put(7), b"1"), (b"b", put(9), b"2"), (b"c", put(3), b"3")]);
+    assert_eq!(plain.plain_rows(), Some(9));
+    // A second version of a key, a delete, each make the block not plain,
+    // wherever they sit.
+    let versions = decode(&[(b"a", put(7), b"1"), (b"b", put(9), b"2"), (b"b", put(4), b"0")]);
+    assert_eq!(versions.plain_rows(), None);
+    let deleted = decode(&[(b"a", pack_trailer(7, Kind::Delete), b""), (b"b", put(9), b"2")]);
+    assert_eq!(deleted.plain_rows(), None);
+    let one = decode(&[(b"only", put(1), b"")]);
+    assert_eq!(one.plain_rows(), Some(1));
+}
+
+#[test]
+fn shared_keys_and_values_are_the_rows_bytes() {
+    let rows = sample();
+    let block = Block::decode(build_sample(), Path::new("b"), 0).expect("decodes");
+    for (i, (k, _, v)) in rows.iter().enumerate() {
+        assert_eq!((&block.key_bytes(i)[..], &block.value_bytes(i)[..]), (&k[..], &v[..]));
+    }
+}
