@@ -128,26 +128,6 @@ impl RunCursor {
     }
 }
 
-impl RunCursor {
-    /// Forward: moves past `count` entries of the open file's current
-    /// block (see [`SstIter::skip_in_block`]), into the next file if the
-    /// block was its last.
-    fn skip_in_block(&mut self, count: usize) -> Result<()> {
-        let Some(iter) = &mut self.iter else { return Ok(()) };
-        if !self.forward {
-            for _ in 0..count {
-                self.step()?;
-            }
-            return Ok(());
-        }
-        iter.skip_in_block(count)?;
-        if !iter.valid() {
-            self.enter_next_file()?;
-        }
-        Ok(())
-    }
-}
-
 /// One sorted source of versions, walking in the cursor's direction.
 pub(crate) enum Source {
     Mem(MemCursor),
@@ -248,24 +228,23 @@ impl TreeCursor {
                 sources.push(Source::Mem(cursor));
             }
         }
+        let mut runs = Vec::new();
         for (level, level_files) in files.levels.iter().enumerate() {
             let meeting = level_files.iter().filter(|f| file_overlaps(f, range)).cloned();
             if level == 0 {
                 // L0 files overlap each other: each is its own run.
-                for file in meeting {
-                    let run = RunCursor::open(readers, tree, vec![file], forward, start)?;
-                    if run.iter.is_some() {
-                        sources.push(Source::Run(run));
-                    }
-                }
+                runs.extend(meeting.map(|file| vec![file]));
             } else {
                 let run: Vec<_> = meeting.collect();
                 if !run.is_empty() {
-                    let run = RunCursor::open(readers, tree, run, forward, start)?;
-                    if run.iter.is_some() {
-                        sources.push(Source::Run(run));
-                    }
+                    runs.push(run);
                 }
+            }
+        }
+        for run in runs {
+            let run = RunCursor::open(readers, tree, run, forward, start)?;
+            if run.iter.is_some() {
+                sources.push(Source::Run(run));
             }
         }
         Ok(TreeCursor { sources, forward })
@@ -301,13 +280,15 @@ impl TreeCursor {
     /// [`TreeCursor::step`] would.
     pub(crate) fn skip_in_block(&mut self, i: usize, count: usize) -> Result<()> {
         match &mut self.sources[i] {
-            Source::Run(r) => r.skip_in_block(count),
-            Source::Mem(c) => {
-                for _ in 0..count {
-                    c.step();
+            Source::Run(r) if r.forward => {
+                let Some(iter) = &mut r.iter else { return Ok(()) };
+                iter.skip_in_block(count)?;
+                if !iter.valid() {
+                    r.enter_next_file()?;
                 }
                 Ok(())
             }
+            source => (0..count).try_for_each(|_| source.step()),
         }
     }
 
@@ -373,20 +354,17 @@ impl TreeCursor {
     /// versions may open the next block). `None` (nothing moved)
     /// otherwise: the caller takes the general path,
     /// [`TreeCursor::take_versions`].
-    pub(crate) fn next_plain(&mut self, seqno: SeqNo) -> Option<(Bytes, Bytes)> {
-        let [Source::Run(run)] = self.sources.as_mut_slice() else { return None };
-        if !run.forward {
-            return None;
-        }
-        let iter = run.iter.as_mut()?;
-        let (block, pos) = iter.current()?;
+    pub(crate) fn next_plain(&mut self, seqno: SeqNo) -> Result<Option<(Bytes, Bytes)>> {
+        let [Source::Run(run)] = self.sources.as_mut_slice() else { return Ok(None) };
+        let Some(iter) = run.iter.as_mut().filter(|_| run.forward) else { return Ok(None) };
+        let Some((block, pos)) = iter.current() else { return Ok(None) };
         if pos + 1 >= block.len() || block.plain_rows().is_none_or(|newest| newest > seqno) {
-            return None;
+            return Ok(None);
         }
         let entry = (block.key_bytes(pos), block.value_bytes(pos));
         // Not the block's last entry: the step stays within the block.
-        iter.skip_in_block(1).ok()?;
-        Some(entry)
+        iter.skip_in_block(1)?;
+        Ok(Some(entry))
     }
 
     /// Moves every source past the versions of `key`.

@@ -75,7 +75,7 @@ impl RangeReader {
     pub(crate) fn next_entry(&mut self) -> Result<Option<(Bytes, Bytes)>> {
         let cursor = &mut self.cursor;
         loop {
-            if let Some((key, value)) = cursor.next_plain(self.seqno) {
+            if let Some((key, value)) = cursor.next_plain(self.seqno)? {
                 if past_end(&self.range, self.forward, &key) {
                     return Ok(None);
                 }
