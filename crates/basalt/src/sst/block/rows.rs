@@ -148,6 +148,54 @@ impl<'a> Rows<'a> {
         self.binary(BUF_VALUE_OFFSETS, BUF_VALUE_DATA, self.value_width, i)
     }
 
+    /// `Some(newest seqno)` when every row is a put and no two rows hold
+    /// the same user key; `None` otherwise. Rows sort by user key, so
+    /// distinct means no two neighbours are equal. Runs once per block on a
+    /// scan's first touch: the trailer column is folded in one pass and a
+    /// fixed-width key column compared slice by slice, with no per-row
+    /// offset reads or kind decoding (the per-row version took a quarter
+    /// of a first table scan).
+    pub fn plain(&self) -> Option<u64> {
+        let put = crate::codec::internal::Kind::Put as u64;
+        let (newest, other_kinds) = self
+            .buffer(BUF_TRAILERS)
+            .chunks_exact(8)
+            .map(|t| u64::from_le_bytes(t.try_into().unwrap_or_default()))
+            .fold((0, 0), |(newest, other), t| (newest.max(t >> 8), other | ((t & 0xff) ^ put)));
+        if other_kinds != 0 || self.buffer(BUF_TRAILERS).len() != 8 * self.len {
+            return None;
+        }
+        let repeated = match self.key_width {
+            Some(w) if w > 0 => {
+                let keys = self.buffer(BUF_KEY_DATA);
+                let keys = &keys[..(w * self.len).min(keys.len())];
+                keys.chunks_exact(w).zip(keys[w.min(keys.len())..].chunks_exact(w)).any(|(a, b)| a == b)
+            }
+            // Every key empty: more than one row repeats it.
+            Some(_) => self.len > 1,
+            None if self.len < 2 => false,
+            None => {
+                let (offsets, keys) = (self.buffer(BUF_KEY_OFFSETS), self.buffer(BUF_KEY_DATA));
+                let key = |i: usize| {
+                    keys.get(u32_at(offsets, 4 * i) as usize..u32_at(offsets, 4 * (i + 1)) as usize)
+                        .unwrap_or_default()
+                };
+                // Neighbouring keys of a table (encoded primary keys) mostly
+                // differ in their last bytes: comparing the last eight as a
+                // number settles most pairs without a call to `memcmp`.
+                let tail = |k: &[u8]| k.last_chunk::<8>().map(|t| u64::from_ne_bytes(*t));
+                let mut prev = key(0);
+                (1..self.len).any(|i| {
+                    let cur = key(i);
+                    let same = cur.len() == prev.len() && tail(cur) == tail(prev) && cur == prev;
+                    prev = cur;
+                    same
+                })
+            }
+        };
+        (!repeated).then_some(newest)
+    }
+
     /// First row whose internal key is >= `(user_key, trailer)`, or `len()`.
     pub fn seek(&self, user_key: &[u8], trailer: u64) -> usize {
         self.seek_in(0..self.len, user_key, trailer)
