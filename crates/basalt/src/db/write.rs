@@ -27,6 +27,13 @@ use std::path::Path;
 /// a notification from the background threads.
 const STALL_RECHECK: std::time::Duration = std::time::Duration::from_millis(50);
 
+/// How long a writer waits for a leader whose group is not being synced by
+/// spinning before it sleeps on the condition variable. Such a group is
+/// done within microseconds (a WAL `write` and memtable inserts), and
+/// sleeping costs a futex wait here and a wake in the leader, each a
+/// system call and a context switch.
+const LEADER_SPIN: std::time::Duration = std::time::Duration::from_micros(20);
+
 /// One writer's request waiting in the queue.
 struct Request {
     id: u64,
@@ -44,6 +51,8 @@ pub(crate) struct WriteQueue {
     /// Someone (a group leader, or a flush switching memtables) owns the WAL
     /// and the memtable insert path.
     leader_active: bool,
+    /// The leader's group fsyncs the WAL: waiting for it is worth a sleep.
+    leader_syncs: bool,
     results: HashMap<u64, Result<()>>,
     next_id: u64,
 }
@@ -62,16 +71,25 @@ impl DbInner {
         let id = q.next_id;
         q.next_id += 1;
         q.pending.push_back(Request { id, batch, sync, rejected: None });
+        let mut spinning_since: Option<Instant> = None;
         loop {
             if let Some(result) = q.results.remove(&id) {
                 return result;
             }
             if q.leader_active {
-                self.writer.cv.wait(&mut q);
+                let since = *spinning_since.get_or_insert_with(Instant::now);
+                if !q.leader_syncs && since.elapsed() < LEADER_SPIN {
+                    parking_lot::MutexGuard::unlocked(&mut q, || {
+                        (0..16).for_each(|_| std::hint::spin_loop());
+                    });
+                } else {
+                    self.writer.cv.wait(&mut q);
+                }
                 continue;
             }
             q.leader_active = true;
             let mut group = self.take_group(&mut q.pending);
+            q.leader_syncs = group.iter().any(|r| r.sync);
             let outcome = parking_lot::MutexGuard::unlocked(&mut q, || {
                 // A panic here is a bug; it must not leave the leader flag set
                 // (every later writer, and closing, would wait forever) or
@@ -368,6 +386,9 @@ impl DbInner {
                 self.writer.cv.wait(&mut q);
             }
             q.leader_active = true;
+            // An exclusive owner may fsync or switch memtables: writers
+            // waiting for it sleep rather than spin.
+            q.leader_syncs = true;
         }
         let _release = Release(self);
         f()
