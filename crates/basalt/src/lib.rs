@@ -43,7 +43,7 @@ pub use {arrow_array, arrow_schema, bytes};
 pub use bytes::Bytes;
 pub use codec::key::{KeyValue, OwnedKeyValue};
 pub use db::{
-    ColumnEstimate, Db, DbIterator, Direction, GetLatency, IndexInfo, IndexOptions, IndexPredicate,
+    BulkLoad, ColumnEstimate, Db, DbIterator, Direction, GetLatency, IndexInfo, IndexOptions, IndexPredicate,
     KeyValueRange, Keyspace, LevelStats, LookupOptions, OwnedKeyValueRange, ReadOptions, ScanOptions,
     ScanPlan, Snapshot, Stats, Table, TableEstimate, TableOptions, TableScan,
 };

@@ -7,6 +7,7 @@ mod cursor;
 mod ddl;
 mod flush;
 mod index;
+mod ingest;
 mod iter;
 mod keyspace;
 mod open;
@@ -33,6 +34,7 @@ use parking_lot::{Condvar, Mutex};
 #[cfg(feature = "inspect")]
 pub use index::IndexCheck;
 pub use index::{IndexInfo, IndexOptions, IndexPredicate, LookupOptions};
+pub use ingest::BulkLoad;
 pub use iter::{DbIterator, Direction};
 pub use keyspace::Keyspace;
 pub use partition::{ColumnEstimate, OwnedKeyValueRange, TableEstimate};

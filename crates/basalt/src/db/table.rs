@@ -147,6 +147,27 @@ impl Table {
         self.inner.write(wb, opts.sync)
     }
 
+    /// Loads `batches` by writing their rows straight into SSTs, past the
+    /// WAL and the memtable, and installs the files in one MANIFEST edit:
+    /// after a crash the load is either all there or not at all. Rows are
+    /// upserts, as in [`Table::write`]: a loaded row replaces the row with
+    /// its key, and of two rows with one key the later is kept. The files
+    /// go to the deepest level with nothing of the table in their key range
+    /// above them (the bottom level for an empty table), so compaction
+    /// does not rewrite them.
+    ///
+    /// The batches must come in primary-key order (each batch's smallest
+    /// key above every earlier batch's largest; rows within a batch may be
+    /// in any order). Other writes to the database wait while the files
+    /// are written; reads go on. Memtable rows of the table are flushed
+    /// first. Refused for a table with secondary indexes (load first, then
+    /// create them). A batch that does not match the schema, out of order,
+    /// or with rows over the size limits is an error that leaves the
+    /// table as it was.
+    pub fn bulk_load(&self, batches: impl IntoIterator<Item = RecordBatch>) -> Result<crate::BulkLoad> {
+        self.inner.bulk_load(self.shared.id, &self.shared.layout, &mut batches.into_iter())
+    }
+
     /// Deletes the rows whose keys are in `keys` (the key columns only).
     pub fn delete(&self, keys: &RecordBatch) -> Result<()> {
         let mut wb = WriteBatch::new();

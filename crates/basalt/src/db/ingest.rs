@@ -1,0 +1,262 @@
+//! Bulk loads: a table's rows written straight into SSTs and installed by
+//! one MANIFEST edit, past the WAL and the memtable (RocksDB's
+//! `IngestExternalFile`, with the files built by the engine itself).
+//!
+//! Every loaded row gets one seqno, newer than anything the database
+//! holds, so the load replaces rows with the same key as a write would. To
+//! keep that true for point lookups (which stop at the first source that
+//! holds a key), no memtable may hold rows of the table when the files go
+//! in: such rows are flushed first. The files land in the deepest level
+//! whose every level above holds nothing in their key range — the bottom
+//! level for a fresh table, so the data is never rewritten by compaction.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use arrow_array::RecordBatch;
+use bytes::Bytes;
+
+use super::cursor::file_overlaps;
+use super::flush::finish_sst;
+use super::{DbInner, SuperVersion};
+use crate::codec::internal::{Kind, SEQNO_MAX, pack_trailer};
+use crate::error::{Error, Result};
+use crate::ids::TreeId;
+use crate::row::{self, layout::TableLayout};
+use crate::sst::writer::SstWriter;
+use crate::version::edit::{FileMeta, VersionEdit};
+use crate::version::version::LEVELS;
+
+/// What [`Table::bulk_load`](crate::Table::bulk_load) did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BulkLoad {
+    /// Rows installed (after the later of two rows with one key replaced
+    /// the earlier).
+    pub rows: u64,
+    /// SSTs written.
+    pub files: usize,
+    /// Their bytes.
+    pub bytes: u64,
+    /// The level they went to (0 when no level below could take them).
+    pub level: usize,
+}
+
+/// The files of a load under way: until they are installed, dropping this
+/// gives their numbers back so the collector deletes them.
+struct Pending<'a> {
+    inner: &'a DbInner,
+    numbers: Vec<u64>,
+    installed: bool,
+}
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        if self.installed || self.numbers.is_empty() {
+            return;
+        }
+        {
+            let mut in_use = self.inner.files.in_use.lock();
+            for n in &self.numbers {
+                in_use.remove(n);
+            }
+        }
+        // Best effort: what is left is collected at the next flush,
+        // compaction or open.
+        let _ = self.inner.delete_obsolete_files(false);
+    }
+}
+
+impl DbInner {
+    /// Loads `batches` into table `tree` (rows of `layout`); see
+    /// [`Table::bulk_load`](crate::Table::bulk_load).
+    pub(crate) fn bulk_load(
+        &self,
+        tree: TreeId,
+        layout: &Arc<TableLayout>,
+        batches: &mut dyn Iterator<Item = RecordBatch>,
+    ) -> Result<BulkLoad> {
+        self.check_writable()?;
+        if self.state.load().version.catalog.indexes_of(tree).next().is_some() {
+            return Err(Error::InvalidArgument(
+                "bulk_load into a table with secondary indexes: load the rows first, then create the indexes"
+                    .into(),
+            ));
+        }
+        // Lock order: the compaction lock before the writer right. Held
+        // through the load, it keeps every level where the install finds
+        // it (no compaction moves files into the loaded range meanwhile).
+        let _no_compaction = self.jobs.compaction.lock();
+        // Outside the writer right: its drop may run a collection, which
+        // comes before the writer right in the lock order.
+        let mut pending = Pending { inner: self, numbers: Vec::new(), installed: false };
+        self.with_exclusive_writer(|| {
+            self.flush_tree_rows(tree)?;
+            let seqno = self.writer.last_seqno.load(Ordering::Relaxed) + 1;
+            if seqno > SEQNO_MAX {
+                return Err(Error::InvalidArgument("sequence numbers exhausted".into()));
+            }
+            let outputs = self.write_loaded_ssts(tree, layout, batches, seqno, &mut pending)?;
+            if outputs.is_empty() {
+                return Ok(BulkLoad::default());
+            }
+            self.fs.sync_dir(&self.dir)?;
+            let load = self.install_loaded(tree, outputs, seqno).inspect_err(|_| {
+                // A failed MANIFEST write stopped writes, and the MANIFEST
+                // may name the files after all: they stay (the next open
+                // collects them if it does not).
+                if self.check_writable().is_err() {
+                    pending.installed = true;
+                }
+            })?;
+            pending.installed = true;
+            self.check_new_ssts(&pending.numbers);
+            let _bg = self.jobs.state.lock();
+            self.jobs.cv.notify_all();
+            Ok(load)
+        })
+    }
+
+    /// Makes sure no memtable holds rows of `tree`: switches the active one
+    /// if it does and waits until the flush thread has written every
+    /// immutable one that does. The caller owns the write path, so no new
+    /// rows arrive meanwhile.
+    fn flush_tree_rows(&self, tree: TreeId) -> Result<()> {
+        if self.state.load().mem.holds_tree(tree) {
+            self.switch_memtable()?;
+        }
+        let mut bg = self.jobs.state.lock();
+        loop {
+            if let Some(e) = &bg.error {
+                return Err(e.duplicate());
+            }
+            if !self.state.load().imms.iter().any(|m| m.holds_tree(tree)) {
+                return Ok(());
+            }
+            if bg.shutting_down {
+                return Err(Error::Closed("database is shutting down".into()));
+            }
+            self.jobs.cv.wait(&mut bg);
+        }
+    }
+
+    /// Encodes, sorts and writes the rows into new SSTs of `tree`, each
+    /// cut at `Options::sst_bytes`, every row a put at `seqno`. Batches
+    /// must come in primary-key order: each one's smallest key above the
+    /// previous one's largest (a batch itself is sorted here).
+    fn write_loaded_ssts(
+        &self,
+        tree: TreeId,
+        layout: &Arc<TableLayout>,
+        batches: &mut dyn Iterator<Item = RecordBatch>,
+        seqno: u64,
+        pending: &mut Pending<'_>,
+    ) -> Result<Vec<FileMeta>> {
+        let trailer = pack_trailer(seqno, Kind::Put);
+        let mut outputs = Vec::new();
+        let mut current: Option<(TreeId, u64, SstWriter)> = None;
+        let mut last_key: Option<Bytes> = None;
+        for (b, batch) in batches.enumerate() {
+            layout.check_batch(&batch)?;
+            let rows = self.sorted_rows(layout, &batch)?;
+            let (Some((first, _)), Some((last, _))) = (rows.first(), rows.last()) else { continue };
+            if let Some(prev) = &last_key
+                && first <= prev
+            {
+                return Err(Error::InvalidArgument(format!(
+                    "bulk_load takes batches in primary-key order: batch {b} has a key at or below the \
+                     largest of the batches before it (sort the rows, or write them with Table::write)"
+                )));
+            }
+            last_key = Some(last.clone());
+            for (key, row) in &rows {
+                if current.as_ref().is_some_and(|(_, _, w)| w.estimated_file_bytes() >= self.opts.sst_bytes())
+                {
+                    outputs.extend(current.take().map(finish_sst).transpose()?.map(|(_, f)| f));
+                }
+                if current.is_none() {
+                    let started = self.start_sst(tree, Some(layout.clone()))?;
+                    pending.numbers.push(started.1);
+                    current = Some(started);
+                }
+                if let Some((_, _, writer)) = current.as_mut() {
+                    writer.add(key, trailer, row)?;
+                }
+            }
+        }
+        outputs.extend(current.take().map(finish_sst).transpose()?.map(|(_, f)| f));
+        Ok(outputs)
+    }
+
+    /// A batch's rows encoded and sorted by key; of two rows with one key
+    /// the later stays (as in a write). Rows over the size limits are
+    /// refused as a write refuses them.
+    fn sorted_rows(&self, layout: &TableLayout, batch: &RecordBatch) -> Result<Vec<(Bytes, Bytes)>> {
+        let mut rows = row::encode_rows(layout, batch, false)?.rows;
+        for (key, row) in &rows {
+            if key.len() > self.opts.key_bytes_max || row.len() > self.opts.value_bytes_max {
+                return Err(Error::InvalidArgument(format!(
+                    "a row encodes to a {}-byte key and {} bytes, over key_bytes_max ({}) or \
+                     value_bytes_max ({})",
+                    key.len(),
+                    row.len(),
+                    self.opts.key_bytes_max,
+                    self.opts.value_bytes_max
+                )));
+            }
+        }
+        // Stable: rows with one key keep their order, and the last is kept.
+        rows.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut kept: Vec<(Bytes, Bytes)> = Vec::with_capacity(rows.len());
+        for row in rows {
+            match kept.last_mut() {
+                Some(last) if last.0 == row.0 => *last = row,
+                _ => kept.push(row),
+            }
+        }
+        Ok(kept)
+    }
+
+    /// Installs the loaded files in one MANIFEST edit, at the deepest level
+    /// whose levels above (and itself) hold nothing in their key range, and
+    /// publishes `seqno`. The caller owns the write path and the
+    /// compaction lock.
+    fn install_loaded(&self, tree: TreeId, outputs: Vec<FileMeta>, seqno: u64) -> Result<BulkLoad> {
+        let range = match (outputs.first(), outputs.last()) {
+            (Some(first), Some(last)) => (
+                std::ops::Bound::Included(first.smallest.user_key.to_vec()),
+                std::ops::Bound::Included(last.largest.user_key.to_vec()),
+            ),
+            _ => return Ok(BulkLoad::default()),
+        };
+        let mut versions = self.versions.lock();
+        let current = versions.current_version();
+        let Some(levels) = current.tree(tree).map(|t| &t.levels) else {
+            return Err(Error::InvalidArgument("the table was dropped during its bulk load".into()));
+        };
+        let free = |l: usize| !levels[l].iter().any(|f| file_overlaps(f, &range));
+        let level = (0..LEVELS).take_while(|&l| free(l)).last().unwrap_or(0);
+        let load = BulkLoad {
+            rows: outputs.iter().map(|f| f.entries).sum(),
+            files: outputs.len(),
+            bytes: outputs.iter().map(|f| f.size).sum(),
+            level,
+        };
+        let numbers: Vec<u64> = outputs.iter().map(|f| f.number).collect();
+        let edit = VersionEdit {
+            last_seqno: Some(seqno),
+            files_added: outputs.into_iter().map(|f| (tree, level, f)).collect(),
+            ..VersionEdit::default()
+        };
+        let version = self.log_and_apply(&mut versions, edit)?;
+        self.state.replace(|s| SuperVersion { mem: s.mem.clone(), imms: s.imms.clone(), version });
+        {
+            let mut in_use = self.files.in_use.lock();
+            for n in &numbers {
+                in_use.remove(n);
+            }
+        }
+        self.writer.last_seqno.store(seqno, Ordering::Relaxed);
+        self.writer.visible_seqno.store(seqno, Ordering::Release);
+        Ok(load)
+    }
+}

@@ -1,0 +1,310 @@
+//! `Table::bulk_load` against `Table::write` of the same batches, over
+//! RANDOM schemas: two tables of one database get the same earlier rows
+//! (spread over memtable, L0 and deeper levels by small memtables and
+//! random flushes), then one bulk-loads a set of batches in key order (rows
+//! shuffled inside each batch, some keys twice: the later row wins) and
+//! the other writes them. Both must read the same through scans and point
+//! reads, now, at a snapshot taken before (which must not see the load),
+//! after a compaction and after a reopen. Out-of-order batches, a batch of
+//! another schema, a table with an index and a load on a closed database
+//! must fail and change nothing (no rows, no files left behind). I/O
+//! faults at every step of a load must leave the old contents or the new,
+//! never a mix, after recovery.
+//!
+//! A failure prints its seed; `BASALT_SEED=<seed>` replays it.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use arrow_array::RecordBatch;
+use basalt::testing::MemFs;
+use basalt::{Db, Error, IndexOptions, ScanOptions, Snapshot, Table, TableOptions};
+use common::schema_gen::{Cell, Shape, TableSpec, batch_of, rows_of};
+use common::table_oracle::OracleKey;
+use rand::Rng;
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+
+const DIR: &str = "/db";
+
+fn scan_rows(table: &Table, snapshot: Option<&Snapshot>) -> Vec<Vec<Cell>> {
+    let opts = ScanOptions::default().snapshot(snapshot);
+    let mut rows = Vec::new();
+    for batch in table.scan(opts).expect("scan opens") {
+        rows.extend(rows_of(&batch.expect("scan batch")));
+    }
+    rows
+}
+
+/// Random rows of `spec`, their keys distinct from one another except for
+/// the duplicates asked for.
+fn random_rows(spec: &TableSpec, rng: &mut StdRng, n: usize) -> Vec<Vec<Cell>> {
+    (0..n).map(|_| spec.random_row(rng)).collect()
+}
+
+/// `rows` cut into batches in primary-key order: rows grouped by key,
+/// groups sorted, cut into runs of whole groups, each run shuffled.
+fn batches_in_key_order(spec: &TableSpec, rng: &mut StdRng, rows: Vec<Vec<Cell>>) -> Vec<RecordBatch> {
+    let mut groups: BTreeMap<OracleKey, Vec<Vec<Cell>>> = BTreeMap::new();
+    for row in rows {
+        groups.entry(OracleKey(spec.key_of(&row))).or_default().push(row);
+    }
+    let groups: Vec<Vec<Vec<Cell>>> = groups.into_values().collect();
+    let mut batches = Vec::new();
+    let mut at = 0;
+    while at < groups.len() {
+        let take = rng.random_range(1..=groups.len() - at);
+        // Shuffle the groups' order inside the batch, keeping each key's
+        // rows in their order (the later row must win).
+        let mut run: Vec<&Vec<Vec<Cell>>> = groups[at..at + take].iter().collect();
+        run.shuffle(rng);
+        let rows: Vec<Vec<Cell>> = run.into_iter().flatten().cloned().collect();
+        batches.push(batch_of(&spec.schema, &rows));
+        at += take;
+    }
+    batches
+}
+
+/// `n` random rows in batches in key order.
+fn random_batches(spec: &TableSpec, rng: &mut StdRng, n: usize) -> Vec<RecordBatch> {
+    let rows = random_rows(spec, rng, n);
+    batches_in_key_order(spec, rng, rows)
+}
+
+fn write_all(table: &Table, batches: &[RecordBatch]) {
+    for b in batches {
+        table.write(b).expect("write");
+    }
+}
+
+fn sst_files(fs: &MemFs) -> Vec<String> {
+    let mut names: Vec<String> = fs
+        .file_names(Path::new(DIR))
+        .into_iter()
+        .filter(|n| Path::new(n).extension().is_some_and(|e| e == "sst"))
+        .collect();
+    names.sort();
+    names
+}
+
+/// Two tables of one spec in one database.
+fn open_pair(fs: &MemFs, rng: &mut StdRng, spec: &TableSpec) -> (Db, Table, Table) {
+    let opts = common::small_options(fs, rng);
+    let db = Db::open(DIR, opts).expect("open");
+    let keys = spec.key_names();
+    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+    let loaded =
+        db.create_table("loaded", spec.schema.clone(), &keys, TableOptions::default()).expect("create");
+    let written =
+        db.create_table("written", spec.schema.clone(), &keys, TableOptions::default()).expect("create");
+    (db, loaded, written)
+}
+
+fn assert_same(loaded: &Table, written: &Table, snapshot: Option<&Snapshot>, what: &str) {
+    let (a, b) = (scan_rows(loaded, snapshot), scan_rows(written, snapshot));
+    assert_eq!(a.len(), b.len(), "{what}: row counts differ");
+    assert!(a == b, "{what}: rows differ\nloaded  {a:?}\nwritten {b:?}");
+}
+
+#[test]
+fn bulk_load_reads_as_the_same_writes() {
+    common::run_seeded("bulk_load_reads_as_the_same_writes", 60, |seed| {
+        let mut rng = common::rng(seed);
+        let spec = TableSpec::random(&mut rng, Shape { columns: (1, 8), key_only: false });
+        let fs = MemFs::new();
+        let (db, mut loaded, mut written) = open_pair(&fs, &mut rng, &spec);
+        // Earlier rows, through every level.
+        for _ in 0..rng.random_range(0..4) {
+            let before = {
+                let n = rng.random_range(1..60);
+                random_rows(&spec, &mut rng, n)
+            };
+            let batch = batch_of(&spec.schema, &before);
+            loaded.write(&batch).expect("write");
+            written.write(&batch).expect("write");
+            if rng.random_bool(0.5) {
+                db.flush().expect("flush");
+            }
+        }
+        let snapshot = db.snapshot();
+        let old = scan_rows(&loaded, None);
+        let rows = {
+            let n = rng.random_range(0..300);
+            random_rows(&spec, &mut rng, n)
+        };
+        let batches = batches_in_key_order(&spec, &mut rng, rows);
+        let load = loaded.bulk_load(batches.clone()).expect("bulk load");
+        write_all(&written, &batches);
+        assert!(load.rows <= batches.iter().map(|b| b.num_rows() as u64).sum(), "{load:?}");
+        assert_same(&loaded, &written, None, "after the load");
+        assert_eq!(scan_rows(&loaded, Some(&snapshot)), old, "the snapshot saw the load");
+        assert_same(&loaded, &written, Some(&snapshot), "at the snapshot");
+        // Point reads of every row, and writes after the load win over it.
+        for row in scan_rows(&written, None) {
+            let cells = spec.key_of(&row);
+            let key: Vec<_> = cells.iter().map(Cell::key_value).collect();
+            let got = loaded.get(&key).expect("get").map(|b| rows_of(&b));
+            assert_eq!(got, Some(vec![row.clone()]), "get after the load");
+        }
+        let after = {
+            let n = rng.random_range(0..20);
+            random_rows(&spec, &mut rng, n)
+        };
+        let after = batch_of(&spec.schema, &after);
+        loaded.write(&after).expect("write after");
+        written.write(&after).expect("write after");
+        assert_same(&loaded, &written, None, "writes after the load");
+        drop(snapshot);
+        if rng.random_bool(0.5) {
+            loaded.compact().expect("compact");
+            written.compact().expect("compact");
+            assert_same(&loaded, &written, None, "after compaction");
+        }
+        // Reopen: the load is durable without the WAL.
+        db.close().expect("close");
+        drop((loaded, written));
+        let db = Db::open(DIR, common::small_options(&fs, &mut rng)).expect("reopen");
+        (loaded, written) = (db.table("loaded").expect("table"), db.table("written").expect("table"));
+        assert_same(&loaded, &written, None, "after reopen");
+        db.close().expect("close");
+    });
+}
+
+#[test]
+fn a_load_into_an_empty_table_goes_to_the_bottom_level_and_stays() {
+    common::run_seeded("a_load_into_an_empty_table_goes_to_the_bottom_level", 10, |seed| {
+        let mut rng = common::rng(seed);
+        let spec = TableSpec::random(&mut rng, Shape { columns: (2, 5), key_only: false });
+        let fs = MemFs::new();
+        let (db, loaded, written) = open_pair(&fs, &mut rng, &spec);
+        let rows = random_rows(&spec, &mut rng, 400);
+        let batches = batches_in_key_order(&spec, &mut rng, rows);
+        let load = loaded.bulk_load(batches.clone()).expect("bulk load");
+        write_all(&written, &batches);
+        assert!(load.files >= 1 && load.bytes > 0, "{load:?}");
+        let bottom = db.stats().levels.len() - 1;
+        assert_eq!(load.level, bottom, "an empty table's load goes to the bottom: {load:?}");
+        db.wait_for_background_work().expect("settle");
+        assert_same(&loaded, &written, None, "settled");
+        db.close().expect("close");
+    });
+}
+
+#[test]
+fn bad_loads_change_nothing() {
+    common::run_seeded("bad_loads_change_nothing", 20, |seed| {
+        let mut rng = common::rng(seed);
+        let spec = TableSpec::random(&mut rng, Shape { columns: (1, 6), key_only: false });
+        let fs = MemFs::new();
+        let (db, loaded, _) = open_pair(&fs, &mut rng, &spec);
+        let before = batch_of(&spec.schema, &random_rows(&spec, &mut rng, 50));
+        loaded.write(&before).expect("write");
+        db.flush().expect("flush");
+        db.wait_for_background_work().expect("settle");
+        let (rows, files) = (scan_rows(&loaded, None), sst_files(&fs));
+        // Out of order: the second batch starts at or below the first's end.
+        let mut batches = random_batches(&spec, &mut rng, 200);
+        if batches.len() >= 2 {
+            let at = rng.random_range(1..batches.len());
+            batches.swap(at - 1, at);
+            let err = loaded.bulk_load(batches.clone()).expect_err("batches out of order");
+            assert!(matches!(err, Error::InvalidArgument(_)), "{err:?}");
+            // The same batch twice overlaps itself.
+            let twice = vec![batches[0].clone(), batches[0].clone()];
+            let err = loaded.bulk_load(twice).expect_err("a batch twice");
+            assert!(matches!(err, Error::InvalidArgument(_)), "{err:?}");
+        }
+        // Another schema, after good batches were written to files.
+        let other = RecordBatch::try_new(
+            std::sync::Arc::new(arrow_schema::Schema::new(vec![arrow_schema::Field::new(
+                "nope",
+                arrow_schema::DataType::Int64,
+                false,
+            )])),
+            vec![std::sync::Arc::new(arrow_array::Int64Array::from(vec![1i64]))],
+        )
+        .expect("batch");
+        let good = random_batches(&spec, &mut rng, 100);
+        let err = loaded.bulk_load(good.into_iter().chain([other])).expect_err("another schema");
+        assert!(matches!(err, Error::SchemaMismatch(_) | Error::InvalidArgument(_)), "{err:?}");
+        assert_eq!(scan_rows(&loaded, None), rows, "a failed load changed the rows");
+        assert_eq!(sst_files(&fs), files, "a failed load left files behind");
+        // An empty load does nothing.
+        assert_eq!(loaded.bulk_load(Vec::new()).expect("empty load").rows, 0);
+        assert_eq!(scan_rows(&loaded, None), rows);
+        // A table with an index.
+        if let Some(column) = spec.schema.fields().iter().enumerate().find(|(i, _)| !spec.key.contains(i)) {
+            // Some column types take no index; then there is nothing to check.
+            if loaded.create_index("by_col", &[column.1.name().as_str()], IndexOptions::default()).is_ok() {
+                let err = loaded.bulk_load(random_batches(&spec, &mut rng, 5));
+                assert!(matches!(err, Err(Error::InvalidArgument(_))), "{err:?}");
+            }
+        }
+        db.close().expect("close");
+        let err = loaded.bulk_load(random_batches(&spec, &mut rng, 5));
+        assert!(matches!(err, Err(Error::Closed(_))), "{err:?}");
+    });
+}
+
+/// Faults at every mutating I/O operation of a load (the SST writes and
+/// syncs, the directory sync, the MANIFEST record): the load fails or
+/// succeeds, and after a crash and reopen the table holds the old rows or
+/// the old rows with the load — nothing in between.
+#[test]
+fn a_crash_at_any_point_of_a_load_leaves_it_all_or_nothing() {
+    common::run_seeded("a_crash_at_any_point_of_a_load", 6, |seed| {
+        let mut rng = common::rng(seed);
+        let spec = TableSpec::random(&mut rng, Shape { columns: (1, 5), key_only: false });
+        let fs = MemFs::new();
+        let (db, loaded, written) = open_pair(&fs, &mut rng, &spec);
+        let before = batch_of(&spec.schema, &random_rows(&spec, &mut rng, 40));
+        loaded.write_opt(&before, &basalt::WriteOptions::default().sync(true)).expect("write");
+        let old = scan_rows(&loaded, None);
+        let batches = random_batches(&spec, &mut rng, 150);
+        write_all(&written, &batches);
+        written.write(&before).expect("write");
+        // What the table holds with the load: `before`'s rows, then the
+        // load over them.
+        let template = common::small_options(&fs, &mut rng);
+        let with_load = {
+            let image = common::history::copy(&fs);
+            let db2 = Db::open(DIR, template.clone().fs(std::sync::Arc::new(image))).expect("open copy");
+            let t = db2.table("loaded").expect("table");
+            t.bulk_load(batches.clone()).expect("load on the copy");
+            let rows = scan_rows(&t, None);
+            db2.close().expect("close copy");
+            rows
+        };
+        db.close().expect("close");
+        drop((loaded, written));
+        let mut step = 0;
+        loop {
+            let image = common::history::copy(&fs);
+            let db2 = Db::open(DIR, template.clone().fs(std::sync::Arc::new(image.clone()))).expect("open");
+            let t = db2.table("loaded").expect("table");
+            image.freeze_after(step);
+            let result = t.bulk_load(batches.clone());
+            let fired = image.is_frozen();
+            image.unfreeze();
+            drop(db2);
+            drop(t);
+            // Power loss: only what was synced survives.
+            let crashed = image.crash(basalt::testing::CrashMode::DropUnsynced, step);
+            let db3 = Db::open(DIR, template.clone().fs(std::sync::Arc::new(crashed))).expect("reopen");
+            let rows = scan_rows(&db3.table("loaded").expect("table"), None);
+            if result.is_ok() {
+                assert_eq!(rows, with_load, "step {step}: an acknowledged load was lost");
+            } else {
+                assert!(rows == old || rows == with_load, "step {step}: a failed load left a mix");
+            }
+            db3.close().expect("close");
+            if !fired {
+                break;
+            }
+            step += 1;
+            assert!(step < 10_000, "the load never finished");
+        }
+    });
+}
