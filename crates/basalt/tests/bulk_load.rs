@@ -268,21 +268,31 @@ fn a_crash_at_any_point_of_a_load_leaves_it_all_or_nothing() {
         // What the table holds with the load: `before`'s rows, then the
         // load over them.
         let template = common::small_options(&fs, &mut rng);
-        let with_load = {
+        // The images below are power-loss copies: close first, so they all
+        // start from the same whole database.
+        db.close().expect("close");
+        drop((loaded, written));
+        // Rows of the other table written (synced) just before each load,
+        // so the memtable holds acknowledged writes of another tree when
+        // the load raises the MANIFEST's seqno.
+        let other_rows = batch_of(&spec.schema, &random_rows(&spec, &mut rng, 10));
+        let synced = basalt::WriteOptions::default().sync(true);
+        let (with_load, other_after) = {
             let image = common::history::copy(&fs);
             let db2 = Db::open(DIR, template.clone().fs(std::sync::Arc::new(image))).expect("open copy");
+            let w = db2.table("written").expect("table");
+            w.write_opt(&other_rows, &synced).expect("write other");
             let t = db2.table("loaded").expect("table");
             t.bulk_load(batches.clone()).expect("load on the copy");
-            let rows = scan_rows(&t, None);
+            let rows = (scan_rows(&t, None), scan_rows(&w, None));
             db2.close().expect("close copy");
             rows
         };
-        db.close().expect("close");
-        drop((loaded, written));
         let mut step = 0;
         loop {
             let image = common::history::copy(&fs);
             let db2 = Db::open(DIR, template.clone().fs(std::sync::Arc::new(image.clone()))).expect("open");
+            db2.table("written").expect("table").write_opt(&other_rows, &synced).expect("write other");
             let t = db2.table("loaded").expect("table");
             image.freeze_after(step);
             let result = t.bulk_load(batches.clone());
@@ -294,6 +304,8 @@ fn a_crash_at_any_point_of_a_load_leaves_it_all_or_nothing() {
             let crashed = image.crash(basalt::testing::CrashMode::DropUnsynced, step);
             let db3 = Db::open(DIR, template.clone().fs(std::sync::Arc::new(crashed))).expect("reopen");
             let rows = scan_rows(&db3.table("loaded").expect("table"), None);
+            let other = scan_rows(&db3.table("written").expect("table"), None);
+            assert_eq!(other, other_after, "step {step}: a synced write of another table was lost");
             if result.is_ok() {
                 assert_eq!(rows, with_load, "step {step}: an acknowledged load was lost");
             } else {

@@ -239,6 +239,11 @@ impl DbInner {
     pub(crate) fn flush_all(&self) -> Result<()> {
         self.check_writable()?;
         self.with_exclusive_writer(|| self.switch_memtable())?;
+        self.wait_for_imms_flushed()
+    }
+
+    /// Waits until the flush thread has written every immutable memtable.
+    pub(crate) fn wait_for_imms_flushed(&self) -> Result<()> {
         let mut bg = self.jobs.state.lock();
         loop {
             if let Some(e) = &bg.error {

@@ -3,10 +3,11 @@
 //! `IngestExternalFile`, with the files built by the engine itself).
 //!
 //! Every loaded row gets one seqno, newer than anything the database
-//! holds, so the load replaces rows with the same key as a write would. To
-//! keep that true for point lookups (which stop at the first source that
-//! holds a key), no memtable may hold rows of the table when the files go
-//! in: such rows are flushed first. The files land in the deepest level
+//! holds, so the load replaces rows with the same key as a write would.
+//! Memtables are flushed first: point lookups stop at the first source
+//! that holds a key (a memtable row older than the load would win), and
+//! recovery takes the MANIFEST's `last_seqno`, which the load raises, as
+//! the end of what was flushed. The files land in the deepest level
 //! whose every level above holds nothing in their key range — the bottom
 //! level for a fresh table, so the data is never rewritten by compaction.
 
@@ -47,6 +48,24 @@ struct Pending<'a> {
     inner: &'a DbInner,
     numbers: Vec<u64>,
     installed: bool,
+}
+
+/// The encoded keys of one batch and the order to load its rows in.
+struct BatchKeys {
+    /// Every row's key, one after another.
+    bytes: Vec<u8>,
+    /// Where row `r`'s key ends in `bytes`.
+    ends: Vec<usize>,
+    /// Rows in key order, one per distinct key.
+    order: Vec<usize>,
+}
+
+impl BatchKeys {
+    /// The key of row `r`.
+    fn key(&self, r: usize) -> &[u8] {
+        let start = if r == 0 { 0 } else { self.ends[r - 1] };
+        &self.bytes[start..self.ends[r]]
+    }
 }
 
 impl Drop for Pending<'_> {
@@ -90,7 +109,7 @@ impl DbInner {
         // comes before the writer right in the lock order.
         let mut pending = Pending { inner: self, numbers: Vec::new(), installed: false };
         self.with_exclusive_writer(|| {
-            self.flush_tree_rows(tree)?;
+            self.flush_everything()?;
             let seqno = self.writer.last_seqno.load(Ordering::Relaxed) + 1;
             if seqno > SEQNO_MAX {
                 return Err(Error::InvalidArgument("sequence numbers exhausted".into()));
@@ -116,27 +135,15 @@ impl DbInner {
         })
     }
 
-    /// Makes sure no memtable holds rows of `tree`: switches the active one
-    /// if it does and waits until the flush thread has written every
-    /// immutable one that does. The caller owns the write path, so no new
-    /// rows arrive meanwhile.
-    fn flush_tree_rows(&self, tree: TreeId) -> Result<()> {
-        if self.state.load().mem.holds_tree(tree) {
-            self.switch_memtable()?;
-        }
-        let mut bg = self.jobs.state.lock();
-        loop {
-            if let Some(e) = &bg.error {
-                return Err(e.duplicate());
-            }
-            if !self.state.load().imms.iter().any(|m| m.holds_tree(tree)) {
-                return Ok(());
-            }
-            if bg.shutting_down {
-                return Err(Error::Closed("database is shutting down".into()));
-            }
-            self.jobs.cv.wait(&mut bg);
-        }
+    /// Flushes every memtable, not only those holding rows of the table:
+    /// recovery skips WAL records at or below the MANIFEST's `last_seqno`
+    /// as flushed, and the load's edit raises it past every write so far,
+    /// so an unflushed write of any tree would be lost on reopen (the
+    /// differential test found exactly that). The caller owns the write
+    /// path, so no new rows arrive meanwhile.
+    fn flush_everything(&self) -> Result<()> {
+        self.switch_memtable()?;
+        self.wait_for_imms_flushed()
     }
 
     /// Encodes, sorts and writes the rows into new SSTs of `tree`, each
@@ -157,18 +164,18 @@ impl DbInner {
         let mut last_key: Option<Bytes> = None;
         for (b, batch) in batches.enumerate() {
             layout.check_batch(&batch)?;
-            let rows = self.sorted_rows(layout, &batch)?;
-            let (Some((first, _)), Some((last, _))) = (rows.first(), rows.last()) else { continue };
+            let keys = self.sorted_keys(layout, &batch)?;
+            let (Some(&first), Some(&last)) = (keys.order.first(), keys.order.last()) else { continue };
             if let Some(prev) = &last_key
-                && first <= prev
+                && keys.key(first) <= prev.as_ref()
             {
                 return Err(Error::InvalidArgument(format!(
                     "bulk_load takes batches in primary-key order: batch {b} has a key at or below the \
                      largest of the batches before it (sort the rows, or write them with Table::write)"
                 )));
             }
-            last_key = Some(last.clone());
-            for (key, row) in &rows {
+            last_key = Some(Bytes::copy_from_slice(keys.key(last)));
+            for &row in &keys.order {
                 if current.as_ref().is_some_and(|(_, _, w)| w.estimated_file_bytes() >= self.opts.sst_bytes())
                 {
                     outputs.extend(current.take().map(finish_sst).transpose()?.map(|(_, f)| f));
@@ -179,7 +186,9 @@ impl DbInner {
                     current = Some(started);
                 }
                 if let Some((_, _, writer)) = current.as_mut() {
-                    writer.add(key, trailer, row)?;
+                    // Straight from the batch's arrays into the block's
+                    // columns: no row encoding and decoding on the way.
+                    writer.add_from_arrays(keys.key(row), trailer, batch.columns(), row)?;
                 }
             }
         }
@@ -187,33 +196,49 @@ impl DbInner {
         Ok(outputs)
     }
 
-    /// A batch's rows encoded and sorted by key; of two rows with one key
+    /// A batch's keys, and its rows in key order; of two rows with one key
     /// the later stays (as in a write). Rows over the size limits are
     /// refused as a write refuses them.
-    fn sorted_rows(&self, layout: &TableLayout, batch: &RecordBatch) -> Result<Vec<(Bytes, Bytes)>> {
-        let mut rows = row::encode_rows(layout, batch, false)?.rows;
-        for (key, row) in &rows {
-            if key.len() > self.opts.key_bytes_max || row.len() > self.opts.value_bytes_max {
+    fn sorted_keys(&self, layout: &TableLayout, batch: &RecordBatch) -> Result<BatchKeys> {
+        let encoder = row::encode::RowEncoder::new(layout, batch)?;
+        let n = batch.num_rows();
+        let mut keys =
+            BatchKeys { bytes: Vec::new(), ends: Vec::with_capacity(n), order: Vec::with_capacity(n) };
+        let mut row_bytes = Vec::new();
+        for r in 0..n {
+            let start = keys.bytes.len();
+            encoder.key(r, &mut keys.bytes);
+            keys.ends.push(keys.bytes.len());
+            row_bytes.clear();
+            encoder.row(r, &mut row_bytes);
+            let key_len = keys.bytes.len() - start;
+            if key_len > self.opts.key_bytes_max || row_bytes.len() > self.opts.value_bytes_max {
                 return Err(Error::InvalidArgument(format!(
-                    "a row encodes to a {}-byte key and {} bytes, over key_bytes_max ({}) or \
+                    "row {r} encodes to a {key_len}-byte key and {} bytes, over key_bytes_max ({}) or \
                      value_bytes_max ({})",
-                    key.len(),
-                    row.len(),
+                    row_bytes.len(),
                     self.opts.key_bytes_max,
                     self.opts.value_bytes_max
                 )));
             }
         }
-        // Stable: rows with one key keep their order, and the last is kept.
-        rows.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut kept: Vec<(Bytes, Bytes)> = Vec::with_capacity(rows.len());
-        for row in rows {
+        keys.order.extend(0..n);
+        // Batches often come sorted: then there is nothing to do.
+        if (1..n).all(|r| keys.key(r - 1) < keys.key(r)) {
+            return Ok(keys);
+        }
+        // Stable: rows with one key keep their order, and the last stays.
+        let mut order = std::mem::take(&mut keys.order);
+        order.sort_by(|&a, &b| keys.key(a).cmp(keys.key(b)));
+        let mut kept: Vec<usize> = Vec::with_capacity(n);
+        for r in order {
             match kept.last_mut() {
-                Some(last) if last.0 == row.0 => *last = row,
-                _ => kept.push(row),
+                Some(last) if keys.key(*last) == keys.key(r) => *last = r,
+                _ => kept.push(r),
             }
         }
-        Ok(kept)
+        keys.order = kept;
+        Ok(keys)
     }
 
     /// Installs the loaded files in one MANIFEST edit, at the deepest level

@@ -159,8 +159,7 @@ impl Table {
     /// The batches must come in primary-key order (each batch's smallest
     /// key above every earlier batch's largest; rows within a batch may be
     /// in any order). Other writes to the database wait while the files
-    /// are written; reads go on. Memtable rows of the table are flushed
-    /// first. Refused for a table with secondary indexes (load first, then
+    /// are written; reads go on. The memtables are flushed first. Refused for a table with secondary indexes (load first, then
     /// create them). A batch that does not match the schema, out of order,
     /// or with rows over the size limits is an error that leaves the
     /// table as it was.
