@@ -245,7 +245,7 @@ class Table:
     def write(self, data: Any, *, sync: bool = False) -> int:
         """Upserts every row of ``data`` atomically; returns the rows written."""
     def bulk_load(self, data: Any, *, sync: bool = True) -> int:
-        """Streams ``data`` of any size in, one atomic batch at a time."""
+        """Loads ``data`` of any size straight into the engine's files, all or nothing; returns the rows installed."""
     def delete(self, keys: Iterable[Key] | Any, *, sync: bool = False) -> None: ...
     def get(
         self, key: Key, *, columns: Sequence[str] | None = None, snapshot: Snapshot | None = None

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import operator
 import pathlib
+import random
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -1000,8 +1001,44 @@ def test_bulk_load_bad_batch_raises_schema_error(simple: basalt.Table) -> None:
     bad = pa.record_batch({"id": [2], "name": [None], "score": [1.0]}, schema=loose)
     with pytest.raises(basalt.SchemaError):
         simple.bulk_load(pa.RecordBatchReader.from_batches(loose, [good, bad]))
-    # Each batch is atomic; the bad one wrote nothing.
+    # The load is atomic: the good batch before the bad one is not there.
+    assert simple.get(1) is None
     assert simple.get(2) is None
+    assert simple.to_arrow().num_rows == 0
+
+
+def test_bulk_load_in_any_order_matches_writes(db: basalt.Database) -> None:
+    """Batches out of key order, overlapping, with keys repeated: the load
+    must read back exactly as the same batches written one by one."""
+    rng = random.Random(7)
+    loaded = db.create_table("loaded", SIMPLE, primary_key=["id"])
+    written = db.create_table("written", SIMPLE, primary_key=["id"])
+    loaded.write(pa.table({"id": [5, 6], "name": ["old", "old"], "score": [0.0, 0.0]}, schema=SIMPLE))
+    written.write(pa.table({"id": [5, 6], "name": ["old", "old"], "score": [0.0, 0.0]}, schema=SIMPLE))
+    batches = []
+    for b in range(8):
+        ids_ = [rng.randrange(0, 300) for _ in range(rng.randrange(1, 60))]
+        batches.append(
+            pa.record_batch(
+                {"id": ids_, "name": [f"b{b}-{i}" for i in ids_], "score": [float(b)] * len(ids_)},
+                schema=SIMPLE,
+            )
+        )
+    distinct = len({i for batch in batches for i in batch.column(0).to_pylist()})
+    total = sum(batch.num_rows for batch in batches)
+    # One row per key of each sorted run: between the distinct keys and
+    # every row given.
+    assert distinct <= loaded.bulk_load(pa.RecordBatchReader.from_batches(SIMPLE, batches)) <= total
+    for batch in batches:
+        written.write(batch)
+    assert loaded.to_arrow().equals(written.to_arrow())
+
+
+def test_bulk_load_refuses_a_table_with_an_index(simple: basalt.Table) -> None:
+    simple.create_index("by_name", ["name"])
+    with pytest.raises(basalt.Error):
+        simple.bulk_load(pa.table(SIMPLE_DATA, schema=SIMPLE))
+    assert simple.to_arrow().num_rows == 0
 
 
 # ---------------------------------------------------------------- indexes

@@ -501,31 +501,32 @@ impl Table {
         .py_err(py)
     }
 
-    /// Streams `data` (as `write` takes it, of any size) into the table
-    /// one input batch at a time with the GIL released, and returns the
-    /// rows written. Each batch is atomic, the whole load is not: a failure
-    /// leaves the batches before it written. (Direct SST ingestion, which
-    /// would make it one atomic step, is future work.)
+    /// Loads `data` (as `write` takes it, of any size, streamed one input
+    /// batch at a time with the GIL released) by writing its rows straight
+    /// into the engine's files, past the WAL and the memtable, and
+    /// installing them in one step: the load is all there or not at all,
+    /// and durable when this returns. Rows are upserts, as in `write`;
+    /// batches in key order load fastest (straight to the deepest level),
+    /// any order works. Other writes wait while it runs. Returns the rows
+    /// installed: one per key of each sorted run of batches (a key twice in
+    /// a batch counts once). Refused for a table with
+    /// indexes: load first, then create them. `sync` is accepted for
+    /// compatibility: a load is always synced.
     #[pyo3(signature = (data, *, sync=true))]
     fn bulk_load(&self, py: Python<'_>, data: &Bound<'_, PyAny>, sync: bool) -> PyResult<u64> {
-        let db = self.state.db_for_write(py, "bulk_load")?;
+        let _ = sync;
+        self.state.db_for_write(py, "bulk_load")?;
         let reader = Self::reader(py, data)?;
         let schema = self.table.schema();
         let table = &self.table;
-        let result: Result<u64, PyErrLater> = py.detach(|| {
-            let mut rows = 0u64;
-            for batch in reader {
-                let batch = batch.map_err(|e| PyErrLater::Schema(e.to_string()))?;
-                let batch = conform(&batch, &schema).map_err(PyErrLater::Schema)?;
-                table.write(&batch).map_err(PyErrLater::Engine)?;
-                rows += batch.num_rows() as u64;
-            }
-            if sync {
-                db.sync_wal().map_err(PyErrLater::Engine)?;
-            }
-            Ok(rows)
+        let result: Result<u64, basalt::Error> = py.detach(|| {
+            let batches = reader.map(|batch| {
+                let batch = batch.map_err(|e| basalt::Error::SchemaMismatch(e.to_string()))?;
+                conform(&batch, &schema).map_err(basalt::Error::SchemaMismatch)
+            });
+            Ok(table.bulk_load_from(batches)?.rows)
         });
-        result.map_err(|e| e.into_py(py))
+        result.py_err(py)
     }
 
     /// Deletes the rows whose keys are `keys` (an iterable of keys — a
@@ -825,19 +826,4 @@ fn project(py: Python<'_>, row: &RecordBatch, names: &[String]) -> PyResult<Reco
         .map(|n| schema.index_of(n).map_err(|_| errors::invalid(py, format!("no column {n}"))))
         .collect::<PyResult<Vec<_>>>()?;
     row.project(&indices).map_err(|e| errors::invalid(py, e.to_string()))
-}
-
-/// An error made without the GIL, turned into a Python one after.
-enum PyErrLater {
-    Schema(String),
-    Engine(basalt::Error),
-}
-
-impl PyErrLater {
-    fn into_py(self, py: Python<'_>) -> PyErr {
-        match self {
-            PyErrLater::Schema(m) => errors::schema(py, m),
-            PyErrLater::Engine(e) => errors::to_py(py, e),
-        }
-    }
 }

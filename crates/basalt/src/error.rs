@@ -106,3 +106,11 @@ impl Error {
         }
     }
 }
+
+/// An error of an Arrow source a caller hands the engine (a
+/// `RecordBatchReader` given to `Table::bulk_load_from`): bad input.
+impl From<arrow_schema::ArrowError> for Error {
+    fn from(e: arrow_schema::ArrowError) -> Error {
+        Error::InvalidArgument(format!("reading the input: {e}"))
+    }
+}

@@ -5,9 +5,10 @@
 //! shuffled inside each batch, some keys twice: the later row wins) and
 //! the other writes them. Both must read the same through scans and point
 //! reads, now, at a snapshot taken before (which must not see the load),
-//! after a compaction and after a reopen. Out-of-order batches, a batch of
-//! another schema, a table with an index and a load on a closed database
-//! must fail and change nothing (no rows, no files left behind). I/O
+//! after a compaction and after a reopen; a third of the loads come out of
+//! key order (overlapping sorted runs, a batch repeated with new values). A
+//! batch of another schema, a table with an index and a load on a closed
+//! database must fail and change nothing (no rows, no files left behind). I/O
 //! faults at every step of a load must leave the old contents or the new,
 //! never a mix, after recovery.
 //!
@@ -134,10 +135,31 @@ fn bulk_load_reads_as_the_same_writes() {
             let n = rng.random_range(0..300);
             random_rows(&spec, &mut rng, n)
         };
-        let batches = batches_in_key_order(&spec, &mut rng, rows);
+        let mut batches = batches_in_key_order(&spec, &mut rng, rows);
+        // A third of the loads out of key order (several sorted runs that
+        // overlap; where two share a key, the later batch's row wins), some
+        // with a batch repeated with other values.
+        let runs = rng.random_bool(1.0 / 3.0);
+        if runs {
+            batches.shuffle(&mut rng);
+            if let Some(b) = batches.first() {
+                let again: Vec<Vec<Cell>> = rows_of(b)
+                    .iter()
+                    .map(|r| {
+                        let mut other = spec.random_row(&mut rng);
+                        for &k in &spec.key {
+                            other[k] = r[k].clone();
+                        }
+                        other
+                    })
+                    .collect();
+                batches.push(batch_of(&spec.schema, &again));
+            }
+        }
         let load = loaded.bulk_load(batches.clone()).expect("bulk load");
         write_all(&written, &batches);
         assert!(load.rows <= batches.iter().map(|b| b.num_rows() as u64).sum(), "{load:?}");
+
         assert_same(&loaded, &written, None, "after the load");
         assert_eq!(scan_rows(&loaded, Some(&snapshot)), old, "the snapshot saw the load");
         assert_same(&loaded, &written, Some(&snapshot), "at the snapshot");
@@ -204,18 +226,16 @@ fn bad_loads_change_nothing() {
         db.flush().expect("flush");
         db.wait_for_background_work().expect("settle");
         let (rows, files) = (scan_rows(&loaded, None), sst_files(&fs));
-        // Out of order: the second batch starts at or below the first's end.
-        let mut batches = random_batches(&spec, &mut rng, 200);
-        if batches.len() >= 2 {
-            let at = rng.random_range(1..batches.len());
-            batches.swap(at - 1, at);
-            let err = loaded.bulk_load(batches.clone()).expect_err("batches out of order");
-            assert!(matches!(err, Error::InvalidArgument(_)), "{err:?}");
-            // The same batch twice overlaps itself.
-            let twice = vec![batches[0].clone(), batches[0].clone()];
-            let err = loaded.bulk_load(twice).expect_err("a batch twice");
-            assert!(matches!(err, Error::InvalidArgument(_)), "{err:?}");
-        }
+        // A source that fails after good batches were written to files.
+        let good = random_batches(&spec, &mut rng, 100);
+        let failing = good.into_iter().map(Ok).chain([Err(arrow_schema::ArrowError::IoError(
+            "the source broke".into(),
+            std::io::Error::other("broken"),
+        ))]);
+        let err = loaded.bulk_load_from(failing).expect_err("a failing source");
+        assert!(matches!(&err, Error::InvalidArgument(m) if m.contains("the source broke")), "{err:?}");
+        assert_eq!(scan_rows(&loaded, None), rows, "a failed source's load changed the rows");
+        assert_eq!(sst_files(&fs), files, "a failed source's load left files behind");
         // Another schema, after good batches were written to files.
         let other = RecordBatch::try_new(
             std::sync::Arc::new(arrow_schema::Schema::new(vec![arrow_schema::Field::new(

@@ -2,14 +2,15 @@
 //! one MANIFEST edit, past the WAL and the memtable (RocksDB's
 //! `IngestExternalFile`, with the files built by the engine itself).
 //!
-//! Every loaded row gets one seqno, newer than anything the database
-//! holds, so the load replaces rows with the same key as a write would.
-//! Memtables are flushed first: point lookups stop at the first source
-//! that holds a key (a memtable row older than the load would win), and
-//! recovery takes the MANIFEST's `last_seqno`, which the load raises, as
-//! the end of what was flushed. The files land in the deepest level
-//! whose every level above holds nothing in their key range — the bottom
-//! level for a fresh table, so the data is never rewritten by compaction.
+//! Loaded rows get seqnos newer than anything the database holds (one per
+//! sorted run of batches), so the load replaces rows with the same key as
+//! a write would. Memtables are flushed first: point lookups stop at the
+//! first source that holds a key (a memtable row older than the load would
+//! win), and recovery takes the MANIFEST's `last_seqno`, which the load
+//! raises, as the end of what was flushed. A load in key order lands in
+//! the deepest level whose every level above holds nothing in its key
+//! range — the bottom level for a fresh table, so compaction never
+//! rewrites it; a load of several overlapping runs lands in L0.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -31,8 +32,8 @@ use crate::version::version::LEVELS;
 /// What [`Table::bulk_load`](crate::Table::bulk_load) did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct BulkLoad {
-    /// Rows installed (after the later of two rows with one key replaced
-    /// the earlier).
+    /// Rows installed: one per key of each sorted run (a key twice in a
+    /// batch counts once; a key in several runs, once per run).
     pub rows: u64,
     /// SSTs written.
     pub files: usize,
@@ -92,7 +93,7 @@ impl DbInner {
         &self,
         tree: TreeId,
         layout: &Arc<TableLayout>,
-        batches: &mut dyn Iterator<Item = RecordBatch>,
+        batches: &mut dyn Iterator<Item = Result<RecordBatch>>,
     ) -> Result<BulkLoad> {
         self.check_writable()?;
         if self.state.load().version.catalog.indexes_of(tree).next().is_some() {
@@ -114,7 +115,7 @@ impl DbInner {
             if seqno > SEQNO_MAX {
                 return Err(Error::InvalidArgument("sequence numbers exhausted".into()));
             }
-            let outputs = self.write_loaded_ssts(tree, layout, batches, seqno, &mut pending)?;
+            let (outputs, seqno) = self.write_loaded_ssts(tree, layout, batches, seqno, &mut pending)?;
             if outputs.is_empty() {
                 return Ok(BulkLoad::default());
             }
@@ -147,34 +148,42 @@ impl DbInner {
     }
 
     /// Encodes, sorts and writes the rows into new SSTs of `tree`, each
-    /// cut at `Options::sst_bytes`, every row a put at `seqno`. Batches
-    /// must come in primary-key order: each one's smallest key above the
-    /// previous one's largest (a batch itself is sorted here).
+    /// cut at `Options::sst_bytes`. Batches that come in primary-key order
+    /// (each one's smallest key above the previous one's largest; a batch
+    /// itself is sorted here) make one sorted run, every row a put at
+    /// `first_seqno`; a batch that does not starts a new run one seqno
+    /// higher, so where runs share a key the later batch's row wins, as
+    /// in writes. Memory holds one batch at a time whatever the order.
+    /// Returns the files and the last seqno used.
     fn write_loaded_ssts(
         &self,
         tree: TreeId,
         layout: &Arc<TableLayout>,
-        batches: &mut dyn Iterator<Item = RecordBatch>,
-        seqno: u64,
+        batches: &mut dyn Iterator<Item = Result<RecordBatch>>,
+        first_seqno: u64,
         pending: &mut Pending<'_>,
-    ) -> Result<Vec<FileMeta>> {
-        let trailer = pack_trailer(seqno, Kind::Put);
+    ) -> Result<(Vec<FileMeta>, u64)> {
+        let mut seqno = first_seqno;
         let mut outputs = Vec::new();
         let mut current: Option<(TreeId, u64, SstWriter)> = None;
         let mut last_key: Option<Bytes> = None;
-        for (b, batch) in batches.enumerate() {
+        for batch in batches {
+            let batch = batch?;
             layout.check_batch(&batch)?;
             let keys = self.sorted_keys(layout, &batch)?;
             let (Some(&first), Some(&last)) = (keys.order.first(), keys.order.last()) else { continue };
             if let Some(prev) = &last_key
                 && keys.key(first) <= prev.as_ref()
             {
-                return Err(Error::InvalidArgument(format!(
-                    "bulk_load takes batches in primary-key order: batch {b} has a key at or below the \
-                     largest of the batches before it (sort the rows, or write them with Table::write)"
-                )));
+                // A new run: its files may overlap the earlier runs'.
+                outputs.extend(current.take().map(finish_sst).transpose()?.map(|(_, f)| f));
+                seqno += 1;
+                if seqno > SEQNO_MAX {
+                    return Err(Error::InvalidArgument("sequence numbers exhausted".into()));
+                }
             }
             last_key = Some(Bytes::copy_from_slice(keys.key(last)));
+            let trailer = pack_trailer(seqno, Kind::Put);
             for &row in &keys.order {
                 if current.as_ref().is_some_and(|(_, _, w)| w.estimated_file_bytes() >= self.opts.sst_bytes())
                 {
@@ -193,7 +202,7 @@ impl DbInner {
             }
         }
         outputs.extend(current.take().map(finish_sst).transpose()?.map(|(_, f)| f));
-        Ok(outputs)
+        Ok((outputs, seqno))
     }
 
     /// A batch's keys, and its rows in key order; of two rows with one key
@@ -241,16 +250,20 @@ impl DbInner {
         Ok(keys)
     }
 
-    /// Installs the loaded files in one MANIFEST edit, at the deepest level
-    /// whose levels above (and itself) hold nothing in their key range, and
-    /// publishes `seqno`. The caller owns the write path and the
-    /// compaction lock.
+    /// Installs the loaded files in one MANIFEST edit and publishes
+    /// `seqno`, the last the load used. One sorted run goes to the deepest
+    /// level whose levels above (and itself) hold nothing in its key range;
+    /// several runs, which may overlap one another, go to L0 (newest run
+    /// first, by seqno), where compaction merges them. The caller owns the
+    /// write path and the compaction lock.
     fn install_loaded(&self, tree: TreeId, outputs: Vec<FileMeta>, seqno: u64) -> Result<BulkLoad> {
-        let range = match (outputs.first(), outputs.last()) {
-            (Some(first), Some(last)) => (
-                std::ops::Bound::Included(first.smallest.user_key.to_vec()),
-                std::ops::Bound::Included(last.largest.user_key.to_vec()),
-            ),
+        let one_run = outputs.iter().all(|f| f.max_seqno == seqno);
+        let lo = outputs.iter().map(|f| f.smallest.user_key.as_ref()).min();
+        let hi = outputs.iter().map(|f| f.largest.user_key.as_ref()).max();
+        let range = match (lo, hi) {
+            (Some(lo), Some(hi)) => {
+                (std::ops::Bound::Included(lo.to_vec()), std::ops::Bound::Included(hi.to_vec()))
+            }
             _ => return Ok(BulkLoad::default()),
         };
         let mut versions = self.versions.lock();
@@ -259,7 +272,7 @@ impl DbInner {
             return Err(Error::InvalidArgument("the table was dropped during its bulk load".into()));
         };
         let free = |l: usize| !levels[l].iter().any(|f| file_overlaps(f, &range));
-        let level = (0..LEVELS).take_while(|&l| free(l)).last().unwrap_or(0);
+        let level = if one_run { (0..LEVELS).take_while(|&l| free(l)).last().unwrap_or(0) } else { 0 };
         let load = BulkLoad {
             rows: outputs.iter().map(|f| f.entries).sum(),
             files: outputs.len(),

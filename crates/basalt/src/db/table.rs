@@ -151,20 +151,33 @@ impl Table {
     /// WAL and the memtable, and installs the files in one MANIFEST edit:
     /// after a crash the load is either all there or not at all. Rows are
     /// upserts, as in [`Table::write`]: a loaded row replaces the row with
-    /// its key, and of two rows with one key the later is kept. The files
-    /// go to the deepest level with nothing of the table in their key range
-    /// above them (the bottom level for an empty table), so compaction
-    /// does not rewrite them.
+    /// its key, and of two rows with one key the later is kept.
     ///
-    /// The batches must come in primary-key order (each batch's smallest
-    /// key above every earlier batch's largest; rows within a batch may be
-    /// in any order). Other writes to the database wait while the files
-    /// are written; reads go on. The memtables are flushed first. Refused for a table with secondary indexes (load first, then
-    /// create them). A batch that does not match the schema, out of order,
-    /// or with rows over the size limits is an error that leaves the
+    /// Batches may come in any order, and memory holds one at a time.
+    /// Batches in primary-key order (each one's smallest key above every
+    /// earlier one's largest; rows within a batch may be in any order)
+    /// make one sorted run, which goes to the deepest level with nothing
+    /// of the table in its range above it; each batch that breaks the
+    /// order starts a new run, and a load of several runs goes to L0,
+    /// where compaction merges them. Other writes to the database wait
+    /// while the files are written; reads go on. The memtables are
+    /// flushed first. Refused for a table with secondary indexes (load
+    /// first, then create them). A batch that does not match the schema,
+    /// or with rows over the size limits, is an error that leaves the
     /// table as it was.
     pub fn bulk_load(&self, batches: impl IntoIterator<Item = RecordBatch>) -> Result<crate::BulkLoad> {
-        self.inner.bulk_load(self.shared.id, &self.shared.layout, &mut batches.into_iter())
+        self.inner.bulk_load(self.shared.id, &self.shared.layout, &mut batches.into_iter().map(Ok))
+    }
+
+    /// [`Table::bulk_load`] from a source that may fail, such as an Arrow
+    /// `RecordBatchReader`: the source's first error ends the load, which
+    /// then installs nothing and returns that error.
+    pub fn bulk_load_from<E: Into<Error>>(
+        &self,
+        batches: impl IntoIterator<Item = std::result::Result<RecordBatch, E>>,
+    ) -> Result<crate::BulkLoad> {
+        let mut batches = batches.into_iter().map(|b| b.map_err(Into::into));
+        self.inner.bulk_load(self.shared.id, &self.shared.layout, &mut batches)
     }
 
     /// Deletes the rows whose keys are in `keys` (the key columns only).
