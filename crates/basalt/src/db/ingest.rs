@@ -170,7 +170,8 @@ impl DbInner {
         for batch in batches {
             let batch = batch?;
             layout.check_batch(&batch)?;
-            let keys = self.sorted_keys(layout, &batch)?;
+            let encoder = row::encode::RowEncoder::new(layout, &batch)?;
+            let keys = self.sorted_keys(&encoder, batch.num_rows())?;
             let (Some(&first), Some(&last)) = (keys.order.first(), keys.order.last()) else { continue };
             if let Some(prev) = &last_key
                 && keys.key(first) <= prev.as_ref()
@@ -197,7 +198,7 @@ impl DbInner {
                 if let Some((_, _, writer)) = current.as_mut() {
                     // Straight from the batch's arrays into the block's
                     // columns: no row encoding and decoding on the way.
-                    writer.add_from_arrays(keys.key(row), trailer, batch.columns(), row)?;
+                    writer.add_encoded_row(keys.key(row), trailer, &encoder, row)?;
                 }
             }
         }
@@ -208,9 +209,7 @@ impl DbInner {
     /// A batch's keys, and its rows in key order; of two rows with one key
     /// the later stays (as in a write). Rows over the size limits are
     /// refused as a write refuses them.
-    fn sorted_keys(&self, layout: &TableLayout, batch: &RecordBatch) -> Result<BatchKeys> {
-        let encoder = row::encode::RowEncoder::new(layout, batch)?;
-        let n = batch.num_rows();
+    fn sorted_keys(&self, encoder: &row::encode::RowEncoder<'_>, n: usize) -> Result<BatchKeys> {
         let mut keys =
             BatchKeys { bytes: Vec::new(), ends: Vec::with_capacity(n), order: Vec::with_capacity(n) };
         let mut row_bytes = Vec::new();

@@ -139,6 +139,21 @@ impl<'a> RowEncoder<'a> {
         }
     }
 
+    /// Appends the stored columns of `row` to `builders` (one per schema
+    /// column, as a table block builds them), straight from the arrays:
+    /// no row bytes on the way, and the arrays were cast once, in `new`.
+    pub fn push_stored(&self, row: usize, builders: &mut [crate::row::decode::ColumnBuilder]) {
+        let mut scratch = [0u8; 1];
+        for &i in &self.layout.stored {
+            let c = &self.columns[i];
+            if c.is_null(row) {
+                builders[i].push_null();
+            } else {
+                builders[i].push(c.bytes(row, &mut scratch));
+            }
+        }
+    }
+
     /// Appends the row bytes of `row` to `out`.
     pub fn row(&self, row: usize, out: &mut Vec<u8>) {
         let mut scratch = [0u8; 1];

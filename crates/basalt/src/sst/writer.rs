@@ -162,6 +162,18 @@ impl SstWriter {
         self.add_with(user_key, trailer, 0, |block| block.add_from_arrays(user_key, trailer, arrays, i))
     }
 
+    /// Adds a put of row `i` of a batch being bulk-loaded, read through
+    /// `encoder`, with the same order rules as [`SstWriter::add`].
+    pub fn add_encoded_row(
+        &mut self,
+        user_key: &[u8],
+        trailer: u64,
+        encoder: &crate::row::encode::RowEncoder<'_>,
+        i: usize,
+    ) -> Result<()> {
+        self.add_with(user_key, trailer, 0, |block| block.add_encoded_row(user_key, trailer, encoder, i))
+    }
+
     fn add_with(
         &mut self,
         user_key: &[u8],

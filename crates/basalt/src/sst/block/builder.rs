@@ -150,6 +150,24 @@ impl BlockBuilder {
         Ok(())
     }
 
+    /// Appends row `i` of a batch being bulk-loaded, read through
+    /// `encoder` (prepared once per batch, unlike `add_from_arrays`, which
+    /// casts the arrays again for every row).
+    pub fn add_encoded_row(
+        &mut self,
+        user_key: &[u8],
+        trailer: u64,
+        encoder: &crate::row::encode::RowEncoder<'_>,
+        i: usize,
+    ) -> Result<()> {
+        let Some((_, cols)) = &mut self.table else {
+            return Err(Error::InvalidArgument("a key-value block takes no table rows".into()));
+        };
+        encoder.push_stored(i, cols);
+        self.push_key(user_key, trailer);
+        Ok(())
+    }
+
     /// The zones of the block last returned by `finish` (table blocks).
     pub fn take_zones(&mut self) -> Option<Vec<crate::row::zone::Zone>> {
         self.last_zones.take()
