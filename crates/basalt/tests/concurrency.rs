@@ -254,6 +254,25 @@ fn memtable_memory_stays_within_the_budget() {
     );
     assert!(stats.memtable_bytes_peak as usize > BUDGET / 2, "the budget was never approached: {stats}");
     assert!(stats.flushes >= 8, "a small budget means many flushes: {stats}");
+    // The other parts of the engine's memory: the block cache within its
+    // capacity after reads of every SST, and the open SSTs' metadata
+    // (filters, indexes, models) counted and a small share of the data.
+    for i in (0..n).step_by(7) {
+        db.get(format!("{:016x}", i.wrapping_mul(0x9e37_79b9_7f4a_7c15))).expect("get").expect("present");
+    }
+    let stats = db.stats();
+    assert!(stats.block_cache_bytes > 0, "reads filled no cache: {stats}");
+    assert!(
+        stats.block_cache_bytes <= stats.block_cache_capacity_bytes,
+        "block cache over capacity: {stats}"
+    );
+    let sst_bytes: u64 = stats.levels.iter().map(|l| l.bytes).sum();
+    assert!(
+        stats.sst_metadata_bytes > 0 && stats.sst_metadata_bytes < sst_bytes / 20,
+        "SST metadata {} B for {sst_bytes} B of SSTs: {stats}",
+        stats.sst_metadata_bytes
+    );
+    assert!(stats.engine_memory_bytes() >= stats.sst_metadata_bytes + stats.block_cache_bytes);
 }
 
 /// With `timing_stats`, every get is timed and the phases add up to

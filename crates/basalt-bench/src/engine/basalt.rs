@@ -87,6 +87,10 @@ impl Engine for BasaltEngine {
     fn get_latency(&self) -> Option<GetLatency> {
         self.timed.then(|| self.db.stats().get_latency)
     }
+
+    fn engine_memory_bytes(&self) -> Option<u64> {
+        Some(self.db.stats().engine_memory_bytes())
+    }
 }
 
 struct BasaltReader<'a> {

@@ -65,6 +65,13 @@ pub trait Engine: Send + Sync {
     fn get_latency(&self) -> Option<::basalt::GetLatency> {
         None
     }
+
+    /// Memory the engine reports holding itself (Basalt's
+    /// `Stats::engine_memory_bytes`: memtables, caches, SST metadata);
+    /// `None` for engines that report none.
+    fn engine_memory_bytes(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// Reads of one thread.

@@ -67,11 +67,11 @@ fn write_records(job: &Job, engine: &dyn Engine, sink: &mut Sink, metrics: bool)
 pub fn run(job: &Job, open: &Opener<'_>, dir: &Path, sink: &mut Sink) -> Result<()> {
     let engine = open(dir)?;
     write_records(job, engine.as_ref(), sink, true)?;
-    sink.put_peak_memory("write_peak_memory_bytes");
+    sink.put_peak_memory("write_peak_memory_bytes", engine.as_ref());
     engine.settle()?;
     sink.put("disk_bytes", disk_bytes(dir) as f64, "bytes");
     read_phases(job, engine.as_ref(), sink)?;
-    sink.put_peak_memory("peak_memory_bytes");
+    sink.put_peak_memory("peak_memory_bytes", engine.as_ref());
     drop(engine);
     if let Some(engine) = start_limited(job, open, dir, sink)? {
         // Untimed warm-up: the same phases into a sink that is dropped, so
@@ -179,7 +179,7 @@ pub fn run_backpressure(job: &Job, open: &Opener<'_>, dir: &Path, sink: &mut Sin
     let engine = open(dir)?;
     let budget = engine.has_write_buffer_budget();
     write_records(job, engine.as_ref(), sink, budget)?;
-    sink.put_peak_memory("peak_memory_bytes");
+    sink.put_peak_memory("peak_memory_bytes", engine.as_ref());
     let t = Instant::now();
     engine.settle()?;
     if budget {

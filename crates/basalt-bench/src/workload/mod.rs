@@ -236,10 +236,15 @@ impl Sink {
         self.put(&format!("{prefix}_p99_us"), lat.percentile_us(99.0), "us");
     }
 
-    /// Records the peak resident memory since the last reset.
-    pub fn put_peak_memory(&mut self, metric: &str) {
+    /// Records the peak resident memory since the last reset, and the
+    /// memory the engine reports holding itself now (where it reports it)
+    /// as `engine_memory_bytes`, so the two can be read side by side.
+    pub fn put_peak_memory(&mut self, metric: &str, engine: &dyn Engine) {
         if let Some(b) = measure::proc_status_bytes("VmHWM") {
             self.put(metric, b as f64, "bytes");
+        }
+        if let Some(b) = engine.engine_memory_bytes() {
+            self.put(&metric.replace("peak_memory", "engine_memory"), b as f64, "bytes");
         }
     }
 }

@@ -44,7 +44,7 @@ pub fn run(job: &Job, open: &Opener<'_>, dir: &Path, sink: &mut Sink) -> Result<
 
     let lookups = Lookups { order: &order, pool: &pool, n, value_bytes: job.value_bytes };
     read_phases(job, engine.as_ref(), &lookups, sink)?;
-    sink.put_peak_memory("peak_memory_bytes");
+    sink.put_peak_memory("peak_memory_bytes", engine.as_ref());
     drop(engine);
     breakdown(job, dir, &lookups, sink)?;
     if let Some(engine) = start_limited(job, open, dir, sink)? {

@@ -229,7 +229,7 @@ pub fn run(job: &Job, open: &Opener<'_>, dir: &Path, sink: &mut Sink) -> Result<
     };
     let value_bytes = job.value_bytes;
     run_phases(job, &Phase { engine: engine.as_ref(), pool: &pool, value_bytes, items: &items }, sink)?;
-    sink.put_peak_memory("peak_memory_bytes");
+    sink.put_peak_memory("peak_memory_bytes", engine.as_ref());
     drop(engine);
     if let Some(engine) = start_limited(job, open, dir, sink)? {
         // Untimed warm-up: one full scan brings the store back in.

@@ -150,6 +150,11 @@ impl SstReaders {
         self.readers.read().values().map(|k| k.reader.blocks_unchecked() as u64).sum()
     }
 
+    /// Memory the open readers hold besides cached blocks.
+    pub(crate) fn metadata_bytes(&self) -> u64 {
+        self.readers.read().values().map(|k| k.reader.metadata_bytes() as u64).sum()
+    }
+
     /// Number of open readers.
     pub(crate) fn len(&self) -> usize {
         self.readers.read().len()

@@ -134,6 +134,11 @@ pub struct Stats {
     pub row_cache_bytes: u64,
     /// SST readers open.
     pub open_sst_readers: usize,
+    /// Memory the open SST readers hold besides cached blocks: fence
+    /// indexes, bloom filters, learned models, zone maps (on the heap, or
+    /// in the page cache where a file is mapped and its metadata is read
+    /// in place).
+    pub sst_metadata_bytes: u64,
     /// Live snapshots.
     pub snapshots: usize,
     /// Secondary-index entries read by lookups, counts and scans that
@@ -218,12 +223,38 @@ impl DbInner {
             row_cache_misses: self.row_cache.as_ref().map_or(0, crate::db::row_cache::RowCache::misses),
             row_cache_bytes: self.row_cache.as_ref().map_or(0, crate::db::row_cache::RowCache::usage_bytes),
             open_sst_readers: self.sst_readers.len(),
+            sst_metadata_bytes: self.sst_readers.metadata_bytes(),
             snapshots: self.snapshots.lock().values().sum(),
         }
     }
 }
 
 impl Stats {
+    /// Memory the engine itself holds, each part bounded by an option:
+    /// memtables (`write_buffer_bytes_max`), the block cache
+    /// (`block_cache_bytes`), the row cache (`row_cache_bytes`) and the open
+    /// SSTs' metadata (`sst_metadata_bytes`: grows with the data, as a
+    /// B-tree's inner pages do). Pages of mapped SSTs a read touched are
+    /// the page cache's, not counted here (the process's RSS shows them).
+    pub fn engine_memory_bytes(&self) -> u64 {
+        self.memtable_bytes_total as u64
+            + self.block_cache_bytes
+            + self.row_cache_bytes
+            + self.sst_metadata_bytes
+    }
+
+    fn fmt_memory(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "engine memory {:.1} MiB: memtables {:.1}, block cache {:.1}, row cache {:.1}, SST metadata {:.1}",
+            mib(self.engine_memory_bytes()),
+            mib(self.memtable_bytes_total as u64),
+            mib(self.block_cache_bytes),
+            mib(self.row_cache_bytes),
+            mib(self.sst_metadata_bytes)
+        )
+    }
+
     /// Bytes written to SSTs (flushes and compactions) per byte ingested;
     /// the WAL adds one more.
     pub fn write_amplification(&self) -> f64 {
@@ -308,6 +339,7 @@ impl fmt::Display for Stats {
             self.gets,
             self.snapshots
         )?;
+        self.fmt_memory(f)?;
         writeln!(
             f,
             "tables: {} rows read, {} index entries read",

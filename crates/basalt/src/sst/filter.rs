@@ -162,7 +162,6 @@ impl BloomFilter {
     }
 
     /// Memory held by the filter.
-    #[cfg(test)]
     pub fn approximate_bytes(&self) -> usize {
         self.lines.len() * FILTER_LINE_BYTES
     }

@@ -61,6 +61,11 @@ impl FenceIndex {
         Ok(FenceIndex { fences, handles })
     }
 
+    /// Memory held by the index: its fence keys and block handles.
+    pub fn approximate_bytes(&self) -> usize {
+        self.fences.approximate_bytes() + self.handles.len() * std::mem::size_of::<BlockHandle>()
+    }
+
     /// Number of data blocks (at least one).
     pub fn len(&self) -> usize {
         self.handles.len()

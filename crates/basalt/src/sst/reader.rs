@@ -420,6 +420,27 @@ impl SstReader {
         }
     }
 
+    /// Memory the open reader holds besides cached blocks: its fence
+    /// index, bloom filter, learned model, zone maps and block states.
+    pub fn metadata_bytes(&self) -> usize {
+        let zones = self.zones.as_ref().map_or(0, |blocks| {
+            blocks
+                .iter()
+                .flatten()
+                .map(|z| {
+                    std::mem::size_of::<crate::row::zone::Zone>()
+                        + z.range.as_ref().map_or(0, |(a, b)| a.len() + b.len())
+                })
+                .sum()
+        });
+        std::mem::size_of::<Self>()
+            + self.index.approximate_bytes()
+            + self.filter.as_ref().map_or(0, BloomFilter::approximate_bytes)
+            + self.model.as_ref().map_or(0, Model::bytes)
+            + zones
+            + self.blocks.0.len() * std::mem::size_of::<AtomicU64>()
+    }
+
     /// Data blocks of a mapped file that no read has checked yet (0 for a
     /// file read without a map).
     pub fn blocks_unchecked(&self) -> usize {
