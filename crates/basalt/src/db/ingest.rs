@@ -21,6 +21,7 @@ use bytes::Bytes;
 use super::cursor::file_overlaps;
 use super::flush::finish_sst;
 use super::{DbInner, SuperVersion};
+use crate::catalog::TreeKind;
 use crate::codec::internal::{Kind, SEQNO_MAX, pack_trailer};
 use crate::error::{Error, Result};
 use crate::ids::TreeId;
@@ -49,6 +50,32 @@ struct Pending<'a> {
     inner: &'a DbInner,
     numbers: Vec<u64>,
     installed: bool,
+}
+
+/// The caller's source, pulled with its panics caught: a panic there must
+/// not be taken for one of the engine's while it owns the write path
+/// (which stops all writes). The first panic ends the source; the load
+/// fails and raises it again after giving the write path back.
+struct CaughtSource<'a, 'b> {
+    batches: &'a mut dyn Iterator<Item = Result<RecordBatch>>,
+    panic: &'b mut Option<Box<dyn std::any::Any + Send>>,
+}
+
+impl Iterator for CaughtSource<'_, '_> {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Result<RecordBatch>> {
+        if self.panic.is_some() {
+            return None;
+        }
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.batches.next())) {
+            Ok(next) => next,
+            Err(payload) => {
+                *self.panic = Some(payload);
+                Some(Err(Error::InvalidArgument("the bulk_load source panicked".into())))
+            }
+        }
+    }
 }
 
 /// The encoded keys of one batch and the order to load its rows in.
@@ -96,30 +123,36 @@ impl DbInner {
         batches: &mut dyn Iterator<Item = Result<RecordBatch>>,
     ) -> Result<BulkLoad> {
         self.check_writable()?;
-        if self.state.load().version.catalog.indexes_of(tree).next().is_some() {
-            return Err(Error::InvalidArgument(
-                "bulk_load into a table with secondary indexes: load the rows first, then create the indexes"
-                    .into(),
-            ));
-        }
-        // Lock order: the compaction lock before the writer right. Held
-        // through the load, it keeps every level where the install finds
-        // it (no compaction moves files into the loaded range meanwhile).
-        let _no_compaction = self.jobs.compaction.lock();
         // Outside the writer right: its drop may run a collection, which
         // comes before the writer right in the lock order.
         let mut pending = Pending { inner: self, numbers: Vec::new(), installed: false };
-        self.with_exclusive_writer(|| {
+        let mut source_panic = None;
+        let result = self.with_exclusive_writer(|| {
+            // Checked again now that no write, DDL or close can run: a
+            // close, an index created, or the table dropped while this
+            // load waited for the write path.
+            self.check_writable()?;
+            self.check_loadable(tree)?;
             self.flush_everything()?;
             let seqno = self.writer.last_seqno.load(Ordering::Relaxed) + 1;
             if seqno > SEQNO_MAX {
                 return Err(Error::InvalidArgument("sequence numbers exhausted".into()));
             }
-            let (outputs, seqno) = self.write_loaded_ssts(tree, layout, batches, seqno, &mut pending)?;
+            let mut source = CaughtSource { batches, panic: &mut source_panic };
+            let (outputs, seqno) = self.write_loaded_ssts(tree, layout, &mut source, seqno, &mut pending)?;
             if outputs.is_empty() {
                 return Ok(BulkLoad::default());
             }
             self.fs.sync_dir(&self.dir)?;
+            // The one exception to the lock order: the compaction lock taken
+            // while owning the writer right, and only to place and install
+            // the files (no compaction may move files into their range
+            // between the choice of level and the edit). Safe because no
+            // holder of the compaction lock waits for the writer right
+            // (`compact_range` flushes before it takes the lock); taken the
+            // other way round, a load waited for a group leader that waited,
+            // stalled on L0, for the compaction the load held off.
+            let _no_compaction = self.jobs.compaction.lock();
             let load = self.install_loaded(tree, outputs, seqno).inspect_err(|_| {
                 // A failed MANIFEST write stopped writes, and the MANIFEST
                 // may name the files after all: they stay (the next open
@@ -133,7 +166,38 @@ impl DbInner {
             let _bg = self.jobs.state.lock();
             self.jobs.cv.notify_all();
             Ok(load)
-        })
+        });
+        drop(pending);
+        if let Some(payload) = source_panic {
+            // The caller's own panic, raised again once the write path is
+            // given back (nothing was installed).
+            std::panic::resume_unwind(payload);
+        }
+        result
+    }
+
+    /// Refuses a tree that is not a live table without indexes: a
+    /// keyspace's table face stores key-value blocks, and an index would
+    /// miss the loaded rows.
+    fn check_loadable(&self, tree: TreeId) -> Result<()> {
+        let catalog = self.state.load().version.catalog.clone();
+        match catalog.tree(tree).map(|t| &t.kind) {
+            Some(TreeKind::Table(_)) => {}
+            Some(_) => {
+                return Err(Error::InvalidArgument(
+                    "bulk_load takes a table's rows; a keyspace's table face is written with Table::write or Db::write"
+                        .into(),
+                ));
+            }
+            None => return Err(Error::InvalidArgument("bulk_load into a table that was dropped".into())),
+        }
+        if catalog.indexes_of(tree).next().is_some() {
+            return Err(Error::InvalidArgument(
+                "bulk_load into a table with secondary indexes: load the rows first, then create the indexes"
+                    .into(),
+            ));
+        }
+        Ok(())
     }
 
     /// Flushes every memtable, not only those holding rows of the table:
@@ -297,3 +361,6 @@ impl DbInner {
         Ok(load)
     }
 }
+
+#[cfg(test)]
+mod tests;

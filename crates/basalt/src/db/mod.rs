@@ -177,7 +177,11 @@ pub(crate) struct FileCleanup {
 /// 2. `files.collecting` (a whole collection of obsolete files);
 /// 3. the exclusive writer right (`with_exclusive_writer`: no group commit
 ///    runs; DDL, memtable switches, close) — a right, not a held mutex,
-///    so it waits for the write queue and never holds it;
+///    so it waits for the write queue and never holds it. One exception:
+///    a bulk load takes the compaction lock while it owns this right, to
+///    install its files (safe because no holder of the compaction lock
+///    waits for the writer right; the other way round, a group leader
+///    stalled on L0 owns the right while it waits for a compaction);
 /// 4. `open_trees` (DDL checks and registers handles);
 /// 5. `versions` (the MANIFEST and the current version);
 /// 6. `files.in_use`;

@@ -159,12 +159,19 @@ impl Table {
     /// make one sorted run, which goes to the deepest level with nothing
     /// of the table in its range above it; each batch that breaks the
     /// order starts a new run, and a load of several runs goes to L0,
-    /// where compaction merges them. Other writes to the database wait
-    /// while the files are written; reads go on. The memtables are
-    /// flushed first. Refused for a table with secondary indexes (load
-    /// first, then create them). A batch that does not match the schema,
-    /// or with rows over the size limits, is an error that leaves the
-    /// table as it was.
+    /// where compaction merges them (each such run is at least one L0 file:
+    /// many unordered batches make many, so sort large inputs first).
+    /// Other writes to the database wait while the files are written;
+    /// reads go on. The memtables are flushed first. Refused for a table
+    /// with secondary indexes (load first, then create them) and for a
+    /// keyspace's table face. A batch that does not match the schema, or
+    /// with rows over the size limits, is an error that leaves the table
+    /// as it was.
+    ///
+    /// The batches are pulled while the load owns the database's write
+    /// path: a source that writes to this database (or flushes, runs DDL or
+    /// closes it) waits forever. A panic in the source fails the load,
+    /// which installs nothing, and is raised again.
     pub fn bulk_load(&self, batches: impl IntoIterator<Item = RecordBatch>) -> Result<crate::BulkLoad> {
         self.inner.bulk_load(self.shared.id, &self.shared.layout, &mut batches.into_iter().map(Ok))
     }
