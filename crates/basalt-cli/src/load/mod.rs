@@ -8,8 +8,10 @@
 //! existing one every row the load wrote is restored from a snapshot
 //! taken before its first write (re-reading the files to know which
 //! rows those were). The database's lock keeps other processes out
-//! meanwhile; a crash mid-load leaves the rows written so far (each
-//! batch is one atomic write).
+//! meanwhile. A table the load creates is filled by one
+//! `Table::bulk_load` (rows straight into SSTs, installed at once: a crash
+//! mid-load leaves an empty table); an existing one by one atomic write
+//! per batch (a crash mid-load leaves the batches written so far).
 //!
 //! A reader thread parses and types the next batches while the main
 //! thread writes, so a load keeps both cores busy.
@@ -401,23 +403,34 @@ fn progress_bar(total_bytes: u64) -> ProgressBar {
     bar
 }
 
-/// Writes every batch of the plan; on failure, how many batches were
-/// written before it.
+/// Writes every batch of the plan. Into a table the load created (`before`
+/// is `None`: nothing to undo but the table) the rows go straight into
+/// SSTs by one `Table::bulk_load`, all or nothing and durable when it
+/// returns; into an existing table, one atomic write per batch, with the
+/// state before each kept in `before` for the undo.
 fn write_all(
     db: &Db,
     table: &Table,
     plan: &Plan,
     total_bytes: u64,
-    mut before: Option<&mut Vec<Snapshot>>,
+    before: Option<&mut Vec<Snapshot>>,
 ) -> CliResult<Loaded> {
     let bar = progress_bar(total_bytes);
     let started = Instant::now();
-    let (send, receive) = mpsc::sync_channel::<Ready>(2);
+    // `Err(())` after the last batch: the reader failed (its error comes
+    // from joining it), so a bulk load must not install what came before.
+    let (send, receive) = mpsc::sync_channel::<Result<Ready, ()>>(2);
     let mut loaded = Loaded { rows: 0, bad: 0, batches: 0 };
     let result = std::thread::scope(|scope| {
-        let reader = scope.spawn(move || plan.batches(|ready| send.send(ready).is_ok()));
-        let mut failed = None;
-        for ready in &receive {
+        let reader = scope.spawn(move || {
+            let read = plan.batches(|ready| send.send(Ok(ready)).is_ok());
+            if read.is_err() {
+                let _ = send.send(Err(()));
+            }
+            read
+        });
+        // Counts and reports each batch as it goes by.
+        let took = |ready: &Ready, loaded: &mut Loaded| {
             for (file, bad) in &ready.bad {
                 if loaded.bad < BAD_ROWS_SHOWN as u64 {
                     bar.suspend(|| {
@@ -431,28 +444,47 @@ fn write_all(
                 }
                 loaded.bad += 1;
             }
-            if let Some(snapshots) = before.as_deref_mut() {
-                snapshots.push(db.snapshot());
-            }
-            if let Err(e) = table.write(&ready.batch) {
-                failed = Some(CliError::from(e).context(format!(
-                    "writing rows {}..{}",
-                    loaded.rows + loaded.bad + 1,
-                    loaded.rows + loaded.bad + ready.batch.num_rows() as u64
-                )));
-                break;
-            }
             loaded.rows += ready.batch.num_rows() as u64;
             loaded.batches += 1;
             bar.set_position(ready.bytes_done);
             let rate = loaded.rows as f64 / started.elapsed().as_secs_f64().max(1e-9);
             bar.set_message(format!("{} rows, {} rows/s", grouped(loaded.rows), grouped(rate as u64)));
+        };
+        let mut failed = None;
+        match before {
+            None => {
+                let batches = receive.iter().map(|ready| {
+                    let ready = ready
+                        .map_err(|()| basalt::Error::InvalidArgument("reading the input failed".into()))?;
+                    took(&ready, &mut loaded);
+                    Ok::<_, basalt::Error>(ready.batch)
+                });
+                if let Err(e) = table.bulk_load_from(batches) {
+                    failed = Some(CliError::from(e).context("loading the rows"));
+                }
+            }
+            Some(snapshots) => {
+                for ready in &receive {
+                    let Ok(ready) = ready else { break };
+                    snapshots.push(db.snapshot());
+                    if let Err(e) = table.write(&ready.batch) {
+                        failed = Some(CliError::from(e).context(format!(
+                            "writing rows {}..{}",
+                            loaded.rows + loaded.bad + 1,
+                            loaded.rows + loaded.bad + ready.batch.num_rows() as u64
+                        )));
+                        break;
+                    }
+                    took(&ready, &mut loaded);
+                }
+            }
         }
         // Dropping the receiver ends a reader still sending.
         drop(receive);
         let read = reader.join().unwrap_or_else(|_| Err(CliError::failure("the reader thread panicked")));
+        // The reader's own error first: it is why a bulk load stopped.
         match (failed, read) {
-            (Some(e), _) | (None, Err(e)) => Err(e),
+            (_, Err(e)) | (Some(e), Ok(())) => Err(e),
             (None, Ok(())) => Ok(()),
         }
     });
