@@ -16,7 +16,6 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use arrow_array::RecordBatch;
-use bytes::Bytes;
 
 use super::cursor::file_overlaps;
 use super::flush::finish_sst;
@@ -42,6 +41,9 @@ pub struct BulkLoad {
     pub bytes: u64,
     /// The level they went to (0 when no level below could take them).
     pub level: usize,
+    /// Sorted runs the batches made (1 when they came in key order); a
+    /// load of several is compacted into the levels before it returns.
+    pub runs: u64,
 }
 
 /// The files of a load under way: until they are installed, dropping this
@@ -75,6 +77,100 @@ impl Iterator for CaughtSource<'_, '_> {
                 Some(Err(Error::InvalidArgument("the bulk_load source panicked".into())))
             }
         }
+    }
+}
+
+/// Where a load's rows go: the SST being written, the files done, the
+/// current run's seqno and the largest key written so far.
+struct RunWriter<'a, 'p> {
+    inner: &'a DbInner,
+    tree: TreeId,
+    layout: &'a Arc<TableLayout>,
+    seqno: u64,
+    outputs: Vec<FileMeta>,
+    current: Option<(TreeId, u64, SstWriter)>,
+    last_key: Option<Vec<u8>>,
+    pending: &'a mut Pending<'p>,
+}
+
+impl RunWriter<'_, '_> {
+    /// Whether `key` sorts above every key written (or none was).
+    fn is_above_all(&self, key: &[u8]) -> bool {
+        self.last_key.as_deref().is_none_or(|last| key > last)
+    }
+
+    /// Writes rows given in strictly increasing key order, each as
+    /// `(key, encoder of its batch, row)`: into the current run when the
+    /// first sorts above everything written, else into a new run.
+    fn write_sorted<'k, 'e, 'b: 'e>(
+        &mut self,
+        rows: impl IntoIterator<Item = (&'k [u8], &'e row::encode::RowEncoder<'b>, usize)>,
+    ) -> Result<()> {
+        let mut rows = rows.into_iter().peekable();
+        let Some(&(first, _, _)) = rows.peek() else { return Ok(()) };
+        if !self.is_above_all(first) {
+            // A new run: its files may overlap the earlier runs'.
+            self.finish_file()?;
+            self.seqno += 1;
+            if self.seqno > SEQNO_MAX {
+                return Err(Error::InvalidArgument("sequence numbers exhausted".into()));
+            }
+        }
+        let trailer = pack_trailer(self.seqno, Kind::Put);
+        let mut last: &[u8] = first;
+        for (key, encoder, row) in rows {
+            if self
+                .current
+                .as_ref()
+                .is_some_and(|(_, _, w)| w.estimated_file_bytes() >= self.inner.opts.sst_bytes())
+            {
+                self.finish_file()?;
+            }
+            if self.current.is_none() {
+                let started = self.inner.start_sst(self.tree, Some(self.layout.clone()))?;
+                self.pending.numbers.push(started.1);
+                self.current = Some(started);
+            }
+            if let Some((_, _, writer)) = self.current.as_mut() {
+                // Straight from the batch's arrays into the block's
+                // columns: no row encoding and decoding on the way.
+                writer.add_encoded_row(key, trailer, encoder, row)?;
+            }
+            last = key;
+        }
+        self.last_key = Some(last.to_vec());
+        Ok(())
+    }
+
+    /// Sorts the rows of the held batches together (of two rows with one
+    /// key, the later batch's stays) and writes them as one run.
+    fn write_held(&mut self, held: &[(RecordBatch, BatchKeys)]) -> Result<()> {
+        let encoders = held
+            .iter()
+            .map(|(batch, _)| row::encode::RowEncoder::new(self.layout, batch))
+            .collect::<Result<Vec<_>>>()?;
+        let key = |&(b, r): &(usize, usize)| held[b].1.key(r);
+        let mut order: Vec<(usize, usize)> = held
+            .iter()
+            .enumerate()
+            .flat_map(|(b, (_, keys))| keys.order.iter().map(move |&r| (b, r)))
+            .collect();
+        // Stable: of rows with one key, the later batch's comes last.
+        order.sort_by(|x, y| key(x).cmp(key(y)));
+        let mut kept: Vec<(usize, usize)> = Vec::with_capacity(order.len());
+        for entry in order {
+            match kept.last_mut() {
+                Some(last) if key(last) == key(&entry) => *last = entry,
+                _ => kept.push(entry),
+            }
+        }
+        self.write_sorted(kept.iter().map(|e| (key(e), &encoders[e.0], e.1)))
+    }
+
+    /// Finishes the SST being written, if any.
+    fn finish_file(&mut self) -> Result<()> {
+        self.outputs.extend(self.current.take().map(finish_sst).transpose()?.map(|(_, f)| f));
+        Ok(())
     }
 }
 
@@ -173,7 +269,16 @@ impl DbInner {
             // given back (nothing was installed).
             std::panic::resume_unwind(payload);
         }
-        result
+        let load = result?;
+        if load.runs > 1 {
+            // Several runs went to L0, at least a file each: every point
+            // read would probe them all and writers would stall on the L0
+            // count until compaction caught up. Merge them down now, as
+            // the write path's compactions would have.
+            let all = (std::ops::Bound::Unbounded, std::ops::Bound::Unbounded);
+            self.compact_range(tree, &all)?;
+        }
+        Ok(load)
     }
 
     /// Refuses a tree that is not a live table without indexes: a
@@ -212,13 +317,15 @@ impl DbInner {
     }
 
     /// Encodes, sorts and writes the rows into new SSTs of `tree`, each
-    /// cut at `Options::sst_bytes`. Batches that come in primary-key order
-    /// (each one's smallest key above the previous one's largest; a batch
-    /// itself is sorted here) make one sorted run, every row a put at
-    /// `first_seqno`; a batch that does not starts a new run one seqno
-    /// higher, so where runs share a key the later batch's row wins, as
-    /// in writes. Memory holds one batch at a time whatever the order.
-    /// Returns the files and the last seqno used.
+    /// cut at `Options::sst_bytes`. A batch whose smallest key is above
+    /// everything written so far (a batch itself is sorted here) goes
+    /// straight to the files: input in key order streams through as one
+    /// sorted run at `first_seqno`. A batch that breaks the order is held,
+    /// with the ones after it, until `Options::memtable_bytes_max` of them
+    /// are in memory; their rows are then sorted together and written as
+    /// one run, a new one (one seqno higher, so where runs share a key the
+    /// later batch's row wins, as in writes) unless it sorts above
+    /// everything written. Returns the files and the last seqno used.
     fn write_loaded_ssts(
         &self,
         tree: TreeId,
@@ -227,47 +334,40 @@ impl DbInner {
         first_seqno: u64,
         pending: &mut Pending<'_>,
     ) -> Result<(Vec<FileMeta>, u64)> {
-        let mut seqno = first_seqno;
-        let mut outputs = Vec::new();
-        let mut current: Option<(TreeId, u64, SstWriter)> = None;
-        let mut last_key: Option<Bytes> = None;
+        let budget = self.opts.memtable_bytes_max;
+        let mut runs = RunWriter {
+            inner: self,
+            tree,
+            layout,
+            seqno: first_seqno,
+            outputs: Vec::new(),
+            current: None,
+            last_key: None,
+            pending,
+        };
+        let mut held: Vec<(RecordBatch, BatchKeys)> = Vec::new();
+        let mut held_bytes = 0;
         for batch in batches {
             let batch = batch?;
             layout.check_batch(&batch)?;
-            let encoder = row::encode::RowEncoder::new(layout, &batch)?;
-            let keys = self.sorted_keys(&encoder, batch.num_rows())?;
-            let (Some(&first), Some(&last)) = (keys.order.first(), keys.order.last()) else { continue };
-            if let Some(prev) = &last_key
-                && keys.key(first) <= prev.as_ref()
-            {
-                // A new run: its files may overlap the earlier runs'.
-                outputs.extend(current.take().map(finish_sst).transpose()?.map(|(_, f)| f));
-                seqno += 1;
-                if seqno > SEQNO_MAX {
-                    return Err(Error::InvalidArgument("sequence numbers exhausted".into()));
-                }
+            let keys = self.sorted_keys(&row::encode::RowEncoder::new(layout, &batch)?, batch.num_rows())?;
+            let Some(&first) = keys.order.first() else { continue };
+            if held.is_empty() && runs.is_above_all(keys.key(first)) {
+                let encoder = row::encode::RowEncoder::new(layout, &batch)?;
+                runs.write_sorted(keys.order.iter().map(|&r| (keys.key(r), &encoder, r)))?;
+                continue;
             }
-            last_key = Some(Bytes::copy_from_slice(keys.key(last)));
-            let trailer = pack_trailer(seqno, Kind::Put);
-            for &row in &keys.order {
-                if current.as_ref().is_some_and(|(_, _, w)| w.estimated_file_bytes() >= self.opts.sst_bytes())
-                {
-                    outputs.extend(current.take().map(finish_sst).transpose()?.map(|(_, f)| f));
-                }
-                if current.is_none() {
-                    let started = self.start_sst(tree, Some(layout.clone()))?;
-                    pending.numbers.push(started.1);
-                    current = Some(started);
-                }
-                if let Some((_, _, writer)) = current.as_mut() {
-                    // Straight from the batch's arrays into the block's
-                    // columns: no row encoding and decoding on the way.
-                    writer.add_encoded_row(keys.key(row), trailer, &encoder, row)?;
-                }
+            held_bytes += batch.get_array_memory_size() + keys.bytes.len();
+            held.push((batch, keys));
+            if held_bytes >= budget {
+                runs.write_held(&held)?;
+                held.clear();
+                held_bytes = 0;
             }
         }
-        outputs.extend(current.take().map(finish_sst).transpose()?.map(|(_, f)| f));
-        Ok((outputs, seqno))
+        runs.write_held(&held)?;
+        runs.finish_file()?;
+        Ok((runs.outputs, runs.seqno))
     }
 
     /// A batch's keys, and its rows in key order; of two rows with one key
@@ -336,7 +436,9 @@ impl DbInner {
         };
         let free = |l: usize| !levels[l].iter().any(|f| file_overlaps(f, &range));
         let level = if one_run { (0..LEVELS).take_while(|&l| free(l)).last().unwrap_or(0) } else { 0 };
+        let first_seqno = outputs.iter().map(|f| f.min_seqno).min().unwrap_or(seqno);
         let load = BulkLoad {
+            runs: seqno - first_seqno + 1,
             rows: outputs.iter().map(|f| f.entries).sum(),
             files: outputs.len(),
             bytes: outputs.iter().map(|f| f.size).sum(),

@@ -153,14 +153,15 @@ impl Table {
     /// upserts, as in [`Table::write`]: a loaded row replaces the row with
     /// its key, and of two rows with one key the later is kept.
     ///
-    /// Batches may come in any order, and memory holds one at a time.
-    /// Batches in primary-key order (each one's smallest key above every
-    /// earlier one's largest; rows within a batch may be in any order)
-    /// make one sorted run, which goes to the deepest level with nothing
-    /// of the table in its range above it; each batch that breaks the
-    /// order starts a new run, and a load of several runs goes to L0,
-    /// where compaction merges them (each such run is at least one L0 file:
-    /// many unordered batches make many, so sort large inputs first).
+    /// Batches may come in any order. Batches in primary-key order (each
+    /// one's smallest key above every earlier one's largest; rows within a
+    /// batch may be in any order) stream through, one at a time, as one
+    /// sorted run, which goes to the deepest level with nothing of the
+    /// table in its range above it. Batches out of order are held until
+    /// `Options::memtable_bytes_max` of them are in memory, sorted together
+    /// and written as a further run; a load of several runs goes to L0 and
+    /// is compacted into the levels before this returns (as the write
+    /// path's compactions would be), so sorted input loads fastest.
     /// Other writes to the database wait while the files are written;
     /// reads go on. The memtables are flushed first. Refused for a table
     /// with secondary indexes (load first, then create them) and for a
