@@ -344,3 +344,91 @@ fn a_crash_at_any_point_of_a_load_leaves_it_all_or_nothing() {
         }
     });
 }
+
+/// One injected I/O failure at every call of each mutating kind a load
+/// makes (creating, appending, syncing files and the directory, the
+/// MANIFEST's record): the load succeeds, or fails and either leaves the
+/// table as it was with writes going on, or stops writes (a failed
+/// MANIFEST write). After the process dies and the database reopens, the
+/// table holds the rows before the load or those with it, never a mix, and
+/// another table's synced write is there.
+#[test]
+fn an_io_failure_at_any_call_of_a_load_leaves_it_all_or_nothing() {
+    use basalt::testing::{Fault, OpKind};
+    let mut rng = common::rng(7);
+    let spec = TableSpec::random(&mut rng, Shape { columns: (2, 4), key_only: false });
+    let before = batch_of(&spec.schema, &random_rows(&spec, &mut rng, 30));
+    let other = batch_of(&spec.schema, &random_rows(&spec, &mut rng, 5));
+    let batches = random_batches(&spec, &mut rng, 120);
+    let synced = basalt::WriteOptions::default().sync(true);
+    let setup = || {
+        let fs = MemFs::new();
+        let db = Db::open(DIR, basalt::Options::default().fs(std::sync::Arc::new(fs.clone()))).expect("open");
+        let keys = spec.key_names();
+        let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+        let t =
+            db.create_table("loaded", spec.schema.clone(), &keys, TableOptions::default()).expect("create");
+        let w =
+            db.create_table("written", spec.schema.clone(), &keys, TableOptions::default()).expect("create");
+        t.write_opt(&before, &synced).expect("write");
+        w.write_opt(&other, &synced).expect("write other");
+        // Flushed now, so the files a failed load leaves can be told
+        // from those of the flush it starts with.
+        db.flush().expect("flush");
+        db.wait_for_background_work().expect("settle");
+        (fs, db, t)
+    };
+    let (old, with_load, other_rows) = {
+        let (_, db, t) = setup();
+        let old = scan_rows(&t, None);
+        let other_rows = scan_rows(&db.table("written").expect("table"), None);
+        t.bulk_load(batches.clone()).expect("load");
+        let with_load = scan_rows(&t, None);
+        db.close().expect("close");
+        (old, with_load, other_rows)
+    };
+    for op in [OpKind::Create, OpKind::Append, OpKind::Flush, OpKind::Sync, OpKind::SyncDir, OpKind::Rename] {
+        for nth in 0.. {
+            let (fs, db, t) = setup();
+            let files = sst_files(&fs);
+            fs.inject(Fault::once(op, nth));
+            let result = t.bulk_load(batches.clone());
+            let fired = fs.faults_fired() > 0;
+            match &result {
+                Ok(_) => assert_eq!(scan_rows(&t, None), with_load, "{op:?} #{nth}: a load that succeeded"),
+                Err(e) => match db.put(b"k", b"v") {
+                    Ok(()) => {
+                        assert_eq!(
+                            scan_rows(&t, None),
+                            old,
+                            "{op:?} #{nth}: failed ({e}) but changed the rows"
+                        );
+                        assert_eq!(sst_files(&fs), files, "{op:?} #{nth}: failed ({e}) and left files");
+                    }
+                    Err(put) => {
+                        assert!(matches!(put, Error::Closed(_)), "{op:?} #{nth}: {e}, then put: {put:?}")
+                    }
+                },
+            }
+            drop(t);
+            drop(db);
+            fs.clear_faults();
+            let reopened =
+                Db::open(DIR, basalt::Options::default().fs(std::sync::Arc::new(fs.process_crash())))
+                    .unwrap_or_else(|e| panic!("{op:?} #{nth}: reopen failed: {e}"));
+            let rows = scan_rows(&reopened.table("loaded").expect("table"), None);
+            if result.is_ok() {
+                assert_eq!(rows, with_load, "{op:?} #{nth}: an acknowledged load was lost");
+            } else {
+                assert!(rows == old || rows == with_load, "{op:?} #{nth}: a failed load left a mix");
+            }
+            let other_now = scan_rows(&reopened.table("written").expect("table"), None);
+            assert_eq!(other_now, other_rows, "{op:?} #{nth}: the other table's synced write");
+            reopened.close().expect("close");
+            if !fired {
+                break;
+            }
+            assert!(nth < 10_000, "{op:?}: the load never finished");
+        }
+    }
+}
