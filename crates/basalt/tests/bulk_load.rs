@@ -406,7 +406,7 @@ fn an_io_failure_at_any_call_of_a_load_leaves_it_all_or_nothing() {
                         assert_eq!(sst_files(&fs), files, "{op:?} #{nth}: failed ({e}) and left files");
                     }
                     Err(put) => {
-                        assert!(matches!(put, Error::Closed(_)), "{op:?} #{nth}: {e}, then put: {put:?}")
+                        assert!(matches!(put, Error::Closed(_)), "{op:?} #{nth}: {e}, then put: {put:?}");
                     }
                 },
             }
