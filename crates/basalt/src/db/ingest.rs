@@ -350,10 +350,10 @@ impl DbInner {
         for batch in batches {
             let batch = batch?;
             layout.check_batch(&batch)?;
-            let keys = self.sorted_keys(&row::encode::RowEncoder::new(layout, &batch)?, batch.num_rows())?;
+            let encoder = row::encode::RowEncoder::new(layout, &batch)?;
+            let keys = self.sorted_keys(&encoder, batch.num_rows())?;
             let Some(&first) = keys.order.first() else { continue };
             if held.is_empty() && runs.is_above_all(keys.key(first)) {
-                let encoder = row::encode::RowEncoder::new(layout, &batch)?;
                 runs.write_sorted(keys.order.iter().map(|&r| (keys.key(r), &encoder, r)))?;
                 continue;
             }
