@@ -54,19 +54,37 @@ impl<'a, 'f> Reader<'a, 'f> {
         self.pos
     }
 
+    /// The error of a field running past the end. Out of line: decoding
+    /// loops (a WAL batch's entries are decoded as they go into the
+    /// memtable) keep only the bounds checks inline.
+    #[cold]
+    #[inline(never)]
+    fn past_end(&self, n: usize) -> Error {
+        self.corrupt(format!("field of {n} bytes runs past the end"))
+    }
+
     /// Reads `n` raw bytes.
+    #[inline]
     pub fn bytes(&mut self, n: usize) -> Result<&'a [u8]> {
-        if n > self.remaining() {
-            return Err(self.corrupt(format!("field of {n} bytes runs past the end")));
+        match self.buf.get(self.pos..).and_then(|rest| rest.get(..n)) {
+            Some(out) => {
+                self.pos += n;
+                Ok(out)
+            }
+            None => Err(self.past_end(n)),
         }
-        let out = &self.buf[self.pos..self.pos + n];
-        self.pos += n;
-        Ok(out)
     }
 
     /// Reads one byte.
+    #[inline]
     pub fn u8(&mut self) -> Result<u8> {
-        Ok(self.bytes(1)?[0])
+        match self.buf.get(self.pos) {
+            Some(&b) => {
+                self.pos += 1;
+                Ok(b)
+            }
+            None => Err(self.past_end(1)),
+        }
     }
 
     /// Reads a little-endian u32.
@@ -84,7 +102,18 @@ impl<'a, 'f> Reader<'a, 'f> {
     }
 
     /// Reads an unsigned LEB128 varint of at most 10 bytes.
+    #[inline]
     pub fn varint(&mut self) -> Result<u64> {
+        // One byte is the common case: lengths under 128, small tree ids.
+        if let Some(&b) = self.buf.get(self.pos).filter(|&&b| b < 0x80) {
+            self.pos += 1;
+            return Ok(u64::from(b));
+        }
+        self.varint_long()
+    }
+
+    #[inline(never)]
+    fn varint_long(&mut self) -> Result<u64> {
         let mut v: u64 = 0;
         for shift in (0..64).step_by(7) {
             let b = self.u8()?;
@@ -100,15 +129,23 @@ impl<'a, 'f> Reader<'a, 'f> {
     }
 
     /// Reads a varint that must fit in `usize` and be at most `max`.
+    #[inline]
     pub fn varint_len(&mut self, max: usize) -> Result<usize> {
         let v = self.varint()?;
         match usize::try_from(v) {
             Ok(n) if n <= max => Ok(n),
-            _ => Err(self.corrupt(format!("length {v} exceeds limit {max}"))),
+            _ => Err(self.too_long(v, max)),
         }
     }
 
+    #[cold]
+    #[inline(never)]
+    fn too_long(&self, v: u64, max: usize) -> Error {
+        self.corrupt(format!("length {v} exceeds limit {max}"))
+    }
+
     /// Reads a varint-length-prefixed byte string.
+    #[inline]
     pub fn len_bytes(&mut self) -> Result<&'a [u8]> {
         let n = self.varint_len(self.remaining())?;
         self.bytes(n)

@@ -98,8 +98,14 @@ impl DbInner {
         // recovery nothing is installed yet.
         let trees: std::collections::HashSet<TreeId> =
             self.versions.lock().current_version().trees.keys().copied().collect();
-        for (key, value) in mem.entries() {
-            if !trees.contains(&key.tree) {
+        // Entries come tree by tree: the set is asked once per tree.
+        let mut live: Option<(TreeId, bool)> = None;
+        for key in mem.entries() {
+            let is_live = match live {
+                Some((tree, is_live)) if tree == key.tree => is_live,
+                _ => live.insert((key.tree, trees.contains(&key.tree))).1,
+            };
+            if !is_live {
                 // The tree was dropped: its rows go nowhere.
                 continue;
             }
@@ -111,7 +117,7 @@ impl DbInner {
                 current = Some(self.start_sst(key.tree, layout)?);
             }
             if let Some((_, _, writer)) = current.as_mut() {
-                writer.add(&key.user_key, key.trailer, &value)?;
+                writer.add(key.user_key, key.trailer, key.value)?;
             }
         }
         if let Some(done) = current.take() {

@@ -320,7 +320,7 @@ impl DbInner {
                     return Err(Error::corruption(&path, offset, format!("seqno {last} out of range")));
                 }
                 max_seqno = max_seqno.max(last);
-                insert_batch(&mem, &bytes::Bytes::from(payload), None, &version, &path, offset)?;
+                insert_batch(&mem, &payload, &version, &path, offset)?;
                 if mem.approximate_bytes() >= self.opts.memtable_bytes_max {
                     added.extend(self.write_memtable(&mem)?);
                     mem = Memtable::new(0);

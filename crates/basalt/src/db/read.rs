@@ -104,7 +104,7 @@ impl DbInner {
                     self.counters.record_timing(&timing);
                 }
                 if is_put(trailer) {
-                    found(Value::Shared(value));
+                    found(Value::Borrowed(value));
                 }
                 return Ok(());
             }

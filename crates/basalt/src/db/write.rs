@@ -7,8 +7,6 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use bytes::Bytes;
-
 use super::index::GroupOverlay;
 use super::write_buffer::{self, StallAction, WriteBufferState};
 use super::{DbInner, SuperVersion};
@@ -17,10 +15,10 @@ use crate::codec::internal::{Kind, SEQNO_MAX, pack_trailer};
 use crate::error::{Error, Result};
 use crate::files;
 use crate::log::writer::LogWriter;
-use crate::memtable::{ENTRY_OVERHEAD_BYTES, Memtable};
+use crate::memtable::{ENTRY_OVERHEAD_BYTES, MemInserter, Memtable};
 use crate::row::{self, layout::TableLayout};
 use crate::version::Version;
-use crate::wal::batch::{self, EncodedRows, WriteBatch};
+use crate::wal::batch::{self, BatchEntry, EncodedRows, WriteBatch};
 use std::path::Path;
 
 /// How often a stalled writer re-checks the write-buffer state even without
@@ -127,37 +125,35 @@ impl DbInner {
                 "the write batch holds rows of a table of another database".into(),
             ));
         }
+        let (key_max, value_max) = batch.kv_lengths_max();
+        if key_max > self.opts.key_bytes_max {
+            return Err(Error::InvalidArgument(format!(
+                "key of {key_max} bytes exceeds key_bytes_max ({})",
+                self.opts.key_bytes_max
+            )));
+        }
+        if value_max > self.opts.value_bytes_max {
+            return Err(Error::InvalidArgument(format!(
+                "value of {value_max} bytes exceeds value_bytes_max ({})",
+                self.opts.value_bytes_max
+            )));
+        }
         let version = self.state.load().version.clone();
-        for e in batch.entries() {
-            if e.key.len() > self.opts.key_bytes_max {
-                return Err(Error::InvalidArgument(format!(
-                    "key of {} bytes exceeds key_bytes_max ({})",
-                    e.key.len(),
-                    self.opts.key_bytes_max
-                )));
-            }
-            if e.arrow_rows == 0 && e.value.len() > self.opts.value_bytes_max {
-                return Err(Error::InvalidArgument(format!(
-                    "value of {} bytes exceeds value_bytes_max ({})",
-                    e.value.len(),
-                    self.opts.value_bytes_max
-                )));
-            }
+        for &(tree, arrow) in batch.trees() {
             // Key-value entries go to keyspaces only; Arrow rows to a live
             // table or to a keyspace's table face; nothing to an index but
             // the engine's own upkeep. Tree ids are never reused and the
             // batch belongs to this database, so the tree is the one its
             // rows were encoded for.
-            match version.catalog.tree(e.tree).map(|t| &t.kind) {
-                None => return Err(Error::InvalidArgument(format!("write to unknown tree {}", e.tree))),
-                Some(TreeKind::Table(_)) if e.arrow_rows == 0 => {
+            match version.catalog.tree(tree).map(|t| &t.kind) {
+                None => return Err(Error::InvalidArgument(format!("write to unknown tree {tree}"))),
+                Some(TreeKind::Table(_)) if !arrow => {
                     return Err(Error::InvalidArgument(format!(
-                        "a key-value entry for tree {}, a table's",
-                        e.tree
+                        "a key-value entry for tree {tree}, a table's"
                     )));
                 }
                 Some(TreeKind::Index(_)) => {
-                    return Err(Error::InvalidArgument(format!("a write to tree {}, an index", e.tree)));
+                    return Err(Error::InvalidArgument(format!("a write to tree {tree}, an index")));
                 }
                 Some(_) => {}
             }
@@ -230,15 +226,28 @@ impl DbInner {
             let sv = self.state.load();
             (sv.mem.clone(), sv.version.clone())
         };
+        let mut inserter = mem.inserter();
+        let mut first = first;
         for r in group.iter_mut().filter(|r| r.rejected.is_none()) {
-            let (rep, encoded) = std::mem::take(&mut r.batch).into_parts();
-            if let Err(e) = insert_batch(&mem, &rep, Some(&encoded), &version, Path::new(""), 0) {
+            let batch = std::mem::take(&mut r.batch);
+            let result = insert_entries(
+                &mut inserter,
+                first,
+                batch.entries(),
+                Some(batch.encoded_rows()),
+                &version,
+                Path::new(""),
+                0,
+            );
+            if let Err(e) = result {
                 // A batch that was validated and logged cannot fail to insert;
                 // if it does, the memtable no longer matches the WAL.
                 debug_assert!(false, "inserting a logged batch failed: {e}");
                 return Err(self.set_bg_error(e));
             }
+            first += batch.len() as u64;
         }
+        drop(inserter);
         self.counters.record_memtable_bytes(self.write_buffer_state(0).total_bytes);
         self.writer.last_seqno.store(seqno - 1, Ordering::Relaxed);
         self.writer.visible_seqno.store(seqno - 1, Ordering::Release);
@@ -402,27 +411,46 @@ impl DbInner {
     }
 }
 
-/// Inserts a sealed batch into the memtable. Key entries are slices of the
-/// batch buffer, so they cost no allocation; Arrow entries use their
-/// pre-encoded rows, or, in recovery (`encoded` is `None`), rows decoded from
-/// their IPC stream with the table's layout. Rows of trees that no longer
-/// exist are skipped. Errors name the WAL record (`path`, `offset`).
+/// Inserts a WAL payload read back in recovery into the memtable; errors
+/// name its record (`path`, `offset`).
 pub(crate) fn insert_batch(
     mem: &Memtable,
-    rep: &Bytes,
-    encoded: Option<&[EncodedRows]>,
+    rep: &[u8],
     version: &Version,
     path: &Path,
     offset: u64,
 ) -> Result<()> {
     let decoded = batch::decode(rep, path, offset)?;
-    let mut seqno = decoded.first_seqno;
+    insert_entries(
+        &mut mem.inserter(),
+        decoded.first_seqno,
+        decoded.entries.into_iter(),
+        None,
+        version,
+        path,
+        offset,
+    )
+}
+
+/// Inserts a batch's entries, the first at seqno `first`. Key entries
+/// and values are copied into the memtable's arena. Arrow entries use their
+/// pre-encoded rows, or, in recovery (`encoded` is `None`), rows decoded
+/// from their IPC stream with the table's layout. Rows of trees that no
+/// longer exist are skipped.
+fn insert_entries<'a>(
+    mem: &mut MemInserter<'_>,
+    first: u64,
+    entries: impl Iterator<Item = BatchEntry<'a>>,
+    encoded: Option<&[EncodedRows]>,
+    version: &Version,
+    path: &Path,
+    offset: u64,
+) -> Result<()> {
+    let mut seqno = first;
     let mut arrow_index = 0;
-    for e in &decoded.entries {
+    for e in entries {
         if e.arrow_rows == 0 {
-            let key = rep.slice_ref(e.key);
-            let value = if e.value.is_empty() { Bytes::new() } else { rep.slice_ref(e.value) };
-            mem.insert(e.tree, key, pack_trailer(seqno, e.kind), value);
+            mem.insert(e.tree, e.key, pack_trailer(seqno, e.kind), e.value)?;
             seqno += 1;
             continue;
         }
@@ -444,7 +472,7 @@ pub(crate) fn insert_batch(
         };
         arrow_index += 1;
         for (k, v) in rows {
-            mem.insert(e.tree, k.clone(), pack_trailer(seqno, e.kind), v.clone());
+            mem.insert(e.tree, k, pack_trailer(seqno, e.kind), v)?;
             seqno += 1;
         }
     }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::{KeyView, MemKey, Memtable, Probe};
+use super::{KeyParts, MemKey, Memtable};
 use crate::ids::TreeId;
 
 /// Entries copied per refill: large enough to amortise the O(log n) re-seek,
@@ -31,16 +31,13 @@ impl MemCursor {
     pub fn new(mem: Arc<Memtable>, tree: TreeId, forward: bool, start: Option<(&[u8], u64)>) -> Self {
         let mut c = MemCursor { mem, tree, forward, buf: VecDeque::new(), exhausted: false };
         match start {
-            Some((user_key, trailer)) => {
-                let probe = Probe::new(tree, user_key, trailer);
-                c.refill(Bound::Included(&probe));
-            }
+            Some((user_key, trailer)) => c.refill(Bound::Included(KeyParts::new(tree, user_key, trailer))),
             None => c.refill(Bound::Unbounded),
         }
         c
     }
 
-    fn refill(&mut self, from: Bound<&dyn KeyView>) {
+    fn refill(&mut self, from: Bound<KeyParts<'_>>) {
         self.mem.fill(self.tree, from, self.forward, CHUNK_ENTRIES, &mut self.buf);
         if self.buf.len() < CHUNK_ENTRIES {
             self.exhausted = true;
@@ -61,7 +58,7 @@ impl MemCursor {
     pub fn step(&mut self) {
         let Some((last, _)) = self.buf.pop_front() else { return };
         if self.buf.is_empty() && !self.exhausted {
-            self.refill(Bound::Excluded(&last));
+            self.refill(Bound::Excluded(last.parts()));
         }
     }
 }
@@ -76,9 +73,9 @@ mod tests {
         let m = Arc::new(Memtable::new(1));
         for i in 0..300u32 {
             let k = Bytes::from(format!("{i:05}"));
-            m.insert(0, k.clone(), pack_trailer(u64::from(i) + 1, Kind::Put), k);
+            m.insert(0, &k, pack_trailer(u64::from(i) + 1, Kind::Put), &k).expect("insert");
         }
-        m.insert(1, Bytes::from_static(b"x"), pack_trailer(999, Kind::Put), Bytes::new());
+        m.insert(1, b"x", pack_trailer(999, Kind::Put), b"").expect("insert");
         let mut fwd = MemCursor::new(m.clone(), 0, true, None);
         let mut n = 0;
         while let Some(k) = fwd.key() {

@@ -33,6 +33,13 @@ pub struct WriteBatch {
     /// tree ids and layouts): set by the first table write, checked by
     /// every later one and by the database the batch is written to.
     db: Option<u64>,
+    /// What the engine checks of a batch before taking it, gathered as it
+    /// is built so the check need not decode it: the longest key and value
+    /// of its key-value entries, and the trees it writes (with whether as
+    /// Arrow rows), consecutive repeats folded.
+    kv_key_max: usize,
+    kv_value_max: usize,
+    trees: Vec<(TreeId, bool)>,
 }
 
 impl Default for WriteBatch {
@@ -76,7 +83,15 @@ pub(crate) struct EncodedRows {
 impl WriteBatch {
     /// An empty batch.
     pub fn new() -> Self {
-        WriteBatch { rep: vec![0u8; BATCH_HEADER_BYTES], count: 0, encoded: Vec::new(), db: None }
+        WriteBatch {
+            rep: vec![0u8; BATCH_HEADER_BYTES],
+            count: 0,
+            encoded: Vec::new(),
+            db: None,
+            kv_key_max: 0,
+            kv_value_max: 0,
+            trees: Vec::new(),
+        }
     }
 
     /// Sets `key` to `value` in the key-value store.
@@ -97,6 +112,30 @@ impl WriteBatch {
         varint::put_bytes(&mut self.rep, key);
         varint::put_bytes(&mut self.rep, value);
         self.count += 1;
+        self.note_kv(tree, key.len(), value.len());
+    }
+
+    fn note_kv(&mut self, tree: TreeId, key: usize, value: usize) {
+        self.kv_key_max = self.kv_key_max.max(key);
+        self.kv_value_max = self.kv_value_max.max(value);
+        self.note_tree(tree, false);
+    }
+
+    fn note_tree(&mut self, tree: TreeId, arrow: bool) {
+        if self.trees.last() != Some(&(tree, arrow)) {
+            self.trees.push((tree, arrow));
+        }
+    }
+
+    /// The longest key and value of the key-value entries.
+    pub(crate) fn kv_lengths_max(&self) -> (usize, usize) {
+        (self.kv_key_max, self.kv_value_max)
+    }
+
+    /// The trees written, each with whether as Arrow rows (repeats may
+    /// remain, not in a row).
+    pub(crate) fn trees(&self) -> &[(TreeId, bool)] {
+        &self.trees
     }
 
     /// Deletes `key` from `tree` (not public, as `put_raw`).
@@ -105,6 +144,7 @@ impl WriteBatch {
         varint::put_u64(&mut self.rep, u64::from(tree));
         varint::put_bytes(&mut self.rep, key);
         self.count += 1;
+        self.note_kv(tree, key.len(), 0);
     }
 
     /// The database this batch's table rows belong to, if it has any.
@@ -127,6 +167,7 @@ impl WriteBatch {
         varint::put_bytes(&mut self.rep, ipc);
         self.count += rows.rows.len() as u32;
         self.encoded.push(rows);
+        self.note_tree(tree, true);
     }
 
     /// The table writes of the batch, in order: each Arrow entry's tree,
@@ -151,6 +192,9 @@ impl WriteBatch {
         self.count = 0;
         self.encoded.clear();
         self.db = None;
+        self.kv_key_max = 0;
+        self.kv_value_max = 0;
+        self.trees.clear();
     }
 
     /// Size of the encoded batch in bytes.
@@ -170,10 +214,9 @@ impl WriteBatch {
         &self.rep
     }
 
-    /// Takes the encoded bytes (after [`WriteBatch::seal`]) and the
-    /// pre-encoded Arrow rows.
-    pub(crate) fn into_parts(self) -> (Bytes, Vec<EncodedRows>) {
-        (Bytes::from(self.rep), self.encoded)
+    /// The pre-encoded rows of the Arrow entries, in entry order.
+    pub(crate) fn encoded_rows(&self) -> &[EncodedRows] {
+        &self.encoded
     }
 
     /// Iterates over the entries of this (well-formed) batch.
@@ -192,6 +235,7 @@ pub struct DecodedBatch<'a> {
     pub entries: Vec<BatchEntry<'a>>,
 }
 
+#[inline]
 fn next_entry<'a>(r: &mut Reader<'a, '_>) -> Result<BatchEntry<'a>> {
     let kind_byte = r.u8()?;
     let tree = r.varint()?;
