@@ -82,11 +82,13 @@ pub struct Options {
     /// instead of hitting the hard limit and stopping. 75%: one memtable of
     /// headroom at the default.
     pub write_buffer_soft_percent: u32,
-    /// Write rate, in bytes per second, that delays slow writers down to at
-    /// the top of the soft zone (or at `l0_files_stop - 1`). Below the top,
-    /// the delay shrinks in proportion. 16 MiB/s, RocksDB's
-    /// `delayed_write_rate`: slower than any flush or compaction here, so
-    /// background work catches up and writers rarely stop.
+    /// The slowest write rate, in bytes per second, that delays hold
+    /// writers to. In the soft zone writers are paced to the rate flushes
+    /// were measured to drain memtables (from that rate just over the soft
+    /// limit to half of it at the hard limit), never below this one; before
+    /// any flush is measured, and for L0 files at `l0_files_stop - 1`, this
+    /// rate applies, scaled down below the top. 16 MiB/s, RocksDB's
+    /// `delayed_write_rate`.
     pub delayed_write_bytes_per_sec: u64,
     /// L0 files that trigger an L0 → L1 compaction. 4, as RocksDB: fewer
     /// files means fewer probes per lookup.

@@ -52,6 +52,9 @@ pub(crate) struct RunCursor {
     /// The open file's cursor; `None` once the run is used up.
     iter: Option<SstIter>,
     forward: bool,
+    /// Files are read once, in order, past the map and the block cache
+    /// (compaction's inputs).
+    reading_ahead: bool,
 }
 
 impl RunCursor {
@@ -66,7 +69,15 @@ impl RunCursor {
         start: Option<(&[u8], u64)>,
     ) -> Result<RunCursor> {
         let next = if forward { 0 } else { files.len() };
-        let mut run = RunCursor { readers: readers.clone(), tree, files, next, iter: None, forward };
+        let mut run = RunCursor {
+            readers: readers.clone(),
+            tree,
+            files,
+            next,
+            iter: None,
+            forward,
+            reading_ahead: false,
+        };
         let Some(file) = run.take_next_file() else { return Ok(run) };
         let mut iter = SstIter::new(run.readers.get(tree, &file)?);
         match (start, forward) {
@@ -82,6 +93,26 @@ impl RunCursor {
             run.enter_next_file()?;
             Ok(run)
         }
+    }
+
+    /// A forward cursor over all of `files` that reads each once, in
+    /// order, past the map and the block cache (a compaction's input).
+    fn reading_ahead(
+        readers: &Arc<SstReaders>,
+        tree: TreeId,
+        files: Vec<Arc<FileMeta>>,
+    ) -> Result<RunCursor> {
+        let mut run = RunCursor {
+            readers: readers.clone(),
+            tree,
+            files,
+            next: 0,
+            iter: None,
+            forward: true,
+            reading_ahead: true,
+        };
+        run.enter_next_file()?;
+        Ok(run)
     }
 
     fn take_next_file(&mut self) -> Option<Arc<FileMeta>> {
@@ -100,7 +131,9 @@ impl RunCursor {
     fn enter_next_file(&mut self) -> Result<()> {
         self.iter = None;
         while let Some(file) = self.take_next_file() {
-            let mut iter = SstIter::new(self.readers.get(self.tree, &file)?);
+            let reader = self.readers.get(self.tree, &file)?;
+            let mut iter =
+                if self.reading_ahead { SstIter::reading_ahead(reader) } else { SstIter::new(reader) };
             if self.forward {
                 iter.seek_to_first()?;
             } else {
@@ -260,7 +293,7 @@ impl TreeCursor {
         let sources = runs
             .into_iter()
             .filter(|run| !run.is_empty())
-            .map(|run| RunCursor::open(readers, tree, run, true, None).map(Source::Run))
+            .map(|run| RunCursor::reading_ahead(readers, tree, run).map(Source::Run))
             .collect::<Result<_>>()?;
         Ok(TreeCursor { sources, forward: true })
     }

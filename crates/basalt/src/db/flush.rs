@@ -45,21 +45,30 @@ fn flush_loop(inner: &DbInner) {
 }
 
 impl DbInner {
-    /// Flushes the oldest immutable memtable and installs the result.
+    /// Flushes every immutable memtable waiting, together, and installs
+    /// the result: one L0 SST per tree however many memtables queued up.
+    /// When flushing falls behind (a tight write-buffer budget, a burst),
+    /// the memtables it finds waiting become one larger file instead of one
+    /// file each: fewer L0 files for compaction to merge and for lookups to
+    /// probe, and one fsync, directory sync and MANIFEST edit for all (as
+    /// RocksDB's flush picks every immutable memtable).
     fn flush_oldest_imm(&self) -> Result<()> {
-        let (imm, next_wal) = {
+        let (imms, next_wal) = {
             let state = self.state.load();
-            let Some(imm) = state.imms.last().cloned() else { return Ok(()) };
-            // The memtable after this one (newer imm or the active one) owns
-            // the oldest WAL that must survive this flush.
-            let next = state.imms.iter().rev().nth(1).unwrap_or(&state.mem);
-            (imm, next.wal_number())
+            if state.imms.is_empty() {
+                return Ok(());
+            }
+            // The active memtable owns the oldest WAL that must survive:
+            // every immutable one is flushed here.
+            (state.imms.clone(), state.mem.wal_number())
         };
         let start = Instant::now();
-        let outputs = self.write_memtable(&imm)?;
+        let drained: usize = imms.iter().map(|m| m.approximate_bytes()).sum();
+        let mems: Vec<&Memtable> = imms.iter().map(AsRef::as_ref).collect();
+        let outputs = self.write_memtable(&mems)?;
         let bytes: u64 = outputs.iter().map(|(_, f)| f.size).sum();
         let mut edit = VersionEdit { log_number: Some(next_wal), ..VersionEdit::default() };
-        edit.last_seqno = Some(imm.max_seqno());
+        edit.last_seqno = imms.iter().map(|m| m.max_seqno()).max();
         edit.files_added = outputs.into_iter().map(|(tree, f)| (tree, 0, f)).collect();
         let numbers: Vec<u64> = edit.files_added.iter().map(|(_, _, f)| f.number).collect();
         {
@@ -70,7 +79,8 @@ impl DbInner {
             edit.files_added.retain(|(tree, _, _)| current.tree(*tree).is_some());
             let version = self.log_and_apply(&mut versions, edit)?;
             self.state.replace(|s| {
-                let imms = s.imms.iter().filter(|m| !Arc::ptr_eq(m, &imm)).cloned().collect();
+                let imms =
+                    s.imms.iter().filter(|m| !imms.iter().any(|f| Arc::ptr_eq(m, f))).cloned().collect();
                 SuperVersion { mem: s.mem.clone(), imms, version }
             });
             let mut pending = self.files.in_use.lock();
@@ -79,6 +89,7 @@ impl DbInner {
             }
         }
         self.counters.record_flush(bytes, start.elapsed());
+        self.record_drain(drained, start.elapsed());
         self.check_new_ssts(&numbers);
         // Collect before waking waiters (as after a compaction).
         let collected = self.delete_obsolete_files(false);
@@ -89,9 +100,20 @@ impl DbInner {
         collected
     }
 
-    /// Writes one L0 SST per tree the memtable holds; syncs the files and the
-    /// directory, so the MANIFEST may reference them.
-    pub(crate) fn write_memtable(&self, mem: &Memtable) -> Result<Vec<(TreeId, FileMeta)>> {
+    /// Folds a flush of `bytes` of memtables in `took` into the drain rate
+    /// that paces writers (half the last flush, half the ones before).
+    fn record_drain(&self, bytes: usize, took: std::time::Duration) {
+        let rate = (bytes as f64 / took.as_secs_f64().max(1e-6)) as u64;
+        let drain = &self.jobs.drain_bytes_per_sec;
+        let before = drain.load(std::sync::atomic::Ordering::Relaxed);
+        let next = if before == 0 { rate } else { before / 2 + rate / 2 };
+        drain.store(next, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Writes one L0 SST per tree the memtables hold (their entries
+    /// merged); syncs the files and the directory, so the MANIFEST may
+    /// reference them.
+    pub(crate) fn write_memtable(&self, mems: &[&Memtable]) -> Result<Vec<(TreeId, FileMeta)>> {
         let mut outputs = Vec::new();
         let mut current: Option<(TreeId, u64, SstWriter)> = None;
         // The version set's current version, not the installed one: during
@@ -100,7 +122,7 @@ impl DbInner {
             self.versions.lock().current_version().trees.keys().copied().collect();
         // Entries come tree by tree: the set is asked once per tree.
         let mut live: Option<(TreeId, bool)> = None;
-        for key in mem.entries() {
+        for key in Memtable::merged_entries(mems) {
             let is_live = match live {
                 Some((tree, is_live)) if tree == key.tree => is_live,
                 _ => live.insert((key.tree, trees.contains(&key.tree))).1,

@@ -146,6 +146,11 @@ pub(crate) struct WritePath {
     pub last_seqno: AtomicU64,
     /// Last seqno whose writes are all in the memtable: the default snapshot.
     pub visible_seqno: AtomicU64,
+    /// Delay owed by write groups in the soft zone, in nanoseconds (may be
+    /// negative: time overslept). Short delays add up here and are slept
+    /// once they reach a millisecond, as a sleep of tens of microseconds
+    /// overshoots by as much again.
+    pub delay_owed_ns: std::sync::atomic::AtomicI64,
 }
 
 /// The background jobs' shared state (`flush.rs`, `compact.rs`): what the
@@ -156,6 +161,9 @@ pub(crate) struct Jobs {
     pub cv: Condvar,
     /// Held while a compaction runs: one at a time, automatic or manual.
     pub compaction: Mutex<()>,
+    /// Memtable bytes flushed per second of flushing, recent flushes
+    /// weighted most: what paces writers in the write buffer's soft zone.
+    pub drain_bytes_per_sec: AtomicU64,
 }
 
 /// What obsolete-file cleanup needs (`flush.rs`): the SSTs in use outside

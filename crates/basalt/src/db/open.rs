@@ -80,8 +80,14 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
             wal: Mutex::new(LogWriter::new(Box::new(NoFile))),
             last_seqno: AtomicU64::new(last_seqno),
             visible_seqno: AtomicU64::new(last_seqno),
+            delay_owed_ns: std::sync::atomic::AtomicI64::new(0),
         },
-        jobs: Jobs { state: Mutex::new(BgState::default()), cv: Condvar::new(), compaction: Mutex::new(()) },
+        jobs: Jobs {
+            state: Mutex::new(BgState::default()),
+            cv: Condvar::new(),
+            compaction: Mutex::new(()),
+            drain_bytes_per_sec: AtomicU64::new(0),
+        },
         files: FileCleanup {
             in_use: Mutex::new(std::collections::HashSet::new()),
             collecting: Mutex::new(()),
@@ -322,12 +328,12 @@ impl DbInner {
                 max_seqno = max_seqno.max(last);
                 insert_batch(&mem, &payload, &version, &path, offset)?;
                 if mem.approximate_bytes() >= self.opts.memtable_bytes_max {
-                    added.extend(self.write_memtable(&mem)?);
+                    added.extend(self.write_memtable(&[&mem])?);
                     mem = Memtable::new(0);
                 }
             }
         }
-        added.extend(self.write_memtable(&mem)?);
+        added.extend(self.write_memtable(&[&mem])?);
         let number = self.versions.lock().new_file_number();
         let path = self.dir.join(files::wal(number));
         let file = self.fs.create(&path)?;

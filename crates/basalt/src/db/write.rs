@@ -297,6 +297,7 @@ impl DbInner {
             immutables: memtables.immutables,
             l0_files,
             incoming_bytes: incoming,
+            drain_bytes_per_sec: self.jobs.drain_bytes_per_sec.load(Ordering::Relaxed),
         }
     }
 
@@ -308,8 +309,8 @@ impl DbInner {
             match write_buffer::decide(&self.write_buffer_state(incoming), &self.opts) {
                 StallAction::Proceed => break,
                 StallAction::Delay(d) => {
-                    std::thread::sleep(d);
                     self.counters.record_delay(d);
+                    self.sleep_owed(d);
                     break;
                 }
                 StallAction::SwitchMemtable => self.switch_memtable()?,
@@ -337,6 +338,25 @@ impl DbInner {
             self.counters.record_stall(start.elapsed());
         }
         Ok(())
+    }
+
+    /// Adds `d` to the delay owed and sleeps it off once it reaches a
+    /// millisecond, counting what the sleep overshot against later delays.
+    /// Only the leader (or an exclusive owner) calls this.
+    fn sleep_owed(&self, d: std::time::Duration) {
+        const SLEEP_AT_NS: i64 = 1_000_000;
+        let owed = &self.writer.delay_owed_ns;
+        let due =
+            owed.load(Ordering::Relaxed).saturating_add(i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+        if due < SLEEP_AT_NS {
+            owed.store(due, Ordering::Relaxed);
+            return;
+        }
+        let start = Instant::now();
+        std::thread::sleep(std::time::Duration::from_nanos(due.unsigned_abs()));
+        let slept = i64::try_from(start.elapsed().as_nanos()).unwrap_or(i64::MAX);
+        // Oversleeping is paid back by later groups, up to a millisecond.
+        owed.store(due.saturating_sub(slept).max(-SLEEP_AT_NS), Ordering::Relaxed);
     }
 
     /// Makes the active memtable immutable and starts a new one with a new

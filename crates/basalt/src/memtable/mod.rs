@@ -171,6 +171,24 @@ impl Memtable {
         })
     }
 
+    /// The entries of several memtables in one order (a flush of all of
+    /// them into one file). Their seqnos never overlap, so no two entries
+    /// are equal.
+    pub fn merged_entries<'a>(mems: &[&'a Memtable]) -> impl Iterator<Item = MemEntry<'a>> + 'a {
+        let mut sources: Vec<_> = mems.iter().map(|m| m.entries().peekable()).collect();
+        std::iter::from_fn(move || {
+            let mut first: Option<(usize, KeyParts<'a>)> = None;
+            for (i, source) in sources.iter_mut().enumerate() {
+                let Some(e) = source.peek() else { continue };
+                let key = KeyParts::new(e.tree, e.user_key, e.trailer);
+                if first.as_ref().is_none_or(|(_, best)| key.cmp(best) == std::cmp::Ordering::Less) {
+                    first = Some((i, key));
+                }
+            }
+            first.and_then(|(i, _)| sources[i].next())
+        })
+    }
+
     /// Copies up to `max` entries of `tree` from `from` on (forward) or
     /// back (reverse) into `out`, for cursors that must not borrow the
     /// memtable. The entries' keys and values share one buffer.

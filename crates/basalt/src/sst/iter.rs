@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::block::Block;
-use super::reader::SstReader;
+use super::reader::{Readahead, SstReader};
 use crate::error::Result;
 
 /// A cursor over an SST's entries in internal-key order. When it is valid,
@@ -16,12 +16,21 @@ pub struct SstIter {
     /// The current block and its index; `None` when the cursor is invalid.
     block: Option<(usize, Arc<Block>)>,
     pos: usize,
+    /// For a pass in order that reads each block once (compaction):
+    /// blocks come from reads ahead, not the map or the block cache.
+    ahead: Option<Readahead>,
 }
 
 impl SstIter {
     /// An unpositioned (invalid) cursor over `reader`.
     pub fn new(reader: Arc<SstReader>) -> SstIter {
-        SstIter { reader, block: None, pos: 0 }
+        SstIter { reader, block: None, pos: 0, ahead: None }
+    }
+
+    /// A cursor for one pass in order over every block (compaction): see
+    /// [`SstReader::read_block_ahead`].
+    pub fn reading_ahead(reader: Arc<SstReader>) -> SstIter {
+        SstIter { reader, block: None, pos: 0, ahead: Some(Readahead::default()) }
     }
 
     /// The SST this cursor reads.
@@ -43,7 +52,10 @@ impl SstIter {
             return Ok(Arc::clone(block));
         }
         self.block = None;
-        let block = self.reader.read_block(b)?;
+        let block = match &mut self.ahead {
+            Some(ahead) => self.reader.read_block_ahead(b, ahead)?,
+            None => self.reader.read_block(b)?,
+        };
         self.block = Some((b, Arc::clone(&block)));
         Ok(block)
     }

@@ -130,7 +130,11 @@ fn current(it: &SstIter) -> Entry {
 }
 
 fn collect_forward(reader: &Arc<SstReader>) -> Result<Vec<Entry>> {
-    let mut it = SstIter::new(Arc::clone(reader));
+    collect(SstIter::new(Arc::clone(reader)))
+}
+
+/// Every entry of `it` from the first.
+fn collect(mut it: SstIter) -> Result<Vec<Entry>> {
     let mut out = Vec::new();
     it.seek_to_first()?;
     while it.valid() {
@@ -140,8 +144,15 @@ fn collect_forward(reader: &Arc<SstReader>) -> Result<Vec<Entry>> {
     Ok(out)
 }
 
+/// A pass in order as compaction makes it: reads ahead, past the map and
+/// the block cache.
+fn collect_ahead(reader: &Arc<SstReader>) -> Result<Vec<Entry>> {
+    collect(SstIter::reading_ahead(Arc::clone(reader)))
+}
+
 fn check_scans(reader: &Arc<SstReader>, entries: &[Entry]) -> Result<()> {
     assert_eq!(collect_forward(reader)?, entries);
+    assert_eq!(collect_ahead(reader)?, entries);
     let mut it = SstIter::new(Arc::clone(reader));
     it.seek_to_last()?;
     for e in entries.iter().rev() {
@@ -239,6 +250,31 @@ fn round_trips_across_block_sizes_and_compression() -> Result<()> {
     let plain = fs.get(Path::new("None-4096.sst")).len();
     let packed = fs.get(Path::new("Lz4-4096.sst")).len();
     assert!(packed < plain * 3 / 4, "lz4 {packed} vs plain {plain}");
+    Ok(())
+}
+
+/// Blocks larger than a read ahead, between small ones, plain and
+/// compressed: a pass in order reads each whole, and the in-place check
+/// (by `pread`) accepts them all.
+#[test]
+fn reads_ahead_take_blocks_larger_than_a_read() -> Result<()> {
+    let fs = TestFs::default();
+    let sizes = [10, 3 << 20, 100, (1 << 20) + 1, 5, 1 << 20, 4000, 2];
+    let entries: Vec<Entry> = sizes
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| {
+            (format!("k{i:02}").into_bytes(), pack_trailer(i as u64 + 1, Kind::Put), vec![i as u8; n])
+        })
+        .collect();
+    for compression in [Compression::None, Compression::Lz4] {
+        let path = PathBuf::from(format!("big-{compression:?}.sst"));
+        write_sst(&fs, &path, &entries, &options(4096, compression, 10))?;
+        let reader = open(&fs, &path)?;
+        assert_eq!(collect_ahead(&reader)?, entries);
+        reader.check_blocks_in_place()?;
+        check_all(&reader, &entries)?;
+    }
     Ok(())
 }
 
@@ -406,6 +442,10 @@ fn read_everything_with(fs: &TestFs, path: &Path, entries: &[Entry], map: bool) 
         }
     }
     corrupt |= ok_or_corrupt(collect_forward(&reader).map(|got| {
+        assert_eq!(got, entries);
+        false
+    }));
+    corrupt |= ok_or_corrupt(collect_ahead(&reader).map(|got| {
         assert_eq!(got, entries);
         false
     }));
