@@ -27,7 +27,7 @@
 #![expect(unsafe_code, reason = "an arena skiplist; the invariant is in the module doc")]
 #![expect(
     clippy::cast_ptr_alignment,
-    reason = "chunks are allocated 8-aligned and every node's size is a multiple of 8"
+    reason = "chunks are page-aligned maps and every node's size is a multiple of 8"
 )]
 
 use std::alloc::{Layout, alloc, dealloc};
@@ -146,8 +146,12 @@ impl NodePtr {
 /// The writer's side: the arena's chunks and cursor, the splice, the
 /// random state for tower heights.
 struct Writer {
-    /// Every chunk allocated, freed when the list drops.
-    chunks: Vec<(NonNull<u8>, Layout)>,
+    /// Every chunk: an anonymous memory map of its own, unmapped when the
+    /// list drops. Taken from the heap, a memtable's chunks stayed in the
+    /// process after it was flushed (the allocator keeps freed blocks of
+    /// this size: 360 MB of anonymous RSS remained after 10M keys were
+    /// written and flushed, with 18 MiB held by the engine).
+    chunks: Vec<memmap2::MmapMut>,
     /// Free space of the current chunk.
     cursor: *mut u8,
     left: usize,
@@ -305,12 +309,9 @@ impl SkipList {
 
 impl Drop for SkipList {
     fn drop(&mut self) {
-        let writer = self.writer.get_mut();
-        for (chunk, layout) in writer.chunks.drain(..) {
-            // SAFETY: allocated in `Inserter::allocate` with this layout;
-            // `&mut self` means no reader holds a node.
-            unsafe { dealloc(chunk.as_ptr(), layout) };
-        }
+        // The chunks unmap themselves; `&mut self` means no reader holds
+        // a node.
+        self.writer.get_mut().chunks.clear();
         let layout = Layout::from_size_align(node_bytes(MAX_HEIGHT, 0, 0), 8).expect("head layout");
         // SAFETY: allocated in `new` with this layout.
         unsafe { dealloc(self.head.as_ptr().cast::<u8>(), layout) };
@@ -416,7 +417,7 @@ impl Inserter<'_> {
                 "successor before the key at level {level}"
             );
         }
-        let (node, bytes) = self.allocate(&key, height, value);
+        let (node, bytes) = self.allocate(&key, height, value)?;
         // SAFETY: `node` was just written whole; `prev[level]` are nodes of
         // height > `level`. The node's own pointers are set before the
         // `Release` stores that publish it, lowest level first, so a
@@ -472,10 +473,10 @@ impl Inserter<'_> {
     }
 
     /// Writes a node for `key` and `value` into the arena.
-    fn allocate(&mut self, key: &KeyParts<'_>, height: usize, value: &[u8]) -> (NodePtr, usize) {
+    fn allocate(&mut self, key: &KeyParts<'_>, height: usize, value: &[u8]) -> Result<(NodePtr, usize)> {
         let bytes = node_bytes(height, key.user_key.len(), value.len());
         if self.writer.left < bytes {
-            self.new_chunk(bytes);
+            self.new_chunk(bytes)?;
         }
         let w = &mut *self.writer;
         let raw = w.cursor;
@@ -502,22 +503,22 @@ impl Inserter<'_> {
             let key_at = raw.add(HEADER_BYTES + height * 8);
             ptr::copy_nonoverlapping(key.user_key.as_ptr(), key_at, key.user_key.len());
             ptr::copy_nonoverlapping(value.as_ptr(), key_at.add(key.user_key.len()), value.len());
-            (NodePtr(NonNull::new_unchecked(raw.cast::<Node>())), bytes)
+            Ok((NodePtr(NonNull::new_unchecked(raw.cast::<Node>())), bytes))
         }
     }
 
     /// Starts a chunk with room for at least `bytes`.
-    fn new_chunk(&mut self, bytes: usize) {
+    fn new_chunk(&mut self, bytes: usize) -> Result<()> {
         let w = &mut *self.writer;
-        let grown = w.chunks.last().map_or(CHUNK_BYTES_MIN, |(_, l)| (l.size() * 2).min(CHUNK_BYTES_MAX));
+        let grown = w.chunks.last().map_or(CHUNK_BYTES_MIN, |c| (c.len() * 2).min(CHUNK_BYTES_MAX));
         let size = grown.max(bytes);
-        let layout = Layout::from_size_align(size, 8).expect("chunk layout");
-        // SAFETY: `size` is at least one node's, never zero.
-        let raw = unsafe { alloc(layout) };
-        let Some(chunk) = NonNull::new(raw) else { std::alloc::handle_alloc_error(layout) };
-        w.chunks.push((chunk, layout));
-        w.cursor = raw;
+        let mut chunk = memmap2::MmapMut::map_anon(size).map_err(|e| Error::io("memtable arena", e))?;
+        // Maps are page-aligned; the pointer stays valid while the map
+        // lives (moving the `MmapMut` does not move the mapping).
+        w.cursor = chunk.as_mut_ptr();
         w.left = size;
+        w.chunks.push(chunk);
+        Ok(())
     }
 }
 
