@@ -98,9 +98,10 @@ pub struct Stats {
     /// Mean time of a point lookup by phase, when `Options::timing_stats`
     /// is on (all zero otherwise).
     pub get_latency: GetLatency,
-    /// Write groups slowed down in the soft zone, and their total delay.
+    /// Write groups given a delay in the soft zone (or for L0 files).
     pub delayed_groups: u64,
-    /// Total delay given in the soft zone.
+    /// Time writers slept for those delays (short delays add up and are
+    /// slept together once they reach a millisecond).
     pub write_delay_time: Duration,
     /// Most memtable memory (active + immutable) seen after an insert.
     pub memtable_bytes_peak: u64,

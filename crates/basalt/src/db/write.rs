@@ -309,8 +309,10 @@ impl DbInner {
             match write_buffer::decide(&self.write_buffer_state(incoming), &self.opts) {
                 StallAction::Proceed => break,
                 StallAction::Delay(d) => {
-                    self.counters.record_delay(d);
-                    self.sleep_owed(d);
+                    // Counts the group and the time actually slept (a short
+                    // delay is owed, slept later with others).
+                    let slept = self.sleep_owed(d);
+                    self.counters.record_delay(slept);
                     break;
                 }
                 StallAction::SwitchMemtable => self.switch_memtable()?,
@@ -341,22 +343,25 @@ impl DbInner {
     }
 
     /// Adds `d` to the delay owed and sleeps it off once it reaches a
-    /// millisecond, counting what the sleep overshot against later delays.
-    /// Only the leader (or an exclusive owner) calls this.
-    fn sleep_owed(&self, d: std::time::Duration) {
+    /// millisecond, counting what the sleep overshot against later delays;
+    /// returns the time slept. Only the leader (or an exclusive owner)
+    /// calls this.
+    fn sleep_owed(&self, d: std::time::Duration) -> std::time::Duration {
         const SLEEP_AT_NS: i64 = 1_000_000;
         let owed = &self.writer.delay_owed_ns;
         let due =
             owed.load(Ordering::Relaxed).saturating_add(i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
         if due < SLEEP_AT_NS {
             owed.store(due, Ordering::Relaxed);
-            return;
+            return std::time::Duration::ZERO;
         }
         let start = Instant::now();
         std::thread::sleep(std::time::Duration::from_nanos(due.unsigned_abs()));
-        let slept = i64::try_from(start.elapsed().as_nanos()).unwrap_or(i64::MAX);
+        let took = start.elapsed();
+        let slept = i64::try_from(took.as_nanos()).unwrap_or(i64::MAX);
         // Oversleeping is paid back by later groups, up to a millisecond.
         owed.store(due.saturating_sub(slept).max(-SLEEP_AT_NS), Ordering::Relaxed);
+        took
     }
 
     /// Makes the active memtable immutable and starts a new one with a new

@@ -20,9 +20,9 @@ use skiplist::{Inserter, KeyParts, SkipList};
 
 /// Bytes charged per entry beyond its key and value, as an estimate before
 /// the insert (a write group's room in the write buffer): a node's 32-byte
-/// header, its tower (8 bytes a level; 1.33 levels on average, up to 16)
-/// and its padding to 8 bytes. The charge after the insert is the node's
-/// exact size.
+/// header, its tower (8 bytes a level; 2 levels on average, up to 24) and
+/// its padding to 8 bytes — about 52 bytes on average. The charge after
+/// the insert is the node's exact size.
 pub const ENTRY_OVERHEAD_BYTES: usize = 64;
 
 /// An entry's key, owned: what a cursor hands out.
@@ -84,7 +84,10 @@ pub struct MemInserter<'a> {
 }
 
 impl MemInserter<'_> {
-    /// Inserts one version (key and value are copied).
+    /// Inserts one version (key and value are copied). No two inserts
+    /// may have the same tree, key and trailer (seqnos are unique): the
+    /// list would keep both, and a cursor stepping past one would skip
+    /// the other.
     pub fn insert(&mut self, tree: TreeId, user_key: &[u8], trailer: u64, value: &[u8]) -> Result<()> {
         self.inserter.insert(tree, user_key, trailer, value)?;
         self.newest = self.newest.max(trailer >> 8);
@@ -134,9 +137,10 @@ impl Memtable {
     }
 
     /// Bytes charged to this memtable: its nodes (headers, towers, keys and
-    /// values). The arena holds little more: the unused end of its current
-    /// chunk (at most 1 MiB) and of a chunk left for an entry too large
-    /// for it.
+    /// values). The arena maps more: each chunk's unused tail (a chunk is
+    /// left when the next entry does not fit; with entries of half a
+    /// megabyte the maps were up to twice the charge). The tails are never
+    /// written, so they take address space, not resident memory.
     pub fn approximate_bytes(&self) -> usize {
         self.list.node_bytes()
     }
