@@ -60,7 +60,8 @@ pub struct Options {
     pub error_if_exists: bool,
     /// The file system all I/O goes through.
     pub fs: Arc<dyn Fs>,
-    /// Bytes of user data an active memtable may hold before it becomes
+    /// Bytes an active memtable may hold (its nodes: keys, values and a
+    /// header and tower of about 52 bytes per entry) before it becomes
     /// immutable and is flushed. 64 MiB, as RocksDB's `write_buffer_size`:
     /// large enough that L0 files are few, small enough to flush in < 1 s.
     pub memtable_bytes_max: usize,

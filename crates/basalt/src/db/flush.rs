@@ -38,7 +38,7 @@ fn flush_loop(inner: &DbInner) {
                 inner.jobs.cv.wait(&mut bg);
             }
         }
-        if let Err(e) = inner.flush_oldest_imm() {
+        if let Err(e) = inner.flush_immutables() {
             inner.set_bg_error(e);
         }
     }
@@ -52,7 +52,7 @@ impl DbInner {
     /// file each: fewer L0 files for compaction to merge and for lookups to
     /// probe, and one fsync, directory sync and MANIFEST edit for all (as
     /// RocksDB's flush picks every immutable memtable).
-    fn flush_oldest_imm(&self) -> Result<()> {
+    fn flush_immutables(&self) -> Result<()> {
         let (imms, next_wal) = {
             let state = self.state.load();
             if state.imms.is_empty() {

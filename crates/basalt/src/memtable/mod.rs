@@ -178,9 +178,13 @@ impl Memtable {
     /// The entries of several memtables in one order (a flush of all of
     /// them into one file). Their seqnos never overlap, so no two entries
     /// are equal.
-    pub fn merged_entries<'a>(mems: &[&'a Memtable]) -> impl Iterator<Item = MemEntry<'a>> + 'a {
+    pub fn merged_entries<'a>(mems: &[&'a Memtable]) -> Box<dyn Iterator<Item = MemEntry<'a>> + 'a> {
+        // The common case, one memtable, needs no comparisons.
+        if let [only] = mems {
+            return Box::new(only.entries());
+        }
         let mut sources: Vec<_> = mems.iter().map(|m| m.entries().peekable()).collect();
-        std::iter::from_fn(move || {
+        Box::new(std::iter::from_fn(move || {
             let mut first: Option<(usize, KeyParts<'a>)> = None;
             for (i, source) in sources.iter_mut().enumerate() {
                 let Some(e) = source.peek() else { continue };
@@ -190,7 +194,7 @@ impl Memtable {
                 }
             }
             first.and_then(|(i, _)| sources[i].next())
-        })
+        }))
     }
 
     /// Copies up to `max` entries of `tree` from `from` on (forward) or
