@@ -654,6 +654,22 @@ def test_known_open_options_are_accepted(path: pathlib.Path) -> None:
         assert db[b"k"] == b"v" * 1000
 
 
+def test_large_values_in_blob_files(path: pathlib.Path) -> None:
+    values = {f"k{i}".encode(): bytes([i]) * (50 + 400 * i) for i in range(8)}
+    with basalt.open(path, blob_value_bytes_min=1000, blob_gc_garbage_percent=30) as db:
+        for k, v in values.items():
+            db[k] = v
+        db.flush()
+        stats = db.stats()
+        assert stats["blob_files"] == 1
+        assert stats["blob_live_bytes"] == sum(len(v) for v in values.values() if len(v) >= 1000)
+        assert {k: db[k] for k in values} == values
+    with basalt.open(path) as db:
+        assert dict(db.items()) == values
+    with pytest.raises(basalt.InvalidArgumentError):
+        basalt.open(path, blob_gc_garbage_percent=0)
+
+
 def test_database_properties(db: basalt.Database, path: pathlib.Path) -> None:
     assert os.fspath(db.path) == os.fspath(path)
     assert db.closed is False

@@ -22,4 +22,8 @@ pub fn for_cycle(seed: u64, cycle: u64) -> Options {
         .level1_bytes_target(rng.random_range(64 << 10..1 << 20))
         .level_size_ratio(rng.random_range(2..6))
         .sst_bytes_target(rng.random_range(16 << 10..256 << 10))
+        // Half the cycles keep keyspace values from a random length on in
+        // blob files; a database written with them is read without.
+        .blob_value_bytes_min(if rng.random_bool(0.5) { rng.random_range(1..512) } else { 0 })
+        .blob_gc_garbage_percent(rng.random_range(1..=100))
 }

@@ -68,6 +68,8 @@ fn options(py: Python<'_>, create: bool, kwargs: Option<&Bound<'_, PyDict>>) -> 
             "max_open_files" => o.max_open_files = usize_of(&value)?,
             "key_bytes_max" => o.key_bytes_max = usize_of(&value)?,
             "value_bytes_max" => o.value_bytes_max = usize_of(&value)?,
+            "blob_value_bytes_min" => o.blob_value_bytes_min = usize_of(&value)?,
+            "blob_gc_garbage_percent" => o.blob_gc_garbage_percent = u32_of(&value)?,
             "batch_bytes_max" => o.batch_bytes_max = usize_of(&value)?,
             "group_commit_bytes_max" => o.group_commit_bytes_max = usize_of(&value)?,
             "compression" => {
@@ -285,6 +287,9 @@ impl Database {
         d.set_item("immutable_memtables", s.immutable_memtables)?;
         d.set_item("flushes", s.flushes)?;
         d.set_item("compactions", s.compactions)?;
+        d.set_item("blob_files", s.blob_files)?;
+        d.set_item("blob_file_bytes", s.blob_file_bytes)?;
+        d.set_item("blob_live_bytes", s.blob_live_bytes)?;
         d.set_item("write_stalls", s.write_stalls)?;
         d.set_item("write_amplification", s.write_amplification())?;
         d.set_item("space_amplification", s.space_amplification())?;

@@ -1,5 +1,6 @@
 //! Names of the files in a database directory. The names are part of the
-//! on-disk format: `NNNNNN.wal`, `NNNNNN.sst`, `MANIFEST-NNNNNN`, `CURRENT`,
+//! on-disk format: `NNNNNN.wal`, `NNNNNN.sst`, `NNNNNN.blob`,
+//! `MANIFEST-NNNNNN`, `CURRENT`,
 //! `LOCK`, and `*.tmp` for files being written before a rename.
 
 /// A file a database directory may hold, parsed from its name.
@@ -9,6 +10,8 @@ pub enum FileKind {
     Wal(u64),
     /// Sorted string table number N.
     Sst(u64),
+    /// Blob file number N (values kept apart from their keys).
+    Blob(u64),
     /// Version-edit log number N.
     Manifest(u64),
     /// Names the live MANIFEST.
@@ -32,6 +35,11 @@ pub fn wal(n: u64) -> String {
 /// Name of SST number `n`.
 pub fn sst(n: u64) -> String {
     format!("{n:06}.sst")
+}
+
+/// Name of blob file number `n`.
+pub fn blob(n: u64) -> String {
+    format!("{n:06}.blob")
 }
 
 /// Name of MANIFEST number `n`.
@@ -60,6 +68,7 @@ pub fn parse(name: &str) -> Option<FileKind> {
     let canonical = match kind {
         FileKind::Wal(n) => wal(n) == name,
         FileKind::Sst(n) => sst(n) == name,
+        FileKind::Blob(n) => blob(n) == name,
         FileKind::Manifest(n) => manifest(n) == name,
         FileKind::Current | FileKind::Lock | FileKind::Temp => true,
     };
@@ -85,6 +94,9 @@ fn parse_any_width(name: &str) -> Option<FileKind> {
     if let Some(n) = name.strip_suffix(".sst") {
         return number(n).map(FileKind::Sst);
     }
+    if let Some(n) = name.strip_suffix(".blob") {
+        return number(n).map(FileKind::Blob);
+    }
     None
 }
 
@@ -97,6 +109,8 @@ mod tests {
         assert_eq!(parse(&wal(7)), Some(FileKind::Wal(7)));
         assert_eq!(parse(&sst(1_234_567)), Some(FileKind::Sst(1_234_567)));
         assert_eq!(parse(&manifest(3)), Some(FileKind::Manifest(3)));
+        assert_eq!(parse(&blob(42)), Some(FileKind::Blob(42)));
+        assert_eq!(parse("42.blob"), None);
         assert_eq!(parse(CURRENT), Some(FileKind::Current));
         assert_eq!(parse(&current_temp()), Some(FileKind::Temp));
         assert_eq!(parse("notes.txt"), None);

@@ -8,6 +8,7 @@
 //! system that simulates crashes, fault injection) and `inspect` (dumping
 //! and checking the on-disk formats).
 
+mod blob;
 mod catalog;
 mod codec;
 mod compaction;

@@ -141,6 +141,22 @@ pub struct Options {
     /// small blocks — a one-column sum scanned 106M rows/s with 4 KiB
     /// blocks and 824M with 64 KiB (docs/BENCHMARKS.md, issue 19).
     pub table_block_bytes_target: usize,
+    /// Values of key-value trees (keyspaces) at least this long, in bytes,
+    /// are written by the flush to a blob file and the SST keeps a pointer
+    /// (key-value separation, as `WiscKey` and `RocksDB`'s `BlobDB`): compactions
+    /// then rewrite the pointer, not the value, and large values stop
+    /// multiplying compaction work. A lookup of such a value reads it from
+    /// its blob file (one `pread`). 0 turns separation off. Tables keep
+    /// their columns in their SSTs. Default: see `Options::default`.
+    pub blob_value_bytes_min: usize,
+    /// A compaction moves the values still pointed to out of a blob file
+    /// whose garbage (bytes no SST points to any more) has reached this
+    /// percentage of it into a new blob file, so that the old one loses
+    /// its last pointer and is deleted. 50: at most about twice the live
+    /// bytes on disk, and a value moved at most about once per halving.
+    /// 100 never moves values (a blob file is deleted only when every
+    /// value in it is garbage).
+    pub blob_gc_garbage_percent: u32,
     /// Bloom filter bits per key; 0 disables filters. 10 bits give ~1% false
     /// positives, the RocksDB default.
     pub bloom_bits_per_key: u32,
@@ -207,6 +223,8 @@ impl Default for Options {
             learned_index_epsilon: 8,
             block_bytes_target: 4 << 10,
             table_block_bytes_target: 64 << 10,
+            blob_value_bytes_min: 0,
+            blob_gc_garbage_percent: 50,
             bloom_bits_per_key: 10,
             compression: Compression::None,
             block_cache_bytes: 64 << 20,

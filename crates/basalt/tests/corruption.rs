@@ -75,7 +75,9 @@ fn value_for(i: usize, round: usize) -> Vec<u8> {
 /// Builds the database: 400 keys flushed to a large SST (several blocks),
 /// overwrites and deletes flushed to a small one, then writes left in the
 /// WAL, one record each; then a clean close.
-fn build_fixture(compression: Compression) -> Fixture {
+/// With `blob_value_bytes_min` above 0, the flushed values at least that
+/// long are in blob files (one per flush).
+fn build_fixture(compression: Compression, blob_value_bytes_min: usize) -> Fixture {
     let fs = MemFs::new();
     let options = Options::default()
         .fs(Arc::new(fs.clone()))
@@ -84,6 +86,7 @@ fn build_fixture(compression: Compression) -> Fixture {
         .bloom_bits_per_key(10)
         .compression(compression)
         .block_cache_bytes(1 << 20)
+        .blob_value_bytes_min(blob_value_bytes_min)
         // The two SSTs stay as written, and opening a damaged copy starts
         // no background work.
         .auto_compaction(false);
@@ -153,6 +156,8 @@ fn build_fixture(compression: Compression) -> Fixture {
     let wal_records = log_records(&image.read_file(&db_path().join(&wal)).expect("WAL"));
     assert_eq!(wal_records.len() + 1, wal_models.len(), "one WAL record per write");
     assert_eq!(names.iter().filter(|n| has_extension(n, "sst")).count(), 2, "two SSTs: {names:?}");
+    let blobs = names.iter().filter(|n| has_extension(n, "blob")).count();
+    assert_eq!(blobs, if blob_value_bytes_min > 0 { 2 } else { 0 }, "a blob file per flush: {names:?}");
 
     let mut keys: Vec<Vec<u8>> = (0..400).map(key).collect();
     keys.extend((0..8).map(|i| key(1000 + i * 7)));
@@ -464,10 +469,10 @@ fn flip_allowed(fixture: &Fixture, file: &str, offset: usize) -> Allowed {
     }
 }
 
-fn corruption_sweep(compression: Compression, seed: u64) {
+fn corruption_sweep(compression: Compression, blob_value_bytes_min: usize, seed: u64) {
     record_background_panics();
     let mut rng = rng(seed);
-    let fixture = build_fixture(compression);
+    let fixture = build_fixture(compression, blob_value_bytes_min);
     let watchdog = Watchdog::new(Duration::from_secs(30));
     let mut tally = Tally::default();
     for file in damaged_files(&fixture) {
@@ -489,7 +494,10 @@ fn corruption_sweep(compression: Compression, seed: u64) {
         }
     }
     drop(watchdog);
-    tally.finish(&format!("corruption sweep ({compression:?}, seed {seed}): one byte flipped per trial"));
+    tally.finish(&format!(
+        "corruption sweep ({compression:?}, blob values from {blob_value_bytes_min} bytes, seed {seed}): \
+         one byte flipped per trial"
+    ));
 }
 
 /// Where the meta blocks of an intact SST start: the smallest block offset
@@ -549,7 +557,7 @@ fn bits_to_flip(offsets: &[usize], rng: &mut impl Rng) -> Vec<(usize, u8)> {
 #[test]
 fn corruption_sweep_every_bit_of_meta_blocks_and_log_headers() {
     record_background_panics();
-    let fixture = build_fixture(Compression::Lz4);
+    let fixture = build_fixture(Compression::Lz4, 0);
     let mut rng = rng(0x5eed);
     let watchdog = Watchdog::new(Duration::from_secs(30));
     let mut tally = Tally::default();
@@ -575,12 +583,20 @@ fn corruption_sweep_every_bit_of_meta_blocks_and_log_headers() {
 
 #[test]
 fn corruption_sweep_uncompressed() {
-    run_seeded("corruption_sweep_uncompressed", 1, |seed| corruption_sweep(Compression::None, seed));
+    run_seeded("corruption_sweep_uncompressed", 1, |seed| corruption_sweep(Compression::None, 0, seed));
 }
 
 #[test]
 fn corruption_sweep_lz4() {
-    run_seeded("corruption_sweep_lz4", 1, |seed| corruption_sweep(Compression::Lz4, seed));
+    run_seeded("corruption_sweep_lz4", 1, |seed| corruption_sweep(Compression::Lz4, 0, seed));
+}
+
+/// The sweep over a database whose longer values are in blob files: a
+/// flipped byte of a value record is reported as corruption naming the
+/// blob file by every read of the value.
+#[test]
+fn corruption_sweep_with_blob_files() {
+    run_seeded("corruption_sweep_with_blob_files", 1, |seed| corruption_sweep(Compression::None, 30, seed));
 }
 
 /// Cuts each file at a sample of lengths (every length of small files).
@@ -597,10 +613,21 @@ fn corruption_sweep_lz4() {
 ///   loses the flushed data, and the open then deletes its SSTs as orphans.
 #[test]
 fn truncation_sweep() {
-    run_seeded("truncation_sweep", 1, |seed| {
+    run_seeded("truncation_sweep", 1, |seed| truncation_sweep_of(0, seed));
+}
+
+/// The truncation sweep with values in blob files: a cut blob file is
+/// reported at open (its size is in the MANIFEST).
+#[test]
+fn truncation_sweep_with_blob_files() {
+    run_seeded("truncation_sweep_with_blob_files", 1, |seed| truncation_sweep_of(30, seed));
+}
+
+fn truncation_sweep_of(blob_value_bytes_min: usize, seed: u64) {
+    {
         record_background_panics();
         let mut rng = rng(seed);
-        let fixture = build_fixture(Compression::None);
+        let fixture = build_fixture(Compression::None, blob_value_bytes_min);
         let watchdog = Watchdog::new(Duration::from_secs(30));
         let mut tally = Tally::default();
         for file in damaged_files(&fixture) {
@@ -628,7 +655,7 @@ fn truncation_sweep() {
                     Allowed {
                         models: vec![fixture.expected.clone()],
                         corruption_ok: true,
-                        must_detect: has_extension(&file, "sst"),
+                        must_detect: has_extension(&file, "sst") || has_extension(&file, "blob"),
                     }
                 };
                 let damage = Damage::Truncate { len: cut };
@@ -637,8 +664,10 @@ fn truncation_sweep() {
             }
         }
         drop(watchdog);
-        tally.finish(&format!("truncation sweep (seed {seed}): one file cut short per trial"));
-    });
+        tally.finish(&format!(
+            "truncation sweep (blob values from {blob_value_bytes_min} bytes, seed {seed}): one file cut short per trial"
+        ));
+    }
 }
 
 // ---------------------------------------------------------------------------

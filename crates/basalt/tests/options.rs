@@ -97,6 +97,8 @@ fn field_values() -> Vec<(&'static str, Vec<V>)> {
         ("value_bytes_max", vec![Usize(0), Usize(1), Usize(8), MAX]),
         ("batch_bytes_max", vec![Usize(0), Usize(1), Usize(100), Usize(64 * KIB), MAX]),
         ("group_commit_bytes_max", vec![Usize(0), Usize(1), MAX]),
+        ("blob_value_bytes_min", vec![Usize(1), Usize(8), Usize(KIB), MAX]),
+        ("blob_gc_garbage_percent", vec![U32(0), U32(1), U32(50), U32(100), U32(101), U32(u32::MAX)]),
     ]
 }
 
@@ -128,6 +130,8 @@ fn set(o: &mut Options, name: &str, v: V) {
         ("max_open_files", V::Usize(x)) => o.max_open_files = x,
         ("key_bytes_max", V::Usize(x)) => o.key_bytes_max = x,
         ("value_bytes_max", V::Usize(x)) => o.value_bytes_max = x,
+        ("blob_value_bytes_min", V::Usize(x)) => o.blob_value_bytes_min = x,
+        ("blob_gc_garbage_percent", V::U32(x)) => o.blob_gc_garbage_percent = x,
         ("batch_bytes_max", V::Usize(x)) => o.batch_bytes_max = x,
         ("group_commit_bytes_max", V::Usize(x)) => o.group_commit_bytes_max = x,
         _ => panic!("no field {name} taking {v:?}"),

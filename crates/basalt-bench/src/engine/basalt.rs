@@ -4,7 +4,9 @@
 //! each one change: `basalt-fences` turns the learned index off,
 //! `basalt-get-with` looks up with `Db::get_with` (the value borrowed where
 //! it lies, no copy), `basalt-nomaps` reads SSTs with `pread` into the
-//! block cache instead of through memory maps (`mmap_reads: false`).
+//! block cache instead of through memory maps (`mmap_reads: false`),
+//! `basalt-blobs` keeps values of 2 KiB and more in blob files
+//! (`blob_value_bytes_min`).
 
 use std::path::Path;
 
@@ -12,11 +14,17 @@ use basalt::{Db, GetLatency, Options, WriteBatch, WriteOptions};
 
 use super::{Config, Engine, Kind, Reader, Result, Row};
 
+/// The `basalt-blobs` variant's separation threshold.
+const BLOB_VALUE_BYTES_MIN: usize = 2 << 10;
+
 fn db_options(cfg: &Config, kind: Kind) -> Options {
     let mut options = Options::default()
         .block_cache_bytes(cfg.cache_bytes)
         .learned_index(kind != Kind::BasaltFences)
         .mmap_reads(kind != Kind::BasaltNoMaps);
+    if kind == Kind::BasaltBlobs {
+        options.blob_value_bytes_min = BLOB_VALUE_BYTES_MIN;
+    }
     if let Some(budget) = cfg.write_buffer_budget_bytes {
         options.write_buffer_bytes_max = budget;
     }
@@ -28,7 +36,7 @@ pub fn options(cfg: &Config, kind: Kind) -> String {
     let o = db_options(cfg, kind);
     format!(
         "{}; block cache {} MiB, {}, {} KiB blocks, {}-bit bloom, {}, {} MiB memtables, write-buffer budget \
-         {} MiB, compression {:?}, sync=false",
+         {} MiB, compression {:?}, {}, sync=false",
         if kind == Kind::BasaltGetWith { "lookups by Db::get_with (borrowed)" } else { "lookups by Db::get" },
         o.block_cache_bytes >> 20,
         if o.mmap_reads { "SSTs read through memory maps" } else { "SSTs read with pread (maps off)" },
@@ -42,6 +50,10 @@ pub fn options(cfg: &Config, kind: Kind) -> String {
         o.memtable_bytes_max >> 20,
         o.write_buffer_bytes_max >> 20,
         o.compression,
+        match o.blob_value_bytes_min {
+            0 => "values inline".to_string(),
+            n => format!("values of {n} bytes and more in blob files"),
+        },
     )
 }
 

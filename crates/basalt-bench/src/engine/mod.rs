@@ -110,6 +110,8 @@ pub enum Kind {
     /// memory cgroup is not available).
     #[serde(rename = "basalt-nomaps")]
     BasaltNoMaps,
+    /// Basalt with keyspace values of 2 KiB and more in blob files.
+    BasaltBlobs,
     /// SQLite through rusqlite (bundled).
     Sqlite,
     /// LMDB through heed.
@@ -126,11 +128,12 @@ pub enum Kind {
 
 impl Kind {
     /// Every engine, built or not.
-    pub const ALL: [Kind; 10] = [
+    pub const ALL: [Kind; 11] = [
         Kind::Basalt,
         Kind::BasaltFences,
         Kind::BasaltGetWith,
         Kind::BasaltNoMaps,
+        Kind::BasaltBlobs,
         Kind::Sqlite,
         Kind::Lmdb,
         Kind::Redb,
@@ -146,6 +149,7 @@ impl Kind {
             Kind::BasaltFences => "basalt-fences",
             Kind::BasaltGetWith => "basalt-get-with",
             Kind::BasaltNoMaps => "basalt-nomaps",
+            Kind::BasaltBlobs => "basalt-blobs",
             Kind::Sqlite => "sqlite",
             Kind::Lmdb => "lmdb",
             Kind::Redb => "redb",
@@ -177,12 +181,18 @@ impl Kind {
     /// (`basalt-get-with`, `basalt-nomaps`), which run when asked for.
     /// `basalt-fences` stays: the learned index is measured in every run.
     pub fn defaults() -> Vec<Kind> {
-        Kind::built().into_iter().filter(|k| !matches!(k, Kind::BasaltGetWith | Kind::BasaltNoMaps)).collect()
+        Kind::built()
+            .into_iter()
+            .filter(|k| !matches!(k, Kind::BasaltGetWith | Kind::BasaltNoMaps | Kind::BasaltBlobs))
+            .collect()
     }
 
     /// Whether a Basalt build (the engine or one of its variants).
     pub fn is_basalt(self) -> bool {
-        matches!(self, Kind::Basalt | Kind::BasaltFences | Kind::BasaltGetWith | Kind::BasaltNoMaps)
+        matches!(
+            self,
+            Kind::Basalt | Kind::BasaltFences | Kind::BasaltGetWith | Kind::BasaltNoMaps | Kind::BasaltBlobs
+        )
     }
 
     /// Whether the engine's reads run inside a read transaction (a
@@ -198,7 +208,11 @@ impl Kind {
     /// The engine's version (of the library the crate wraps, where it says).
     pub fn version(self) -> String {
         match self {
-            Kind::Basalt | Kind::BasaltFences | Kind::BasaltGetWith | Kind::BasaltNoMaps => {
+            Kind::Basalt
+            | Kind::BasaltFences
+            | Kind::BasaltGetWith
+            | Kind::BasaltNoMaps
+            | Kind::BasaltBlobs => {
                 format!("basalt {}", env!("CARGO_PKG_VERSION"))
             }
             Kind::Sqlite => sqlite::version(),
@@ -215,9 +229,11 @@ impl Kind {
         let cache = cfg.cache_bytes >> 20;
         let budget = cfg.write_buffer_budget_bytes.map(|b| b >> 20);
         match self {
-            Kind::Basalt | Kind::BasaltFences | Kind::BasaltGetWith | Kind::BasaltNoMaps => {
-                basalt::options(cfg, self)
-            }
+            Kind::Basalt
+            | Kind::BasaltFences
+            | Kind::BasaltGetWith
+            | Kind::BasaltNoMaps
+            | Kind::BasaltBlobs => basalt::options(cfg, self),
             Kind::Sqlite => sqlite::options(cfg),
             Kind::Lmdb => lmdb::OPTIONS.to_string(),
             Kind::Redb => format!("cache {cache} MiB; Durability::None per batch, Immediate on settle"),
@@ -244,7 +260,7 @@ impl Kind {
 pub fn open(kind: Kind, dir: &Path, cfg: &Config) -> Result<Box<dyn Engine>> {
     std::fs::create_dir_all(dir)?;
     Ok(match kind {
-        Kind::Basalt | Kind::BasaltFences | Kind::BasaltGetWith | Kind::BasaltNoMaps => {
+        Kind::Basalt | Kind::BasaltFences | Kind::BasaltGetWith | Kind::BasaltNoMaps | Kind::BasaltBlobs => {
             Box::new(basalt::BasaltEngine::open(dir, cfg, kind, false)?)
         }
         Kind::Sqlite => Box::new(sqlite::SqliteEngine::open(dir, cfg)?),
@@ -400,6 +416,6 @@ mod tests {
         assert_eq!(Kind::ALL[1], Kind::BasaltFences, "listed right after basalt");
         let defaults = Kind::defaults();
         assert!(defaults.contains(&Kind::BasaltFences) && !defaults.contains(&Kind::BasaltGetWith));
-        assert!(Kind::ALL.iter().filter(|k| k.is_basalt()).count() == 4);
+        assert!(Kind::ALL.iter().filter(|k| k.is_basalt()).count() == 5);
     }
 }

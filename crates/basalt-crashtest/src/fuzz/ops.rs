@@ -142,6 +142,8 @@ fn options_from(byte: u8, fs: &MemFs) -> Options {
         .mmap_reads(byte & 8 == 0)
         .bloom_bits_per_key(if byte & 16 != 0 { 0 } else { 10 })
         .block_cache_bytes(4 << 10)
+        // Blob files for an odd number of set bits (no bit is left).
+        .blob_value_bytes_min(if byte.count_ones() % 2 == 1 { 16 } else { 0 })
 }
 
 impl Run {

@@ -23,6 +23,9 @@ pub enum Kind {
     Delete = 0,
     /// The key was set to a value at this seqno.
     Put = 1,
+    /// The key was set to a value kept in a blob file; the entry's value
+    /// is a `blob::BlobPointer`. Only SSTs of key-value trees hold it.
+    Blob = 2,
 }
 
 impl Kind {
@@ -31,8 +34,15 @@ impl Kind {
         match b {
             0 => Some(Kind::Delete),
             1 => Some(Kind::Put),
+            2 => Some(Kind::Blob),
             _ => None,
         }
+    }
+
+    /// Whether the entry gives its key a value (stored inline or in a blob
+    /// file), not a deletion.
+    pub fn is_value(self) -> bool {
+        self != Kind::Delete
     }
 }
 
@@ -166,5 +176,6 @@ mod tests {
         let t = pack_trailer(SEQNO_MAX, Kind::Delete);
         assert_eq!(unpack_trailer(t), Some((SEQNO_MAX, Kind::Delete)));
         assert_eq!(unpack_trailer(7 << 8 | 9), None);
+        assert_eq!(unpack_trailer(7 << 8 | 2), Some((7, Kind::Blob)));
     }
 }

@@ -197,6 +197,7 @@ mod tests {
             max_seqno: seq,
             smallest: InternalKey::new(Bytes::copy_from_slice(lo.as_bytes()), seq, Kind::Put),
             largest: InternalKey::new(Bytes::copy_from_slice(hi.as_bytes()), seq, Kind::Put),
+            blob_refs: Vec::new(),
             reader: ReaderSlot::default(),
         }
     }

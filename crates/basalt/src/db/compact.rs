@@ -2,19 +2,21 @@
 //! `compact_range`, and the executor that merges input SSTs into outputs.
 //! What to compact is decided by the pure policy in `compaction/`.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
 use super::cursor::{KeyRange, TreeCursor, file_overlaps};
 use super::{DbInner, SuperVersion};
-use crate::codec::internal::unpack_trailer;
+use crate::blob::BlobWriter;
+use crate::codec::internal::{Kind, unpack_trailer};
 use crate::compaction::retain::Retention;
 use crate::compaction::{self, CompactionTask};
 use crate::error::{Error, Result};
 use crate::ids::TreeId;
 use crate::sst::{SstIter, SstWriter};
-use crate::version::{FileMeta, LEVELS, VersionEdit};
+use crate::version::{BlobFileMeta, FileMeta, LEVELS, Version, VersionEdit};
 
 /// Starts the compaction thread.
 pub(crate) fn spawn(inner: Arc<DbInner>) -> Result<JoinHandle<()>> {
@@ -180,11 +182,14 @@ impl DbInner {
         } else {
             #[cfg(test)]
             before_merge::run(self.id);
-            let outputs = self.merge_inputs(task)?;
-            written = outputs.iter().map(|f| f.size).sum();
+            let (outputs, blob) = self.merge_inputs(task)?;
+            written = outputs.iter().map(|f| f.size).sum::<u64>() + blob.as_ref().map_or(0, |b| b.size);
             edit.files_added = outputs.into_iter().map(|f| (task.tree, task.output_level(), f)).collect();
+            edit.blob_files_added.extend(blob);
         }
-        let numbers: Vec<u64> = edit.files_added.iter().map(|(_, _, f)| f.number).collect();
+        let mut numbers: Vec<u64> = edit.files_added.iter().map(|(_, _, f)| f.number).collect();
+        let ssts = numbers.len();
+        numbers.extend(edit.blob_files_added.iter().map(|b| b.number));
         let installed = {
             let mut versions = self.versions.lock();
             // A tree dropped while this ran: its outputs are garbage, left
@@ -202,19 +207,26 @@ impl DbInner {
         };
         self.counters.record_compaction(task.input_bytes(), written, task.is_trivial_move(), start.elapsed());
         if installed && !task.is_trivial_move() {
-            self.check_new_ssts(&numbers);
+            self.check_new_ssts(&numbers[..ssts]);
         }
         Ok(())
     }
 
     /// Merges the inputs, keeping what `Retention` keeps, into SSTs of about
     /// `sst_bytes_target`, cut only between user keys so that files of a
-    /// level never share a user key.
-    fn merge_inputs(&self, task: &CompactionTask) -> Result<Vec<FileMeta>> {
+    /// level never share a user key. Values kept in blob files stay where
+    /// they are (the pointer is copied), unless their blob file is mostly
+    /// garbage: those move to a blob file of this compaction's own.
+    fn merge_inputs(&self, task: &CompactionTask) -> Result<(Vec<FileMeta>, Option<BlobFileMeta>)> {
         let mut merged = TreeCursor::over_runs(&self.sst_readers, task.tree, task.input_runs())?;
         let snapshots: Vec<u64> = self.snapshots.lock().keys().copied().collect();
         let mut retention = Retention::new(snapshots, task.bottommost);
-        let layout = self.versions.lock().current_version().catalog.table_layout(task.tree);
+        let (layout, version) = {
+            let versions = self.versions.lock();
+            let version = versions.current_version();
+            (version.catalog.table_layout(task.tree), version.clone())
+        };
+        let mut relocation = BlobRelocation::new(&version, self.opts.blob_gc_garbage_percent);
         let mut outputs = Vec::new();
         let mut current: Option<(TreeId, u64, SstWriter)> = None;
         let mut last_key: Vec<u8> = Vec::new();
@@ -241,6 +253,12 @@ impl DbInner {
                 }
                 if let Some((_, _, w)) = current.as_mut() {
                     match &layout {
+                        None if kind == Kind::Blob => {
+                            let sst =
+                                entry.sst().map(|it| it.reader().path().to_path_buf()).unwrap_or_default();
+                            let pointer = relocation.pointer(self, &version, block.value(i), &sst)?;
+                            w.add(key, trailer, pointer)?;
+                        }
                         None => w.add(key, trailer, block.value(i))?,
                         Some(layout) => {
                             // Table rows are copied column by column from the
@@ -258,10 +276,61 @@ impl DbInner {
         if let Some(done) = current.take() {
             outputs.push(super::flush::finish_sst(done)?.1);
         }
-        if !outputs.is_empty() {
+        let blob = relocation.writer.take().map(super::flush::finish_blob_file).transpose()?;
+        if !outputs.is_empty() || blob.is_some() {
             self.fs.sync_dir(&self.dir)?;
         }
-        Ok(outputs)
+        Ok((outputs, blob))
+    }
+}
+
+/// Which blob files a compaction empties, and the blob file it moves their
+/// values to.
+struct BlobRelocation {
+    /// Blob files whose garbage reached `blob_gc_garbage_percent`.
+    draining: HashSet<u64>,
+    writer: Option<BlobWriter>,
+    /// The moved value's new pointer, encoded.
+    pointer: Vec<u8>,
+}
+
+impl BlobRelocation {
+    fn new(version: &Version, garbage_percent: u32) -> Self {
+        let live = version.blob_live_bytes();
+        let draining = version
+            .blobs
+            .values()
+            .filter(|b| {
+                let live = live.get(&b.number).copied().unwrap_or(0).min(b.value_bytes);
+                // garbage / total >= percent / 100, in integers.
+                (b.value_bytes - live) * 100 >= b.value_bytes * u64::from(garbage_percent)
+            })
+            .map(|b| b.number)
+            .collect();
+        BlobRelocation { draining, writer: None, pointer: Vec::new() }
+    }
+
+    /// The pointer to write for the `Blob` entry `pointer` of SST `sst`:
+    /// itself, or where its value was moved to.
+    fn pointer<'a>(
+        &'a mut self,
+        db: &DbInner,
+        version: &Version,
+        pointer: &'a [u8],
+        sst: &std::path::Path,
+    ) -> Result<&'a [u8]> {
+        let decoded = crate::blob::BlobPointer::decode(pointer, sst)?;
+        if !self.draining.contains(&decoded.file) {
+            return Ok(pointer);
+        }
+        let value = super::read::read_blob(&db.blob_files, version, pointer, sst)?;
+        let writer = match &mut self.writer {
+            Some(w) => w,
+            None => self.writer.insert(db.start_blob_file()?),
+        };
+        self.pointer.clear();
+        writer.add(&value)?.encode_to(&mut self.pointer);
+        Ok(&self.pointer)
     }
 }
 

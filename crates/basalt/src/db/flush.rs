@@ -7,6 +7,9 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use super::{DbInner, SuperVersion};
+use crate::blob::BlobWriter;
+use crate::catalog::TreeKind;
+use crate::codec::internal::{Kind, pack_trailer, unpack_trailer};
 use crate::error::{Error, Result};
 use crate::files::{self, FileKind};
 use crate::ids::TreeId;
@@ -14,7 +17,7 @@ use crate::memtable::Memtable;
 use crate::row::layout::TableLayout;
 use crate::sst::writer::{SstWriter, SstWriterOptions};
 use crate::version::edit::ReaderSlot;
-use crate::version::{FileMeta, VersionEdit};
+use crate::version::{BlobFileMeta, FileMeta, VersionEdit};
 
 /// Starts the flush thread.
 pub(crate) fn spawn(inner: Arc<DbInner>) -> Result<JoinHandle<()>> {
@@ -65,12 +68,16 @@ impl DbInner {
         let start = Instant::now();
         let drained: usize = imms.iter().map(|m| m.approximate_bytes()).sum();
         let mems: Vec<&Memtable> = imms.iter().map(AsRef::as_ref).collect();
-        let outputs = self.write_memtable(&mems)?;
-        let bytes: u64 = outputs.iter().map(|(_, f)| f.size).sum();
+        let flushed = self.write_memtable(&mems)?;
+        let bytes: u64 = flushed.files.iter().map(|(_, f)| f.size).sum::<u64>()
+            + flushed.blob.as_ref().map_or(0, |b| b.size);
         let mut edit = VersionEdit { log_number: Some(next_wal), ..VersionEdit::default() };
         edit.last_seqno = imms.iter().map(|m| m.max_seqno()).max();
-        edit.files_added = outputs.into_iter().map(|(tree, f)| (tree, 0, f)).collect();
-        let numbers: Vec<u64> = edit.files_added.iter().map(|(_, _, f)| f.number).collect();
+        edit.files_added = flushed.files.into_iter().map(|(tree, f)| (tree, 0, f)).collect();
+        edit.blob_files_added.extend(flushed.blob);
+        let mut numbers: Vec<u64> = edit.files_added.iter().map(|(_, _, f)| f.number).collect();
+        let ssts = numbers.len();
+        numbers.extend(edit.blob_files_added.iter().map(|b| b.number));
         {
             let mut versions = self.versions.lock();
             // A table dropped while this flush ran takes its outputs with it
@@ -90,7 +97,7 @@ impl DbInner {
         }
         self.counters.record_flush(bytes, start.elapsed());
         self.record_drain(drained, start.elapsed());
-        self.check_new_ssts(&numbers);
+        self.check_new_ssts(&numbers[..ssts]);
         // Collect before waking waiters (as after a compaction).
         let collected = self.delete_obsolete_files(false);
         {
@@ -111,21 +118,30 @@ impl DbInner {
     }
 
     /// Writes one L0 SST per tree the memtables hold (their entries
-    /// merged); syncs the files and the directory, so the MANIFEST may
-    /// reference them.
-    pub(crate) fn write_memtable(&self, mems: &[&Memtable]) -> Result<Vec<(TreeId, FileMeta)>> {
-        let mut outputs = Vec::new();
+    /// merged), and the values of keyspaces at or above
+    /// `blob_value_bytes_min` to one blob file; syncs the files and the
+    /// directory, so the MANIFEST may reference them.
+    pub(crate) fn write_memtable(&self, mems: &[&Memtable]) -> Result<Flushed> {
+        let mut flushed = Flushed::default();
         let mut current: Option<(TreeId, u64, SstWriter)> = None;
+        let mut blobs: Option<BlobWriter> = None;
+        let mut pointer = Vec::new();
         // The version set's current version, not the installed one: during
         // recovery nothing is installed yet.
-        let trees: std::collections::HashSet<TreeId> =
-            self.versions.lock().current_version().trees.keys().copied().collect();
-        // Entries come tree by tree: the set is asked once per tree.
-        let mut live: Option<(TreeId, bool)> = None;
+        let catalog = self.versions.lock().current_version().catalog.clone();
+        let blob_min = self.opts.blob_value_bytes_min;
+        // Entries come tree by tree: the catalog is asked once per tree
+        // whether it is live and whether its values may go to a blob file.
+        let mut tree_state: Option<(TreeId, bool, bool)> = None;
         for key in Memtable::merged_entries(mems) {
-            let is_live = match live {
-                Some((tree, is_live)) if tree == key.tree => is_live,
-                _ => live.insert((key.tree, trees.contains(&key.tree))).1,
+            let (is_live, separates) = match tree_state {
+                Some((tree, is_live, separates)) if tree == key.tree => (is_live, separates),
+                _ => {
+                    let def = catalog.tree(key.tree);
+                    let separates = blob_min > 0 && def.is_some_and(|d| matches!(d.kind, TreeKind::Keyspace));
+                    tree_state = Some((key.tree, def.is_some(), separates));
+                    (def.is_some(), separates)
+                }
             };
             if !is_live {
                 // The tree was dropped: its rows go nowhere.
@@ -133,22 +149,49 @@ impl DbInner {
             }
             if current.as_ref().is_none_or(|(tree, _, _)| *tree != key.tree) {
                 if let Some(done) = current.take() {
-                    outputs.push(finish_sst(done)?);
+                    flushed.files.push(finish_sst(done)?);
                 }
-                let layout = self.versions.lock().current_version().catalog.table_layout(key.tree);
-                current = Some(self.start_sst(key.tree, layout)?);
+                current = Some(self.start_sst(key.tree, catalog.table_layout(key.tree))?);
             }
-            if let Some((_, _, writer)) = current.as_mut() {
+            let Some((_, _, writer)) = current.as_mut() else { continue };
+            if separates
+                && key.value.len() >= blob_min
+                && let Some((seqno, Kind::Put)) = unpack_trailer(key.trailer)
+            {
+                let blob = match &mut blobs {
+                    Some(b) => b,
+                    None => blobs.insert(self.start_blob_file()?),
+                };
+                pointer.clear();
+                blob.add(key.value)?.encode_to(&mut pointer);
+                writer.add(key.user_key, pack_trailer(seqno, Kind::Blob), &pointer)?;
+            } else {
                 writer.add(key.user_key, key.trailer, key.value)?;
             }
         }
         if let Some(done) = current.take() {
-            outputs.push(finish_sst(done)?);
+            flushed.files.push(finish_sst(done)?);
         }
-        if !outputs.is_empty() {
+        if let Some(blob) = blobs {
+            flushed.blob = Some(finish_blob_file(blob)?);
+        }
+        if !flushed.files.is_empty() || flushed.blob.is_some() {
             self.fs.sync_dir(&self.dir)?;
         }
-        Ok(outputs)
+        Ok(flushed)
+    }
+
+    /// Starts a blob file; its number stays in use (safe from the
+    /// collection) until the caller releases it.
+    pub(crate) fn start_blob_file(&self) -> Result<BlobWriter> {
+        let number = {
+            let mut versions = self.versions.lock();
+            let n = versions.new_file_number();
+            self.files.in_use.lock().insert(n);
+            n
+        };
+        let file = self.fs.create(&self.dir.join(files::blob(number)))?;
+        Ok(BlobWriter::new(file, number))
     }
 
     /// Starts an SST of `tree` whose rows have `layout` (a table's; `None`
@@ -185,6 +228,19 @@ impl DbInner {
     }
 }
 
+/// What a flush wrote: SSTs by tree, and the blob file of their separated
+/// values.
+#[derive(Debug, Default)]
+pub(crate) struct Flushed {
+    pub files: Vec<(TreeId, FileMeta)>,
+    pub blob: Option<BlobFileMeta>,
+}
+
+pub(crate) fn finish_blob_file(writer: BlobWriter) -> Result<BlobFileMeta> {
+    let s = writer.finish()?;
+    Ok(BlobFileMeta { number: s.number, size: s.size, records: s.records, value_bytes: s.value_bytes })
+}
+
 pub(crate) fn finish_sst((tree, number, writer): (TreeId, u64, SstWriter)) -> Result<(TreeId, FileMeta)> {
     let s = writer.finish()?;
     let meta = FileMeta {
@@ -195,6 +251,7 @@ pub(crate) fn finish_sst((tree, number, writer): (TreeId, u64, SstWriter)) -> Re
         max_seqno: s.max_seqno,
         smallest: s.smallest,
         largest: s.largest,
+        blob_refs: s.blob_refs,
         reader: ReaderSlot::default(),
     };
     Ok((tree, meta))
@@ -241,7 +298,7 @@ impl DbInner {
         };
         for name in names {
             let obsolete = match files::parse(&name) {
-                Some(FileKind::Sst(n)) => !live.contains(&n) && !pending.contains(&n),
+                Some(FileKind::Sst(n) | FileKind::Blob(n)) => !live.contains(&n) && !pending.contains(&n),
                 Some(FileKind::Wal(n)) => n < log_number,
                 // At run time the version set removes the MANIFEST it replaces
                 // itself; a failed switch may leave CURRENT naming either
@@ -251,8 +308,10 @@ impl DbInner {
                 _ => false,
             };
             if obsolete {
-                if let Some(FileKind::Sst(n)) = files::parse(&name) {
-                    self.sst_readers.evict(n);
+                match files::parse(&name) {
+                    Some(FileKind::Sst(n)) => self.sst_readers.evict(n),
+                    Some(FileKind::Blob(n)) => self.blob_files.evict(n),
+                    _ => {}
                 }
                 match self.fs.remove(&self.dir.join(&name)) {
                     Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}

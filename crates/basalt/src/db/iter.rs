@@ -10,10 +10,12 @@ use bytes::Bytes;
 use super::cursor::TreeCursor;
 use super::ddl::TreeShared;
 use super::{DbInner, SuperVersion};
+use crate::blob::BlobFiles;
 use crate::codec::internal::{Kind, SeqNo, unpack_trailer};
 use crate::codec::key::prefix_successor;
 use crate::error::Result;
 use crate::ids::TreeId;
+use crate::version::Version;
 
 /// Order of iteration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,6 +53,8 @@ pub(crate) struct RangeReader {
     forward: bool,
     seqno: SeqNo,
     range: KeyRange,
+    /// Where values kept in blob files are read from.
+    blobs: (Arc<BlobFiles>, Arc<Version>),
 }
 
 impl RangeReader {
@@ -68,7 +72,8 @@ impl RangeReader {
         };
         let forward = direction == Direction::Forward;
         let cursor = TreeCursor::open(&inner.sst_readers, sv, tree, files, &range, forward)?;
-        Ok(RangeReader { cursor, forward, seqno, range })
+        let blobs = (inner.blob_files.clone(), sv.version.clone());
+        Ok(RangeReader { cursor, forward, seqno, range, blobs })
     }
 
     /// The next key and its value, or `None` at the end of the range.
@@ -91,14 +96,28 @@ impl RangeReader {
             if past_end(&self.range, self.forward, &key) {
                 return Ok(None);
             }
-            let newest = cursor.take_versions(&key, self.seqno, |_, s| s.value_bytes())?;
+            // A value in a blob file is read once its entry wins; its SST
+            // is kept for an error (a path only for such entries).
+            let newest = cursor.take_versions(&key, self.seqno, |_, s| {
+                let blob = s.key().is_some_and(|(_, t)| matches!(unpack_trailer(t), Some((_, Kind::Blob))));
+                let sst = blob.then(|| s.sst().map(|it| it.reader().path().to_path_buf())).flatten();
+                (s.value_bytes(), sst)
+            })?;
             if at_excluded_start(&self.range, self.forward, &key) {
                 continue;
             }
-            if let Some((trailer, value)) = newest
-                && matches!(unpack_trailer(trailer), Some((_, Kind::Put)))
-            {
-                return Ok(Some((key, value)));
+            match newest {
+                Some((trailer, (value, _))) if matches!(unpack_trailer(trailer), Some((_, Kind::Put))) => {
+                    return Ok(Some((key, value)));
+                }
+                Some((trailer, (pointer, sst)))
+                    if matches!(unpack_trailer(trailer), Some((_, Kind::Blob))) =>
+                {
+                    let sst = sst.unwrap_or_default();
+                    let value = super::read::read_blob(&self.blobs.0, &self.blobs.1, &pointer, &sst)?;
+                    return Ok(Some((key, value)));
+                }
+                _ => {}
             }
         }
         Ok(None)

@@ -223,6 +223,8 @@ pub(crate) struct DbInner {
     pub files: FileCleanup,
     /// Open SST readers and the block cache they read through.
     pub sst_readers: Arc<SstReaders>,
+    /// Open blob files, for values kept apart from their keys.
+    pub blob_files: Arc<crate::blob::BlobFiles>,
     /// With `Options::row_cache_bytes` above zero.
     pub row_cache: Option<crate::db::row_cache::RowCache>,
     /// Live snapshots: seqno → number of handles.

@@ -34,7 +34,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
     let max_seen = names
         .iter()
         .filter_map(|n| match files::parse(n) {
-            Some(FileKind::Wal(x) | FileKind::Sst(x) | FileKind::Manifest(x)) => Some(x),
+            Some(FileKind::Wal(x) | FileKind::Sst(x) | FileKind::Blob(x) | FileKind::Manifest(x)) => Some(x),
             _ => None,
         })
         .max()
@@ -99,6 +99,7 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
             opts.max_open_files,
             Arc::new(BlockCache::new(opts.block_cache_bytes)),
         )),
+        blob_files: Arc::new(crate::blob::BlobFiles::new(opts.fs.clone(), dir.to_path_buf())),
         row_cache: (opts.row_cache_bytes > 0)
             .then(|| crate::db::row_cache::RowCache::new(opts.row_cache_bytes)),
         snapshots: Mutex::new(std::collections::BTreeMap::new()),
@@ -148,12 +149,27 @@ fn check_files_present(
             }
         }
     }
+    for blob in version.blobs.values() {
+        let name = files::blob(blob.number);
+        if !present.contains(name.as_str()) {
+            return Err(Error::corruption(&manifest, 0, format!("names blob file {name}, which is missing")));
+        }
+        let path = dir.join(&name);
+        let size = fs.open(&path)?.len();
+        if size != blob.size {
+            return Err(Error::corruption(
+                &path,
+                0,
+                format!("blob file of {size} bytes, the MANIFEST says {}", blob.size),
+            ));
+        }
+    }
     if log_number == 0 {
         // Only the creation edit: the database was never opened to the end,
         // so it can hold no SST and no written WAL.
         for name in names {
             let later = match files::parse(name) {
-                Some(FileKind::Sst(_)) => true,
+                Some(FileKind::Sst(_) | FileKind::Blob(_)) => true,
                 Some(FileKind::Wal(_)) => !fs.open(&dir.join(name))?.is_empty(),
                 _ => false,
             };
@@ -221,6 +237,11 @@ fn validate_options(opts: &Options) -> Result<()> {
         return Err(Error::InvalidArgument(format!(
             "delayed_write_bytes_per_sec must be at least {DELAYED_WRITE_BYTES_PER_SEC_MIN}"
         )));
+    }
+    if opts.blob_gc_garbage_percent == 0 || opts.blob_gc_garbage_percent > 100 {
+        return bad(
+            "blob_gc_garbage_percent must be 1 to 100 (0 would move every blob value at every compaction)",
+        );
     }
     if opts.level_size_ratio < 2 {
         return bad("level_size_ratio must be at least 2 (deeper levels must be larger)");
@@ -295,6 +316,7 @@ impl DbInner {
     fn recover_wals(&self, wals: &[u64], flushed_seqno: SeqNo) -> Result<()> {
         let mut mem = Memtable::new(0);
         let mut added = Vec::new();
+        let mut blobs = Vec::new();
         let mut max_seqno = flushed_seqno;
         let mut logs = Vec::with_capacity(wals.len());
         for &number in wals {
@@ -328,12 +350,16 @@ impl DbInner {
                 max_seqno = max_seqno.max(last);
                 insert_batch(&mem, &payload, &version, &path, offset)?;
                 if mem.approximate_bytes() >= self.opts.memtable_bytes_max {
-                    added.extend(self.write_memtable(&[&mem])?);
+                    let flushed = self.write_memtable(&[&mem])?;
+                    added.extend(flushed.files);
+                    blobs.extend(flushed.blob);
                     mem = Memtable::new(0);
                 }
             }
         }
-        added.extend(self.write_memtable(&[&mem])?);
+        let flushed = self.write_memtable(&[&mem])?;
+        added.extend(flushed.files);
+        blobs.extend(flushed.blob);
         let number = self.versions.lock().new_file_number();
         let path = self.dir.join(files::wal(number));
         let file = self.fs.create(&path)?;
@@ -342,6 +368,7 @@ impl DbInner {
             log_number: Some(number),
             last_seqno: Some(max_seqno),
             files_added: added.into_iter().map(|(tree, f)| (tree, 0, f)).collect(),
+            blob_files_added: blobs,
             ..VersionEdit::default()
         };
         let version = self.versions.lock().log_and_apply(edit)?;

@@ -10,6 +10,9 @@ use arrow_array::ArrayRef;
 use bytes::Bytes;
 
 use super::{DbInner, SuperVersion};
+use std::path::Path;
+
+use crate::blob::{BlobFiles, BlobPointer};
 use crate::codec::internal::{Kind, SeqNo, unpack_trailer};
 use crate::error::{Error, Result};
 use crate::ids::TreeId;
@@ -17,6 +20,7 @@ use crate::row::encode::RowEncoder;
 use crate::row::layout::TableLayout;
 use crate::sst::filter::key_hash;
 use crate::sst::reader::LookupTrace;
+use crate::version::Version;
 
 impl DbInner {
     /// The seqno to read at and the state to read from. The state is loaded
@@ -170,8 +174,13 @@ impl DbInner {
                 if timed {
                     self.counters.record_timing(&timing);
                 }
-                if is_put(trailer) {
-                    found(value);
+                match unpack_trailer(trailer) {
+                    Some((_, Kind::Put)) => found(value),
+                    Some((_, Kind::Blob)) => {
+                        let blob = read_blob(&self.blob_files, &sv.version, value.as_slice(), reader.path())?;
+                        found(Value::Shared(blob));
+                    }
+                    _ => {}
                 }
                 return Ok(());
             }
@@ -182,6 +191,26 @@ impl DbInner {
         }
         Ok(())
     }
+}
+
+/// The value a `Blob` entry of the SST at `sst` points to, read from its
+/// blob file in `version`. A pointer that does not decode, or names a blob
+/// file the version does not hold, is corruption of the SST.
+pub(crate) fn read_blob(
+    blob_files: &BlobFiles,
+    version: &Version,
+    pointer: &[u8],
+    sst: &Path,
+) -> Result<Bytes> {
+    let pointer = BlobPointer::decode(pointer, sst)?;
+    let Some(blob) = version.blobs.get(&pointer.file) else {
+        return Err(Error::corruption(
+            sst,
+            0,
+            format!("an entry points into blob file {}, which the version does not hold", pointer.file),
+        ));
+    };
+    blob_files.read(&pointer, blob.size)
 }
 
 /// A value found by a lookup: shared (a memtable's or the row cache's; a

@@ -149,6 +149,15 @@ pub struct Stats {
     /// before their filter; not the rows of blocks a zone map skipped) and
     /// fetched by index lookups and index-planned scans.
     pub table_rows_read: u64,
+    /// Blob files of the current version (values of at least
+    /// `Options::blob_value_bytes_min` kept apart from their keys).
+    pub blob_files: usize,
+    /// Their bytes on disk.
+    pub blob_file_bytes: u64,
+    /// The value bytes SSTs point to in them (an upper bound of the live
+    /// values: shadowed versions count until a compaction drops them).
+    /// `blob_file_bytes` minus this is garbage waiting for collection.
+    pub blob_live_bytes: u64,
 }
 
 impl DbInner {
@@ -226,6 +235,9 @@ impl DbInner {
             open_sst_readers: self.sst_readers.len(),
             sst_metadata_bytes: self.sst_readers.metadata_bytes(),
             snapshots: self.snapshots.lock().values().sum(),
+            blob_files: sv.version.blobs.len(),
+            blob_file_bytes: sv.version.blobs.values().map(|b| b.size).sum(),
+            blob_live_bytes: sv.version.blob_references().map(|(_, bytes)| bytes).sum(),
         }
     }
 }

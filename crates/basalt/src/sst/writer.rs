@@ -60,6 +60,8 @@ pub struct SstSummary {
     pub min_seqno: SeqNo,
     /// Largest seqno of any entry.
     pub max_seqno: SeqNo,
+    /// Value bytes its `Blob` entries point to, per blob file, by number.
+    pub blob_refs: Vec<(u64, u64)>,
 }
 
 /// Builds one SST. Dropping it without [`SstWriter::finish`] leaves a
@@ -80,6 +82,8 @@ pub struct SstWriter {
     zones: Vec<Vec<crate::row::zone::Zone>>,
     /// The learned index being built, when enabled.
     model: Option<super::model::ModelBuilder>,
+    /// Value bytes pointed to per blob file by the `Blob` entries so far.
+    blob_refs: std::collections::BTreeMap<u64, u64>,
 }
 
 impl std::fmt::Debug for SstWriter {
@@ -114,6 +118,7 @@ impl SstWriter {
             smallest: None,
             zones: Vec::new(),
             model,
+            blob_refs: std::collections::BTreeMap::new(),
             stats: Properties {
                 format_version: FORMAT_VERSION,
                 tree_id,
@@ -147,6 +152,11 @@ impl SstWriter {
     /// (user key ascending, trailer descending); anything else, an unknown
     /// kind or an entry over `ENTRY_BYTES_MAX` is `InvalidArgument`.
     pub fn add(&mut self, user_key: &[u8], trailer: u64, value: &[u8]) -> Result<()> {
+        if unpack_trailer(trailer).is_some_and(|(_, kind)| kind == Kind::Blob) {
+            // The pointer is the file's: a damaged one is not copied on.
+            let pointer = crate::blob::BlobPointer::decode(value, &self.path)?;
+            *self.blob_refs.entry(pointer.file).or_insert(0) += pointer.len;
+        }
         self.add_with(user_key, trailer, value.len(), |block| block.add_row(user_key, trailer, value))
     }
 
@@ -303,6 +313,7 @@ impl SstWriter {
             deletions: s.deletions,
             smallest: s.smallest,
             largest: s.largest,
+            blob_refs: self.blob_refs.into_iter().collect(),
             min_seqno: s.min_seqno,
             max_seqno: s.max_seqno,
         })

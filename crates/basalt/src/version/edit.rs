@@ -22,6 +22,13 @@
 //!                               bit 1: being built)
 //!                               | varint n | varint column{n}
 //!                               | varint m | varint included column{m}
+//! 10 blob file added  varint number | varint size | varint records
+//!                     | varint value bytes
+//! 11 file added with blob pointers:
+//!                   as 6 | varint n | (varint blob file | varint bytes){n}
+//!                   (the value bytes the file's entries point to in each
+//!                   blob file; written instead of 6 only by such files, so
+//!                   databases without blob files keep the old records)
 //! file meta := number | size | entries | min seqno | max seqno (varints)
 //!              | smallest: varint len + key | u64 LE trailer
 //!              | largest:  varint len + key | u64 LE trailer
@@ -47,6 +54,11 @@ const TAG_FILE_ADDED: u8 = 6;
 const TAG_FILE_DELETED: u8 = 7;
 const TAG_TREE_SCHEMA: u8 = 8;
 const TAG_TREE_KIND: u8 = 9;
+const TAG_BLOB_FILE_ADDED: u8 = 10;
+const TAG_FILE_ADDED_WITH_BLOBS: u8 = 11;
+
+/// Most blob files one SST may point into in a MANIFEST record.
+const BLOB_REFS_MAX: usize = 1 << 20;
 
 const KIND_KEYSPACE: u8 = 1;
 const KIND_TABLE: u8 = 2;
@@ -86,8 +98,25 @@ pub struct FileMeta {
     pub smallest: InternalKey,
     /// Largest internal key.
     pub largest: InternalKey,
+    /// Blob files the file's entries point into, with the value bytes
+    /// they point to in each, by blob file number (empty for most files).
+    /// A blob file lives while some SST of a live version lists it.
+    pub blob_refs: Vec<(u64, u64)>,
     /// The file's open reader, once a read asked for it.
     pub(crate) reader: ReaderSlot,
+}
+
+/// What the version set knows about one blob file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlobFileMeta {
+    /// File number (`NNNNNN.blob`).
+    pub number: u64,
+    /// Size in bytes.
+    pub size: u64,
+    /// Values it holds.
+    pub records: u64,
+    /// Sum of their lengths.
+    pub value_bytes: u64,
 }
 
 /// The open reader of an SST, set on first use (by the table cache) and
@@ -164,6 +193,9 @@ pub struct VersionEdit {
     pub files_added: Vec<(TreeId, usize, FileMeta)>,
     /// Files deleted: (tree, level, number).
     pub files_deleted: Vec<(TreeId, usize, u64)>,
+    /// Blob files added. A blob file leaves the version when no SST points
+    /// into it any more, without a record of its own.
+    pub blob_files_added: Vec<BlobFileMeta>,
 }
 
 fn put_key(out: &mut Vec<u8>, key: &InternalKey) {
@@ -290,8 +322,14 @@ impl VersionEdit {
             out.push(TAG_TREE_DROPPED);
             varint::put_u64(&mut out, u64::from(*tree));
         }
+        for b in &self.blob_files_added {
+            out.push(TAG_BLOB_FILE_ADDED);
+            for v in [b.number, b.size, b.records, b.value_bytes] {
+                varint::put_u64(&mut out, v);
+            }
+        }
         for (tree, level, f) in &self.files_added {
-            out.push(TAG_FILE_ADDED);
+            out.push(if f.blob_refs.is_empty() { TAG_FILE_ADDED } else { TAG_FILE_ADDED_WITH_BLOBS });
             varint::put_u64(&mut out, u64::from(*tree));
             out.push(*level as u8);
             for v in [f.number, f.size, f.entries, f.min_seqno, f.max_seqno] {
@@ -299,6 +337,13 @@ impl VersionEdit {
             }
             put_key(&mut out, &f.smallest);
             put_key(&mut out, &f.largest);
+            if !f.blob_refs.is_empty() {
+                varint::put_u64(&mut out, f.blob_refs.len() as u64);
+                for &(blob, bytes) in &f.blob_refs {
+                    varint::put_u64(&mut out, blob);
+                    varint::put_u64(&mut out, bytes);
+                }
+            }
         }
         for (tree, level, number) in &self.files_deleted {
             out.push(TAG_FILE_DELETED);
@@ -340,7 +385,12 @@ impl VersionEdit {
                     let kind = decode_kind(&mut r)?;
                     e.tree_kinds.push((tree, kind));
                 }
-                TAG_FILE_ADDED => {
+                TAG_BLOB_FILE_ADDED => {
+                    let (number, size) = (r.varint()?, r.varint()?);
+                    let (records, value_bytes) = (r.varint()?, r.varint()?);
+                    e.blob_files_added.push(BlobFileMeta { number, size, records, value_bytes });
+                }
+                tag @ (TAG_FILE_ADDED | TAG_FILE_ADDED_WITH_BLOBS) => {
                     let tree = read_tree(&mut r)?;
                     let level = read_level(&mut r)?;
                     let (number, size, entries) = (r.varint()?, r.varint()?, r.varint()?);
@@ -350,6 +400,16 @@ impl VersionEdit {
                     if smallest > largest || min_seqno > max_seqno {
                         return Err(r.corrupt(format!("file {number} has an inverted key or seqno range")));
                     }
+                    let mut blob_refs = Vec::new();
+                    if tag == TAG_FILE_ADDED_WITH_BLOBS {
+                        let n = r.varint_len(BLOB_REFS_MAX)?;
+                        for _ in 0..n {
+                            blob_refs.push((r.varint()?, r.varint()?));
+                        }
+                        if n == 0 || !blob_refs.is_sorted_by(|a, b| a.0 < b.0) {
+                            return Err(r.corrupt(format!("file {number} lists blob files out of order")));
+                        }
+                    }
                     let meta = FileMeta {
                         number,
                         size,
@@ -358,6 +418,7 @@ impl VersionEdit {
                         max_seqno,
                         smallest,
                         largest,
+                        blob_refs,
                         reader: ReaderSlot::default(),
                     };
                     e.files_added.push((tree, level, meta));
@@ -412,21 +473,43 @@ mod tests {
                     },
                 ),
             ],
-            files_added: vec![(
-                0,
-                0,
-                FileMeta {
-                    number: 10,
-                    size: 4096,
-                    entries: 7,
-                    min_seqno: 1,
-                    max_seqno: 9,
-                    smallest: key(b"a", 3),
-                    largest: key(b"z", 1),
-                    reader: ReaderSlot::default(),
-                },
-            )],
+            files_added: vec![
+                (
+                    0,
+                    0,
+                    FileMeta {
+                        number: 10,
+                        size: 4096,
+                        entries: 7,
+                        min_seqno: 1,
+                        max_seqno: 9,
+                        smallest: key(b"a", 3),
+                        largest: key(b"z", 1),
+                        blob_refs: Vec::new(),
+                        reader: ReaderSlot::default(),
+                    },
+                ),
+                (
+                    0,
+                    2,
+                    FileMeta {
+                        number: 13,
+                        size: 512,
+                        entries: 2,
+                        min_seqno: 4,
+                        max_seqno: 5,
+                        smallest: key(b"b", 5),
+                        largest: key(b"c", 4),
+                        blob_refs: vec![(11, 9000), (12, 1 << 33)],
+                        reader: ReaderSlot::default(),
+                    },
+                ),
+            ],
             files_deleted: vec![(3, 1, 5)],
+            blob_files_added: vec![
+                BlobFileMeta { number: 11, size: 20_000, records: 2, value_bytes: 19_000 },
+                BlobFileMeta { number: 12, size: 1 << 34, records: 9, value_bytes: 1 << 33 },
+            ],
         }
     }
 

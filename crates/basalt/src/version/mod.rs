@@ -7,6 +7,6 @@ pub mod set;
 #[expect(clippy::module_inception, reason = "the Version type lives in version.rs, as LevelDB's")]
 pub mod version;
 
-pub use edit::{FileMeta, VersionEdit};
+pub use edit::{BlobFileMeta, FileMeta, VersionEdit};
 pub use set::VersionSet;
 pub use version::{LEVELS, TreeVersion, Version};

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::edit::{FileMeta, VersionEdit};
+use super::edit::{BlobFileMeta, FileMeta, VersionEdit};
 use crate::catalog::{Catalog, CatalogChange, TreeKindRecord};
 use crate::error::{Error, Result};
 use crate::ids::TreeId;
@@ -54,6 +54,8 @@ pub struct Version {
     /// Names and kinds of the trees; shared with the versions before and
     /// after this one until DDL changes it.
     pub catalog: Arc<Catalog>,
+    /// Blob files some SST of this version points into, by number.
+    pub blobs: BTreeMap<u64, Arc<BlobFileMeta>>,
 }
 
 impl Version {
@@ -96,7 +98,18 @@ impl Version {
                 return Err(bad(format!("deleting file {number} not in tree {id} level {level}")));
             }
         }
+        for blob in &edit.blob_files_added {
+            if next.blobs.insert(blob.number, Arc::new(blob.clone())).is_some() {
+                return Err(bad(format!("blob file {} added twice", blob.number)));
+            }
+        }
         for (id, level, meta) in &edit.files_added {
+            if let Some((blob, _)) = meta.blob_refs.iter().find(|(b, _)| !next.blobs.contains_key(b)) {
+                return Err(bad(format!(
+                    "file {} points into blob file {blob}, which is not live",
+                    meta.number
+                )));
+            }
             let tree = next
                 .trees
                 .get_mut(id)
@@ -106,18 +119,46 @@ impl Version {
         for tree in next.trees.values_mut() {
             sort_levels(tree);
         }
+        if !next.blobs.is_empty() {
+            // A blob file no SST points into any more is garbage: it leaves
+            // the version (and is collected once no older version holds it).
+            let pointed: std::collections::HashSet<u64> = next.blob_references().map(|(b, _)| b).collect();
+            next.blobs.retain(|number, _| pointed.contains(number));
+        }
         Ok(next)
     }
 
-    /// Numbers of every SST this version references.
+    /// Every (blob file, value bytes) pointer count of every SST.
+    pub fn blob_references(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.trees.values().flat_map(|t| t.all_files().flat_map(|(_, f)| f.blob_refs.iter().copied()))
+    }
+
+    /// The value bytes SSTs of this version point to in each blob file: an
+    /// upper bound of its live bytes (an SST may still hold versions that
+    /// newer ones shadow).
+    pub fn blob_live_bytes(&self) -> std::collections::HashMap<u64, u64> {
+        let mut live = std::collections::HashMap::new();
+        for (blob, bytes) in self.blob_references() {
+            *live.entry(blob).or_insert(0) += bytes;
+        }
+        live
+    }
+
+    /// Numbers of every SST and blob file this version references.
     pub fn file_numbers(&self) -> impl Iterator<Item = u64> + '_ {
-        self.trees.values().flat_map(|t| t.all_files().map(|(_, f)| f.number))
+        self.trees
+            .values()
+            .flat_map(|t| t.all_files().map(|(_, f)| f.number))
+            .chain(self.blobs.keys().copied())
     }
 
     /// An edit that recreates this version from nothing (the first record of
     /// a fresh MANIFEST).
     pub fn snapshot_edit(&self) -> VersionEdit {
-        let mut e = VersionEdit::default();
+        let mut e = VersionEdit {
+            blob_files_added: self.blobs.values().map(|b| (**b).clone()).collect(),
+            ..VersionEdit::default()
+        };
         for (id, name, kind) in self.catalog.records() {
             e.trees_created.push((id, name));
             e.tree_kinds.push((id, kind));

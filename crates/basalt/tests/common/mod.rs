@@ -68,6 +68,10 @@ pub fn small_options(fs: &MemFs, rng: &mut StdRng) -> Options {
         .row_cache_bytes(if rng.random_bool(0.5) { rng.random_range(1..64 << 10) } else { 0 })
         // Half the cases read SSTs through maps (MemFs maps by copying).
         .mmap_reads(rng.random_bool(0.5))
+        // Half the cases keep keyspace values from a random length on in
+        // blob files, moved by compactions at a random garbage share.
+        .blob_value_bytes_min(if rng.random_bool(0.5) { rng.random_range(1..100) } else { 0 })
+        .blob_gc_garbage_percent(rng.random_range(1..=100))
 }
 
 /// A key from a small space, so writes overwrite and delete each other;
