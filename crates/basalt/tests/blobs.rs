@@ -96,8 +96,10 @@ fn values_from_the_threshold_on_live_in_blob_files_and_every_read_path_finds_the
     // Unflushed values recovered from the WAL also go to a blob file.
     db.put(b"wal", value(9, 0, 1_000)).expect("put");
     model.insert(b"wal".to_vec(), value(9, 0, 1_000));
+    let blobs_before = db.stats().blob_files;
     drop(db);
     let db = Db::open(DB, options(&fs)).expect("reopen after a WAL");
+    assert_eq!(db.stats().blob_files, blobs_before + 1, "recovery wrote the WAL's value to a blob file");
     check(&db, &model);
 }
 
@@ -241,15 +243,18 @@ fn a_garbage_percent_outside_1_to_100_is_refused() {
         let fs = MemFs::new();
         let err = Db::open(DB, options(&fs).blob_gc_garbage_percent(bad)).expect_err("refused");
         assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
-        assert!(fs.file_names(Path::new("/")).is_empty() || files_with(&fs, "sst").is_empty());
+        assert!(err.to_string().contains("blob_gc_garbage_percent"), "{err}");
+        assert!(fs.file_names(Path::new("/")).is_empty(), "created files");
     }
 }
 
 /// Random overwrites, deletes, flushes, compactions (automatic and
 /// manual) and reopens with random thresholds and garbage percentages:
 /// the contents always match the model, no blob file is left on disk
-/// that the version does not hold, and after a full compaction the
-/// garbage on disk stays within what the percentage allows.
+/// that the version does not hold, and every live blob file verifies.
+/// (How much garbage remains depends on which SSTs compactions touch: a
+/// blob file's values move only when a compaction reads an SST pointing
+/// into it, as in `RocksDB`.)
 #[test]
 fn random_overwrites_keep_the_contents_and_bound_the_garbage() {
     run_seeded("random_overwrites_keep_the_contents_and_bound_the_garbage", 6, |seed| {

@@ -111,6 +111,7 @@ pub enum Kind {
     #[serde(rename = "basalt-nomaps")]
     BasaltNoMaps,
     /// Basalt with keyspace values of 2 KiB and more in blob files.
+    #[serde(rename = "basalt-blobs")]
     BasaltBlobs,
     /// SQLite through rusqlite (bundled).
     Sqlite,

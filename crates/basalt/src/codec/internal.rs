@@ -38,12 +38,6 @@ impl Kind {
             _ => None,
         }
     }
-
-    /// Whether the entry gives its key a value (stored inline or in a blob
-    /// file), not a deletion.
-    pub fn is_value(self) -> bool {
-        self != Kind::Delete
-    }
 }
 
 /// Packs a seqno and kind into the 64-bit trailer stored beside each key.

@@ -130,7 +130,12 @@ impl DbInner {
     /// a drop does not wait for a compaction (writes would wait with it),
     /// and the compaction, finding its tree gone, discards its outputs.
     pub(crate) fn run_compaction(&self, task: &CompactionTask) -> Result<()> {
-        let inputs: Vec<u64> = task.all_inputs().map(|f| f.number).collect();
+        // The inputs and the blob files they point into: a drop of the
+        // tree meanwhile removes both from the version, and the
+        // compaction may still read (move) values out of the blob files.
+        let mut inputs: Vec<u64> = task.all_inputs().map(|f| f.number).collect();
+        let checked = inputs.len();
+        inputs.extend(task.all_inputs().flat_map(|f| f.blob_refs.iter().map(|&(blob, _)| blob)));
         {
             // Under the versions lock, as the collection reads its live and
             // in-use sets: the inputs are seen in one or the other.
@@ -138,7 +143,7 @@ impl DbInner {
             let Some(tree) = versions.current_version().tree(task.tree) else {
                 return Ok(());
             };
-            if !inputs.iter().all(|n| tree.all_files().any(|(_, f)| f.number == *n)) {
+            if !inputs[..checked].iter().all(|n| tree.all_files().any(|(_, f)| f.number == *n)) {
                 return Err(Error::InvalidArgument(format!(
                     "a compaction of tree {} names files no longer in it",
                     task.tree
@@ -180,8 +185,6 @@ impl DbInner {
                 edit.files_added.push((task.tree, task.output_level(), (**f).clone()));
             }
         } else {
-            #[cfg(test)]
-            before_merge::run(self.id);
             let (outputs, blob) = self.merge_inputs(task)?;
             written = outputs.iter().map(|f| f.size).sum::<u64>() + blob.as_ref().map_or(0, |b| b.size);
             edit.files_added = outputs.into_iter().map(|f| (task.tree, task.output_level(), f)).collect();
@@ -227,6 +230,8 @@ impl DbInner {
             (version.catalog.table_layout(task.tree), version.clone())
         };
         let mut relocation = BlobRelocation::new(&version, self.opts.blob_gc_garbage_percent);
+        #[cfg(test)]
+        before_merge::run(self.id);
         let mut outputs = Vec::new();
         let mut current: Option<(TreeId, u64, SstWriter)> = None;
         let mut last_key: Vec<u8> = Vec::new();
@@ -302,8 +307,10 @@ impl BlobRelocation {
             .values()
             .filter(|b| {
                 let live = live.get(&b.number).copied().unwrap_or(0).min(b.value_bytes);
-                // garbage / total >= percent / 100, in integers.
-                (b.value_bytes - live) * 100 >= b.value_bytes * u64::from(garbage_percent)
+                // garbage / total >= percent / 100, in integers wide
+                // enough for any counts a MANIFEST may hold.
+                u128::from(b.value_bytes - live) * 100
+                    >= u128::from(b.value_bytes) * u128::from(garbage_percent)
             })
             .map(|b| b.number)
             .collect();
@@ -335,7 +342,8 @@ impl BlobRelocation {
 }
 
 /// A test hook run by a compaction of one database just before it merges
-/// its inputs, so a test can act while a compaction is running.
+/// its inputs (its version and the blob files it empties chosen), so a
+/// test can act while a compaction is running.
 #[cfg(test)]
 pub(crate) mod before_merge {
     use std::collections::HashMap;
@@ -417,5 +425,69 @@ mod tests {
         assert_eq!(ssts, 0, "every file of the dropped keyspace was collected");
         assert_eq!(db.get("after").expect("get").as_deref(), Some(&b"the drop"[..]));
         assert_eq!(db.keyspaces(), vec!["default".to_string()]);
+    }
+
+    /// The outside review of blob files: a drop of a keyspace while a
+    /// background compaction of it moves values out of a mostly-garbage
+    /// blob file deleted that blob file under the compaction (which holds
+    /// no registered version), whose read then failed and stopped writes.
+    /// The blob files its inputs point into now stay in use until the
+    /// compaction ends.
+    #[test]
+    fn a_drop_while_a_compaction_moves_blob_values_does_not_stop_writes() {
+        let fs = MemFs::new();
+        let opts = |auto_compaction| Options {
+            fs: Arc::new(fs.clone()),
+            auto_compaction,
+            l0_compaction_trigger: 2,
+            blob_value_bytes_min: 10,
+            blob_gc_garbage_percent: 1,
+            ..Options::default()
+        };
+        let value = |round: usize| format!("value of round {round} ").repeat(8);
+        {
+            let db = Db::open("/db", opts(false)).expect("open");
+            let doomed = db.create_keyspace("doomed").expect("create");
+            for i in 0..200 {
+                doomed.put(format!("key{i:04}"), value(0)).expect("put");
+            }
+            db.flush().expect("flush");
+            for i in (0..200).step_by(2) {
+                doomed.put(format!("key{i:04}"), value(1)).expect("overwrite");
+            }
+            // Half of the first blob file is garbage once this compaction
+            // drops the overwritten versions.
+            doomed.compact_range::<&[u8]>(..).expect("compact");
+            db.close().expect("close");
+        }
+        let db = Arc::new(Db::open("/db", opts(true)).expect("reopen"));
+        let (entered, entered_rx) = mpsc::channel();
+        let (release, release_rx) = mpsc::channel::<()>();
+        super::before_merge::set(db.inner().id, move || {
+            entered.send(()).expect("test waits");
+            release_rx.recv().expect("test releases");
+        });
+        {
+            let doomed = db.keyspace("doomed").expect("keyspace");
+            for round in 2..4 {
+                for i in 0..10 {
+                    doomed.put(format!("key{i:04}"), value(round)).expect("put");
+                }
+                db.flush().expect("flush");
+            }
+        }
+        // Two L0 files: the background compaction merges them with L1,
+        // moving the first blob file's live values.
+        entered_rx.recv_timeout(Duration::from_secs(30)).expect("the compaction started");
+        db.drop_keyspace("doomed").expect("drop");
+        release.send(()).expect("compaction waits");
+        db.wait_for_background_work().expect("the compaction read the values it moves");
+        db.put("after", "the drop").expect("writes go on");
+        let left: Vec<String> = fs
+            .file_names(std::path::Path::new("/db"))
+            .into_iter()
+            .filter(|n| std::path::Path::new(n).extension().is_some_and(|e| e == "sst" || e == "blob"))
+            .collect();
+        assert!(left.is_empty(), "every file of the dropped keyspace was collected: {left:?}");
     }
 }

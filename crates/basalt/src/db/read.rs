@@ -177,8 +177,11 @@ impl DbInner {
                 match unpack_trailer(trailer) {
                     Some((_, Kind::Put)) => found(value),
                     Some((_, Kind::Blob)) => {
-                        let blob = read_blob(&self.blob_files, &sv.version, value.as_slice(), reader.path())?;
-                        found(Value::Shared(blob));
+                        found(Value::Shared(self.read_blob_cold(
+                            &sv.version,
+                            value.as_slice(),
+                            reader.path(),
+                        )?));
                     }
                     _ => {}
                 }
@@ -190,6 +193,16 @@ impl DbInner {
             self.counters.record_timing(&timing);
         }
         Ok(())
+    }
+}
+
+impl DbInner {
+    /// [`read_blob`] kept out of the lookup's hot path: most lookups find
+    /// inline values, and the blob read's code inlined there slowed them.
+    #[cold]
+    #[inline(never)]
+    fn read_blob_cold(&self, version: &Version, pointer: &[u8], sst: &Path) -> Result<Bytes> {
+        read_blob(&self.blob_files, version, pointer, sst)
     }
 }
 

@@ -139,7 +139,8 @@ impl Version {
     pub fn blob_live_bytes(&self) -> std::collections::HashMap<u64, u64> {
         let mut live = std::collections::HashMap::new();
         for (blob, bytes) in self.blob_references() {
-            *live.entry(blob).or_insert(0) += bytes;
+            let sum = live.entry(blob).or_insert(0u64);
+            *sum = sum.saturating_add(bytes);
         }
         live
     }
