@@ -930,6 +930,31 @@ def test_read_only_reads_work_and_writes_raise(path: pathlib.Path) -> None:
         assert db.table("t").to_arrow().num_rows == 2
 
 
+def test_checkpoint_opens_read_only_in_many_handles_while_the_source_is_written(path: pathlib.Path) -> None:
+    cp = path.parent / "checkpoint"
+    with basalt.open(path, blob_value_bytes_min=100) as db:
+        fill(db, {b"a": b"1", b"big": b"x" * 1000})
+        db.checkpoint(cp)
+        with pytest.raises(basalt.InvalidArgumentError):
+            db.checkpoint(cp)
+        db[b"a"] = b"changed after"
+        # Any number of read-only handles at once, while the source is open.
+        readers = [basalt.open(cp, read_only=True) for _ in range(3)]
+        try:
+            for r in readers:
+                assert dict(r.items()) == {b"a": b"1", b"big": b"x" * 1000}
+                with pytest.raises(basalt.ReadOnlyError):
+                    r.checkpoint(path.parent / "other")
+        finally:
+            for r in readers:
+                r.close()
+        assert db[b"a"] == b"changed after"
+    assert not (path.parent / "other").exists()
+    with pytest.raises(basalt.InvalidArgumentError):
+        basalt.open(path.parent / "missing", read_only=True)
+    assert not (path.parent / "missing").exists()
+
+
 # ------------------------------------------------------------ compaction
 
 

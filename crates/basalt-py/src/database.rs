@@ -99,10 +99,11 @@ fn options(py: Python<'_>, create: bool, kwargs: Option<&Bound<'_, PyDict>>) -> 
 
 /// Opens (and with `create`, creates) the database in directory `path`.
 /// Options are keywords named as the engine's `Options` fields
-/// (`block_cache_bytes=…`, `compression="lz4"`…). With `read_only` every
-/// write through the handle raises `ReadOnlyError` and background
-/// compaction is off; the directory is still locked, so one process at a
-/// time opens it.
+/// (`block_cache_bytes=…`, `compression="lz4"`…). With `read_only` the
+/// engine opens it with `Db::open_read_only`: nothing in the directory is
+/// written, any number of processes may read it at once while no process
+/// writes it (an open by a writer is refused with `LockedError`), and
+/// every write raises `ReadOnlyError`.
 #[pyfunction]
 #[pyo3(signature = (path, *, create=true, read_only=false, **options))]
 pub fn open(
@@ -112,13 +113,12 @@ pub fn open(
     read_only: bool,
     options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Py<Database>> {
-    let mut opts = self::options(py, create && !read_only, options)?;
-    if read_only {
-        opts.auto_compaction = false;
-    }
+    let opts = self::options(py, create && !read_only, options)?;
     let opened = {
         let path = path.clone();
-        py.detach(move || basalt::Db::open(&path, opts))
+        py.detach(move || {
+            if read_only { basalt::Db::open_read_only(&path, opts) } else { basalt::Db::open(&path, opts) }
+        })
     };
     let db = opened.map_err(|e| errors::to_py(py, e))?;
     let default = db.keyspace("default").map_err(|e| errors::to_py(py, e))?;
@@ -258,6 +258,15 @@ impl Database {
     fn flush(&self, py: Python<'_>) -> PyResult<()> {
         let db = self.state.db_for_write(py, "flush")?;
         py.detach(|| db.flush()).py_err(py)
+    }
+
+    /// Writes a consistent, openable copy of the database into directory
+    /// `path` (which must not exist), SSTs and blob files hard-linked:
+    /// `Db::checkpoint`. Open it with `basalt.open(path)` or, from any
+    /// number of processes, `basalt.open(path, read_only=True)`.
+    fn checkpoint(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        let db = self.state.db_for_write(py, "checkpoint")?;
+        py.detach(|| db.checkpoint(&path)).py_err(py)
     }
 
     /// Makes every write so far durable (fsyncs the log).

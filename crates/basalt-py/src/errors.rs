@@ -123,6 +123,7 @@ pub fn to_py(py: Python<'_>, error: basalt::Error) -> PyErr {
         basalt::Error::Closed(_) => raise(&classes.closed, py, message),
         basalt::Error::InvalidArgument(_) => raise(&classes.invalid_argument, py, message),
         basalt::Error::Busy(_) => raise(&classes.busy, py, message),
+        basalt::Error::ReadOnly(_) => raise(&classes.read_only, py, message),
         basalt::Error::Io { .. } => raise(&classes.io, py, message),
         _ => raise(&classes.error, py, message),
     }

@@ -42,6 +42,11 @@ pub enum Error {
     /// error it could not recover from.
     #[error("database is closed: {0}")]
     Closed(String),
+    /// A write, DDL, flush, compaction or checkpoint through a database
+    /// opened with [`Db::open_read_only`](crate::Db::open_read_only);
+    /// nothing was changed.
+    #[error("read-only: {0}")]
+    ReadOnly(String),
     /// The operation cannot run now (for example a table in use); retry later.
     #[error("busy: {0}")]
     Busy(String),
@@ -100,6 +105,7 @@ impl Error {
             Error::Locked(p) => Error::Locked(p.clone()),
             Error::Closed(s) => Error::Closed(s.clone()),
             Error::Busy(s) => Error::Busy(s.clone()),
+            Error::ReadOnly(s) => Error::ReadOnly(s.clone()),
             Error::UniqueViolation { index, value } => {
                 Error::UniqueViolation { index: index.clone(), value: value.clone() }
             }

@@ -66,6 +66,10 @@ impl DbInner {
     /// compaction to run (with `auto_compaction`).
     pub(crate) fn wait_for_background_work(&self) -> Result<()> {
         self.check_open()?;
+        if self.read_only {
+            // No background work runs.
+            return Ok(());
+        }
         let mut bg = self.jobs.state.lock();
         loop {
             if let Some(e) = &bg.error {

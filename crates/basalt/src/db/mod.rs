@@ -1,6 +1,7 @@
 //! The database: orchestrates the write path (group commit into the WAL and
 //! memtable), background flushes, recovery and reads. It owns no format code.
 
+mod checkpoint;
 mod compact;
 mod counters;
 mod cursor;
@@ -214,6 +215,8 @@ pub(crate) struct DbInner {
     /// Set once by `Db::close` or drop: every later call through a handle
     /// that outlived the `Db` gets `Error::Closed`.
     pub closed: std::sync::atomic::AtomicBool,
+    /// Opened by `Db::open_read_only`: nothing is written, no thread runs.
+    pub read_only: bool,
     /// The catalog and SSTs of every tree, and the MANIFEST that logs them.
     pub versions: Mutex<VersionSet>,
     /// What reads see: memtables and the current version.
@@ -253,12 +256,45 @@ impl std::fmt::Debug for Db {
 impl Db {
     /// Opens (or creates, with `create_if_missing`) the database at `path`.
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
-        let inner = Arc::new(open::open(path.as_ref(), options)?);
+        let inner = Arc::new(open::open(path.as_ref(), options, false)?);
         let db = Db { inner: inner.clone(), threads: Mutex::new(Vec::new()) };
         // On a failed spawn, dropping `db` stops the threads already started.
         db.threads.lock().push(flush::spawn(inner.clone())?);
         db.threads.lock().push(compact::spawn(inner)?);
         Ok(db)
+    }
+
+    /// Opens the existing database at `path` for reading only: nothing in
+    /// the directory is written, created or deleted (no lock, no new
+    /// MANIFEST, no WAL replayed into SSTs: the WALs are read into memory),
+    /// and no background thread runs. Any number of processes may open one
+    /// database so, as long as no process writes it (a checkpoint of a
+    /// database being written is such a database: [`Db::checkpoint`]);
+    /// files a writer deletes under a reader are not guarded against.
+    /// Every write, DDL statement, flush, compaction or checkpoint returns
+    /// [`Error::ReadOnly`](crate::Error::ReadOnly). `options` apply to
+    /// reading (caches, maps); `create_if_missing` is ignored.
+    pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        let inner = Arc::new(open::open(path.as_ref(), options, true)?);
+        Ok(Db { inner, threads: Mutex::new(Vec::new()) })
+    }
+
+    /// Writes a consistent, openable copy of the database into `dir`
+    /// (which must not exist) as of this call: every write acknowledged
+    /// before it is in the copy. Memtables are flushed first; SSTs and blob
+    /// files are hard-linked where the file system allows (no extra space
+    /// for them), copied elsewhere; the copy gets its own MANIFEST and an
+    /// empty WAL, and `CURRENT` is written last, so a checkpoint cut short
+    /// by a crash is refused by [`Db::open`] rather than opened half made.
+    /// Open it with [`Db::open`] or, from any number of processes,
+    /// [`Db::open_read_only`], while this database goes on being written.
+    pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<()> {
+        self.inner.checkpoint(dir.as_ref())
+    }
+
+    /// Whether the database was opened with [`Db::open_read_only`].
+    pub fn is_read_only(&self) -> bool {
+        self.inner.read_only
     }
 
     /// The shared state, for the crate's own modules (`inspect`).
@@ -432,7 +468,7 @@ impl Db {
         let inner = &self.inner;
         let synced = inner.with_exclusive_writer(|| {
             let writable = inner.jobs.state.lock().error.is_none();
-            let synced = if sync && writable && !inner.is_closed() {
+            let synced = if sync && writable && !inner.read_only && !inner.is_closed() {
                 inner.writer.wal.lock().sync().map_err(|e| inner.set_bg_error(e))
             } else {
                 Ok(())

@@ -25,11 +25,10 @@ use crate::wal::batch;
 
 /// Opens or creates the database at `dir`; the flush thread is not yet
 /// running when this returns.
-pub(crate) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
+pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<DbInner> {
     validate_options(&opts)?;
     let fs = opts.fs.clone();
-    let exists = prepare_dir(fs.as_ref(), dir, &opts)?;
-    let lock = fs.lock(&dir.join(files::LOCK), dir)?;
+    let (exists, lock) = prepare_and_lock(fs.as_ref(), dir, &opts, read_only)?;
     let names = fs.list(dir)?;
     let max_seen = names
         .iter()
@@ -42,7 +41,9 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
     let (versions, log_number, last_seqno) = if exists {
         let (mut vs, rec) = VersionSet::recover(fs.clone(), dir, max_seen)?;
         check_files_present(fs.as_ref(), dir, &vs, &names, rec.log_number)?;
-        vs.start_new_manifest()?;
+        if !read_only {
+            vs.start_new_manifest()?;
+        }
         (vs, rec.log_number, rec.last_seqno)
     } else {
         // Leftovers of a creation that crashed before CURRENT was written.
@@ -65,9 +66,10 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
     let inner = DbInner {
         dir: dir.to_path_buf(),
         fs: fs.clone(),
-        lock: Mutex::new(Some(lock)),
+        lock: Mutex::new(lock),
         id: next_db_id(),
         closed: std::sync::atomic::AtomicBool::new(false),
+        read_only,
         versions: Mutex::new(versions),
         state: SuperVersionCell::new(SuperVersion {
             mem: Arc::new(Memtable::new(0)),
@@ -109,9 +111,59 @@ pub(crate) fn open(dir: &Path, opts: Options) -> Result<DbInner> {
         opts,
     };
     inner.recover_wals(&wals, last_seqno)?;
-    inner.drop_unfinished_indexes()?;
-    inner.delete_obsolete_files(true)?;
+    if !read_only {
+        inner.drop_unfinished_indexes()?;
+        inner.delete_obsolete_files(true)?;
+    }
     Ok(inner)
+}
+
+/// Whether a database exists at `dir`, and the directory lock. A
+/// read-only open writes nothing: no lock (other readers may hold the
+/// database open), no database created.
+fn prepare_and_lock(
+    fs: &dyn Fs,
+    dir: &Path,
+    opts: &Options,
+    read_only: bool,
+) -> Result<(bool, Option<Box<dyn crate::io::FileLock>>)> {
+    if read_only {
+        if !fs.exists(&dir.join(files::CURRENT))? {
+            return Err(Error::InvalidArgument(format!(
+                "{} holds no database (no CURRENT) to open read-only",
+                dir.display()
+            )));
+        }
+        probe_for_writer(fs, dir)?;
+        return Ok((true, None));
+    }
+    let exists = prepare_dir(fs, dir, opts)?;
+    Ok((exists, Some(fs.lock(&dir.join(files::LOCK), dir)?)))
+}
+
+/// Refuses a read-only open of a database a writer holds open: its files
+/// change under a reader (compactions delete them). The lock is taken and
+/// released at once, so readers do not hold writers off; a reader's own
+/// probe is retried past (it holds the lock for microseconds). A database
+/// without a `LOCK` file (a checkpoint) has no writer; a lock that cannot
+/// be taken for another reason (a read-only file system) is not a writer.
+fn probe_for_writer(fs: &dyn Fs, dir: &Path) -> Result<()> {
+    let lock_path = dir.join(files::LOCK);
+    if !fs.exists(&lock_path)? {
+        return Ok(());
+    }
+    for attempt in 0..5 {
+        match fs.lock(&lock_path, dir) {
+            Ok(lock) => {
+                drop(lock);
+                return Ok(());
+            }
+            Err(Error::Locked(held)) if attempt == 4 => return Err(Error::Locked(held)),
+            Err(Error::Locked(_)) => std::thread::sleep(std::time::Duration::from_millis(2 << attempt)),
+            Err(_) => return Ok(()),
+        }
+    }
+    Ok(())
 }
 
 /// Checks the recovered MANIFEST against the directory before anything is
@@ -349,13 +401,21 @@ impl DbInner {
                 }
                 max_seqno = max_seqno.max(last);
                 insert_batch(&mem, &payload, &version, &path, offset)?;
-                if mem.approximate_bytes() >= self.opts.memtable_bytes_max {
+                if !self.read_only && mem.approximate_bytes() >= self.opts.memtable_bytes_max {
                     let flushed = self.write_memtable(&[&mem])?;
                     added.extend(flushed.files);
                     blobs.extend(flushed.blob);
                     mem = Memtable::new(0);
                 }
             }
+        }
+        if self.read_only {
+            // The WALs' writes stay in memory: one memtable holds them all.
+            let version = self.versions.lock().current();
+            self.state.replace(|_| SuperVersion { mem: Arc::new(mem), imms: Vec::new(), version });
+            self.writer.last_seqno.store(max_seqno, std::sync::atomic::Ordering::Relaxed);
+            self.writer.visible_seqno.store(max_seqno, std::sync::atomic::Ordering::Release);
+            return Ok(());
         }
         let flushed = self.write_memtable(&[&mem])?;
         added.extend(flushed.files);

@@ -76,6 +76,21 @@ impl Table {
         Ok(out)
     }
 
+    /// Up to `n - 1` primary keys, ascending, that cut the table into `n`
+    /// key ranges holding similar numbers of SST bytes, from the SSTs'
+    /// boundaries and sizes alone (no data block is read): range `i` is
+    /// `[points[i - 1], points[i])`, the first unbounded below and the last
+    /// above. Fewer points when the table has fewer SSTs to cut at (none
+    /// for a table held in one SST or only in memtables). What a
+    /// sharded store or a parallel reader splits a table with.
+    pub fn split_points(&self, n: usize) -> Result<Vec<Vec<OwnedKeyValue>>> {
+        self.inner().check_open()?;
+        if n <= 1 {
+            return Ok(Vec::new());
+        }
+        self.cut_points(&(Bound::Unbounded, Bound::Unbounded), n)
+    }
+
     /// Up to `parts - 1` whole keys strictly inside `range`, ascending, that
     /// cut the SST bytes overlapping it into parts of similar size.
     fn cut_points(&self, range: &KeyRange, parts: usize) -> Result<Vec<Vec<OwnedKeyValue>>> {

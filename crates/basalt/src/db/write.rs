@@ -59,6 +59,9 @@ impl DbInner {
     /// Commits `batch`; returns once it is in the memtable (and durable, if
     /// `sync`).
     pub(crate) fn write(&self, batch: WriteBatch, sync: bool) -> Result<()> {
+        if self.read_only {
+            return self.check_writable();
+        }
         self.validate(&batch)?;
         if batch.is_empty() {
             // Nothing to log, but a synced empty write still promises that
@@ -269,6 +272,9 @@ impl DbInner {
     /// Fails if an earlier background or WAL error stopped writes.
     pub(crate) fn check_writable(&self) -> Result<()> {
         self.check_open()?;
+        if self.read_only {
+            return Err(Error::ReadOnly(format!("{} was opened read-only", self.dir.display())));
+        }
         match &self.jobs.state.lock().error {
             Some(e) => Err(Error::Closed(format!("writes stopped after an earlier error: {e}"))),
             None => Ok(()),

@@ -66,6 +66,17 @@ pub trait Fs: Send + Sync + std::fmt::Debug {
     fn rename(&self, from: &Path, to: &Path) -> Result<()>;
     /// Deletes a file.
     fn remove(&self, path: &Path) -> Result<()>;
+    /// Makes `to` name the file `from` names (a hard link), for files that
+    /// are never written again; the new entry is durable after
+    /// [`Fs::sync_dir`]. Where links are not possible (another device, a
+    /// file system without them) the file is copied and synced instead,
+    /// which is what this default does.
+    fn link(&self, from: &Path, to: &Path) -> Result<()> {
+        let data = self.read_all(from)?;
+        let mut out = self.create(to)?;
+        out.append(&data)?;
+        out.sync()
+    }
     /// Names (not paths) of the entries of a directory.
     fn list(&self, dir: &Path) -> Result<Vec<String>>;
     /// Whether anything exists at `path`.

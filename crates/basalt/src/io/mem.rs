@@ -647,6 +647,19 @@ impl Fs for MemFs {
         mutate(&self.state, OpKind::Rename, from, |state| state.rename(from, to))
     }
 
+    /// A second directory entry for the same inode (counted as a `Create`:
+    /// it makes a directory entry, durable after `sync_dir`).
+    fn link(&self, from: &Path, to: &Path) -> Result<()> {
+        let (dir, name) = split(to)?;
+        mutate(&self.state, OpKind::Create, to, |state| {
+            if state.file_at(&normalize(to)).is_some() {
+                return Err(io_error(to, ErrorKind::AlreadyExists, "file exists"));
+            }
+            let inode = state.lookup(from)?;
+            state.bind(&dir, name, inode, to)
+        })
+    }
+
     fn remove(&self, path: &Path) -> Result<()> {
         let (dir, name) = split(path)?;
         mutate(&self.state, OpKind::Remove, path, |state| {

@@ -109,6 +109,23 @@ impl Fs for RealFs {
         std::fs::remove_file(path).map_err(|e| Error::io(path, e))
     }
 
+    fn link(&self, from: &Path, to: &Path) -> Result<()> {
+        match std::fs::hard_link(from, to) {
+            Ok(()) => Ok(()),
+            // Another device or no hard links here: copy, then sync.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::CrossesDevices | std::io::ErrorKind::Unsupported
+                ) || e.raw_os_error() == Some(1) =>
+            {
+                std::fs::copy(from, to).map_err(|e| Error::io(to, e))?;
+                std::fs::File::open(to).and_then(|f| f.sync_all()).map_err(|e| Error::io(to, e))
+            }
+            Err(e) => Err(Error::io(to, e)),
+        }
+    }
+
     fn list(&self, dir: &Path) -> Result<Vec<String>> {
         let mut names = Vec::new();
         for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {

@@ -237,6 +237,16 @@ impl VersionSet {
         &self.current
     }
 
+    /// An edit recreating the current version with the set's counters,
+    /// naming `log_number` as the WAL to replay (a checkpoint's MANIFEST).
+    pub fn snapshot_edit_with_counters(&self, log_number: u64) -> VersionEdit {
+        let mut edit = self.current.snapshot_edit();
+        edit.log_number = Some(log_number);
+        edit.last_seqno = Some(self.last_seqno);
+        edit.next_file_number = Some(self.next_file_number);
+        edit
+    }
+
     /// WALs numbered below this are obsolete.
     pub fn log_number(&self) -> u64 {
         self.log_number

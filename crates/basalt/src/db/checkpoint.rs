@@ -1,0 +1,68 @@
+//! Checkpoints: a consistent, openable copy of the database at one moment,
+//! made of hard links to its SSTs and blob files (which are never written
+//! again), as RocksDB's `Checkpoint`.
+
+use std::path::Path;
+
+use super::DbInner;
+use crate::error::{Error, Result};
+use crate::files;
+use crate::log::writer::LogWriter;
+
+impl DbInner {
+    /// Writes a checkpoint into `dir`, which must not exist. Every write
+    /// acknowledged before the call is in it. The memtables are flushed
+    /// first, so the checkpoint is SSTs and blob files (hard links where
+    /// the file system allows, copies elsewhere), a MANIFEST holding the
+    /// version of that moment, an empty WAL and `CURRENT`, written last:
+    /// a checkpoint cut short by a crash has no `CURRENT` and is refused
+    /// by `Db::open` (never opened half made); delete it and retry.
+    pub(crate) fn checkpoint(&self, dir: &Path) -> Result<()> {
+        self.check_writable()?;
+        if self.fs.exists(dir)? {
+            return Err(Error::InvalidArgument(format!(
+                "checkpoint directory {} already exists",
+                dir.display()
+            )));
+        }
+        self.flush_all()?;
+        // A version handed out: the collection keeps its files while they
+        // are linked. The edit and both numbers come under the same lock,
+        // so the counters match the version.
+        let (version, edit, manifest_number) = {
+            let mut versions = self.versions.lock();
+            let version = versions.current();
+            let wal_number = versions.new_file_number();
+            let manifest_number = versions.new_file_number();
+            let mut edit = versions.snapshot_edit_with_counters(wal_number);
+            edit.next_file_number = Some(manifest_number + 1);
+            (version, edit, manifest_number)
+        };
+        self.fs.create_dir_all(dir)?;
+        let sst_names = version.trees.values().flat_map(|t| t.all_files().map(|(_, f)| files::sst(f.number)));
+        let blob_names = version.blobs.keys().map(|&n| files::blob(n));
+        for name in sst_names.chain(blob_names) {
+            self.fs.link(&self.dir.join(&name), &dir.join(&name))?;
+        }
+        let wal_number = edit.log_number.unwrap_or_default();
+        let mut wal = self.fs.create(&dir.join(files::wal(wal_number)))?;
+        wal.sync()?;
+        let mut manifest = LogWriter::new(self.fs.create(&dir.join(files::manifest(manifest_number)))?);
+        manifest.append([edit.encode().as_slice()])?;
+        manifest.sync()?;
+        // Every file's entry durable before CURRENT names the MANIFEST.
+        self.fs.sync_dir(dir)?;
+        let tmp = dir.join(files::current_temp());
+        let mut current = self.fs.create(&tmp)?;
+        current.append(format!("{}\n", files::manifest(manifest_number)).as_bytes())?;
+        current.sync()?;
+        drop(current);
+        self.fs.rename(&tmp, &dir.join(files::CURRENT))?;
+        self.fs.sync_dir(dir)?;
+        if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+            self.fs.sync_dir(parent)?;
+        }
+        drop(version);
+        Ok(())
+    }
+}
