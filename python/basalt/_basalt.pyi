@@ -243,6 +243,8 @@ class Table:
     def schema(self) -> pyarrow.Schema: ...
     @property
     def primary_key(self) -> list[str]: ...
+    def split_points(self, n: int) -> list[Any]:
+        """Up to ``n - 1`` primary keys cutting the table into ranges of similar size."""
     def write(self, data: Any, *, sync: bool = False) -> int:
         """Upserts every row of ``data`` atomically; returns the rows written."""
     def bulk_load(self, data: Any, *, sync: bool = True) -> int:

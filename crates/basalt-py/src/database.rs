@@ -265,7 +265,9 @@ impl Database {
     /// `Db::checkpoint`. Open it with `basalt.open(path)` or, from any
     /// number of processes, `basalt.open(path, read_only=True)`.
     fn checkpoint(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
-        let db = self.state.db_for_write(py, "checkpoint")?;
+        // A read-only handle checkpoints too (the engine refuses it only
+        // when its WAL held writes).
+        let db = self.state.db(py)?;
         py.detach(|| db.checkpoint(&path)).py_err(py)
     }
 
@@ -296,6 +298,7 @@ impl Database {
         d.set_item("immutable_memtables", s.immutable_memtables)?;
         d.set_item("flushes", s.flushes)?;
         d.set_item("compactions", s.compactions)?;
+        d.set_item("table_rows_read", s.table_rows_read)?;
         d.set_item("blob_files", s.blob_files)?;
         d.set_item("blob_file_bytes", s.blob_file_bytes)?;
         d.set_item("blob_live_bytes", s.blob_live_bytes)?;

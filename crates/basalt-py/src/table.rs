@@ -317,6 +317,25 @@ impl Table {
     }
 }
 
+/// A key value as the Python value `scan(start=…)` takes back.
+fn key_value_to_py<'py>(py: Python<'py>, v: &OwnedKeyValue) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match v {
+        OwnedKeyValue::Bool(b) => b.into_pyobject(py)?.to_owned().into_any(),
+        OwnedKeyValue::I8(x) => x.into_pyobject(py)?.into_any(),
+        OwnedKeyValue::I16(x) => x.into_pyobject(py)?.into_any(),
+        OwnedKeyValue::I32(x) => x.into_pyobject(py)?.into_any(),
+        OwnedKeyValue::I64(x) => x.into_pyobject(py)?.into_any(),
+        OwnedKeyValue::U8(x) => x.into_pyobject(py)?.into_any(),
+        OwnedKeyValue::U16(x) => x.into_pyobject(py)?.into_any(),
+        OwnedKeyValue::U32(x) => x.into_pyobject(py)?.into_any(),
+        OwnedKeyValue::U64(x) => x.into_pyobject(py)?.into_any(),
+        OwnedKeyValue::F32(x) => x.into_pyobject(py)?.into_any(),
+        OwnedKeyValue::F64(x) => x.into_pyobject(py)?.into_any(),
+        OwnedKeyValue::Bytes(b) => pyo3::types::PyBytes::new(py, b).into_any(),
+        OwnedKeyValue::Str(s) => s.into_pyobject(py)?.into_any(),
+    })
+}
+
 /// A predicate with owned values.
 enum OwnedPredicate {
     Eq(Vec<Option<OwnedKeyValue>>),
@@ -469,6 +488,27 @@ impl Table {
     #[getter]
     fn primary_key(&self) -> Vec<String> {
         self.table.primary_key()
+    }
+
+    /// Up to `n - 1` primary keys, ascending, that cut the table into `n`
+    /// key ranges of similar size on disk, from SST metadata alone
+    /// (`Table::split_points`): a scalar per point for a one-column key, a
+    /// tuple otherwise, each usable as `scan(start=…, end=…)`. Fewer when
+    /// the table has fewer SSTs to cut at.
+    fn split_points<'py>(&self, py: Python<'py>, n: usize) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let table = self.handle(py)?.clone();
+        let points = py.detach(move || table.split_points(n)).py_err(py)?;
+        points
+            .into_iter()
+            .map(|point| {
+                let mut values =
+                    point.iter().map(|v| key_value_to_py(py, v)).collect::<PyResult<Vec<_>>>()?;
+                if values.len() == 1 {
+                    return Ok(values.remove(0));
+                }
+                Ok(PyTuple::new(py, values)?.into_any())
+            })
+            .collect()
     }
 
     fn __repr__(&self) -> String {

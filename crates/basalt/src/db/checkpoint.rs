@@ -16,16 +16,33 @@ impl DbInner {
     /// the file system allows, copies elsewhere), a MANIFEST holding the
     /// version of that moment, an empty WAL and `CURRENT`, written last:
     /// a checkpoint cut short by a crash has no `CURRENT` and is refused
-    /// by `Db::open` (never opened half made); delete it and retry.
+    /// by `Db::open` (never opened half made); delete it and retry. A
+    /// read-only database checkpoints too (nothing in its own directory is
+    /// written) when its WALs held no writes.
     pub(crate) fn checkpoint(&self, dir: &Path) -> Result<()> {
-        self.check_writable()?;
+        if self.read_only {
+            // Nothing to flush, or nothing may be: a read-only database
+            // whose WALs held writes cannot put them in SSTs.
+            self.check_open()?;
+            let sv = self.state.load();
+            if !sv.mem.is_empty() || !sv.imms.is_empty() {
+                return Err(Error::ReadOnly(format!(
+                    "{} was opened read-only with writes in its WAL, which a checkpoint would need flushed",
+                    self.dir.display()
+                )));
+            }
+        } else {
+            self.check_writable()?;
+        }
         if self.fs.exists(dir)? {
             return Err(Error::InvalidArgument(format!(
                 "checkpoint directory {} already exists",
                 dir.display()
             )));
         }
-        self.flush_all()?;
+        if !self.read_only {
+            self.flush_all()?;
+        }
         // A version handed out: the collection keeps its files while they
         // are linked. The edit and both numbers come under the same lock,
         // so the counters match the version.

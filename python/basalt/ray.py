@@ -1,0 +1,312 @@
+"""Ray Data over sharded Basalt stores (``basalt.sharded``).
+
+``read_basalt(path)`` is a ``ray.data.Dataset`` with one read task per key
+range: each shard cut into several ranges (``Table.split_points``) when the
+requested parallelism asks for more tasks than there are shards. A task
+opens its shard read-only (any number of processes may) and streams the
+engine's Arrow batches, with the projection and filter applied by the
+engine's scan.
+
+``Dataset.write_datasink(BasaltDatasink(path, table, primary_key,
+shards=N))`` writes a dataset: each write task writes its blocks into a
+staging database of its own (the single-writer rule holds: one task, one
+database); once every task succeeded, the driver makes the next version of
+each shard (a checkpoint of the current one: hard links), merges the rows
+of its key range from every staging database into it (one Ray task per
+shard, its only writer), and only then replaces the shard map. A failed
+task, or a failure before the map is replaced, leaves the previous version
+as it was (the staging data and new shard versions are removed).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import pathlib
+import shutil
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+import ray
+from ray.data import Datasink, Datasource
+from ray.data.block import BlockMetadata
+from ray.data.datasource import ReadTask
+
+import basalt
+from basalt import sharded
+
+#: Rows a read task gathers into one block handed to Ray.
+BLOCK_ROWS = 1 << 16
+#: One key in this many written rows is sampled to choose split points.
+SAMPLE_EVERY = 64
+STAGING = ".staging"
+
+
+def _files_bytes(directory: str) -> int:
+    total = 0
+    for entry in os.scandir(directory):
+        if entry.name.endswith((".sst", ".blob")):
+            total += entry.stat().st_size
+    return total
+
+
+def _scan_args(lower: Any, upper: Any) -> dict[str, Any]:
+    args: dict[str, Any] = {}
+    if lower is not None:
+        args["start"] = lower
+    if upper is not None:
+        args["end"] = upper
+    return args
+
+
+def _read_range(
+    path: str,
+    table: str,
+    lower: Any,
+    upper: Any,
+    columns: list[str] | None,
+    where: list[Any] | None,
+    options: dict[str, Any],
+) -> Callable[[], Iterator[pa.Table]]:
+    def read() -> Iterator[pa.Table]:
+        with basalt.open(path, read_only=True, create=False, **options) as db:
+            scan = db.table(table).scan(columns=columns, where=where, **_scan_args(lower, upper))
+            batches: list[pa.RecordBatch] = []
+            rows = 0
+            for batch in scan:
+                batches.append(batch)
+                rows += batch.num_rows
+                if rows >= BLOCK_ROWS:
+                    yield pa.Table.from_batches(batches, schema=scan.schema)
+                    batches, rows = [], 0
+            if batches:
+                yield pa.Table.from_batches(batches, schema=scan.schema)
+
+    return read
+
+
+class BasaltDatasource(Datasource):
+    """A sharded Basalt store's table as a Ray Data source."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        table: str | None = None,
+        columns: Sequence[str] | None = None,
+        filter: Iterable[Any] | None = None,
+        **options: Any,
+    ) -> None:
+        # Ray's projection pushdown reads this attribute.
+        self._projection_map = None
+        self._path = str(path)
+        self._map = sharded.read_map(path)
+        if table is not None and table != self._map.table:
+            raise basalt.InvalidArgumentError(f"{path} holds table {self._map.table!r}, not {table!r}")
+        self._columns = list(columns) if columns else None
+        self._filter = list(filter) if filter is not None else None
+        self._options = options
+
+    def get_name(self) -> str:
+        return "Basalt"
+
+    def estimate_inmemory_data_size(self) -> int | None:
+        return sum(_files_bytes(os.path.join(self._path, s.path)) for s in self._map.shards)
+
+    def get_read_tasks(
+        self, parallelism: int, per_task_row_limit: int | None = None, data_context: Any = None
+    ) -> list[ReadTask]:
+        shards = self._map.shards
+        per_shard = max(1, math.ceil(max(parallelism, 1) / len(shards)))
+        tasks = []
+        for shard in shards:
+            path = os.path.join(self._path, shard.path)
+            with basalt.open(path, read_only=True, create=False, **self._options) as db:
+                t = db.table(self._map.table)
+                points = t.split_points(per_shard) if per_shard > 1 else []
+                schema = t.schema
+            if self._columns is not None:
+                schema = pa.schema([schema.field(c) for c in self._columns])
+            bounds = [shard.lower, *points, shard.upper]
+            size = _files_bytes(path) // (len(bounds) - 1)
+            for lower, upper in zip(bounds, bounds[1:]):
+                metadata = BlockMetadata(num_rows=None, size_bytes=size, exec_stats=None, input_files=None)
+                read = _read_range(path, self._map.table, lower, upper, self._columns, self._filter, self._options)
+                tasks.append(ReadTask(read, metadata, schema=schema, per_task_row_limit=per_task_row_limit))
+        return tasks
+
+
+def read_basalt(
+    path: str | os.PathLike[str],
+    table: str | None = None,
+    columns: Sequence[str] | None = None,
+    filter: Iterable[Any] | None = None,
+    *,
+    parallelism: int = -1,
+    **options: Any,
+) -> ray.data.Dataset:
+    """The table of the sharded store at ``path`` as a ``ray.data.Dataset``,
+    in key order (with Ray's ``preserve_order``). ``columns`` and
+    ``filter`` (``Table.scan``'s ``where=``: ``[(column, op, value), …]``)
+    are applied by the engine; ``options`` are ``basalt.open``'s."""
+    source = BasaltDatasource(path, table, columns, filter, **options)
+    dataset: ray.data.Dataset = (
+        ray.data.read_datasource(source, override_num_blocks=parallelism)
+        if parallelism > 0
+        else ray.data.read_datasource(source)
+    )
+    return dataset
+
+
+def _quantiles(sample: list[Any], parts: int) -> list[Any]:
+    sample.sort()
+    points: list[Any] = []
+    for i in range(1, parts):
+        point = sample[i * len(sample) // parts]
+        if not points or points[-1] < point:
+            points.append(point)
+    return points
+
+
+@ray.remote
+def _merge_shard(
+    new_dir: str,
+    base_dir: str | None,
+    table: str,
+    schema: pa.Schema,
+    primary_key: list[str],
+    lower: Any,
+    upper: Any,
+    staged: list[str],
+    options: dict[str, Any],
+) -> int:
+    """Makes the next version of one shard: its current version (hard
+    links) plus the rows of its key range from every staging database."""
+    if base_dir is not None:
+        # Read-only: readers of the current version are not locked out.
+        with basalt.open(base_dir, read_only=True, create=False, **options) as base:
+            base.checkpoint(new_dir)
+    target = basalt.open(new_dir, **options)
+    try:
+        if base_dir is None:
+            target.create_table(table, schema, primary_key=primary_key)
+        t = target.table(table)
+        rows = 0
+        for stage in staged:
+            with basalt.open(stage, read_only=True, create=False, **options) as src:
+                for batch in src.table(table).scan(**_scan_args(lower, upper)):
+                    rows += t.write(batch)
+        target.flush()
+        return rows
+    finally:
+        target.close()
+
+
+class BasaltDatasink(Datasink[dict[str, Any]]):
+    """Writes a dataset into a sharded Basalt store (created with ``shards``
+    shards, split at sampled keys, when ``path`` holds none yet)."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        table: str = "data",
+        primary_key: Sequence[str] | None = None,
+        *,
+        shards: int = 4,
+        **options: Any,
+    ) -> None:
+        self._path = pathlib.Path(path)
+        self._table = table
+        self._primary_key = list(primary_key) if primary_key else None
+        self._shards = shards
+        self._options = options
+        self._staging = self._path / STAGING / uuid.uuid4().hex
+        if shards < 1:
+            raise basalt.InvalidArgumentError("shards must be at least 1")
+
+    def on_write_start(self, schema: pa.Schema | None = None) -> None:
+        if (self._path / sharded.SHARD_MAP).exists():
+            existing = sharded.read_map(self._path)
+            if existing.table != self._table:
+                raise basalt.InvalidArgumentError(f"{self._path} holds table {existing.table!r}")
+            self._primary_key = self._primary_key or existing.primary_key
+        if not self._primary_key:
+            raise basalt.InvalidArgumentError("a new store needs primary_key")
+        self._staging.mkdir(parents=True)
+
+    def write(self, blocks: Iterable[Any], ctx: Any) -> dict[str, Any]:
+        """Writes this task's blocks into a staging database of its own."""
+        assert self._primary_key is not None
+        directory = self._staging / f"task-{uuid.uuid4().hex}"
+        rows = 0
+        sample: list[Any] = []
+        schema: pa.Schema | None = None
+        with basalt.open(directory, **self._options) as db:
+            table = None
+            for block in blocks:
+                data = block if isinstance(block, pa.Table) else pa.Table.from_pandas(block)
+                if data.num_rows == 0:
+                    continue
+                if table is None:
+                    # Key columns hold no nulls (the engine requires it).
+                    schema = pa.schema(
+                        [f.with_nullable(False) if f.name in self._primary_key else f for f in data.schema]
+                    )
+                    table = db.create_table(self._table, schema, primary_key=self._primary_key)
+                rows += table.write(data.cast(schema))
+                keys = sharded._row_keys(data.slice(0, data.num_rows), self._primary_key)
+                sample.extend(keys[::SAMPLE_EVERY])
+        return {"dir": str(directory), "rows": rows, "sample": sample, "schema": schema}
+
+    def on_write_complete(self, write_result: Any) -> None:
+        assert self._primary_key is not None
+        returns = [r for r in write_result.write_returns if r and r["rows"] > 0]
+        staged = [r["dir"] for r in returns]
+        existing = sharded.read_map(self._path) if (self._path / sharded.SHARD_MAP).exists() else None
+        schema = next((r["schema"] for r in returns if r["schema"] is not None), None)
+        if existing is None and schema is None:
+            raise basalt.InvalidArgumentError("nothing written: a new store needs rows")
+        version = existing.version + 1 if existing else 1
+        if existing is not None:
+            points = existing.split_points
+        else:
+            sample = [k for r in returns for k in r["sample"]]
+            points = _quantiles(sample, self._shards)
+        bounds = [None, *points, None]
+        new_shards = [
+            sharded.Shard(f"shard-{i:05d}.v{version}", bounds[i], bounds[i + 1]) for i in range(len(points) + 1)
+        ]
+        if existing is not None:
+            with basalt.open(self._path / existing.shards[0].path, read_only=True, create=False) as db:
+                schema = db.table(existing.table).schema
+        try:
+            merges = [
+                _merge_shard.remote(
+                    str(self._path / s.path),
+                    str(self._path / existing.shards[i].path) if existing else None,
+                    self._table,
+                    schema,
+                    self._primary_key,
+                    s.lower,
+                    s.upper,
+                    staged,
+                    self._options,
+                )
+                for i, s in enumerate(new_shards)
+            ]
+            ray.get(merges)
+            new_map = sharded.ShardMap(version, self._table, self._primary_key, new_shards)
+            sharded.write_map(self._path, new_map)
+        except BaseException:
+            for s in new_shards:
+                shutil.rmtree(self._path / s.path, ignore_errors=True)
+            raise
+        finally:
+            shutil.rmtree(self._staging, ignore_errors=True)
+        if existing is not None:
+            for s in existing.shards:
+                shutil.rmtree(self._path / s.path, ignore_errors=True)
+
+    def on_write_failed(self, error: Exception) -> None:
+        shutil.rmtree(self._staging, ignore_errors=True)

@@ -1,0 +1,159 @@
+"""Ray Data over Basalt against Ray Data over Parquet, on a local cluster.
+
+One invocation starts ``ray.init(num_cpus=--workers)`` and measures, with
+the same ``--rows`` rows (int64 key in shuffled order, two float64 and one
+int64 column), each phase ``--runs`` times with the two formats
+alternating, and prints the medians:
+
+- ``write``: ``Dataset.write_datasink(BasaltDatasink(..., shards=--shards))``
+  into a new store against ``Dataset.write_parquet`` into a new directory
+  (the dataset materialized in Ray's object store first, in ``--blocks``
+  blocks, so neither pays for generating it);
+- ``read``: ``read_basalt`` against ``ray.data.read_parquet`` of what was
+  written, every row materialized (``Dataset.materialize()``), rows/s.
+
+Run it once per worker count to see the scaling::
+
+    python bench/ray_bench.py --rows 10000000 --workers 1
+    python bench/ray_bench.py --rows 10000000 --workers 2
+
+``--checkpoint-gib`` instead builds a Basalt database of about that many
+GiB and times ``Database.checkpoint`` and the disk space it adds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+import basalt
+
+
+def table(rows: int, seed: int = 7) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    return pa.table(
+        {
+            "id": pa.array(rng.permutation(rows), pa.int64()),
+            "a": pa.array(rng.random(rows)),
+            "b": pa.array(rng.random(rows)),
+            "c": pa.array(rng.integers(0, 1 << 40, rows), pa.int64()),
+        }
+    )
+
+
+def du_bytes(path: Path) -> int:
+    out = subprocess.run(["du", "-sb", str(path)], check=True, capture_output=True, text=True).stdout
+    return int(out.split()[0])
+
+
+def bench_ray(args: argparse.Namespace) -> None:
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    import ray
+
+    from basalt.ray import BasaltDatasink, read_basalt
+
+    ray.init(num_cpus=args.workers, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    ctx = ray.data.DataContext.get_current()
+    ctx.enable_progress_bars = False
+    data = table(args.rows)
+    ds = ray.data.from_arrow(data).repartition(args.blocks).materialize()
+    times: dict[str, list[float]] = {}
+    work = Path(tempfile.mkdtemp(dir=args.dir))
+    try:
+        for run in range(args.runs):
+            order = ["basalt", "parquet"] if run % 2 == 0 else ["parquet", "basalt"]
+            for fmt in order:
+                target = work / f"{fmt}-{run}"
+                start = time.perf_counter()
+                if fmt == "basalt":
+                    ds.write_datasink(BasaltDatasink(target, "data", ["id"], shards=args.shards))
+                else:
+                    ds.write_parquet(str(target))
+                times.setdefault(f"write {fmt}", []).append(time.perf_counter() - start)
+            for fmt in order:
+                target = work / f"{fmt}-{run}"
+                start = time.perf_counter()
+                if fmt == "basalt":
+                    read = read_basalt(target, parallelism=args.read_tasks)
+                else:
+                    read = ray.data.read_parquet(str(target), override_num_blocks=args.read_tasks)
+                n = read.materialize().count()
+                times.setdefault(f"read {fmt}", []).append(time.perf_counter() - start)
+                assert n == args.rows, (fmt, n)
+            for fmt in order:
+                shutil.rmtree(work / f"{fmt}-{run}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        ray.shutdown()
+    print(f"{args.rows} rows, {args.workers} worker(s), {args.shards} shards, {args.runs} runs (medians)")
+    for phase in ["write", "read"]:
+        b = statistics.median(times[f"{phase} basalt"])
+        p = statistics.median(times[f"{phase} parquet"])
+        print(
+            f"{phase:5}: basalt {args.rows / b / 1e6:6.2f}M rows/s ({b:.2f} s), "
+            f"parquet {args.rows / p / 1e6:6.2f}M rows/s ({p:.2f} s): basalt/parquet {p / b:.2f}x"
+        )
+
+
+def bench_checkpoint(args: argparse.Namespace) -> None:
+    work = Path(tempfile.mkdtemp(dir=args.dir))
+    try:
+        src = work / "db"
+        rows_per_batch = 1_000_000
+        with basalt.open(src) as db:
+            schema = table(1).schema.set(0, pa.field("id", pa.int64(), nullable=False))
+            t = db.create_table("data", schema, primary_key=["id"])
+            batch = 0
+            while du_bytes(src) < args.checkpoint_gib * (1 << 30):
+                chunk = table(rows_per_batch, seed=batch)
+                chunk = chunk.set_column(0, "id", pa.array(np.arange(rows_per_batch) + batch * rows_per_batch))
+                t.bulk_load(chunk.cast(schema))
+                batch += 1
+            db.flush()
+            db.wait_for_background_work()
+            size = du_bytes(src)
+            before = du_bytes(work)
+            times = []
+            for i in range(args.runs):
+                start = time.perf_counter()
+                db.checkpoint(work / f"cp{i}")
+                times.append(time.perf_counter() - start)
+            added = du_bytes(work) - before
+        print(
+            f"checkpoint of a {size / (1 << 30):.2f} GiB database ({batch * rows_per_batch} rows): "
+            f"median {statistics.median(times) * 1000:.1f} ms over {args.runs} "
+            f"(min {min(times) * 1000:.1f}, max {max(times) * 1000:.1f}); "
+            f"{added / args.runs / 1024:.1f} KiB of disk added per checkpoint"
+        )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--rows", type=int, default=10_000_000)
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--shards", type=int, default=4)
+    p.add_argument("--blocks", type=int, default=16)
+    p.add_argument("--read-tasks", type=int, default=8)
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--dir", default=None, help="where data is written (default: the temp directory)")
+    p.add_argument("--checkpoint-gib", type=float, default=0.0)
+    args = p.parse_args()
+    if args.checkpoint_gib > 0:
+        bench_checkpoint(args)
+    else:
+        bench_ray(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,162 @@
+"""Sharded stores read and written by Ray Data on a local cluster
+(``ray.init(num_cpus=2)``, no network): ``basalt.sharded``,
+``basalt.ray.read_basalt`` and ``BasaltDatasink``."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pathlib
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import basalt
+from basalt import sharded
+
+ray = pytest.importorskip("ray")
+from basalt.ray import BasaltDatasink, BasaltDatasource, read_basalt  # noqa: E402
+
+os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_cluster() -> Iterator[None]:
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    ray.data.DataContext.get_current().execution_options.preserve_order = True
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+def rows(n: int, seed: int = 1, offset: int = 0) -> pa.Table:
+    ids = np.random.default_rng(seed).permutation(n) + offset
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "v": pa.array([None if i % 10 == 0 else float(i) for i in ids.tolist()], pa.float64()),
+            "s": pa.array([None if i % 7 == 0 else f"s{i}" for i in ids.tolist()], pa.utf8()),
+        }
+    )
+
+
+def collect(ds: Any) -> pa.Table:
+    return pa.concat_tables(ray.get(ds.to_arrow_refs()))
+
+
+def test_a_million_rows_written_into_four_shards_read_back_equal(tmp_path: pathlib.Path) -> None:
+    store = tmp_path / "store"
+    data = rows(1_000_000)
+    ray.data.from_arrow(data).repartition(8).write_datasink(BasaltDatasink(store, "data", ["id"], shards=4))
+    m = sharded.read_map(store)
+    assert len(m.shards) == 4 and m.version == 1
+    # Samples make the shards even to a few percent.
+    sizes = []
+    with sharded.ShardedDatabase(store, read_only=True) as s:
+        for i in range(4):
+            sizes.append(s.table(i).scan(columns=["id"]).read_all().num_rows)
+    assert sum(sizes) == 1_000_000 and min(sizes) > 200_000, sizes
+    back = collect(read_basalt(store, parallelism=8))
+    want = data.sort_by("id")
+    assert back.schema.field("id").type == pa.int64() and back.schema.field("s").type == pa.utf8()
+    assert back.equals(want.cast(back.schema)), "order, types and nulls"
+    assert back.column("v").null_count == 100_000
+
+
+def test_projection_and_filter_are_applied_by_the_engine(tmp_path: pathlib.Path) -> None:
+    store = tmp_path / "store"
+    ray.data.from_arrow(rows(100_000)).write_datasink(BasaltDatasink(store, "data", ["id"], shards=2))
+    got = collect(read_basalt(store, columns=["id", "s"], filter=[("id", "<", 1_000)]))
+    assert got.column_names == ["id", "s"]
+    assert got.column("id").to_pylist() == list(range(1_000))
+    # The read tasks themselves return only those rows and columns.
+    tasks = BasaltDatasource(store, columns=["id"], filter=[("id", ">=", 99_000)]).get_read_tasks(4)
+    assert len(tasks) >= 2
+    blocks = [b for task in tasks for b in task()]
+    assert sum(b.num_rows for b in blocks) == 1_000 and all(b.column_names == ["id"] for b in blocks)
+    # The engine's counters: the filter skips blocks by their zone maps.
+    m = sharded.read_map(store)
+    with basalt.open(store / m.shards[-1].path, read_only=True) as db:
+        table = db.table("data")
+        total = table.scan(columns=["id"]).read_all().num_rows
+        before = db.stats()["table_rows_read"]
+        table.scan(where=[("id", ">=", 99_000)]).read_all()
+        assert db.stats()["table_rows_read"] - before < total // 4
+
+
+def test_a_second_write_upserts_into_the_next_version(tmp_path: pathlib.Path) -> None:
+    store = tmp_path / "store"
+    ray.data.from_arrow(rows(20_000)).write_datasink(BasaltDatasink(store, "data", ["id"], shards=3))
+    first = sharded.read_map(store)
+    update = pa.table({"id": pa.array([5, 19_999, 30_000], pa.int64()), "v": [0.5, 1.5, 2.5], "s": ["a", "b", "c"]})
+    ray.data.from_arrow(update).write_datasink(BasaltDatasink(store, "data"))
+    second = sharded.read_map(store)
+    assert second.version == 2 and second.split_points == first.split_points
+    assert not any((store / s.path).exists() for s in first.shards), "the old version was removed"
+    assert not any((store / ".staging").iterdir()), "staging removed"
+    back = collect(read_basalt(store))
+    assert back.num_rows == 20_001
+    with sharded.ShardedDatabase(store, read_only=True) as s:
+        assert s.get(5) == {"id": 5, "v": 0.5, "s": "a"}
+        assert s.get(30_000) == {"id": 30_000, "v": 2.5, "s": "c"}
+
+
+def fail_on_a_block(batch: pa.Table) -> pa.Table:
+    if 500 in batch.column("id").to_pylist():
+        raise RuntimeError("a write task fails")
+    return batch
+
+
+def test_a_failed_write_leaves_the_previous_version_readable(tmp_path: pathlib.Path) -> None:
+    store = tmp_path / "store"
+    ray.data.from_arrow(rows(5_000)).write_datasink(BasaltDatasink(store, "data", ["id"], shards=2))
+    before = collect(read_basalt(store))
+    m = sharded.read_map(store)
+    bad = ray.data.from_arrow(rows(5_000, seed=2, offset=0)).repartition(4).map_batches(
+        fail_on_a_block, batch_format="pyarrow"
+    )
+    ray.data.DataContext.get_current().max_map_retries = 0
+    with pytest.raises(Exception):
+        bad.write_datasink(BasaltDatasink(store, "data"))
+    assert sharded.read_map(store) == m
+    assert collect(read_basalt(store)).equals(before)
+    assert not list((store / ".staging").iterdir()), "staging removed"
+    assert sorted(p.name for p in store.iterdir() if p.name.startswith("shard-")) == sorted(s.path for s in m.shards)
+
+
+def keep_writing(source: str, store: str, ready: Any, stop: Any) -> None:
+    """A writer process: writes rows, checkpoints the source into a
+    one-shard store, then goes on writing to the source."""
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.float64())])
+    with basalt.open(source) as db:
+        t = db.create_table("data", schema, primary_key=["id"])
+        t.write({"id": list(range(10_000)), "v": [float(i) for i in range(10_000)]})
+        pathlib.Path(store).mkdir()
+        db.checkpoint(pathlib.Path(store) / "shard-00000")
+        sharded.write_map(store, sharded.ShardMap(1, "data", ["id"], [sharded.Shard("shard-00000", None, None)]))
+        ready.set()
+        i = 10_000
+        while not stop.is_set():
+            t.write({"id": list(range(i, i + 1_000)), "v": [0.0] * 1_000})
+            db.flush()
+            i += 1_000
+
+
+def test_a_read_while_another_process_writes_the_checkpoint_source(tmp_path: pathlib.Path) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    ready, stop = ctx.Event(), ctx.Event()
+    writer = ctx.Process(target=keep_writing, args=(str(tmp_path / "src"), str(tmp_path / "store"), ready, stop))
+    writer.start()
+    try:
+        assert ready.wait(60), "the writer checkpointed"
+        for _ in range(2):
+            back = collect(read_basalt(tmp_path / "store", parallelism=4))
+            assert back.column("id").to_pylist() == list(range(10_000))
+    finally:
+        stop.set()
+        writer.join(60)
+    assert writer.exitcode == 0
