@@ -159,6 +159,19 @@ def read_basalt(
     return dataset
 
 
+def _sample_keys(data: pa.Table, primary_key: Sequence[str]) -> list[Any]:
+    """One key in ``SAMPLE_EVERY`` rows of ``data``."""
+    picked = data.select(list(primary_key)).take(pa.array(range(0, data.num_rows, SAMPLE_EVERY), pa.int64()))
+    return sharded._row_keys(picked, primary_key)
+
+
+def _chain_first(first: pa.Table, rest: Iterator[pa.Table]) -> Iterator[pa.Table]:
+    yield first
+    for t in rest:
+        if t.num_rows > 0:
+            yield t
+
+
 def _quantiles(sample: list[Any], parts: int) -> list[Any]:
     sample.sort()
     points: list[Any] = []
@@ -192,12 +205,20 @@ def _merge_shard(
         if base_dir is None:
             target.create_table(table, schema, primary_key=primary_key)
         t = target.table(table)
-        rows = 0
-        for stage in staged:
-            with basalt.open(stage, read_only=True, create=False, **options) as src:
-                for batch in src.table(table).scan(**_scan_args(lower, upper)):
-                    rows += t.write(batch)
-        target.flush()
+        sources = [basalt.open(stage, read_only=True, create=False, **options) for stage in staged]
+        try:
+            # Each staging database's range is in key order; the load
+            # sorts the runs together (a later source wins a repeated key)
+            # and writes SSTs past the WAL, all or nothing.
+            batches = (
+                batch.cast(schema) if batch.schema != schema else batch
+                for src in sources
+                for batch in src.table(table).scan(**_scan_args(lower, upper))
+            )
+            rows: int = t.bulk_load(pa.RecordBatchReader.from_batches(schema, batches))
+        finally:
+            for src in sources:
+                src.close()
         return rows
     finally:
         target.close()
@@ -242,21 +263,22 @@ class BasaltDatasink(Datasink[dict[str, Any]]):
         rows = 0
         sample: list[Any] = []
         schema: pa.Schema | None = None
-        with basalt.open(directory, **self._options) as db:
-            table = None
-            for block in blocks:
-                data = block if isinstance(block, pa.Table) else pa.Table.from_pandas(block)
-                if data.num_rows == 0:
-                    continue
-                if table is None:
-                    # Key columns hold no nulls (the engine requires it).
-                    schema = pa.schema(
-                        [f.with_nullable(False) if f.name in self._primary_key else f for f in data.schema]
-                    )
-                    table = db.create_table(self._table, schema, primary_key=self._primary_key)
-                rows += table.write(data.cast(schema))
-                keys = sharded._row_keys(data.slice(0, data.num_rows), self._primary_key)
-                sample.extend(keys[::SAMPLE_EVERY])
+        tables = (block if isinstance(block, pa.Table) else pa.Table.from_pandas(block) for block in blocks)
+        first = next((t for t in tables if t.num_rows > 0), None)
+        if first is not None:
+            # Key columns hold no nulls (the engine requires it).
+            schema = pa.schema([f.with_nullable(False) if f.name in self._primary_key else f for f in first.schema])
+            key_names = self._primary_key
+
+            def batches() -> Iterator[pa.RecordBatch]:
+                for data in _chain_first(first, tables):
+                    sample.extend(_sample_keys(data, key_names))
+                    yield from data.cast(schema).to_batches()
+
+            with basalt.open(directory, **self._options) as db:
+                table = db.create_table(self._table, schema, primary_key=self._primary_key)
+                # Written straight to SSTs (no WAL), sorted in bounded memory.
+                rows = table.bulk_load(pa.RecordBatchReader.from_batches(schema, batches()))
         return {"dir": str(directory), "rows": rows, "sample": sample, "schema": schema}
 
     def on_write_complete(self, write_result: Any) -> None:
