@@ -159,6 +159,14 @@ def read_basalt(
     return dataset
 
 
+def _map_names(path: pathlib.Path, m: sharded.ShardMap) -> bool:
+    """Whether the store's map on disk is ``m``."""
+    try:
+        return sharded.read_map(path) == m
+    except basalt.Error:
+        return False
+
+
 def _sample_keys(data: pa.Table, primary_key: Sequence[str]) -> list[Any]:
     """One key in ``SAMPLE_EVERY`` rows of ``data``."""
     picked = data.select(list(primary_key)).take(pa.array(range(0, data.num_rows, SAMPLE_EVERY), pa.int64()))
@@ -198,8 +206,16 @@ def _merge_shard(
     links) plus the rows of its key range from every staging database."""
     if base_dir is not None:
         # Read-only: readers of the current version are not locked out.
-        with basalt.open(base_dir, read_only=True, create=False, **options) as base:
-            base.checkpoint(new_dir)
+        try:
+            with basalt.open(base_dir, read_only=True, create=False, **options) as base:
+                base.checkpoint(new_dir)
+        except basalt.ReadOnlyError:
+            # Its WAL holds writes (a writable handle closed without a
+            # flush): flush them (readers are locked out for that moment).
+            with basalt.open(base_dir, create=False, **options) as base:
+                base.flush()
+            with basalt.open(base_dir, read_only=True, create=False, **options) as base:
+                base.checkpoint(new_dir)
     target = basalt.open(new_dir, **options)
     try:
         if base_dir is None:
@@ -247,11 +263,17 @@ class BasaltDatasink(Datasink[dict[str, Any]]):
             raise basalt.InvalidArgumentError("shards must be at least 1")
 
     def on_write_start(self, schema: pa.Schema | None = None) -> None:
+        self._base_version = 0
         if (self._path / sharded.SHARD_MAP).exists():
             existing = sharded.read_map(self._path)
             if existing.table != self._table:
                 raise basalt.InvalidArgumentError(f"{self._path} holds table {existing.table!r}")
-            self._primary_key = self._primary_key or existing.primary_key
+            if self._primary_key and self._primary_key != existing.primary_key:
+                raise basalt.InvalidArgumentError(
+                    f"{self._path} is keyed by {existing.primary_key}, not {self._primary_key}"
+                )
+            self._primary_key = existing.primary_key
+            self._base_version = existing.version
         if not self._primary_key:
             raise basalt.InvalidArgumentError("a new store needs primary_key")
         self._staging.mkdir(parents=True)
@@ -282,50 +304,78 @@ class BasaltDatasink(Datasink[dict[str, Any]]):
         return {"dir": str(directory), "rows": rows, "sample": sample, "schema": schema}
 
     def on_write_complete(self, write_result: Any) -> None:
+        try:
+            with sharded.write_lock(self._path):
+                self._commit(write_result)
+        finally:
+            shutil.rmtree(self._staging, ignore_errors=True)
+
+    def _commit(self, write_result: Any) -> None:
+        """Under the store's write lock: the next version of every shard,
+        then the map naming it. Until the map is replaced nothing the
+        current map names is touched; after it, nothing this commit made is
+        deleted."""
         assert self._primary_key is not None
         returns = [r for r in write_result.write_returns if r and r["rows"] > 0]
         staged = [r["dir"] for r in returns]
         existing = sharded.read_map(self._path) if (self._path / sharded.SHARD_MAP).exists() else None
+        if (existing.version if existing else 0) != self._base_version:
+            raise basalt.BusyError(f"{self._path}: another write committed a new version while this one ran")
         schema = next((r["schema"] for r in returns if r["schema"] is not None), None)
         if existing is None and schema is None:
             raise basalt.InvalidArgumentError("nothing written: a new store needs rows")
         version = existing.version + 1 if existing else 1
         if existing is not None:
             points = existing.split_points
-        else:
-            sample = [k for r in returns for k in r["sample"]]
-            points = _quantiles(sample, self._shards)
-        bounds = [None, *points, None]
-        new_shards = [
-            sharded.Shard(f"shard-{i:05d}.v{version}", bounds[i], bounds[i + 1]) for i in range(len(points) + 1)
-        ]
-        if existing is not None:
             with basalt.open(self._path / existing.shards[0].path, read_only=True, create=False) as db:
                 schema = db.table(existing.table).schema
+        else:
+            points = _quantiles([k for r in returns for k in r["sample"]], self._shards)
+        bounds = [None, *points, None]
+        # Names no other write uses, even one that crashed.
+        tag = uuid.uuid4().hex[:8]
+        new_shards = [
+            sharded.Shard(f"shard-{i:05d}.v{version}-{tag}", bounds[i], bounds[i + 1])
+            for i in range(len(points) + 1)
+        ]
+        new_map = sharded.ShardMap(version, self._table, self._primary_key, new_shards)
+        # Checked before any work: keys the map cannot hold fail here.
+        new_map.to_json()
+        merges = [
+            _merge_shard.remote(
+                str(self._path / s.path),
+                str(self._path / existing.shards[i].path) if existing else None,
+                self._table,
+                schema,
+                self._primary_key,
+                s.lower,
+                s.upper,
+                staged,
+                self._options,
+            )
+            for i, s in enumerate(new_shards)
+        ]
+        # Every merge ends (or fails) before anything is cleaned up, so no
+        # merge writes into a directory after its removal.
+        failures = []
+        for merge in merges:
+            try:
+                ray.get(merge)
+            except Exception as e:  # noqa: BLE001 - reported after the cleanup
+                failures.append(e)
+        committed = False
         try:
-            merges = [
-                _merge_shard.remote(
-                    str(self._path / s.path),
-                    str(self._path / existing.shards[i].path) if existing else None,
-                    self._table,
-                    schema,
-                    self._primary_key,
-                    s.lower,
-                    s.upper,
-                    staged,
-                    self._options,
-                )
-                for i, s in enumerate(new_shards)
-            ]
-            ray.get(merges)
-            new_map = sharded.ShardMap(version, self._table, self._primary_key, new_shards)
+            if failures:
+                raise failures[0]
             sharded.write_map(self._path, new_map)
-        except BaseException:
-            for s in new_shards:
-                shutil.rmtree(self._path / s.path, ignore_errors=True)
-            raise
+            committed = True
         finally:
-            shutil.rmtree(self._staging, ignore_errors=True)
+            if not committed and _map_names(self._path, new_map):
+                # The map was replaced before an error (its directory sync).
+                committed = True
+            if not committed:
+                for s in new_shards:
+                    shutil.rmtree(self._path / s.path, ignore_errors=True)
         if existing is not None:
             for s in existing.shards:
                 shutil.rmtree(self._path / s.path, ignore_errors=True)

@@ -22,9 +22,12 @@ bytes, Python's own order).
 from __future__ import annotations
 
 import bisect
+import contextlib
+import fcntl
 import json
 import os
 import pathlib
+import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -143,8 +146,11 @@ def read_map(path: str | os.PathLike[str]) -> ShardMap:
 def write_map(path: str | os.PathLike[str], m: ShardMap) -> None:
     """Replaces the shard map of the store at ``path`` atomically and durably."""
     _check(m, "the new shard map")
+    for s in m.shards:
+        _encode_key(s.lower)
+        _encode_key(s.upper)
     directory = pathlib.Path(path)
-    tmp = directory / (SHARD_MAP + ".tmp")
+    tmp = directory / f"{SHARD_MAP}.{uuid.uuid4().hex}.tmp"
     with open(tmp, "w") as f:
         f.write(m.to_json())
         f.flush()
@@ -153,6 +159,25 @@ def write_map(path: str | os.PathLike[str], m: ShardMap) -> None:
     fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+WRITE_LOCK = "write.lock"
+
+
+@contextlib.contextmanager
+def write_lock(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Holds the store's write lock (an exclusive ``flock`` on
+    ``write.lock``): one commit of a new version at a time. Raises
+    ``BusyError`` at once when another holds it."""
+    fd = os.open(pathlib.Path(path) / WRITE_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise basalt.BusyError(f"{path}: another write is committing a new version") from None
+        yield
     finally:
         os.close(fd)
 
@@ -210,8 +235,12 @@ class ShardedDatabase:
         self.close()
 
     def close(self) -> None:
-        """Closes every shard opened."""
+        """Closes every shard opened; writable ones are flushed first, so
+        that their WALs hold nothing and a read-only open (a reader, a Ray
+        write's checkpoint of the shard) finds every row in SSTs."""
         for db in self._open.values():
+            if not self.read_only:
+                db.flush()
             db.close()
         self._open.clear()
 
@@ -236,9 +265,8 @@ class ShardedDatabase:
         return row
 
     def put(self, data: Any) -> int:
-        """Upserts rows (anything ``Table.write`` takes that converts to a
-        ``pyarrow.Table``: a dict of columns, a table, batches); each goes to
-        the shard holding its key. Returns the rows written."""
+        """Upserts rows (a ``pyarrow.Table`` or a dict of columns); each goes
+        to the shard holding its key. Returns the rows written."""
         rows = data if isinstance(data, pa.Table) else pa.table(data)
         keys = _row_keys(rows, self.map.primary_key)
         by_shard: dict[int, list[int]] = {}

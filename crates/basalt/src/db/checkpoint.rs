@@ -16,7 +16,10 @@ impl DbInner {
     /// the file system allows, copies elsewhere), a MANIFEST holding the
     /// version of that moment, an empty WAL and `CURRENT`, written last:
     /// a checkpoint cut short by a crash has no `CURRENT` and is refused
-    /// by `Db::open` (never opened half made); delete it and retry. A
+    /// by `Db::open` (never opened half made) once it holds a file; one cut
+    /// before its first file is an empty directory, which `Db::open` with
+    /// `create_if_missing` would make a new, empty database. Delete it
+    /// and retry. A
     /// read-only database checkpoints too (nothing in its own directory is
     /// written) when its WALs held no writes.
     pub(crate) fn checkpoint(&self, dir: &Path) -> Result<()> {
@@ -76,9 +79,10 @@ impl DbInner {
         drop(current);
         self.fs.rename(&tmp, &dir.join(files::CURRENT))?;
         self.fs.sync_dir(dir)?;
-        if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-            self.fs.sync_dir(parent)?;
-        }
+        // The checkpoint's own entry: in its parent (the current directory
+        // for a relative one-part path).
+        let parent = dir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        self.fs.sync_dir(parent)?;
         drop(version);
         Ok(())
     }

@@ -514,6 +514,11 @@ impl DbInner {
     /// failed WAL sync, writes stop: nothing acknowledged later can be
     /// lost to an edit the caller was told failed.
     pub(crate) fn log_and_apply(&self, versions: &mut VersionSet, edit: VersionEdit) -> Result<Arc<Version>> {
+        if self.read_only {
+            // Nothing a read-only open does logs an edit; a path that
+            // would must not reach the MANIFEST (or rewrite CURRENT).
+            return Err(Error::ReadOnly(format!("{} was opened read-only", self.dir.display())));
+        }
         versions.log_and_apply(edit).map_err(|e| self.set_bg_error(e))
     }
 }
