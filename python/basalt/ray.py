@@ -170,7 +170,7 @@ def _map_names(path: pathlib.Path, m: sharded.ShardMap) -> bool:
 def _sample_keys(data: pa.Table, primary_key: Sequence[str]) -> list[Any]:
     """One key in ``SAMPLE_EVERY`` rows of ``data``."""
     picked = data.select(list(primary_key)).take(pa.array(range(0, data.num_rows, SAMPLE_EVERY), pa.int64()))
-    return sharded._row_keys(picked, primary_key)
+    return sharded.row_keys(picked, primary_key)
 
 
 def _chain_first(first: pa.Table, rest: Iterator[pa.Table]) -> Iterator[pa.Table]:

@@ -268,7 +268,7 @@ class ShardedDatabase:
         """Upserts rows (a ``pyarrow.Table`` or a dict of columns); each goes
         to the shard holding its key. Returns the rows written."""
         rows = data if isinstance(data, pa.Table) else pa.table(data)
-        keys = _row_keys(rows, self.map.primary_key)
+        keys = row_keys(rows, self.map.primary_key)
         by_shard: dict[int, list[int]] = {}
         for i, key in enumerate(keys):
             by_shard.setdefault(self.map.shard_of(key), []).append(i)
@@ -291,7 +291,9 @@ class ShardedDatabase:
         return pa.RecordBatchReader.from_batches(first.schema, batches())
 
 
-def _row_keys(rows: pa.Table, primary_key: Sequence[str]) -> list[Any]:
+def row_keys(rows: pa.Table, primary_key: Sequence[str]) -> list[Any]:
+    """The primary key of each row of ``rows``: a value per row for a
+    one-column key, a tuple otherwise (the shard map's key form)."""
     columns: list[list[Any]] = [rows.column(c).to_pylist() for c in primary_key]
     if len(columns) == 1:
         return columns[0]

@@ -180,39 +180,27 @@ fn check_files_present(
     let manifest = vs.recovered_manifest().map(Path::to_path_buf).unwrap_or_default();
     let present: std::collections::HashSet<&str> = names.iter().map(String::as_str).collect();
     let version = vs.current_version();
-    for tree in version.trees.values() {
-        for (_, file) in tree.all_files() {
-            let name = files::sst(file.number);
-            if !present.contains(name.as_str()) {
-                return Err(Error::corruption(&manifest, 0, format!("names SST {name}, which is missing")));
-            }
-            // A shorter file read through a memory map would raise SIGBUS
-            // at the first access past its end instead of an error (see
-            // `io/mmap.rs`); each reader checks the rest of its MANIFEST
-            // entry when it opens.
-            let path = dir.join(&name);
-            let size = fs.open(&path)?.len();
-            if size != file.size {
-                return Err(Error::corruption(
-                    &path,
-                    0,
-                    format!("SST of {size} bytes, the MANIFEST says {}", file.size),
-                ));
-            }
-        }
-    }
-    for blob in version.blobs.values() {
-        let name = files::blob(blob.number);
+    let ssts = version
+        .trees
+        .values()
+        .flat_map(crate::version::TreeVersion::all_files)
+        .map(|(_, f)| ("SST", files::sst(f.number), f.size));
+    let blobs = version.blobs.values().map(|b| ("blob file", files::blob(b.number), b.size));
+    for (what, name, recorded) in ssts.chain(blobs) {
         if !present.contains(name.as_str()) {
-            return Err(Error::corruption(&manifest, 0, format!("names blob file {name}, which is missing")));
+            return Err(Error::corruption(&manifest, 0, format!("names {what} {name}, which is missing")));
         }
+        // A shorter file read through a memory map would raise SIGBUS at
+        // the first access past its end instead of an error (see
+        // `io/mmap.rs`), and a blob read would read short; each SST reader
+        // checks the rest of its MANIFEST entry when it opens.
         let path = dir.join(&name);
         let size = fs.open(&path)?.len();
-        if size != blob.size {
+        if size != recorded {
             return Err(Error::corruption(
                 &path,
                 0,
-                format!("blob file of {size} bytes, the MANIFEST says {}", blob.size),
+                format!("{what} of {size} bytes, the MANIFEST says {recorded}"),
             ));
         }
     }
