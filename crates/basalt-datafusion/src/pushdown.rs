@@ -57,6 +57,15 @@ pub(crate) fn predicates_of(schema: &Schema, expr: &Expr) -> Option<Vec<Predicat
                 predicate(schema, &c.name, CmpOp::LtEq, hi)?,
             ])
         }
+        // A boolean column as a filter: `bo` is `bo = true`, `NOT bo` is
+        // `bo = false` (both drop nulls, as SQL's WHERE does). DataFusion's
+        // simplifier turns `bo = false` (from `bo IN (false)`) into `NOT bo`
+        // after the provider accepted it.
+        Expr::Column(c) => Some(vec![boolean_is(schema, &c.name, true)?]),
+        Expr::Not(inner) => {
+            let Expr::Column(c) = inner.as_ref() else { return None };
+            Some(vec![boolean_is(schema, &c.name, false)?])
+        }
         Expr::IsNull(inner) | Expr::IsNotNull(inner) => {
             let Expr::Column(c) = inner.as_ref() else { return None };
             let field = schema.field_with_name(&c.name).ok()?;
@@ -77,6 +86,14 @@ fn predicate(schema: &Schema, column: &str, op: CmpOp, literal: &ScalarValue) ->
     let value = exact_cast(literal, field.data_type())?;
     let p = Predicate::new(column.to_string(), op, value.to_array().ok()?);
     Filter::all(vec![p.clone()]).check(schema).ok().map(|()| p)
+}
+
+/// `column = value` for a boolean column; `None` for a column of another type.
+fn boolean_is(schema: &Schema, column: &str, value: bool) -> Option<Predicate> {
+    let field = schema.field_with_name(column).ok()?;
+    (field.data_type() == &DataType::Boolean)
+        .then(|| predicate(schema, column, CmpOp::Eq, &ScalarValue::Boolean(Some(value))))
+        .flatten()
 }
 
 /// `v` as a value of `to`, when the cast loses nothing (casting back gives

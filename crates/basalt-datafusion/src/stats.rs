@@ -28,12 +28,54 @@ fn statistics_of(estimate: &ColumnEstimate, data_type: &DataType) -> ColumnStati
     let bound = |v: &Option<OwnedKeyValue>| {
         v.as_ref().and_then(|v| scalar_of(v, data_type)).map_or(Precision::Absent, Precision::Inexact)
     };
+    let (min_value, max_value) = if bounds_survive_casts(estimate, data_type) {
+        (bound(&estimate.min), bound(&estimate.max))
+    } else {
+        (Precision::Absent, Precision::Absent)
+    };
     ColumnStatistics {
         null_count: estimate.null_count.map_or(Precision::Absent, |n| Precision::Inexact(n as usize)),
-        min_value: bound(&estimate.min),
-        max_value: bound(&estimate.max),
+        min_value,
+        max_value,
         ..ColumnStatistics::new_unknown()
     }
+}
+
+/// Largest integer magnitude every float type holds exactly (2^24, the
+/// width of an `f32` mantissa).
+const INTEGER_EXACT_IN_FLOATS_MAX: i128 = 1 << 24;
+
+/// Whether DataFusion may be given the column's bounds. DataFusion 55
+/// narrows a filter's interval back through a cast as if the cast could
+/// be undone: over a lossy one (`CAST(x AS DOUBLE)` of a large BIGINT, a
+/// DOUBLE cast to INT, a timestamp to a date, a string to a number) it
+/// concludes from the bounds that the column is constant where it is not,
+/// and drops the ORDER BY on it (apache/datafusion#25523, fixed upstream by
+/// #25531 after 55.2; Parquet's statistics give the same wrong order).
+/// Until a DataFusion with that fix is used here, only bounds no such
+/// cast can blur are handed over: booleans, and integers (dates) whose
+/// bounds every float type holds exactly. Nothing else reads them: the
+/// engine prunes by its own zone maps.
+fn bounds_survive_casts(estimate: &ColumnEstimate, data_type: &DataType) -> bool {
+    if !(data_type.is_integer() || matches!(data_type, DataType::Boolean | DataType::Date32)) {
+        return false;
+    }
+    let exact = |v: &Option<OwnedKeyValue>| match v {
+        None
+        | Some(
+            OwnedKeyValue::Bool(_)
+            | OwnedKeyValue::I8(_)
+            | OwnedKeyValue::U8(_)
+            | OwnedKeyValue::I16(_)
+            | OwnedKeyValue::U16(_),
+        ) => true,
+        Some(OwnedKeyValue::I32(v)) => i128::from(*v).abs() <= INTEGER_EXACT_IN_FLOATS_MAX,
+        Some(OwnedKeyValue::U32(v)) => i128::from(*v) <= INTEGER_EXACT_IN_FLOATS_MAX,
+        Some(OwnedKeyValue::I64(v)) => i128::from(*v).abs() <= INTEGER_EXACT_IN_FLOATS_MAX,
+        Some(OwnedKeyValue::U64(v)) => i128::from(*v) <= INTEGER_EXACT_IN_FLOATS_MAX,
+        Some(_) => false,
+    };
+    exact(&estimate.min) && exact(&estimate.max)
 }
 
 /// `value` (a key codec value: dates and timestamps as integers) as a

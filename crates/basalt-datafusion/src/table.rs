@@ -9,11 +9,16 @@ use async_trait::async_trait;
 use basalt::{Db, Table};
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::stats::Precision;
-use datafusion::common::{Constraint, Constraints, Result, Statistics, not_impl_err};
+use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode};
+use datafusion::common::{
+    Column, Constraint, Constraints, DFSchema, DataFusionError, Result, Statistics, not_impl_err,
+};
 use datafusion::datasource::sink::DataSinkExec;
 use datafusion::logical_expr::dml::InsertOp;
+use datafusion::logical_expr::utils::conjunction;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::filter::FilterExecBuilder;
 
 use crate::error::to_df;
 use crate::exec::{BasaltScanExec, ScanSpec};
@@ -86,6 +91,52 @@ impl BasaltTable {
         };
         BasaltScanExec::try_new(spec, parts)
     }
+
+    /// A scan whose filters include some the engine cannot evaluate,
+    /// although they were accepted as exact: DataFusion's optimizer may
+    /// rewrite a filter after [`TableProvider::supports_filters_pushdown`]
+    /// accepted it (`bo = false` into `NOT bo`, say), and nothing above
+    /// the scan would evaluate it then. Those are evaluated here, in a
+    /// filter over the scan, never dropped; the scan reads the columns they
+    /// need and the filter projects them away again.
+    fn scan_filtered(
+        &self,
+        state: &dyn Session,
+        partitions: usize,
+        projection: Option<&Vec<usize>>,
+        exact: &[Expr],
+        rewritten: Vec<Expr>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let wanted: Vec<usize> =
+            projection.cloned().unwrap_or_else(|| (0..self.schema.fields().len()).collect());
+        let mut read = wanted.clone();
+        for filter in &rewritten {
+            for column in filter.column_refs() {
+                let i = self.schema.index_of(&column.name)?;
+                if !read.contains(&i) {
+                    read.push(i);
+                }
+            }
+        }
+        // No limit: rows the filter drops would count against it.
+        let scan = Arc::new(self.scan_plan(partitions, Some(&read), exact, None)?);
+        let schema = DFSchema::try_from(scan.schema().as_ref().clone())?;
+        let unqualified = rewritten.into_iter().map(|f| {
+            f.transform(|e| {
+                Ok(match e {
+                    Expr::Column(c) => Transformed::yes(Expr::Column(Column::new_unqualified(c.name))),
+                    other => Transformed::no(other),
+                })
+            })
+            .data()
+        });
+        let predicate = conjunction(unqualified.collect::<Result<Vec<_>>>()?)
+            .ok_or_else(|| DataFusionError::Internal("no filter to evaluate".into()))?;
+        let predicate = state.create_physical_expr(predicate, &schema)?;
+        let filter =
+            FilterExecBuilder::new(predicate, scan).apply_projection(Some((0..wanted.len()).collect()))?;
+        Ok(Arc::new(filter.build()?))
+    }
 }
 
 #[async_trait]
@@ -110,7 +161,12 @@ impl TableProvider for BasaltTable {
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let partitions = state.config().target_partitions();
-        Ok(Arc::new(self.scan_plan(partitions, projection, filters, limit)?))
+        let (exact, rewritten): (Vec<Expr>, Vec<Expr>) =
+            filters.iter().cloned().partition(|f| predicates_of(&self.schema, f).is_some());
+        if rewritten.is_empty() {
+            return Ok(Arc::new(self.scan_plan(partitions, projection, &exact, limit)?));
+        }
+        self.scan_filtered(state, partitions, projection, &exact, rewritten)
     }
 
     /// `Exact` for every filter the engine evaluates itself (comparisons of

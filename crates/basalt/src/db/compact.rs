@@ -46,7 +46,16 @@ fn compaction_loop(inner: &DbInner) {
         // Choose again under the compaction lock: a manual compaction may
         // have changed the version, and a task from an older version could
         // name files that are gone.
-        let _running = inner.jobs.compaction.lock();
+        // A compaction a caller runs may hold the lock for long: wait for
+        // it, but not past a close (which waits for this thread).
+        let _running = loop {
+            if let Some(running) = inner.jobs.compaction.try_lock_for(std::time::Duration::from_millis(20)) {
+                break running;
+            }
+            if inner.jobs.state.lock().shutting_down {
+                return;
+            }
+        };
         let version = inner.state.load().version.clone();
         let task = compaction::choose(&version, &inner.opts);
         // Not held through the compaction: a version kept alive here kept
@@ -56,12 +65,19 @@ fn compaction_loop(inner: &DbInner) {
         if let Some(task) = task
             && let Err(e) = inner.run_compaction(&task)
         {
-            inner.set_bg_error(e);
+            inner.job_failed(e);
         }
     }
 }
 
 impl DbInner {
+    /// The error a compaction ended with, returned; it stops writes
+    /// (`set_bg_error`: it may have failed an fsync) unless it is the
+    /// compaction stopping for a close.
+    pub(crate) fn job_failed(&self, e: Error) -> Error {
+        if matches!(e, Error::Closed(_)) && self.is_closed() { e } else { self.set_bg_error(e) }
+    }
+
     /// Waits until no memtable waits for flush and the policy has no
     /// compaction to run (with `auto_compaction`).
     pub(crate) fn wait_for_background_work(&self) -> Result<()> {
@@ -107,6 +123,7 @@ impl DbInner {
             (0..LEVELS).rev().find(|&l| !t.levels[l].is_empty()).unwrap_or(0)
         };
         for level in 0..LEVELS - 1 {
+            self.check_open()?;
             let version = self.state.load().version.clone();
             let Some(t) = version.tree(tree) else { break };
             let inputs: Vec<_> = if level == 0 {
@@ -123,7 +140,7 @@ impl DbInner {
                 let task = compaction::picker::task_for(tree, t, level, inputs);
                 // A failed compaction may have failed an fsync: as with
                 // background compactions, writes stop.
-                self.run_compaction(&task).map_err(|e| self.set_bg_error(e))?;
+                self.run_compaction(&task).map_err(|e| self.job_failed(e))?;
             }
         }
         Ok(())
@@ -256,6 +273,8 @@ impl DbInner {
                 });
                 if full && let Some(done) = current.take() {
                     outputs.push(super::flush::finish_sst(done)?.1);
+                    // A close does not wait for the rest.
+                    self.check_open()?;
                 }
                 if current.is_none() {
                     current = Some(self.start_sst(task.tree, layout.clone())?);

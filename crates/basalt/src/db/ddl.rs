@@ -160,7 +160,11 @@ impl DbInner {
     fn create_tree(&self, namespace: Namespace, name: &str, kind: TreeKindRecord) -> Result<TreeId> {
         check_name(namespace, name)?;
         self.check_writable()?;
-        self.with_exclusive_writer(|| self.log_create(namespace, name, kind))
+        self.with_exclusive_writer(|| {
+            // Again, owning the write path: a close may have come first.
+            self.check_writable()?;
+            self.log_create(namespace, name, kind)
+        })
     }
 
     /// Logs the creation of a tree and installs it; the caller owns the
@@ -209,16 +213,15 @@ impl DbInner {
     /// result and discards it (`compact.rs`).
     fn drop_tree(&self, namespace: Namespace, name: &str) -> Result<()> {
         let what = what(namespace);
-        let (id, _) = self
-            .find_tree(namespace, name)
-            .ok_or_else(|| Error::InvalidArgument(format!("no {what} {name}")))?;
-        if id == DEFAULT_TREE {
-            return Err(Error::InvalidArgument(format!(
-                "the default keyspace cannot be dropped ({what} {name})"
-            )));
-        }
-        self.check_writable()?;
-        self.with_exclusive_writer(|| {
+        self.drop_trees(|| {
+            let (id, _) = self
+                .find_tree(namespace, name)
+                .ok_or_else(|| Error::InvalidArgument(format!("no {what} {name}")))?;
+            if id == DEFAULT_TREE {
+                return Err(Error::InvalidArgument(format!(
+                    "the default keyspace cannot be dropped ({what} {name})"
+                )));
+            }
             let mut open = self.open_trees.lock();
             if open.get(&id).is_some_and(|w| w.strong_count() > 0) {
                 return Err(Error::Busy(format!(
@@ -231,19 +234,28 @@ impl DbInner {
             let catalog = self.state.load().version.catalog.clone();
             let mut ids: Vec<TreeId> = catalog.indexes_of(id).map(|(index, _, _)| index).collect();
             ids.push(id);
+            Ok(ids)
+        })
+    }
+
+    /// Drops the trees `choose` names. It looks them up while this owns
+    /// the write path, so that of two drops of one name the second finds
+    /// nothing and fails with its own error (a lookup before would let
+    /// both pass, and the second would log the drop of a tree that no
+    /// longer exists).
+    pub(super) fn drop_trees(&self, choose: impl FnOnce() -> Result<Vec<TreeId>>) -> Result<()> {
+        self.check_writable()?;
+        self.with_exclusive_writer(|| {
+            self.check_writable()?;
+            let ids = choose()?;
+            if ids.is_empty() {
+                return Ok(());
+            }
             self.log_drop(&ids)
         })?;
         // The drop is durable: files left behind by a failed deletion are
         // garbage that a later collection (or the next open) removes, not
         // a reason to tell the caller the drop failed.
-        let _ = self.delete_obsolete_files(false);
-        Ok(())
-    }
-
-    /// Drops trees (an index, or an index that could not be built).
-    pub(super) fn drop_trees(&self, ids: &[TreeId]) -> Result<()> {
-        self.check_writable()?;
-        self.with_exclusive_writer(|| self.log_drop(ids))?;
         let _ = self.delete_obsolete_files(false);
         Ok(())
     }

@@ -291,13 +291,17 @@ impl DbInner {
         // flush and compaction also hold while moving a file from pending to
         // live, so no file is seen in neither set.
         let names = self.fs.list(&self.dir)?;
-        let (live, pending, log_number) = {
+        let (live, pending, log_number, numbered_below) = {
             let mut versions = self.versions.lock();
             let live: HashSet<u64> = versions.live_files();
-            (live, self.files.in_use.lock().clone(), versions.log_number())
+            (live, self.files.in_use.lock().clone(), versions.log_number(), versions.next_file_number())
         };
         for name in names {
             let obsolete = match files::parse(&name) {
+                // A number this handle never handed out is not its file: a
+                // handle that opened the directory after this one closed
+                // made it (`lifecycle.rs`).
+                Some(FileKind::Sst(n) | FileKind::Blob(n) | FileKind::Wal(n)) if n >= numbered_below => false,
                 Some(FileKind::Sst(n) | FileKind::Blob(n)) => !live.contains(&n) && !pending.contains(&n),
                 Some(FileKind::Wal(n)) => n < log_number,
                 // At run time the version set removes the MANIFEST it replaces

@@ -11,6 +11,7 @@ mod index;
 mod ingest;
 mod iter;
 mod keyspace;
+mod lifecycle;
 mod open;
 mod partition;
 mod read;
@@ -47,11 +48,11 @@ pub use table::{Table, TableOptions};
 use crate::codec::internal::SeqNo;
 use crate::error::{Error, Result};
 use crate::ids::DEFAULT_TREE;
-use crate::io::{FileLock, Fs};
+use crate::io::Fs;
 use crate::log::writer::LogWriter;
 use crate::memtable::Memtable;
 use crate::options::{Options, WriteOptions};
-use crate::version::{Version, VersionEdit, VersionSet};
+use crate::version::{EditFailure, Version, VersionEdit, VersionSet};
 use crate::wal::batch::WriteBatch;
 use counters::Counters;
 use sst_readers::SstReaders;
@@ -206,15 +207,15 @@ pub(crate) struct FileCleanup {
 pub(crate) struct DbInner {
     pub dir: PathBuf,
     pub opts: Options,
+    /// The file system, fenced: it refuses every change once the
+    /// database let its directory go (`lifecycle`).
     pub fs: Arc<dyn Fs>,
-    /// The directory lock, released when the database closes, even while
-    /// handles (tables, snapshots, iterators) still hold this state.
-    lock: Mutex<Option<Box<dyn FileLock>>>,
     /// Unique among the databases this process opened.
     pub id: u64,
-    /// Set once by `Db::close` or drop: every later call through a handle
-    /// that outlived the `Db` gets `Error::Closed`.
-    pub closed: std::sync::atomic::AtomicBool,
+    /// Open, closed, released: every call through a handle that outlived
+    /// the `Db` gets `Error::Closed`, and nothing is written after the
+    /// directory lock is given up.
+    pub lifecycle: lifecycle::Lifecycle,
     /// Opened by `Db::open_read_only`: nothing is written, no thread runs.
     pub read_only: bool,
     /// The catalog and SSTs of every tree, and the MANIFEST that logs them.
@@ -462,8 +463,9 @@ impl Db {
     }
 
     /// Marks the database closed once no group commit runs (so none starts
-    /// after it), syncing the WAL first if asked, then stops the background
-    /// threads and releases the directory lock.
+    /// after it), syncing the WAL first if asked, stops the background
+    /// threads, logs the file numbers handed out, then releases the
+    /// directory (`lifecycle.rs`).
     fn shut_down(&self, sync: bool) -> Result<()> {
         let inner = &self.inner;
         let synced = inner.with_exclusive_writer(|| {
@@ -473,7 +475,7 @@ impl Db {
             } else {
                 Ok(())
             };
-            inner.closed.store(true, std::sync::atomic::Ordering::Release);
+            inner.lifecycle.close();
             synced
         });
         {
@@ -486,8 +488,23 @@ impl Db {
             // making progress, and there is nothing left to clean up.
             let _ = handle.join();
         }
-        inner.lock.lock().take();
-        synced
+        let mut versions = inner.versions.lock();
+        if inner.lifecycle.is_released() {
+            return synced;
+        }
+        // A compaction or index build running on a caller's thread may
+        // hold file numbers it has not created yet: the next owner of the
+        // directory must start above them. Without a writable MANIFEST
+        // (an earlier failure, a read-only open) there is nothing to log.
+        let writable = inner.jobs.state.lock().error.is_none();
+        let logged = if writable && !inner.read_only {
+            versions.log_file_numbers().map_err(|e| inner.set_bg_error(e.into()))
+        } else {
+            Ok(())
+        };
+        inner.lifecycle.release();
+        drop(versions);
+        synced.and(logged)
     }
 }
 
@@ -500,25 +517,35 @@ impl Drop for Db {
 impl DbInner {
     /// Whether the `Db` was closed or dropped.
     pub(crate) fn is_closed(&self) -> bool {
-        self.closed.load(std::sync::atomic::Ordering::Acquire)
+        self.lifecycle.is_closed()
     }
 
     /// [`Error::Closed`] once the `Db` was closed or dropped.
     pub(crate) fn check_open(&self) -> Result<()> {
-        if self.is_closed() { Err(Error::Closed("the database is closed".into())) } else { Ok(()) }
+        self.lifecycle.check_open()
     }
 
     /// Logs `edit` to the MANIFEST and applies it. A failed MANIFEST write
     /// leaves the file's durable contents unknown (a failed fsync may have
     /// kept the edit's bytes, which recovery would replay), so, as after a
     /// failed WAL sync, writes stop: nothing acknowledged later can be
-    /// lost to an edit the caller was told failed.
+    /// lost to an edit the caller was told failed. An edit refused before
+    /// anything was written (it does not apply to the current version)
+    /// only fails its caller. Once the directory is released, every edit
+    /// is refused: the MANIFEST may be another handle's by then.
     pub(crate) fn log_and_apply(&self, versions: &mut VersionSet, edit: VersionEdit) -> Result<Arc<Version>> {
         if self.read_only {
             // Nothing a read-only open does logs an edit; a path that
             // would must not reach the MANIFEST (or rewrite CURRENT).
             return Err(Error::ReadOnly(format!("{} was opened read-only", self.dir.display())));
         }
-        versions.log_and_apply(edit).map_err(|e| self.set_bg_error(e))
+        if self.lifecycle.is_released() {
+            return Err(Error::Closed("the database is closed: its MANIFEST is no longer written".into()));
+        }
+        match versions.log_and_apply(edit) {
+            Ok(version) => Ok(version),
+            Err(EditFailure::Refused(e)) => Err(e),
+            Err(EditFailure::Unwritten(e)) => Err(self.set_bg_error(e)),
+        }
     }
 }

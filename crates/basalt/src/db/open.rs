@@ -27,8 +27,10 @@ use crate::wal::batch;
 /// running when this returns.
 pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<DbInner> {
     validate_options(&opts)?;
-    let fs = opts.fs.clone();
-    let (exists, lock) = prepare_and_lock(fs.as_ref(), dir, &opts, read_only)?;
+    let (exists, lock) = prepare_and_lock(opts.fs.as_ref(), dir, &opts, read_only)?;
+    // Everything but the lock goes through the fence (`lifecycle.rs`).
+    let fence = crate::io::Fence::default();
+    let fs: Arc<dyn crate::io::Fs> = Arc::new(crate::io::FencedFs::new(opts.fs.clone(), fence.clone()));
     let names = fs.list(dir)?;
     let max_seen = names
         .iter()
@@ -66,9 +68,8 @@ pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<DbInner
     let inner = DbInner {
         dir: dir.to_path_buf(),
         fs: fs.clone(),
-        lock: Mutex::new(lock),
         id: next_db_id(),
-        closed: std::sync::atomic::AtomicBool::new(false),
+        lifecycle: super::lifecycle::Lifecycle::new(fence, lock),
         read_only,
         versions: Mutex::new(versions),
         state: SuperVersionCell::new(SuperVersion {
@@ -95,13 +96,13 @@ pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<DbInner
             collecting: Mutex::new(()),
         },
         sst_readers: Arc::new(SstReaders::new(
-            fs,
+            fs.clone(),
             dir.to_path_buf(),
             opts.mmap_reads,
             opts.max_open_files,
             Arc::new(BlockCache::new(opts.block_cache_bytes)),
         )),
-        blob_files: Arc::new(crate::blob::BlobFiles::new(opts.fs.clone(), dir.to_path_buf())),
+        blob_files: Arc::new(crate::blob::BlobFiles::new(fs.clone(), dir.to_path_buf())),
         row_cache: (opts.row_cache_bytes > 0)
             .then(|| crate::db::row_cache::RowCache::new(opts.row_cache_bytes)),
         snapshots: Mutex::new(std::collections::BTreeMap::new()),

@@ -14,7 +14,7 @@ use bytes::Bytes;
 
 use super::cursor::{KeyRange, TreeCursor};
 use super::{Snapshot, SuperVersion, Table};
-use crate::codec::internal::{Kind, SeqNo, unpack_trailer};
+use crate::codec::internal::{Kind, SeqNo, pack_trailer, unpack_trailer};
 use crate::codec::key::{KeyValue, prefix_successor};
 use crate::error::{Error, Result};
 use crate::row::decode::{ColumnBuilder, builders_for, decode_row};
@@ -82,12 +82,16 @@ enum Found {
     Bytes(Bytes),
     /// Row `.1` of a block whose Arrow arrays were checked.
     Block(Arc<Block>, usize),
+    /// A key-value entry whose value the SST at `.1` keeps in a blob file
+    /// (pointer `.0`): read once the entry is known to be the newest.
+    Blob(Bytes, std::path::PathBuf),
 }
 
 /// An iterator of record batches over a table.
 pub struct TableScan {
     table: Table,
-    _pin: Arc<SuperVersion>,
+    /// Keeps the memtables and SSTs read alive; its version resolves blob pointers.
+    pinned: Arc<SuperVersion>,
     layout: Arc<TableLayout>,
     cursor: TreeCursor,
     seqno: SeqNo,
@@ -175,7 +179,7 @@ impl Table {
         };
         Ok(TableScan {
             table: self.clone(),
-            _pin: sv,
+            pinned: sv,
             builders: builders_for(&layout),
             layout,
             cursor,
@@ -392,6 +396,11 @@ impl TableScan {
         let newest = self.cursor.take_versions(key, self.seqno, |_, s| match (s.mem_value(), s.sst()) {
             (Some(row), _) => Ok(Found::Bytes(row.clone())),
             (None, Some(c)) => match c.current() {
+                Some((block, i))
+                    if unpack_trailer(block.trailer(i)).is_some_and(|(_, k)| k == Kind::Blob) =>
+                {
+                    Ok(Found::Blob(block.value_bytes(i), c.reader().path().to_path_buf()))
+                }
                 // Checked here, where the block's file is known.
                 Some((block, i)) => block
                     .arrays(layout)
@@ -401,12 +410,25 @@ impl TableScan {
             },
             (None, None) => Ok(Found::Bytes(Bytes::new())),
         })?;
-        newest.map(|(trailer, found)| found.map(|f| (trailer, f))).transpose()
+        let Some((trailer, found)) = newest else { return Ok(None) };
+        match found? {
+            // Only keyspaces keep values in blob files: the value is the
+            // face's whole stored row.
+            Found::Blob(pointer, sst) => {
+                let blobs = &self.table.inner().blob_files;
+                let value = super::read::read_blob(blobs, &self.pinned.version, &pointer, &sst)?;
+                Ok(Some((pack_trailer(trailer >> 8, Kind::Put), Found::Bytes(value))))
+            }
+            found => Ok(Some((trailer, found))),
+        }
     }
 
     fn push_row(&mut self, key: &[u8], found: Found) -> Result<()> {
         match found {
             Found::Bytes(row) => decode_row(&self.layout, Some(&row), &mut self.builders)?,
+            Found::Blob(..) => {
+                return Err(Error::InvalidArgument("a scan met an unread blob pointer (a bug)".into()));
+            }
             Found::Block(block, i) => {
                 let arrays = block.arrays(&self.layout).map_err(|e| block.corruption(e))?;
                 for &c in self.layout.stored() {

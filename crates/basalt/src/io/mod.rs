@@ -3,6 +3,7 @@
 
 #[cfg(any(test, feature = "testing"))]
 mod faults;
+mod fence;
 mod fs;
 #[cfg(any(test, feature = "testing"))]
 mod mem;
@@ -11,6 +12,7 @@ mod real;
 
 #[cfg(any(test, feature = "testing"))]
 pub use faults::{Fault, FaultError, OpKind};
+pub(crate) use fence::{Fence, FencedFs};
 pub use fs::{FileLock, Fs, RandomAccessFile, WritableFile};
 #[cfg(any(test, feature = "testing"))]
 pub use mem::{CrashMode, MemFs};

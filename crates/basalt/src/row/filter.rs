@@ -101,15 +101,42 @@ impl Filter {
     }
 }
 
+/// `array` with every -0.0 made 0.0 (float arrays holding one; any other
+/// array as it is). Arrow's comparison kernels order floats totally, where
+/// -0.0 < 0.0; SQL, IEEE 754 and DataFusion (which normalizes the same
+/// way before the same kernels) hold them equal. NaN is left alone: both
+/// orders put it above every number and equal to itself.
+fn zeros_unsigned(array: &ArrayRef) -> ArrayRef {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Float32Type, Float64Type};
+    match array.data_type() {
+        arrow_schema::DataType::Float32 => {
+            let a = array.as_primitive::<Float32Type>();
+            if a.values().iter().any(|v| v.to_bits() == (-0.0_f32).to_bits()) {
+                return Arc::new(a.unary::<_, Float32Type>(|v| if v == 0.0 { 0.0 } else { v }));
+            }
+        }
+        arrow_schema::DataType::Float64 => {
+            let a = array.as_primitive::<Float64Type>();
+            if a.values().iter().any(|v| v.to_bits() == (-0.0_f64).to_bits()) {
+                return Arc::new(a.unary::<_, Float64Type>(|v| if v == 0.0 { 0.0 } else { v }));
+            }
+        }
+        _ => {}
+    }
+    Arc::clone(array)
+}
+
 fn predicate_mask(col: &ArrayRef, p: &Predicate) -> Result<BooleanArray> {
     use arrow_ord::cmp;
+    let col = &zeros_unsigned(col);
     // The literal is read only by comparisons (`IS NULL` ignores it,
     // whatever it holds); `Scalar::new` panics on a length other than one,
     // which `Filter::check` refuses first and this refuses again, so
     // `evaluate` is safe on its own.
     let lit = || {
         if p.literal.len() == 1 {
-            Ok(Scalar::new(Arc::clone(&p.literal)))
+            Ok(Scalar::new(zeros_unsigned(&p.literal)))
         } else {
             Err(Error::InvalidArgument(format!("filter on {} needs one literal value", p.column)))
         }

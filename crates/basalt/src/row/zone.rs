@@ -300,17 +300,45 @@ fn predicate_may_match(
         // or values too long to record (anything may match).
         return (zone.null_count as usize) < rows;
     };
-    let Some(lit) = literal_key(&p.literal, layout.columns()[col].width) else { return true };
+    let Some((lo, hi)) = literal_keys(&p.literal, layout.columns()[col].width) else { return true };
     let (min, max) = (min.as_slice(), max.as_slice());
-    let lit = lit.as_slice();
+    let (lo, hi) = (lo.as_slice(), hi.as_slice());
+    // The values equal to the literal, as SQL compares, are the zone keys
+    // from `lo` to `hi`: one key, or -0.0 and 0.0 for a float zero.
     match p.op {
-        CmpOp::Eq => min <= lit && lit <= max,
-        CmpOp::NotEq => !(min == lit && max == lit),
-        CmpOp::Lt => min < lit,
-        CmpOp::LtEq => min <= lit,
-        CmpOp::Gt => max > lit,
-        CmpOp::GtEq => max >= lit,
+        CmpOp::Eq => min <= hi && lo <= max,
+        CmpOp::NotEq => !(lo <= min && max <= hi),
+        CmpOp::Lt => min < lo,
+        CmpOp::LtEq => min <= hi,
+        CmpOp::Gt => max > hi,
+        CmpOp::GtEq => max >= lo,
         CmpOp::IsNull | CmpOp::IsNotNull => true,
+    }
+}
+
+/// The smallest and largest zone keys of the values SQL holds equal to
+/// `literal`: its own key twice, but -0.0 and 0.0 for a float zero (the
+/// zones order floats totally, where -0.0 sorts just below 0.0).
+fn literal_keys(literal: &ArrayRef, width: Width) -> Option<(Vec<u8>, Vec<u8>)> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Float32Type, Float64Type};
+    if literal.len() != 1 || literal.is_null(0) {
+        return None;
+    }
+    let zero: Option<(ArrayRef, ArrayRef)> = match literal.data_type() {
+        DataType::Float32 if literal.as_primitive::<Float32Type>().values().first() == Some(&0.0) => Some((
+            std::sync::Arc::new(arrow_array::Float32Array::from(vec![-0.0_f32])),
+            std::sync::Arc::new(arrow_array::Float32Array::from(vec![0.0_f32])),
+        )),
+        DataType::Float64 if literal.as_primitive::<Float64Type>().values().first() == Some(&0.0) => Some((
+            std::sync::Arc::new(arrow_array::Float64Array::from(vec![-0.0_f64])),
+            std::sync::Arc::new(arrow_array::Float64Array::from(vec![0.0_f64])),
+        )),
+        _ => None,
+    };
+    match zero {
+        Some((negative, positive)) => Some((literal_key(&negative, width)?, literal_key(&positive, width)?)),
+        None => literal_key(literal, width).map(|k| (k.clone(), k)),
     }
 }
 

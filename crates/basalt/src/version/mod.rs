@@ -8,5 +8,5 @@ pub mod set;
 pub mod version;
 
 pub use edit::{BlobFileMeta, FileMeta, VersionEdit};
-pub use set::VersionSet;
+pub use set::{EditFailure, VersionSet};
 pub use version::{LEVELS, TreeVersion, Version};

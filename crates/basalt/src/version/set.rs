@@ -36,8 +36,31 @@ pub struct VersionSet {
     /// The MANIFEST read by recovery, until a new one is written.
     manifest_path: Option<PathBuf>,
     next_file_number: u64,
+    /// The next file number as the MANIFEST last recorded it: numbers from
+    /// here to `next_file_number` were handed out but a reopen would not
+    /// know it ([`VersionSet::log_file_numbers`]).
+    next_file_number_logged: u64,
     log_number: u64,
     last_seqno: SeqNo,
+}
+
+/// Why [`VersionSet::log_and_apply`] installed nothing.
+#[derive(Debug)]
+pub enum EditFailure {
+    /// The edit does not apply to the current version; nothing was
+    /// written, and the MANIFEST is as it was.
+    Refused(Error),
+    /// Writing the MANIFEST failed: what of the edit is durable is
+    /// unknown (a failed fsync may have kept its bytes).
+    Unwritten(Error),
+}
+
+impl From<EditFailure> for Error {
+    fn from(failure: EditFailure) -> Error {
+        match failure {
+            EditFailure::Refused(e) | EditFailure::Unwritten(e) => e,
+        }
+    }
 }
 
 /// What recovery found in the MANIFEST.
@@ -73,6 +96,7 @@ impl VersionSet {
             manifest_number: 0,
             manifest_path: None,
             next_file_number: 1,
+            next_file_number_logged: 0,
             log_number: 0,
             last_seqno: 0,
         }
@@ -159,6 +183,7 @@ impl VersionSet {
         writer.append([edit.encode().as_slice()])?;
         writer.sync()?;
         self.set_current(number)?;
+        self.next_file_number_logged = self.next_file_number;
         let old = std::mem::replace(&mut self.manifest_number, number);
         self.manifest = Some(writer);
         if old != 0 {
@@ -186,11 +211,28 @@ impl VersionSet {
         n
     }
 
+    /// The number the next [`VersionSet::new_file_number`] hands out: no
+    /// file of this set's has a number at or above it.
+    pub fn next_file_number(&self) -> u64 {
+        self.next_file_number
+    }
+
+    /// Logs the next file number if numbers were handed out since the
+    /// MANIFEST last recorded it, so that whoever opens the database next
+    /// starts above every number this set gave out — including those of
+    /// files not yet created, which a directory listing would not show.
+    pub fn log_file_numbers(&mut self) -> std::result::Result<(), EditFailure> {
+        if self.next_file_number_logged >= self.next_file_number {
+            return Ok(());
+        }
+        self.log_and_apply(VersionEdit::default()).map(drop)
+    }
+
     /// Logs `edit` durably to the MANIFEST, then installs the version it
     /// produces. On error nothing is installed.
-    pub fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<Arc<Version>> {
+    pub fn log_and_apply(&mut self, mut edit: VersionEdit) -> std::result::Result<Arc<Version>, EditFailure> {
         let manifest_path = self.dir.join(files::manifest(self.manifest_number));
-        let next = self.current.apply(&edit, &manifest_path, 0)?;
+        let next = self.current.apply(&edit, &manifest_path, 0).map_err(EditFailure::Refused)?;
         edit.next_file_number = Some(self.next_file_number);
         let too_big = self.manifest.as_ref().is_none_or(|m| m.len() > MANIFEST_BYTES_MAX);
         let saved = (self.current.clone(), self.log_number, self.last_seqno);
@@ -200,8 +242,9 @@ impl VersionSet {
         if let Err(e) = written {
             self.manifest = None;
             (self.current, self.log_number, self.last_seqno) = saved;
-            return Err(e);
+            return Err(EditFailure::Unwritten(e));
         }
+        self.next_file_number_logged = self.next_file_number_logged.max(edit.next_file_number.unwrap_or(0));
         Ok(self.current())
     }
 

@@ -58,6 +58,7 @@ pub(super) fn create(table: &Table, name: &str, columns: &[&str], opts: &IndexOp
         include: include.clone(),
     };
     let (index, snapshot) = inner.with_exclusive_writer(|| -> Result<(TreeId, Snapshot)> {
+        inner.check_writable()?;
         if inner.state.load().version.tree(table.tree()).is_none() {
             return Err(Error::InvalidArgument(format!("table {} was dropped", table.name())));
         }
@@ -69,6 +70,7 @@ pub(super) fn create(table: &Table, name: &str, columns: &[&str], opts: &IndexOp
     })?;
     let built = backfill(table, index, name, opts.unique, &layout, &snapshot).and_then(|()| {
         inner.with_exclusive_writer(|| {
+            inner.check_writable()?;
             // The backfill's entries were logged unsynced: they must be
             // durable before the MANIFEST says the index is whole, or a
             // power loss would leave a built index missing them.
@@ -98,10 +100,10 @@ pub(super) fn create(table: &Table, name: &str, columns: &[&str], opts: &IndexOp
     if let Err(e) = built {
         // Nothing of the index may stay; if even the drop fails, the next
         // open drops the building index.
-        let still_there = inner.state.load().version.tree(index).is_some();
-        if still_there {
-            let _ = inner.drop_trees(&[index]);
-        }
+        let _ = inner.drop_trees(|| {
+            let still_there = inner.state.load().version.tree(index).is_some();
+            Ok(if still_there { vec![index] } else { Vec::new() })
+        });
         return Err(e);
     }
     Ok(())
@@ -187,6 +189,9 @@ fn write_step(
         }
         let mut batch = WriteBatch::new();
         for entry in &fresh {
+            // The limits upkeep holds every entry to: an index that took
+            // an entry over them would refuse every later write of its row.
+            inner.check_index_entry(&tree.name, entry)?;
             batch.put_raw(index, &entry.key, &entry.value);
         }
         inner.commit_owned(batch)

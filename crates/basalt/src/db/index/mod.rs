@@ -93,11 +93,16 @@ impl Table {
     /// Drops index `name` and its entries.
     pub fn drop_index(&self, name: &str) -> Result<()> {
         let inner = self.inner();
-        inner.check_writable()?;
-        let catalog = inner.state.load().version.catalog.clone();
-        let (id, _) = self.find_index(&catalog, name)?;
-        inner.drop_trees(&[id])?;
-        inner.indexes.ready.lock().remove(&id);
+        let mut dropped = None;
+        inner.drop_trees(|| {
+            let catalog = inner.state.load().version.catalog.clone();
+            let (id, _) = self.find_index(&catalog, name)?;
+            dropped = Some(id);
+            Ok(vec![id])
+        })?;
+        if let Some(id) = dropped {
+            inner.indexes.ready.lock().remove(&id);
+        }
         Ok(())
     }
 

@@ -66,6 +66,27 @@ impl GroupOverlay {
 }
 
 impl DbInner {
+    /// Refuses an entry of index `name` over the limits every write is
+    /// held to (`key_bytes_max`, `value_bytes_max`): upkeep and the
+    /// backfill of `create_index` both check here.
+    pub(crate) fn check_index_entry(&self, name: &str, entry: &IndexEntry) -> Result<()> {
+        if entry.key.len() > self.opts.key_bytes_max {
+            return Err(Error::InvalidArgument(format!(
+                "an entry of index {name} takes {} bytes, over key_bytes_max ({})",
+                entry.key.len(),
+                self.opts.key_bytes_max
+            )));
+        }
+        if entry.value.len() > self.opts.value_bytes_max {
+            return Err(Error::InvalidArgument(format!(
+                "an entry of index {name} holds {} bytes of included columns, over value_bytes_max ({})",
+                entry.value.len(),
+                self.opts.value_bytes_max
+            )));
+        }
+        Ok(())
+    }
+
     /// Adds to `batch` the index changes of its table writes, reading old
     /// rows in `sv` at `seqno` under `group`'s earlier writes; on success
     /// `group` takes in this batch's writes. A unique violation (or an
@@ -125,14 +146,7 @@ impl DbInner {
                         ops.push(IndexOp::Delete { index, key: o.key });
                     }
                     if let Some(n) = new_entry {
-                        if n.key.len() > self.opts.key_bytes_max {
-                            return Err(Error::InvalidArgument(format!(
-                                "an entry of index {} takes {} bytes, over key_bytes_max ({})",
-                                tree.name,
-                                n.key.len(),
-                                self.opts.key_bytes_max
-                            )));
-                        }
+                        self.check_index_entry(&tree.name, &n)?;
                         entries.insert(n.key.clone(), true);
                         ops.push(IndexOp::Put { index, key: n.key.clone(), value: n.value.clone() });
                         if def.unique && !n.has_null {

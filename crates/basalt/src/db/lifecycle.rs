@@ -1,0 +1,67 @@
+//! Whether the database is open, and when it lets its directory go.
+//!
+//! A database is open, then closed (by `Db::close` or drop: no new call
+//! starts, every later call through a handle gets [`Error::Closed`]),
+//! then released (the directory lock is given up; another handle may own
+//! the directory from then on). Between the two, the close waits for the
+//! write path and the background threads. Work a caller runs on its own
+//! thread (a compaction, an index build, a bulk load, a checkpoint) is not
+//! waited for — it may be blocked anywhere, even in the file system — so
+//! it is stopped instead: it checks [`Lifecycle::check_open`] between
+//! steps, every MANIFEST edit is refused once released (`DbInner::
+//! log_and_apply`), and the file system refuses every change behind the
+//! fence ([`crate::io::FencedFs`]). Such work fails with `Closed` and
+//! changes nothing in the directory after the lock is released.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use parking_lot::Mutex;
+
+use crate::error::{Error, Result};
+use crate::io::{Fence, FileLock};
+
+/// The lifecycle of one open database.
+pub(crate) struct Lifecycle {
+    closed: AtomicBool,
+    /// Raised by [`Lifecycle::release`]; the database's file system is
+    /// fenced by it.
+    fence: Fence,
+    /// The directory lock (none for a read-only open).
+    lock: Mutex<Option<Box<dyn FileLock>>>,
+}
+
+impl Lifecycle {
+    pub(crate) fn new(fence: Fence, lock: Option<Box<dyn FileLock>>) -> Lifecycle {
+        Lifecycle { closed: AtomicBool::new(false), fence, lock: Mutex::new(lock) }
+    }
+
+    /// Whether the `Db` was closed or dropped.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// [`Error::Closed`] once the `Db` was closed or dropped.
+    pub(crate) fn check_open(&self) -> Result<()> {
+        if self.is_closed() { Err(Error::Closed("the database is closed".into())) } else { Ok(()) }
+    }
+
+    /// No call starts from now on. The caller owns the write path, so no
+    /// group commit is under way.
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+    }
+
+    /// Whether the directory was let go: nothing may be written there.
+    pub(crate) fn is_released(&self) -> bool {
+        self.fence.is_raised()
+    }
+
+    /// Raises the fence, then gives up the directory lock. The caller
+    /// holds the versions lock, so no MANIFEST edit is half logged, and
+    /// the set logged every file number it handed out.
+    pub(crate) fn release(&self) {
+        debug_assert!(self.is_closed(), "released before it was closed");
+        self.fence.raise();
+        self.lock.lock().take();
+    }
+}

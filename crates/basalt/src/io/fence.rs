@@ -1,0 +1,156 @@
+//! A file system that stops changing anything once its database is closed.
+//!
+//! A closed database releases its directory lock, and another handle (or
+//! process) may open the directory at once. Work of the closed handle
+//! still in flight at that moment — a compaction run on a caller's
+//! thread, an index build, a checkpoint — must not create, rename or
+//! delete a file there: it would act on the new owner's files with the
+//! old owner's idea of what is live. The database raises the fence just
+//! before it releases the lock; from then on every call that would change
+//! the directory fails with [`Error::Closed`]. Reads go on (they change
+//! nothing, and handles may still read what they hold).
+//!
+//! A `create` already inside the wrapped file system when the fence rises
+//! cannot be stopped; it is undone (the file removed) as soon as it
+//! returns. Its file number was handed out before the close logged the
+//! next file number, so no later owner uses that name.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::{FileLock, Fs, RandomAccessFile, WritableFile};
+use crate::error::{Error, Result};
+
+/// Raised once, when the database that owns the fenced file system lets
+/// its directory go.
+#[derive(Debug, Clone, Default)]
+pub struct Fence(Arc<AtomicBool>);
+
+impl Fence {
+    /// From now on the fenced file system changes nothing.
+    pub fn raise(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_raised(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+
+    fn check(&self, what: &str, path: &Path) -> Result<()> {
+        if self.is_raised() {
+            return Err(Error::Closed(format!(
+                "the database is closed: refused to {what} {}",
+                path.display()
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// `inner`, refusing every change once `fence` is raised.
+#[derive(Debug)]
+pub struct FencedFs {
+    inner: Arc<dyn Fs>,
+    fence: Fence,
+}
+
+impl FencedFs {
+    pub fn new(inner: Arc<dyn Fs>, fence: Fence) -> FencedFs {
+        FencedFs { inner, fence }
+    }
+}
+
+impl Fs for FencedFs {
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.fence.check("create", path)?;
+        let file = self.inner.create(path)?;
+        if self.fence.is_raised() {
+            // The fence rose while the file was being created: undo it.
+            drop(file);
+            let _ = self.inner.remove(path);
+            return Err(Error::Closed(format!(
+                "the database closed while {} was being created",
+                path.display()
+            )));
+        }
+        Ok(file)
+    }
+
+    fn open(&self, path: &Path) -> Result<Box<dyn RandomAccessFile>> {
+        self.inner.open(path)
+    }
+
+    fn read_all(&self, path: &Path) -> Result<Vec<u8>> {
+        self.inner.read_all(path)
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        self.fence.check("rename", from)?;
+        self.inner.rename(from, to)
+    }
+
+    fn remove(&self, path: &Path) -> Result<()> {
+        self.fence.check("remove", path)?;
+        self.inner.remove(path)
+    }
+
+    fn link(&self, from: &Path, to: &Path) -> Result<()> {
+        self.fence.check("link", to)?;
+        self.inner.link(from, to)
+    }
+
+    fn list(&self, dir: &Path) -> Result<Vec<String>> {
+        self.inner.list(dir)
+    }
+
+    fn exists(&self, path: &Path) -> Result<bool> {
+        self.inner.exists(path)
+    }
+
+    fn is_dir(&self, path: &Path) -> Result<bool> {
+        self.inner.is_dir(path)
+    }
+
+    fn create_dir_all(&self, path: &Path) -> Result<()> {
+        self.fence.check("create the directory", path)?;
+        self.inner.create_dir_all(path)
+    }
+
+    fn sync_dir(&self, path: &Path) -> Result<()> {
+        self.fence.check("sync", path)?;
+        self.inner.sync_dir(path)
+    }
+
+    fn lock(&self, path: &Path, dir: &Path) -> Result<Box<dyn FileLock>> {
+        self.fence.check("lock", path)?;
+        self.inner.lock(path, dir)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::MemFs;
+
+    #[test]
+    fn a_raised_fence_refuses_every_change_and_allows_reads() {
+        let mem: Arc<dyn Fs> = Arc::new(MemFs::new());
+        let fence = Fence::default();
+        let fs = FencedFs::new(mem.clone(), fence.clone());
+        let dir = Path::new("/d");
+        fs.create_dir_all(dir).expect("dir");
+        let mut f = fs.create(&dir.join("a")).expect("create");
+        f.append(b"x").expect("append");
+        f.sync().expect("sync");
+        fence.raise();
+        assert!(matches!(fs.create(&dir.join("b")), Err(Error::Closed(_))));
+        assert!(matches!(fs.remove(&dir.join("a")), Err(Error::Closed(_))));
+        assert!(matches!(fs.rename(&dir.join("a"), &dir.join("c")), Err(Error::Closed(_))));
+        assert!(matches!(fs.link(&dir.join("a"), &dir.join("c")), Err(Error::Closed(_))));
+        assert!(matches!(fs.sync_dir(dir), Err(Error::Closed(_))));
+        assert!(matches!(fs.create_dir_all(&dir.join("e")), Err(Error::Closed(_))));
+        assert_eq!(fs.read_all(&dir.join("a")).expect("read"), b"x");
+        assert_eq!(fs.list(dir).expect("list"), vec!["a".to_string()]);
+    }
+}
