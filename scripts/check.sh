@@ -19,6 +19,9 @@ trap 'rc=$?; echo "== $stage_name took $((SECONDS - stage_started)) s; check.sh 
 
 stage "fmt"
 cargo fmt --all -- --check
+stage "feature drift"
+# maturin develop must reuse what cargo test builds (no second DataFusion).
+python3 scripts/feature_drift.py
 stage "clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 # The engine alone, without the testing and inspect features the workspace

@@ -88,7 +88,7 @@ async fn serve(db: Arc<Db>, args: &ServeArgs) -> Result<(), Box<dyn Error>> {
     // The pg_catalog tables psql's \dt and \d read, and drivers probe.
     setup_pg_catalog(&ctx, CATALOG, Arc::new(AuthManager::default()))?;
     let hooks: Vec<Arc<dyn QueryHook>> = vec![
-        Arc::new(TransactionStatementHook),
+        Arc::new(TransactionBlocks),
         Arc::new(CursorStatementHook),
         Arc::new(SetShowHook),
         Arc::new(BasaltStatements),
@@ -238,6 +238,63 @@ impl QueryHook for BasaltStatements {
         client: &mut dyn HookClient,
     ) -> Option<PgWireResult<Response>> {
         run_change(statement, ctx, client.transaction_status(), true).await
+    }
+}
+
+/// `BEGIN`, `COMMIT` and `ROLLBACK` answered as datafusion-postgres does
+/// (no transaction is kept: drivers send them on their own), with the
+/// block's state known to the next statement at once. pgwire records it
+/// only once the whole query string has run, so in `BEGIN; INSERT …;
+/// ROLLBACK` (one message from psql) the INSERT saw no block, ran and
+/// committed, and the ROLLBACK reported success.
+struct TransactionBlocks;
+
+impl TransactionBlocks {
+    fn enter_or_leave(client: &mut dyn HookClient, response: &PgWireResult<Response>) {
+        match response {
+            Ok(Response::TransactionStart(_)) => {
+                client.set_transaction_status(TransactionStatus::Transaction)
+            }
+            Ok(Response::TransactionEnd(_)) => client.set_transaction_status(TransactionStatus::Idle),
+            _ => {}
+        }
+    }
+}
+
+#[async_trait]
+impl QueryHook for TransactionBlocks {
+    async fn handle_simple_query(
+        &self,
+        statement: &Statement,
+        ctx: &SessionContext,
+        client: &mut dyn HookClient,
+    ) -> Option<PgWireResult<Response>> {
+        let response = TransactionStatementHook.handle_simple_query(statement, ctx, client).await?;
+        Self::enter_or_leave(client, &response);
+        Some(response)
+    }
+
+    async fn handle_extended_parse_query(
+        &self,
+        statement: &Statement,
+        ctx: &SessionContext,
+        client: &(dyn ClientInfo + Send + Sync),
+    ) -> Option<PgWireResult<LogicalPlan>> {
+        TransactionStatementHook.handle_extended_parse_query(statement, ctx, client).await
+    }
+
+    async fn handle_extended_query(
+        &self,
+        statement: &Statement,
+        plan: &LogicalPlan,
+        params: &ParamValues,
+        ctx: &SessionContext,
+        client: &mut dyn HookClient,
+    ) -> Option<PgWireResult<Response>> {
+        let response =
+            TransactionStatementHook.handle_extended_query(statement, plan, params, ctx, client).await?;
+        Self::enter_or_leave(client, &response);
+        Some(response)
     }
 }
 

@@ -270,6 +270,20 @@ fn psql_queries_and_changes_a_database() {
         ["BEGIN", "6", "ROLLBACK"]
     );
     assert_eq!(server.psql("SELECT count(*) FROM teams WHERE team = 'yaks'").ok(), ["0"]);
+    // The same block as one message (psql -c sends it so): pgwire learns of
+    // the BEGIN only after the whole message, and the INSERT used to run,
+    // commit, and be "rolled back" by a ROLLBACK that undid nothing.
+    let refused = server.psql("BEGIN; INSERT INTO teams VALUES ('yaks', 'Oslo', 1); ROLLBACK;").error();
+    assert!(refused.contains("BEGIN"), "{refused}");
+    assert_eq!(server.psql("SELECT count(*) FROM teams WHERE team = 'yaks'").ok(), ["0"]);
+    let refused = server.psql("BEGIN; INSERT INTO teams VALUES ('yaks', 'Oslo', 1); COMMIT;").error();
+    assert!(refused.contains("BEGIN"), "{refused}");
+    assert_eq!(server.psql("SELECT count(*) FROM teams WHERE team = 'yaks'").ok(), ["0"]);
+    let refused = server.psql_script("BEGIN;\nDELETE FROM teams;\nCOMMIT;\n").error();
+    assert!(refused.contains("BEGIN"), "{refused}");
+    // Reads in a block, and a block after a refused change, still work.
+    assert!(server.psql("BEGIN; SELECT count(*) FROM teams; COMMIT;").ok().contains(&"6".to_string()));
+    assert_eq!(server.psql("SELECT count(*) FROM teams").ok(), ["6"]);
 
     assert_eq!(server.psql("DROP INDEX by_city").ok(), ["DROP INDEX"]);
     assert!(server.stop().success(), "basalt serve should exit 0 on SIGTERM");

@@ -100,6 +100,11 @@ fn runs_here(statement: &Statement) -> bool {
         Statement::CreateIndex(_) | Statement::Delete(_) | Statement::Update(_) => true,
         Statement::Drop { object_type, .. } => *object_type == ObjectType::Index,
         Statement::CreateTable(create) => create.or_replace,
+        Statement::StartTransaction { .. }
+        | Statement::Commit { .. }
+        | Statement::Rollback { .. }
+        | Statement::Savepoint { .. }
+        | Statement::ReleaseSavepoint { .. } => true,
         _ => false,
     }
 }
@@ -117,6 +122,16 @@ async fn run_here(ctx: &SessionContext, statement: &Statement) -> Result<DataFra
         Statement::CreateTable(create) if create.or_replace => not_impl_err!(
             "CREATE OR REPLACE TABLE: DataFusion drops the old table before the new one's query runs, \
              which would lose it; DROP TABLE first"
+        ),
+        // Refused, not answered: a ROLLBACK that reported success would
+        // tell the caller its changes were undone when each had committed.
+        Statement::StartTransaction { .. }
+        | Statement::Commit { .. }
+        | Statement::Rollback { .. }
+        | Statement::Savepoint { .. }
+        | Statement::ReleaseSavepoint { .. } => not_impl_err!(
+            "{statement}: Basalt has no transactions spanning statements yet; each statement is atomic \
+             and commits on its own when it returns, so there is no block to begin, commit or roll back"
         ),
         Statement::Delete(delete) => dml::delete(ctx, &database(ctx)?, delete).await,
         Statement::Update(update) => dml::update(ctx, &database(ctx)?, update).await,

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use basalt::testing::MemFs;
-use basalt::{Db, Error, Options, TableOptions};
+use basalt::{Db, Error, Options, ScanOptions, TableOptions};
 use common::{Model, contents, rng, run_seeded};
 use rand::Rng;
 
@@ -302,5 +302,87 @@ fn random_overwrites_keep_the_contents_and_bound_the_garbage() {
         assert_eq!(stats.blob_files, files_with(&fs, "blob").len(), "seed {seed}: a blob file left on disk");
         basalt::inspect::verify_blob_files(&db).expect("blob files verify");
         assert_eq!(contents(&db), model, "seed {seed}");
+        assert_eq!(face_contents(&db, ScanOptions::default()), model, "seed {seed}: the table face");
     });
+}
+
+/// The default keyspace read through its table face (what SQL and Python
+/// scan).
+fn face_contents(db: &Db, opts: ScanOptions<'_>) -> Model {
+    use arrow_array::cast::AsArray;
+    let mut out = Model::new();
+    for batch in db.table("default").expect("face").scan(opts).expect("scan") {
+        let batch = batch.expect("batch");
+        let (keys, values) = (batch.column(0).as_binary::<i32>(), batch.column(1).as_binary::<i32>());
+        for i in 0..batch.num_rows() {
+            out.insert(keys.value(i).to_vec(), values.value(i).to_vec());
+        }
+    }
+    out
+}
+
+/// Values in blob files reach every read of the key-value table face:
+/// whole scans, key ranges, filters on the value, projections, snapshots,
+/// in memtables, after flushes, compactions and a reopen (the face used to
+/// skip them: outside_review_2.rs).
+#[test]
+fn the_table_face_reads_blob_values_through_every_path() {
+    use arrow_array::BinaryArray;
+    use basalt::{CmpOp, Filter, KeyValue, Predicate};
+    let fs = MemFs::new();
+    let mut db = Db::open(DB, options(&fs)).expect("open");
+    let mut model = Model::new();
+    for i in 0..300 {
+        let v = value(i, 0, if i % 3 == 0 { 20 } else { 150 + i });
+        db.put(format!("k{i:03}"), &v).expect("put");
+        model.insert(format!("k{i:03}").into_bytes(), v);
+    }
+    for state in ["memtable", "flushed", "overwritten", "compacted", "reopened"] {
+        match state {
+            "flushed" => db.flush().expect("flush"),
+            "overwritten" => {
+                for i in (0..300).step_by(7) {
+                    let v = value(i, 1, 400);
+                    db.put(format!("k{i:03}"), &v).expect("put");
+                    model.insert(format!("k{i:03}").into_bytes(), v);
+                }
+                db.flush().expect("flush");
+            }
+            "compacted" => db.compact_range::<&[u8]>(..).expect("compact"),
+            "reopened" => {
+                db.close().expect("close");
+                db = Db::open(DB, options(&fs)).expect("reopen");
+            }
+            _ => {}
+        }
+        if state != "memtable" {
+            assert!(!files_with(&fs, "blob").is_empty(), "{state}: values live in blob files");
+        }
+        assert_eq!(face_contents(&db, ScanOptions::default()), model, "{state}: whole face");
+        let bounds = (
+            std::ops::Bound::Included(vec![KeyValue::Bytes(b"k100")]),
+            std::ops::Bound::Excluded(vec![KeyValue::Bytes(b"k200")]),
+        );
+        let range: Model =
+            model.range(b"k100".to_vec()..b"k200".to_vec()).map(|(k, v)| (k.clone(), v.clone())).collect();
+        assert_eq!(face_contents(&db, ScanOptions::default().range(bounds)), range, "{state}: key range");
+        let long = model.values().find(|v| v.len() > 150).expect("a long value").clone();
+        let filter = Filter::all(vec![Predicate::new(
+            "value",
+            CmpOp::Eq,
+            Arc::new(BinaryArray::from(vec![long.as_slice()])),
+        )]);
+        let found = face_contents(&db, ScanOptions::default().filter(Some(filter)));
+        let want: Model =
+            model.iter().filter(|(_, v)| **v == long).map(|(k, v)| (k.clone(), v.clone())).collect();
+        assert_eq!(found, want, "{state}: a filter on the value");
+        let values_only: usize = db
+            .table("default")
+            .expect("face")
+            .scan(ScanOptions::default().projection(Some(vec!["value".into()])))
+            .expect("scan")
+            .map(|b| b.expect("batch").num_rows())
+            .sum();
+        assert_eq!(values_only, model.len(), "{state}: projection");
+    }
 }

@@ -10,7 +10,7 @@
 //! it is stopped instead: it checks [`Lifecycle::check_open`] between
 //! steps, every MANIFEST edit is refused once released (`DbInner::
 //! log_and_apply`), and the file system refuses every change behind the
-//! fence ([`crate::io::FencedFs`]). Such work fails with `Closed` and
+//! guard ([`crate::io::GuardedFs`]). Such work fails with `Closed` and
 //! changes nothing in the directory after the lock is released.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,21 +18,21 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
-use crate::io::{Fence, FileLock};
+use crate::io::{DirectoryRelease, FileLock};
 
 /// The lifecycle of one open database.
 pub(crate) struct Lifecycle {
     closed: AtomicBool,
-    /// Raised by [`Lifecycle::release`]; the database's file system is
-    /// fenced by it.
-    fence: Fence,
+    /// Marked by [`Lifecycle::release`]; the database's file system is
+    /// guarded by it.
+    released: DirectoryRelease,
     /// The directory lock (none for a read-only open).
     lock: Mutex<Option<Box<dyn FileLock>>>,
 }
 
 impl Lifecycle {
-    pub(crate) fn new(fence: Fence, lock: Option<Box<dyn FileLock>>) -> Lifecycle {
-        Lifecycle { closed: AtomicBool::new(false), fence, lock: Mutex::new(lock) }
+    pub(crate) fn new(released: DirectoryRelease, lock: Option<Box<dyn FileLock>>) -> Lifecycle {
+        Lifecycle { closed: AtomicBool::new(false), released, lock: Mutex::new(lock) }
     }
 
     /// Whether the `Db` was closed or dropped.
@@ -53,15 +53,15 @@ impl Lifecycle {
 
     /// Whether the directory was let go: nothing may be written there.
     pub(crate) fn is_released(&self) -> bool {
-        self.fence.is_raised()
+        self.released.is_marked()
     }
 
-    /// Raises the fence, then gives up the directory lock. The caller
+    /// Marks the release (the guarded file system changes nothing from then on), then gives up the directory lock. The caller
     /// holds the versions lock, so no MANIFEST edit is half logged, and
     /// the set logged every file number it handed out.
     pub(crate) fn release(&self) {
         debug_assert!(self.is_closed(), "released before it was closed");
-        self.fence.raise();
+        self.released.mark();
         self.lock.lock().take();
     }
 }

@@ -207,7 +207,7 @@ pub(crate) struct FileCleanup {
 pub(crate) struct DbInner {
     pub dir: PathBuf,
     pub opts: Options,
-    /// The file system, fenced: it refuses every change once the
+    /// The file system, guarded: it refuses every change once the
     /// database let its directory go (`lifecycle`).
     pub fs: Arc<dyn Fs>,
     /// Unique among the databases this process opened.

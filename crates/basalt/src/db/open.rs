@@ -28,9 +28,9 @@ use crate::wal::batch;
 pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<DbInner> {
     validate_options(&opts)?;
     let (exists, lock) = prepare_and_lock(opts.fs.as_ref(), dir, &opts, read_only)?;
-    // Everything but the lock goes through the fence (`lifecycle.rs`).
-    let fence = crate::io::Fence::default();
-    let fs: Arc<dyn crate::io::Fs> = Arc::new(crate::io::FencedFs::new(opts.fs.clone(), fence.clone()));
+    // Everything but the lock goes through the guard (`lifecycle.rs`).
+    let released = crate::io::DirectoryRelease::default();
+    let fs: Arc<dyn crate::io::Fs> = Arc::new(crate::io::GuardedFs::new(opts.fs.clone(), released.clone()));
     let names = fs.list(dir)?;
     let max_seen = names
         .iter()
@@ -69,7 +69,7 @@ pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<DbInner
         dir: dir.to_path_buf(),
         fs: fs.clone(),
         id: next_db_id(),
-        lifecycle: super::lifecycle::Lifecycle::new(fence, lock),
+        lifecycle: super::lifecycle::Lifecycle::new(released, lock),
         read_only,
         versions: Mutex::new(versions),
         state: SuperVersionCell::new(SuperVersion {

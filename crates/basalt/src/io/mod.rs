@@ -3,8 +3,8 @@
 
 #[cfg(any(test, feature = "testing"))]
 mod faults;
-mod fence;
 mod fs;
+mod guarded;
 #[cfg(any(test, feature = "testing"))]
 mod mem;
 mod mmap;
@@ -12,8 +12,8 @@ mod real;
 
 #[cfg(any(test, feature = "testing"))]
 pub use faults::{Fault, FaultError, OpKind};
-pub(crate) use fence::{Fence, FencedFs};
 pub use fs::{FileLock, Fs, RandomAccessFile, WritableFile};
+pub(crate) use guarded::{DirectoryRelease, GuardedFs};
 #[cfg(any(test, feature = "testing"))]
 pub use mem::{CrashMode, MemFs};
 pub use real::RealFs;

@@ -8,8 +8,10 @@
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::ops::Bound;
+use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, BooleanArray, Scalar};
+use arrow_schema::DataType;
 use basalt::CmpOp;
 
 use super::schema_gen::{Cell, TableSpec, array_of, batch_of, rows_of};
@@ -122,12 +124,30 @@ pub struct ScanPlan {
     pub batch_size: usize,
 }
 
-/// The rows Arrow's kernels select: nulls in a comparison result select
-/// nothing.
+/// `array` with its float zeros unsigned: SQL (and DataFusion, which does
+/// this before the same kernels) holds -0.0 equal to 0.0, where Arrow's
+/// kernels order floats totally.
+fn sql_zeros(array: ArrayRef) -> ArrayRef {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Float32Type, Float64Type};
+    match array.data_type() {
+        DataType::Float32 => Arc::new(
+            array.as_primitive::<Float32Type>().unary::<_, Float32Type>(|v| if v == 0.0 { 0.0 } else { v }),
+        ),
+        DataType::Float64 => Arc::new(
+            array.as_primitive::<Float64Type>().unary::<_, Float64Type>(|v| if v == 0.0 { 0.0 } else { v }),
+        ),
+        _ => array,
+    }
+}
+
+/// The rows SQL's comparison selects (Arrow's kernels, with -0.0 equal to
+/// 0.0): nulls in a comparison result select nothing.
 pub fn arrow_mask(column: &ArrayRef, p: &PredSpec) -> Vec<bool> {
     use arrow_ord::cmp;
     let n = column.len();
-    let literal = Scalar::new(array_of(column.data_type(), &[&p.literal]));
+    let column = &sql_zeros(column.clone());
+    let literal = Scalar::new(sql_zeros(array_of(column.data_type(), &[&p.literal])));
     let result = match p.op {
         CmpOp::IsNull => return (0..n).map(|i| column.is_null(i)).collect(),
         CmpOp::IsNotNull => return (0..n).map(|i| column.is_valid(i)).collect(),

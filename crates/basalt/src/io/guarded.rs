@@ -5,12 +5,12 @@
 //! still in flight at that moment — a compaction run on a caller's
 //! thread, an index build, a checkpoint — must not create, rename or
 //! delete a file there: it would act on the new owner's files with the
-//! old owner's idea of what is live. The database raises the fence just
+//! old owner's idea of what is live. The database marks the release just
 //! before it releases the lock; from then on every call that would change
 //! the directory fails with [`Error::Closed`]. Reads go on (they change
 //! nothing, and handles may still read what they hold).
 //!
-//! A `create` already inside the wrapped file system when the fence rises
+//! A `create` already inside the wrapped file system when the directory is released
 //! cannot be stopped; it is undone (the file removed) as soon as it
 //! returns. Its file number was handed out before the close logged the
 //! next file number, so no later owner uses that name.
@@ -22,23 +22,23 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use super::{FileLock, Fs, RandomAccessFile, WritableFile};
 use crate::error::{Error, Result};
 
-/// Raised once, when the database that owns the fenced file system lets
+/// Marked once, when the database that owns the guarded file system lets
 /// its directory go.
 #[derive(Debug, Clone, Default)]
-pub struct Fence(Arc<AtomicBool>);
+pub struct DirectoryRelease(Arc<AtomicBool>);
 
-impl Fence {
-    /// From now on the fenced file system changes nothing.
-    pub fn raise(&self) {
+impl DirectoryRelease {
+    /// From now on the guarded file system changes nothing.
+    pub fn mark(&self) {
         self.0.store(true, Ordering::SeqCst);
     }
 
-    pub fn is_raised(&self) -> bool {
+    pub fn is_marked(&self) -> bool {
         self.0.load(Ordering::SeqCst)
     }
 
     fn check(&self, what: &str, path: &Path) -> Result<()> {
-        if self.is_raised() {
+        if self.is_marked() {
             return Err(Error::Closed(format!(
                 "the database is closed: refused to {what} {}",
                 path.display()
@@ -48,25 +48,25 @@ impl Fence {
     }
 }
 
-/// `inner`, refusing every change once `fence` is raised.
+/// `inner`, refusing every change once `released` is marked.
 #[derive(Debug)]
-pub struct FencedFs {
+pub struct GuardedFs {
     inner: Arc<dyn Fs>,
-    fence: Fence,
+    released: DirectoryRelease,
 }
 
-impl FencedFs {
-    pub fn new(inner: Arc<dyn Fs>, fence: Fence) -> FencedFs {
-        FencedFs { inner, fence }
+impl GuardedFs {
+    pub fn new(inner: Arc<dyn Fs>, released: DirectoryRelease) -> GuardedFs {
+        GuardedFs { inner, released }
     }
 }
 
-impl Fs for FencedFs {
+impl Fs for GuardedFs {
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        self.fence.check("create", path)?;
+        self.released.check("create", path)?;
         let file = self.inner.create(path)?;
-        if self.fence.is_raised() {
-            // The fence rose while the file was being created: undo it.
+        if self.released.is_marked() {
+            // The directory was released while the file was being created: undo it.
             drop(file);
             let _ = self.inner.remove(path);
             return Err(Error::Closed(format!(
@@ -86,17 +86,17 @@ impl Fs for FencedFs {
     }
 
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
-        self.fence.check("rename", from)?;
+        self.released.check("rename", from)?;
         self.inner.rename(from, to)
     }
 
     fn remove(&self, path: &Path) -> Result<()> {
-        self.fence.check("remove", path)?;
+        self.released.check("remove", path)?;
         self.inner.remove(path)
     }
 
     fn link(&self, from: &Path, to: &Path) -> Result<()> {
-        self.fence.check("link", to)?;
+        self.released.check("link", to)?;
         self.inner.link(from, to)
     }
 
@@ -113,17 +113,17 @@ impl Fs for FencedFs {
     }
 
     fn create_dir_all(&self, path: &Path) -> Result<()> {
-        self.fence.check("create the directory", path)?;
+        self.released.check("create the directory", path)?;
         self.inner.create_dir_all(path)
     }
 
     fn sync_dir(&self, path: &Path) -> Result<()> {
-        self.fence.check("sync", path)?;
+        self.released.check("sync", path)?;
         self.inner.sync_dir(path)
     }
 
     fn lock(&self, path: &Path, dir: &Path) -> Result<Box<dyn FileLock>> {
-        self.fence.check("lock", path)?;
+        self.released.check("lock", path)?;
         self.inner.lock(path, dir)
     }
 }
@@ -134,16 +134,16 @@ mod tests {
     use crate::io::MemFs;
 
     #[test]
-    fn a_raised_fence_refuses_every_change_and_allows_reads() {
+    fn a_released_directory_refuses_every_change_and_allows_reads() {
         let mem: Arc<dyn Fs> = Arc::new(MemFs::new());
-        let fence = Fence::default();
-        let fs = FencedFs::new(mem.clone(), fence.clone());
+        let released = DirectoryRelease::default();
+        let fs = GuardedFs::new(mem.clone(), released.clone());
         let dir = Path::new("/d");
         fs.create_dir_all(dir).expect("dir");
         let mut f = fs.create(&dir.join("a")).expect("create");
         f.append(b"x").expect("append");
         f.sync().expect("sync");
-        fence.raise();
+        released.mark();
         assert!(matches!(fs.create(&dir.join("b")), Err(Error::Closed(_))));
         assert!(matches!(fs.remove(&dir.join("a")), Err(Error::Closed(_))));
         assert!(matches!(fs.rename(&dir.join("a"), &dir.join("c")), Err(Error::Closed(_))));
