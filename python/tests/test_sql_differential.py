@@ -110,8 +110,12 @@ class Predicates:
         """A literal for `column`, now and then of another type than the column's."""
         rng = self.rng
         kind = COLUMNS[column][0]
+        # No float literal against an integer column: DataFusion (as
+        # PostgreSQL) compares BIGINT and DOUBLE as doubles, where DuckDB
+        # does not round the integer; both are SQL. The explicit
+        # `CAST(i AS DOUBLE)` shape below compares doubles in both.
         if kind in ("BIGINT", "INTEGER") and rng.random() < 0.25:
-            return rng.choice(["9007199254740992.0", "0.5", "-1.0", "1e19", "2147483648.0"])
+            return rng.choice(["9007199254740992", "-1", "2147483648", "9223372036854775807"])
         if kind == "DOUBLE" and rng.random() < 0.2:
             return str(rng.choice([0, 1, -1, 9007199254740993]))
         if kind == "DATE" and rng.random() < 0.3:
@@ -131,11 +135,19 @@ class Predicates:
             left = column
             if kind in ("BIGINT", "INTEGER") and rng.random() < 0.2:
                 left = f"CAST({column} AS DOUBLE)"
+                return f"{left} {op} {rng.choice(['9007199254740992.0', '0.5', '-1.0', '1e19', '2147483648.0'])}"
             if rng.random() < 0.15:
                 return f"{self.literal(column)} {op} {left}"
             return f"{left} {op} {self.literal(column)}"
         if shape < 0.6:
+            # No float zero in IN lists: DataFusion 55 compares list members
+            # with float values by their bits (`0.0 IN (-0.0)` and `-0.0 IN
+            # (0.0)` are false; DuckDB and PostgreSQL say true). A known
+            # upstream wrong answer, open in docs/RELIABILITY.md: IN lists
+            # are evaluated by DataFusion, not pushed into the engine.
             items = [self.literal(column) for _ in range(rng.randint(1, 4))]
+            if kind in ("DOUBLE", "REAL"):
+                items = [i for i in items if i not in ("0.0", "-0.0", "0")] or ["1.5"]
             if rng.random() < 0.2:
                 items.append("NULL")
             negated = "NOT " if rng.random() < 0.4 else ""
@@ -201,7 +213,7 @@ class Oracles:
         self.fusion.register_record_batches("t", [batches])
 
     def duckdb(self, query: str) -> pa.Table:
-        return self.duck.execute(query).fetch_arrow_table()
+        return self.duck.execute(query).to_arrow_table()
 
     def datafusion(self, query: str) -> pa.Table:
         return self.fusion.sql(query).to_arrow_table()
@@ -326,7 +338,7 @@ def test_float_primary_key_matches_duckdb(tmp_path: Any, keys: list[float]) -> N
             for literal in literals:
                 for op in ["=", "<", "<=", ">", ">=", "<>"]:
                     query = f"SELECT v FROM u WHERE k {op} {literal} ORDER BY v"
-                    expected = duck.execute(query).fetch_arrow_table().column(0).to_pylist()
+                    expected = duck.execute(query).to_arrow_table().column(0).to_pylist()
                     got = db.sql(query).column(0).to_pylist()
                     assert got == expected, f"{query} (flushed: {flushed}): Basalt {got}, DuckDB {expected}"
             assert db.table("u").get((-0.0,)) is not None

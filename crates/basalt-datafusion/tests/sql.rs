@@ -300,11 +300,10 @@ mod pushdown {
                     Precision::Inexact(ScalarValue::Int64(Some(0))),
                     Precision::Inexact(ScalarValue::Int64(Some(99)))
                 ),
-                (
-                    Precision::Inexact(0),
-                    Precision::Inexact(ScalarValue::Utf8(Some("t0".into()))),
-                    Precision::Inexact(ScalarValue::Utf8(Some("t999".into())))
-                ),
+                // No bounds for strings: a lossy cast (string to number)
+                // would let DataFusion 55 think the column constant and drop
+                // an ORDER BY (stats.rs, apache/datafusion#25523).
+                (Precision::Inexact(0), Precision::Absent, Precision::Absent),
             ]
         );
 
@@ -319,10 +318,8 @@ mod pushdown {
         let planned =
             StatisticsContext::new().compute(scan.as_ref(), &StatisticsArgs::new()).expect("statistics");
         assert_eq!(planned.column_statistics.len(), 2, "{planned:?}");
-        assert_eq!(
-            planned.column_statistics[1].max_value,
-            Precision::Inexact(ScalarValue::Utf8(Some("t999".into())))
-        );
+        assert_eq!(planned.column_statistics[1].max_value, Precision::Absent);
+        assert_eq!(planned.column_statistics[1].null_count, Precision::Inexact(0));
         assert_eq!(planned.column_statistics[0].max_value, Precision::Inexact(ScalarValue::Int64(Some(99))));
 
         // A row in the memtable: its values are summarized nowhere.
@@ -335,10 +332,13 @@ mod pushdown {
         let stats = datafusion::catalog::TableProvider::statistics(&provider).expect("statistics");
         assert_eq!(stats.column_statistics[0].min_value, Precision::Inexact(ScalarValue::Int64(Some(-5))));
         assert_eq!(stats.column_statistics[1].null_count, Precision::Inexact(1));
-        assert_eq!(
-            stats.column_statistics[2].max_value,
-            Precision::Inexact(ScalarValue::Utf8(Some("zz".into())))
-        );
+        assert_eq!(stats.column_statistics[2].max_value, Precision::Absent);
+        // Integers past 2^24 (not exact in a REAL) keep no bounds either.
+        run(&ctx, "INSERT INTO kv VALUES (16777217, 1, 'big')").await;
+        db.flush().expect("flush");
+        let stats = datafusion::catalog::TableProvider::statistics(&provider).expect("statistics");
+        assert_eq!(stats.column_statistics[0].max_value, Precision::Absent);
+        assert_eq!(stats.column_statistics[0].min_value, Precision::Absent);
     }
 }
 
