@@ -251,13 +251,12 @@ struct TransactionBlocks;
 
 impl TransactionBlocks {
     fn enter_or_leave(client: &mut dyn HookClient, response: &PgWireResult<Response>) {
-        match response {
-            Ok(Response::TransactionStart(_)) => {
-                client.set_transaction_status(TransactionStatus::Transaction)
-            }
-            Ok(Response::TransactionEnd(_)) => client.set_transaction_status(TransactionStatus::Idle),
-            _ => {}
-        }
+        let status = match response {
+            Ok(Response::TransactionStart(_)) => TransactionStatus::Transaction,
+            Ok(Response::TransactionEnd(_)) => TransactionStatus::Idle,
+            _ => return,
+        };
+        client.set_transaction_status(status);
     }
 }
 

@@ -97,14 +97,16 @@ pub async fn sql_statement(ctx: &SessionContext, statement: Statement) -> Result
 /// Whether [`sql`] runs `statement` itself rather than DataFusion.
 fn runs_here(statement: &Statement) -> bool {
     match statement {
-        Statement::CreateIndex(_) | Statement::Delete(_) | Statement::Update(_) => true,
-        Statement::Drop { object_type, .. } => *object_type == ObjectType::Index,
-        Statement::CreateTable(create) => create.or_replace,
-        Statement::StartTransaction { .. }
+        Statement::CreateIndex(_)
+        | Statement::Delete(_)
+        | Statement::Update(_)
+        | Statement::StartTransaction { .. }
         | Statement::Commit { .. }
         | Statement::Rollback { .. }
         | Statement::Savepoint { .. }
         | Statement::ReleaseSavepoint { .. } => true,
+        Statement::Drop { object_type, .. } => *object_type == ObjectType::Index,
+        Statement::CreateTable(create) => create.or_replace,
         _ => false,
     }
 }

@@ -324,7 +324,7 @@ fn face_contents(db: &Db, opts: ScanOptions<'_>) -> Model {
 /// Values in blob files reach every read of the key-value table face:
 /// whole scans, key ranges, filters on the value, projections, snapshots,
 /// in memtables, after flushes, compactions and a reopen (the face used to
-/// skip them: outside_review_2.rs).
+/// skip them: `outside_review_2.rs`).
 #[test]
 fn the_table_face_reads_blob_values_through_every_path() {
     use arrow_array::BinaryArray;

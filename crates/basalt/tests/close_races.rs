@@ -217,6 +217,9 @@ fn every_operation_in_flight_at_close_finishes_or_is_closed_and_leaves_the_direc
     });
 }
 
+/// A DDL call of a race.
+type DdlCall = dyn Fn(&Db) -> Result<(), Error> + Send + Sync;
+
 /// Two threads run `a` and `b` at once, `rounds` times; `setup` runs
 /// before each round. Each result must be success or a typed refusal,
 /// and a write after the round must succeed.
@@ -232,7 +235,7 @@ fn race(
     for round in 0..rounds {
         setup(db);
         let barrier = Arc::new(Barrier::new(2));
-        let spawn = |f: Arc<dyn Fn(&Db) -> Result<(), Error> + Send + Sync>| {
+        let spawn = |f: Arc<DdlCall>| {
             let (db, barrier) = (db.clone(), barrier.clone());
             std::thread::spawn(move || {
                 barrier.wait();
