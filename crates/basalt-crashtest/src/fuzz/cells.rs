@@ -44,6 +44,19 @@ pub enum Cell {
     Bin(Vec<u8>),
 }
 
+impl Cell {
+    /// The value a SQL comparison sees: a float zero without its sign
+    /// (SQL, DataFusion and the engine's filters hold -0.0 equal to 0.0,
+    /// where Arrow's kernels order floats totally).
+    pub fn as_compared(&self) -> Cell {
+        match *self {
+            Cell::F32(b) if f32::from_bits(b) == 0.0 => Cell::F32(0),
+            Cell::F64(b) if f64::from_bits(b) == 0.0 => Cell::F64(0),
+            ref other => other.clone(),
+        }
+    }
+}
+
 impl fmt::Debug for Cell {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -370,17 +370,20 @@ fn describe(filter: &Filter) -> String {
     if parts.is_empty() { "none".into() } else { parts.join(" and ") }
 }
 
-/// The rows of `rows` a filter keeps, by Arrow's kernels (a null
-/// comparison keeps no row).
+/// The rows of `rows` a filter keeps, by Arrow's kernels over the values
+/// as SQL compares them (a null comparison keeps no row; -0.0 = 0.0).
 fn reference_filter(schema: &SchemaRef, rows: &[&[Cell]], filter: &Filter) -> Vec<Vec<Cell>> {
     use arrow_ord::cmp;
     let batch = batch_of(schema, rows);
+    let compared: Vec<Vec<Cell>> = rows.iter().map(|r| r.iter().map(Cell::as_compared).collect()).collect();
+    let compared = batch_of(schema, &compared.iter().map(Vec::as_slice).collect::<Vec<_>>());
     let mut keep = vec![true; rows.len()];
     for p in &filter.predicates {
-        let col = batch.column(schema.index_of(&p.column).expect("a valid filter names a column"));
+        let col = compared.column(schema.index_of(&p.column).expect("a valid filter names a column"));
+        let literal = cells_of(p.literal.as_ref()).iter().map(Cell::as_compared).collect::<Vec<_>>();
         // Made only for comparisons: IS NULL ignores its literal, which
         // may hold any number of values.
-        let lit = || Scalar::new(p.literal.clone());
+        let lit = || Scalar::new(array_of(p.literal.data_type(), &literal.iter().collect::<Vec<_>>()));
         let mask = match p.op {
             CmpOp::Eq => cmp::eq(col, &lit()),
             CmpOp::NotEq => cmp::neq(col, &lit()),
