@@ -380,26 +380,6 @@ impl TreeCursor {
         Ok(best)
     }
 
-    /// The current entry as the newest visible version of its key, and a
-    /// step past it, when one look settles that: going forward, the cursor
-    /// has one source, an SST block of puts of distinct keys none newer
-    /// than `seqno`, and the entry is not the block's last (whose older
-    /// versions may open the next block). `None` (nothing moved)
-    /// otherwise: the caller takes the general path,
-    /// [`TreeCursor::take_versions`].
-    pub(crate) fn next_plain(&mut self, seqno: SeqNo) -> Result<Option<(Bytes, Bytes)>> {
-        let [Source::Run(run)] = self.sources.as_mut_slice() else { return Ok(None) };
-        let Some(iter) = run.iter.as_mut().filter(|_| run.forward) else { return Ok(None) };
-        let Some((block, pos)) = iter.current() else { return Ok(None) };
-        if pos + 1 >= block.len() || block.plain_rows().is_none_or(|newest| newest > seqno) {
-            return Ok(None);
-        }
-        let entry = (block.key_bytes(pos), block.value_bytes(pos));
-        // Not the block's last entry: the step stays within the block.
-        iter.skip_in_block(1)?;
-        Ok(Some(entry))
-    }
-
     /// Moves every source past the versions of `key`.
     pub(crate) fn skip_key(&mut self, key: &[u8]) -> Result<()> {
         self.take_versions(key, 0, |_, _| ()).map(drop)

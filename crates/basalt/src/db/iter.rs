@@ -55,6 +55,10 @@ pub(crate) struct RangeReader {
     range: KeyRange,
     /// Where values kept in blob files are read from.
     blobs: (Arc<BlobFiles>, Arc<Version>),
+    /// A run being read: source `.0`'s next `.1` entries are each the
+    /// newest visible version of its key and in the range (see
+    /// [`RangeReader::run_ahead`]).
+    run: (usize, usize),
 }
 
 impl RangeReader {
@@ -73,55 +77,138 @@ impl RangeReader {
         let forward = direction == Direction::Forward;
         let cursor = TreeCursor::open(&inner.sst_readers, sv, tree, files, &range, forward)?;
         let blobs = (inner.blob_files.clone(), sv.version.clone());
-        Ok(RangeReader { cursor, forward, seqno, range, blobs })
+        Ok(RangeReader { cursor, forward, seqno, range, blobs, run: (0, 0) })
     }
 
     /// The next key and its value, or `None` at the end of the range.
     pub(crate) fn next_entry(&mut self) -> Result<Option<(Bytes, Bytes)>> {
-        let cursor = &mut self.cursor;
         loop {
-            if let Some((key, value)) = cursor.next_plain(self.seqno)? {
-                if past_end(&self.range, self.forward, &key) {
-                    return Ok(None);
-                }
-                if !at_excluded_start(&self.range, self.forward, &key) {
-                    return Ok(Some((key, value)));
-                }
-                continue;
+            let next = if self.run.1 == 0 { self.cursor.next_source() } else { Some(self.run.0) };
+            let Some(next) = next else { return Ok(None) };
+            if self.run.1 == 0 {
+                self.run = self.run_ahead(next);
             }
-            let Some(i) = cursor.next_source() else { break };
-            // Keys and values share the memtable's or the block's bytes:
-            // a step copies nothing.
-            let key = cursor.sources()[i].key_bytes();
-            if past_end(&self.range, self.forward, &key) {
-                return Ok(None);
+            if self.run.1 > 0 {
+                let i = self.run.0;
+                let (block, pos) = self.cursor.sources()[i].sst().and_then(|c| c.current()).expect("a run");
+                let entry = (block.key_bytes(pos), block.value_bytes(pos));
+                self.cursor.skip_in_block(i, 1)?;
+                self.run.1 -= 1;
+                return Ok(Some(entry));
             }
-            // A value in a blob file is read once its entry wins; its SST
-            // is kept for an error (a path only for such entries).
-            let newest = cursor.take_versions(&key, self.seqno, |_, s| {
-                let blob = s.key().is_some_and(|(_, t)| matches!(unpack_trailer(t), Some((_, Kind::Blob))));
-                let sst = blob.then(|| s.sst().map(|it| it.reader().path().to_path_buf())).flatten();
-                (s.value_bytes(), sst)
-            })?;
-            if at_excluded_start(&self.range, self.forward, &key) {
-                continue;
-            }
-            match newest {
-                Some((trailer, (value, _))) if matches!(unpack_trailer(trailer), Some((_, Kind::Put))) => {
-                    return Ok(Some((key, value)));
-                }
-                Some((trailer, (pointer, sst)))
-                    if matches!(unpack_trailer(trailer), Some((_, Kind::Blob))) =>
-                {
-                    let sst = sst.unwrap_or_default();
-                    let value = super::read::read_blob(&self.blobs.0, &self.blobs.1, &pointer, &sst)?;
-                    return Ok(Some((key, value)));
-                }
-                _ => {}
+            match self.step_one(next, true)? {
+                Step::End => return Ok(None),
+                Step::Entry(key, value) => return Ok(Some((key, value))),
+                Step::Nothing => {}
             }
         }
-        Ok(None)
     }
+
+    /// How many entries are left in the range (each key's newest visible
+    /// version, if a value), read a run at a time: where one SST block
+    /// holds a stretch of keys no other source has, every row a put
+    /// visible at the read's seqno, the stretch is counted by a binary
+    /// search, not entry by entry.
+    pub(crate) fn count_rest(&mut self) -> Result<u64> {
+        let mut n = 0u64;
+        loop {
+            let Some(next) = self.cursor.next_source() else { return Ok(n) };
+            self.run = self.run_ahead(next);
+            if self.run.1 > 0 {
+                let (i, len) = std::mem::take(&mut self.run);
+                self.cursor.skip_in_block(i, len)?;
+                n += len as u64;
+                continue;
+            }
+            match self.step_one(next, false)? {
+                Step::End => return Ok(n),
+                Step::Entry(..) => n += 1,
+                Step::Nothing => {}
+            }
+        }
+    }
+
+    /// A run at the cursor: `(source, length)` where the source whose
+    /// entry comes next is an SST whose current block holds, from its
+    /// position on, entries that are each the newest visible version of
+    /// their key, no other source holding a key that low, all in the
+    /// range; length 0 when there is none (the general path decides).
+    /// Going forward only. The block's last row is never part of a run:
+    /// older versions of its key may open the next block.
+    fn run_ahead(&self, i: usize) -> (usize, usize) {
+        if !self.forward {
+            return (0, 0);
+        }
+        let Some((block, start)) = self.cursor.sources()[i].sst().and_then(|c| c.current()) else {
+            return (0, 0);
+        };
+        if block.plain_rows().is_none_or(|newest| newest > self.seqno)
+            || at_excluded_start(&self.range, true, block.key(start))
+        {
+            return (0, 0);
+        }
+        let other = self.cursor.smallest_key_besides(i);
+        let inside = |k: &[u8]| other.is_none_or(|o| k < o) && !past_end(&self.range, true, k);
+        // Keys ascend in a block: the first row not inside ends the run.
+        let (mut lo, mut hi) = (start, block.len() - 1);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if inside(block.key(mid)) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        (i, lo - start)
+    }
+
+    /// One step of the general path from source `i` (the one whose entry
+    /// comes next): the next key's versions merged. A
+    /// value kept in a blob file is read only if `read_blobs` (a count
+    /// needs to know it is there, not what it is).
+    fn step_one(&mut self, i: usize, read_blobs: bool) -> Result<Step> {
+        let cursor = &mut self.cursor;
+        // Keys and values share the memtable's or the block's bytes:
+        // a step copies nothing.
+        let key = cursor.sources()[i].key_bytes();
+        if past_end(&self.range, self.forward, &key) {
+            return Ok(Step::End);
+        }
+        // A value in a blob file is read once its entry wins; its SST
+        // is kept for an error (a path only for such entries).
+        let newest = cursor.take_versions(&key, self.seqno, |_, s| {
+            let blob = s.key().is_some_and(|(_, t)| matches!(unpack_trailer(t), Some((_, Kind::Blob))));
+            let sst = blob.then(|| s.sst().map(|it| it.reader().path().to_path_buf())).flatten();
+            (s.value_bytes(), sst)
+        })?;
+        if at_excluded_start(&self.range, self.forward, &key) {
+            return Ok(Step::Nothing);
+        }
+        match newest {
+            Some((trailer, (value, _))) if matches!(unpack_trailer(trailer), Some((_, Kind::Put))) => {
+                Ok(Step::Entry(key, value))
+            }
+            Some((trailer, (pointer, sst))) if matches!(unpack_trailer(trailer), Some((_, Kind::Blob))) => {
+                if !read_blobs {
+                    return Ok(Step::Entry(key, Bytes::new()));
+                }
+                let sst = sst.unwrap_or_default();
+                let value = super::read::read_blob(&self.blobs.0, &self.blobs.1, &pointer, &sst)?;
+                Ok(Step::Entry(key, value))
+            }
+            _ => Ok(Step::Nothing),
+        }
+    }
+}
+
+/// What one step of the general path found.
+enum Step {
+    /// The range is over.
+    End,
+    /// The newest visible version of a key, a value.
+    Entry(Bytes, Bytes),
+    /// A key with no visible value (deleted, or only newer versions).
+    Nothing,
 }
 
 /// Iterator over `(key, value)` pairs of a range, at one seqno. It holds the

@@ -6,7 +6,6 @@ use std::sync::atomic::Ordering;
 
 use std::time::Instant;
 
-use arrow_array::ArrayRef;
 use bytes::Bytes;
 
 use super::{DbInner, SuperVersion};
@@ -16,8 +15,10 @@ use crate::blob::{BlobFiles, BlobPointer};
 use crate::codec::internal::{Kind, SeqNo, unpack_trailer};
 use crate::error::{Error, Result};
 use crate::ids::TreeId;
+use crate::row::decode::{ColumnBuilder, builders_for, decode_row};
 use crate::row::encode::RowEncoder;
-use crate::row::layout::TableLayout;
+use crate::row::layout::{ColumnSource, TableLayout};
+use crate::sst::block::Block;
 use crate::sst::filter::key_hash;
 use crate::sst::reader::LookupTrace;
 use crate::version::Version;
@@ -153,10 +154,7 @@ impl DbInner {
                     // A key-value block's value is the row bytes of the
                     // key-value layout; a table block's rows are its columns.
                     let value = match (layout, block.cached()) {
-                        (Some(layout), Some(cached)) if !cached.is_key_value() => {
-                            let arrays = cached.arrays(layout).map_err(|e| cached.corruption(e))?;
-                            Value::Columns(arrays, i)
-                        }
+                        (Some(_), Some(cached)) if !cached.is_key_value() => Value::TableRow(cached, i),
                         _ => Value::Borrowed(block.rows().value(i)),
                     };
                     if let Some(row_cache) = row_cache {
@@ -232,8 +230,8 @@ pub(crate) fn read_blob(
 pub(crate) enum Value<'a> {
     Shared(Bytes),
     Borrowed(&'a [u8]),
-    /// Row `.1` of a table block's columns.
-    Columns(&'a [ArrayRef], usize),
+    /// Row `.1` of a table block, read from its column buffers.
+    TableRow(&'a Block, usize),
 }
 
 impl Value<'_> {
@@ -243,7 +241,7 @@ impl Value<'_> {
         match self {
             Value::Shared(b) => b,
             Value::Borrowed(v) => Bytes::copy_from_slice(v),
-            Value::Columns(..) => Bytes::new(),
+            Value::TableRow(..) => Bytes::new(),
         }
     }
 
@@ -252,7 +250,7 @@ impl Value<'_> {
         match self {
             Value::Shared(b) => b,
             Value::Borrowed(v) => v,
-            Value::Columns(..) => &[],
+            Value::TableRow(..) => &[],
         }
     }
 
@@ -260,13 +258,41 @@ impl Value<'_> {
     /// in the row encoding the memtable holds.
     pub(crate) fn cached_bytes(&self, layout: Option<&TableLayout>) -> Result<Bytes> {
         match (self, layout) {
-            (Value::Columns(arrays, i), Some(layout)) => {
+            (Value::TableRow(block, i), Some(layout)) => {
+                let mut builders = builders_for(layout);
+                block.push_table_row(layout, *i, &mut builders).map_err(|e| block.corruption(e))?;
+                let arrays = builders.iter_mut().map(ColumnBuilder::finish).collect::<Result<Vec<_>>>()?;
                 let mut row = Vec::new();
-                RowEncoder::over_columns(layout, arrays)?.row(*i, &mut row);
+                RowEncoder::over_columns(layout, &arrays)?.row(0, &mut row);
                 Ok(Bytes::from(row))
             }
             _ => Ok(Bytes::copy_from_slice(self.as_slice())),
         }
+    }
+
+    /// Appends this value, a row of the table `layout` describes whose key
+    /// is `user_key`, to `builders` (one per schema column): the row's
+    /// values only, from row bytes or straight from a block's buffers.
+    pub(crate) fn push_row(
+        &self,
+        layout: &TableLayout,
+        user_key: &[u8],
+        builders: &mut [ColumnBuilder],
+    ) -> Result<()> {
+        let bytes = match self {
+            Value::TableRow(block, i) => {
+                return block.push_table_row(layout, *i, builders).map_err(|e| block.corruption(e));
+            }
+            Value::Shared(b) => b.as_ref(),
+            Value::Borrowed(b) => b,
+        };
+        decode_row(layout, Some(bytes), builders)?;
+        for c in layout.columns() {
+            if c.source == ColumnSource::Key {
+                builders[c.index].push(user_key);
+            }
+        }
+        Ok(())
     }
 }
 

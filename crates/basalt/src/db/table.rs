@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, RecordBatch};
+use arrow_array::{RecordBatch, UInt32Array};
 use arrow_schema::SchemaRef;
 
 use super::ddl::TreeShared;
@@ -16,8 +16,8 @@ use crate::error::{Error, Result};
 use crate::ids::TreeId;
 use crate::options::WriteOptions;
 use crate::row;
-use crate::row::decode::{ColumnBuilder, builders_for, decode_row};
-use crate::row::layout::{ColumnSource, TableLayout};
+use crate::row::decode::{ColumnBuilder, builders_for};
+use crate::row::layout::TableLayout;
 use crate::wal::batch::WriteBatch;
 
 /// Options of a table. Reserved: every table uses the database's SST and
@@ -217,23 +217,34 @@ impl Table {
     }
 
     /// The rows whose keys are in `keys` (a batch of the key columns), in the
-    /// order asked; keys not present are left out.
+    /// order asked; keys not present are left out (a key asked twice gives
+    /// its row twice). The rows are read in key order — neighbours share
+    /// blocks — into one set of column builders.
     pub fn get_many(&self, keys: &RecordBatch) -> Result<RecordBatch> {
         let layout = &self.shared.layout;
         layout.check_key_batch(keys)?;
         let encoded = row::encode_rows(layout, keys, true)?;
         let (seqno, sv) = self.inner.read_view(None);
-        let mut found = Vec::new();
-        for (k, _) in &encoded.rows {
-            if let Some(row) = self.row_at(k, seqno, &sv)? {
-                found.push(row);
+        let mut order: Vec<u32> = (0..encoded.rows.len() as u32).collect();
+        order.sort_by(|&a, &b| encoded.rows[a as usize].0.cmp(&encoded.rows[b as usize].0));
+        let mut builders = builders_for(layout);
+        // Where each asked key's row lands among the rows read, if found.
+        let mut position = vec![None; order.len()];
+        let mut found = 0u32;
+        for &k in &order {
+            if self.push_row_at(&encoded.rows[k as usize].0, seqno, &sv, &mut builders)? {
+                position[k as usize] = Some(found);
+                found += 1;
             }
         }
-        if found.is_empty() {
-            return Ok(RecordBatch::new_empty(self.schema()));
-        }
-        arrow_select::concat::concat_batches(&self.schema(), &found)
-            .map_err(|e| Error::InvalidArgument(format!("concatenating rows: {e}")))
+        let arrays = builders.iter_mut().map(ColumnBuilder::finish).collect::<Result<Vec<_>>>()?;
+        let take = UInt32Array::from_iter_values(position.into_iter().flatten());
+        let arrays = arrays
+            .iter()
+            .map(|a| arrow_select::take::take(a, &take, None))
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(|e| Error::InvalidArgument(format!("ordering rows: {e}")))?;
+        RecordBatch::try_new(self.schema(), arrays).map_err(|e| Error::InvalidArgument(format!("rows: {e}")))
     }
 
     /// Encodes the values of the first key columns (all of them when
@@ -274,38 +285,57 @@ impl Table {
     /// The newest visible version of `user_key` as a one-row batch,
     /// through the point-read path every tree shares (`read.rs`).
     fn row_at(&self, user_key: &[u8], seqno: SeqNo, sv: &SuperVersion) -> Result<Option<RecordBatch>> {
-        self.inner.check_open()?;
-        if sv.version.tree(self.shared.id).is_none() {
-            return Err(Error::InvalidArgument(format!("table {} was dropped", self.shared.name)));
-        }
+        self.check_readable(sv)?;
         let layout = &self.shared.layout;
         let mut row = None;
         self.inner.lookup(sv, seqno, self.shared.id, user_key, Some(layout), &mut |value| {
             row = Some(match value {
-                Value::Columns(arrays, i) => {
-                    let columns: Vec<ArrayRef> = arrays.iter().map(|a| a.slice(i, 1)).collect();
-                    RecordBatch::try_new(self.schema(), columns)
-                        .map_err(|e| Error::InvalidArgument(format!("table row: {e}")))
+                // A block's columns are built once and kept with it in the
+                // block cache; slicing them is cheaper for one row than
+                // appending the row's values to builders (measured:
+                // docs/BENCHMARKS.md, issue 37), which pays off for many.
+                Value::TableRow(block, i) => block
+                    .arrays(layout)
+                    .map_err(|e| block.corruption(e))
+                    .map(|arrays| arrays.iter().map(|a| a.slice(i, 1)).collect()),
+                value => {
+                    let mut builders = builders_for(layout);
+                    value
+                        .push_row(layout, user_key, &mut builders)
+                        .and_then(|()| builders.iter_mut().map(ColumnBuilder::finish).collect())
                 }
-                Value::Shared(bytes) => self.row_from_bytes(user_key, &bytes),
-                Value::Borrowed(bytes) => self.row_from_bytes(user_key, bytes),
             });
         })?;
-        row.transpose()
+        let Some(columns) = row.transpose()? else { return Ok(None) };
+        RecordBatch::try_new(self.schema(), columns)
+            .map_err(|e| Error::InvalidArgument(format!("table row: {e}")))
+            .map(Some)
     }
 
-    /// A one-row batch from row bytes (a memtable's, or the row cache's).
-    fn row_from_bytes(&self, user_key: &[u8], value: &[u8]) -> Result<RecordBatch> {
-        let layout = &self.shared.layout;
-        let mut builders = builders_for(layout);
-        decode_row(layout, Some(value), &mut builders)?;
-        for c in layout.columns() {
-            if c.source == ColumnSource::Key {
-                builders[c.index].push(user_key);
-            }
+    /// Refuses reads of a closed database or a dropped table.
+    fn check_readable(&self, sv: &SuperVersion) -> Result<()> {
+        self.inner.check_open()?;
+        if sv.version.tree(self.shared.id).is_none() {
+            return Err(Error::InvalidArgument(format!("table {} was dropped", self.shared.name)));
         }
-        let arrays = builders.iter_mut().map(ColumnBuilder::finish).collect::<Result<Vec<_>>>()?;
-        RecordBatch::try_new(self.schema(), arrays)
-            .map_err(|e| Error::InvalidArgument(format!("table row: {e}")))
+        Ok(())
+    }
+
+    /// Appends the newest visible version of `user_key` to `builders` (one
+    /// per schema column); false when the key has no row.
+    pub(crate) fn push_row_at(
+        &self,
+        user_key: &[u8],
+        seqno: SeqNo,
+        sv: &SuperVersion,
+        builders: &mut [ColumnBuilder],
+    ) -> Result<bool> {
+        self.check_readable(sv)?;
+        let layout = &self.shared.layout;
+        let mut pushed = None;
+        self.inner.lookup(sv, seqno, self.shared.id, user_key, Some(layout), &mut |value| {
+            pushed = Some(value.push_row(layout, user_key, builders));
+        })?;
+        pushed.transpose().map(|p| p.is_some())
     }
 }

@@ -28,8 +28,8 @@ use super::format::{
 };
 use crate::codec::internal::unpack_trailer;
 use crate::error::{Error, Result};
-use crate::row::decode::array_from_buffers;
-use crate::row::layout::{COLUMNS_MAX, ColumnSource, TableLayout};
+use crate::row::decode::{ColumnBuilder, array_from_buffers};
+use crate::row::layout::{COLUMNS_MAX, ColumnSource, TableLayout, Width};
 
 /// Most buffers a block may have: 3 + 3 per stored column of the widest
 /// table (a bound on what a damaged header can make us allocate).
@@ -303,6 +303,68 @@ impl Block {
         };
         array_from_buffers(&column.field, column.width, self.rows, validity, offsets, values)
             .map_err(|e| e.to_string())
+    }
+
+    /// Appends row `i` of a table block to `builders` (one per schema
+    /// column), read straight from the column buffers: one load for a
+    /// fixed-width value, two offsets for a variable-width one, and no
+    /// Arrow array built for the rest of the block (a point read of one
+    /// row would otherwise build and validate every row's columns). Every
+    /// position is bounds-checked here; the values themselves (UTF-8, ...)
+    /// are validated when the builders finish.
+    pub fn push_table_row(
+        &self,
+        layout: &TableLayout,
+        i: usize,
+        builders: &mut [ColumnBuilder],
+    ) -> std::result::Result<(), String> {
+        let stored = layout.stored();
+        let expected = 3 + 3 * stored.len();
+        if self.buffer_count != expected || i >= self.rows || builders.len() != layout.columns().len() {
+            return Err(format!(
+                "row {i} of {} rows, {} buffers, the table layout needs {expected}",
+                self.rows, self.buffer_count
+            ));
+        }
+        for column in layout.columns() {
+            if column.source == ColumnSource::Key {
+                builders[column.index].push(self.key(i));
+            }
+        }
+        for (n, &c) in stored.iter().enumerate() {
+            let at = 3 + 3 * n;
+            let (validity, offsets, values) = (self.buffer(at), self.buffer(at + 1), self.buffer(at + 2));
+            let builder = &mut builders[c];
+            if !validity.is_empty() {
+                let byte = validity.get(i / 8).ok_or_else(|| format!("column {c}: short validity"))?;
+                if byte & (1 << (i % 8)) == 0 {
+                    builder.push_null();
+                    continue;
+                }
+            }
+            let short = || format!("column {c}: row {i} past its buffers");
+            match layout.columns()[c].width {
+                Width::Fixed(w) => builder.push(values.get(i * w..(i + 1) * w).ok_or_else(short)?),
+                Width::Bool => {
+                    let byte = values.get(i / 8).ok_or_else(short)?;
+                    builder.push(&[(byte >> (i % 8)) & 1]);
+                }
+                Width::Var32 | Width::Var64 => {
+                    let w = if layout.columns()[c].width == Width::Var32 { 4 } else { 8 };
+                    let offset = |r: usize| -> Option<usize> {
+                        let b = offsets.get(r * w..(r + 1) * w)?;
+                        if w == 4 {
+                            usize::try_from(i32::from_le_bytes(b.try_into().ok()?)).ok()
+                        } else {
+                            usize::try_from(i64::from_le_bytes(b.try_into().ok()?)).ok()
+                        }
+                    };
+                    let (start, end) = offset(i).zip(offset(i + 1)).ok_or_else(short)?;
+                    builder.push(values.get(start..end).ok_or_else(short)?);
+                }
+            }
+        }
+        Ok(())
     }
 
     /// `Some(newest seqno)` when every row is a put and no two rows hold

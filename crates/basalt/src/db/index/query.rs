@@ -12,15 +12,13 @@ use arrow_schema::SchemaRef;
 use bytes::Bytes;
 
 use super::super::iter::{Direction, KeyRange, RangeReader};
-use super::super::read::Value;
 use super::super::{Snapshot, SuperVersion, Table};
 use crate::catalog::IndexDef;
 use crate::codec::internal::SeqNo;
 use crate::codec::key::{KeyValue, prefix_successor};
 use crate::error::{Error, Result};
 use crate::ids::TreeId;
-use crate::row::decode::{ColumnBuilder, builders_for, decode_row};
-use crate::row::layout::ColumnSource;
+use crate::row::decode::{ColumnBuilder, builders_for};
 
 /// Which entries of an index a query reads. Values are the indexed
 /// columns' in key order; `None` stands for null (only in a nullable
@@ -142,10 +140,7 @@ impl Table {
         let range = predicate_range(&read.def, &predicate)?;
         let mut entries =
             RangeReader::open(self.inner(), &read.sv, read.seqno, read.index, range, Direction::Forward)?;
-        let mut n = 0u64;
-        while entries.next_entry()?.is_some() {
-            n += 1;
-        }
+        let n = entries.count_rest()?;
         self.inner().counters.record_index_entries(n);
         Ok(n)
     }
@@ -190,24 +185,14 @@ impl Table {
         builders: &mut [ColumnBuilder],
         index: &str,
     ) -> Result<()> {
-        let layout = self.layout().clone();
-        let mut outcome = None;
-        self.inner().lookup(&read.sv, read.seqno, self.tree(), user_key, Some(&layout), &mut |value| {
-            outcome = Some(match value {
-                Value::Columns(arrays, i) => {
-                    builders.iter_mut().zip(arrays).try_for_each(|(b, a)| b.push_from_array(a, i))
-                }
-                Value::Shared(bytes) => push_row_bytes(&layout, user_key, &bytes, builders),
-                Value::Borrowed(bytes) => push_row_bytes(&layout, user_key, bytes, builders),
-            });
-        })?;
-        outcome.unwrap_or_else(|| {
-            Err(Error::corruption(
-                format!("index {index} of table {}", self.name()),
-                0,
-                "an entry names a row the table does not hold",
-            ))
-        })
+        if self.push_row_at(user_key, read.seqno, &read.sv, builders)? {
+            return Ok(());
+        }
+        Err(Error::corruption(
+            format!("index {index} of table {}", self.name()),
+            0,
+            "an entry names a row the table does not hold",
+        ))
     }
 
     /// An index entry that does not decode, as damage naming the index.
@@ -226,22 +211,6 @@ impl crate::db::DbInner {
     pub(crate) fn index_ready_at(&self, index: TreeId, seqno: SeqNo) -> bool {
         self.indexes.ready.lock().get(&index).is_none_or(|&ready| seqno >= ready)
     }
-}
-
-/// Appends a row held as row bytes.
-fn push_row_bytes(
-    layout: &crate::row::layout::TableLayout,
-    user_key: &[u8],
-    row: &[u8],
-    builders: &mut [ColumnBuilder],
-) -> Result<()> {
-    decode_row(layout, Some(row), builders)?;
-    for c in layout.columns() {
-        if c.source == ColumnSource::Key {
-            builders[c.index].push(user_key);
-        }
-    }
-    Ok(())
 }
 
 /// The index-key range of a predicate, its values checked against the
