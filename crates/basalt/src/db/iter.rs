@@ -149,17 +149,7 @@ impl RangeReader {
         }
         let other = self.cursor.smallest_key_besides(i);
         let inside = |k: &[u8]| other.is_none_or(|o| k < o) && !past_end(&self.range, true, k);
-        // Keys ascend in a block: the first row not inside ends the run.
-        let (mut lo, mut hi) = (start, block.len() - 1);
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if inside(block.key(mid)) {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        (i, lo - start)
+        (i, block.first_failing(start..block.len() - 1, inside) - start)
     }
 
     /// One step of the general path from source `i` (the one whose entry

@@ -321,20 +321,7 @@ impl TableScan {
         // one qualifies they all do, and otherwise a binary search finds
         // the first that does not.
         let below = |k: &[u8]| next_other.is_none_or(|o| k < o) && !self.past_upper(k);
-        let limit = if below(block.key(n - 1)) {
-            n
-        } else {
-            let (mut lo, mut hi) = (start, n - 1);
-            while lo < hi {
-                let mid = lo + (hi - lo) / 2;
-                if below(block.key(mid)) {
-                    lo = mid + 1;
-                } else {
-                    hi = mid;
-                }
-            }
-            lo
-        };
+        let limit = if below(block.key(n - 1)) { n } else { block.first_failing(start..n - 1, below) };
         let mut end = match block.plain_rows() {
             // Every row is a put of its own key, none newer than the read.
             Some(newest) if newest <= self.seqno => limit,

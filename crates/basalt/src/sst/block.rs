@@ -244,6 +244,23 @@ impl Block {
         self.rows().seek(user_key, trailer)
     }
 
+    /// The first row of `rows` whose key fails `passes`, or `rows.end`:
+    /// keys ascend in a block, so for a bound (a key below another source's,
+    /// below a range's end) the rows that pass come first, and a binary
+    /// search finds where they stop.
+    pub fn first_failing(&self, rows: Range<usize>, passes: impl Fn(&[u8]) -> bool) -> usize {
+        let (mut lo, mut hi) = (rows.start, rows.end);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if passes(self.key(mid)) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
     /// Every column of the table, as Arrow arrays that point into this
     /// block's bytes (no copy unless a buffer is misaligned). Deleted rows
     /// hold nulls. Built and validated once per block; a mismatch with the
