@@ -6,7 +6,9 @@
 //! into the overlapping L1 files, or from Ln the one file whose overlap with
 //! Ln+1 is smallest relative to its size (RocksDB's "min overlapping ratio",
 //! which minimises write amplification). A file with no overlap below moves
-//! down by a MANIFEST edit alone (a trivial move).
+//! down by a MANIFEST edit alone (a trivial move). With no level over its
+//! target, a file that range reads merged with runs below it often enough
+//! is compacted into the level below (`asked_by_reads`).
 
 use std::sync::Arc;
 
@@ -30,7 +32,8 @@ pub struct CompactionTask {
     /// True when the output level is the deepest holding data in the
     /// inputs' key range: tombstones no snapshot needs can be dropped.
     pub bottommost: bool,
-    /// The score that chose this task (≥ 1), or 0 for a manual compaction.
+    /// The score that chose this task (≥ 1; 1 for one that reads asked
+    /// for), or 0 for a manual compaction.
     pub score: f64,
 }
 
@@ -117,12 +120,32 @@ pub fn choose(version: &Version, opts: &Options) -> Option<CompactionTask> {
             }
         }
     }
-    let (score, id, level) = best?;
+    let Some((score, id, level)) = best else { return asked_by_reads(version) };
     let tree = version.tree(id)?;
     let inputs = if level == 0 { tree.levels[0].clone() } else { vec![pick_file(tree, level)?] };
     let mut task = task_for(id, tree, level, inputs);
     task.score = score;
     Some(task)
+}
+
+/// With no level over its target: a compaction that range reads asked
+/// for. A file that reads merged with runs below it often enough
+/// ([`FileMeta::reads_ask_compaction`], LevelDB's seek compaction for
+/// range reads) goes into the level below, with the rest of L0 when it is
+/// an L0 file; reads of its range then seek one run fewer. A table
+/// reloaded over itself, or an index whose few L0 files never reach the
+/// trigger, is merged this way once reads show that it costs them.
+fn asked_by_reads(version: &Version) -> Option<CompactionTask> {
+    for (&id, tree) in &version.trees {
+        for level in 0..LEVELS - 1 {
+            let Some(file) = tree.levels[level].iter().find(|f| f.reads_ask_compaction()) else { continue };
+            let inputs = if level == 0 { tree.levels[0].clone() } else { vec![file.clone()] };
+            let mut task = task_for(id, tree, level, inputs);
+            task.score = 1.0;
+            return Some(task);
+        }
+    }
+    None
 }
 
 /// A compaction of `inputs` from `level` of `tree` into `level + 1`. For
@@ -199,6 +222,7 @@ mod tests {
             largest: InternalKey::new(Bytes::copy_from_slice(hi.as_bytes()), seq, Kind::Put),
             blob_refs: Vec::new(),
             reader: ReaderSlot::default(),
+            merged_reads: crate::version::edit::MergedReads::default(),
         }
     }
 

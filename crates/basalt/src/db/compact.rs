@@ -78,6 +78,13 @@ impl DbInner {
         if matches!(e, Error::Closed(_)) && self.is_closed() { e } else { self.set_bg_error(e) }
     }
 
+    /// Wakes the compaction thread for a compaction that reads asked for
+    /// (a file merged with runs below it by many range reads).
+    pub(crate) fn wake_compaction(&self) {
+        let _bg = self.jobs.state.lock();
+        self.jobs.cv.notify_all();
+    }
+
     /// Waits until no memtable waits for flush and the policy has no
     /// compaction to run (with `auto_compaction`).
     pub(crate) fn wait_for_background_work(&self) -> Result<()> {
@@ -203,7 +210,8 @@ impl DbInner {
         let mut written = 0;
         if task.is_trivial_move() {
             for f in &task.inputs {
-                edit.files_added.push((task.tree, task.output_level(), (**f).clone()));
+                let moved = FileMeta { merged_reads: f.merged_reads.carried(), ..(**f).clone() };
+                edit.files_added.push((task.tree, task.output_level(), moved));
             }
         } else {
             let (outputs, blob) = self.merge_inputs(task)?;
@@ -451,6 +459,74 @@ mod tests {
         assert_eq!(ssts, 0, "every file of the dropped keyspace was collected");
         assert_eq!(db.get("after").expect("get").as_deref(), Some(&b"the drop"[..]));
         assert_eq!(db.keyspaces(), vec!["default".to_string()]);
+    }
+
+    /// Files of each level of `tree`.
+    fn level_files(db: &Db, tree: crate::ids::TreeId) -> Vec<usize> {
+        let sv = db.inner().state.load();
+        sv.version.tree(tree).map(|t| t.levels.iter().map(Vec::len).collect()).unwrap_or_default()
+    }
+
+    /// Issue 37: an index whose few L0 files never reach the trigger made
+    /// every lookup seek and merge each of them. Range reads that merge a
+    /// file with runs below it now count against it; past its allowance it
+    /// asks for a compaction, and the background thread merges the runs
+    /// (point reads, which skip files by their filters, count nothing).
+    #[test]
+    fn range_reads_that_merge_runs_ask_for_the_compaction_that_ends_it() {
+        use arrow_array::{ArrayRef, Int64Array, RecordBatch};
+        use arrow_schema::{DataType, Field, Schema};
+
+        use crate::{IndexOptions, IndexPredicate, KeyValue, TableOptions};
+
+        let opts = Options { fs: Arc::new(MemFs::new()), ..Options::default() };
+        let db = Db::open("/db", opts).expect("open");
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int64, false),
+            Field::new("v", DataType::Int64, false),
+        ]));
+        let t = db.create_table("t", schema.clone(), &["id"], TableOptions::default()).expect("table");
+        t.create_index("by_v", &["v"], IndexOptions::default()).expect("index");
+        // Three flushes: three L0 files in each tree, one short of the trigger.
+        for round in 0..3i64 {
+            let ids: Vec<i64> = (0..300).map(|i| i * 3 + round).collect();
+            let cols: Vec<ArrayRef> = vec![
+                Arc::new(Int64Array::from(ids.clone())),
+                Arc::new(Int64Array::from(ids.iter().map(|i| i % 50).collect::<Vec<_>>())),
+            ];
+            t.write(&RecordBatch::try_new(schema.clone(), cols).expect("batch")).expect("write");
+            db.flush().expect("flush");
+        }
+        db.wait_for_background_work().expect("settled");
+        let index = db
+            .inner()
+            .find_tree(crate::catalog::Namespace::IndexesOf(t.tree()), "by_v")
+            .expect("index tree")
+            .0;
+        assert_eq!(level_files(&db, index)[0], 3, "three L0 files, below the trigger");
+        let compactions = db.stats().compactions;
+        // Point reads count nothing.
+        for i in 0..500 {
+            t.get(&[KeyValue::I64(i)]).expect("get");
+        }
+        db.wait_for_background_work().expect("settled");
+        assert_eq!(db.stats().compactions, compactions, "point reads asked for nothing");
+        // Short range reads: each merges the two newer L0 files with the
+        // oldest; a file allows at least 100 of them.
+        for round in 0..150 {
+            let n =
+                t.count("by_v", IndexPredicate::Eq(vec![Some(KeyValue::I64(round % 50))])).expect("count");
+            assert_eq!(n, 18, "round {round}");
+        }
+        db.wait_for_background_work().expect("settled");
+        let levels = level_files(&db, index);
+        assert_eq!(levels[0], 0, "the reads asked for the L0 files to be compacted: {levels:?}");
+        assert!(db.stats().compactions > compactions);
+        for v in 0..50 {
+            assert_eq!(t.count("by_v", IndexPredicate::Eq(vec![Some(KeyValue::I64(v))])).expect("count"), 18);
+        }
+        // The table's own tree was only read by point: its L0 stays.
+        assert_eq!(level_files(&db, t.tree())[0], 3);
     }
 
     /// The outside review of blob files: a drop of a keyspace while a

@@ -39,6 +39,27 @@ pub(crate) fn file_overlaps(file: &FileMeta, (lo, hi): &KeyRange) -> bool {
     !below && !above
 }
 
+/// Whether `range` holds every key of `file` (a read of it merges the
+/// whole file).
+fn covers_file(range: &KeyRange, file: &FileMeta) -> bool {
+    in_range(range, &file.smallest.user_key) && in_range(range, &file.largest.user_key)
+}
+
+/// Whether `key` lies in `range`.
+pub(crate) fn in_range((lo, hi): &KeyRange, key: &[u8]) -> bool {
+    let above = match lo {
+        Bound::Included(b) => key >= b.as_slice(),
+        Bound::Excluded(b) => key > b.as_slice(),
+        Bound::Unbounded => true,
+    };
+    let below = match hi {
+        Bound::Included(b) => key <= b.as_slice(),
+        Bound::Excluded(b) => key < b.as_slice(),
+        Bound::Unbounded => true,
+    };
+    above && below
+}
+
 /// A sorted run of SSTs: files with disjoint key ranges, in key order (one
 /// L0 file, or the files of a deeper level that meet the range), read as
 /// one cursor. The next file is opened only when the current one is used
@@ -228,6 +249,9 @@ impl Source {
 pub(crate) struct TreeCursor {
     sources: Vec<Source>,
     forward: bool,
+    /// Opening it made a file ask for a compaction: the opener wakes the
+    /// compaction thread.
+    asks_compaction: bool,
 }
 
 impl TreeCursor {
@@ -274,13 +298,22 @@ impl TreeCursor {
                 }
             }
         }
+        // Each run but the deepest is merged with a run below it: counted
+        // against its files, which ask for a compaction once reads paid
+        // for the overlap often enough (`FileMeta::charge_merged_read`).
+        let mut asks_compaction = false;
+        if let Some((_, upper)) = runs.split_last() {
+            for file in upper.iter().flatten() {
+                asks_compaction |= file.charge_merged_read(covers_file(range, file));
+            }
+        }
         for run in runs {
             let run = RunCursor::open(readers, tree, run, forward, start)?;
             if run.iter.is_some() {
                 sources.push(Source::Run(run));
             }
         }
-        Ok(TreeCursor { sources, forward })
+        Ok(TreeCursor { sources, forward, asks_compaction })
     }
 
     /// A forward cursor over whole runs of files (compaction's inputs), at
@@ -295,7 +328,13 @@ impl TreeCursor {
             .filter(|run| !run.is_empty())
             .map(|run| RunCursor::reading_ahead(readers, tree, run).map(Source::Run))
             .collect::<Result<_>>()?;
-        Ok(TreeCursor { sources, forward: true })
+        Ok(TreeCursor { sources, forward: true, asks_compaction: false })
+    }
+
+    /// Whether opening this cursor made a file ask for a compaction (see
+    /// [`DbInner::wake_compaction`](super::DbInner::wake_compaction)).
+    pub(crate) fn asks_compaction(&self) -> bool {
+        self.asks_compaction
     }
 
     /// The sources, for reading the current entry of one.
@@ -353,6 +392,39 @@ impl TreeCursor {
             .filter(|(j, _)| *j != i)
             .filter_map(|(_, s)| s.key().map(|(k, _)| k))
             .min()
+    }
+
+    /// Where a version of `key` at `seqno` that source `i` holds stands
+    /// against the other sources, going forward: when none of them holds a
+    /// key below `key`, and those on `key` hold only versions older than
+    /// `seqno`, they are moved past `key` (the version shadows them) and
+    /// this is true; otherwise nothing moves and this is false.
+    pub(crate) fn pass_older_besides(&mut self, i: usize, key: &[u8], seqno: SeqNo) -> Result<bool> {
+        let mut on_key = false;
+        for (j, s) in self.sources.iter().enumerate() {
+            let Some((k, trailer)) = s.key() else { continue };
+            if j == i {
+                continue;
+            }
+            match k.cmp(key) {
+                std::cmp::Ordering::Less => return Ok(false),
+                // A source's first version of a key is its newest.
+                std::cmp::Ordering::Equal if trailer >> 8 >= seqno => return Ok(false),
+                std::cmp::Ordering::Equal => on_key = true,
+                std::cmp::Ordering::Greater => {}
+            }
+        }
+        if on_key {
+            for (j, s) in self.sources.iter_mut().enumerate() {
+                while j != i
+                    && let Some((k, _)) = s.key()
+                    && k == key
+                {
+                    s.step()?;
+                }
+            }
+        }
+        Ok(true)
     }
 
     /// Moves every source past the versions of `key` and returns the newest

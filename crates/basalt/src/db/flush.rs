@@ -253,6 +253,7 @@ pub(crate) fn finish_sst((tree, number, writer): (TreeId, u64, SstWriter)) -> Re
         largest: s.largest,
         blob_refs: s.blob_refs,
         reader: ReaderSlot::default(),
+        merged_reads: crate::version::edit::MergedReads::default(),
     };
     Ok((tree, meta))
 }

@@ -76,6 +76,9 @@ impl RangeReader {
         };
         let forward = direction == Direction::Forward;
         let cursor = TreeCursor::open(&inner.sst_readers, sv, tree, files, &range, forward)?;
+        if cursor.asks_compaction() {
+            inner.wake_compaction();
+        }
         let blobs = (inner.blob_files.clone(), sv.version.clone());
         Ok(RangeReader { cursor, forward, seqno, range, blobs, run: (0, 0) })
     }

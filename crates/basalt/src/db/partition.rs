@@ -10,7 +10,8 @@ use arrow_schema::DataType;
 
 use super::Table;
 use super::cursor::KeyRange;
-use super::scan::{KeyValueRange, encode_range, in_range};
+use super::cursor::in_range;
+use super::scan::{KeyValueRange, encode_range};
 use crate::codec::key::{self, KeyValue, OwnedKeyValue};
 use crate::error::{Error, Result};
 use crate::files;

@@ -12,7 +12,7 @@ use arrow_array::{BooleanArray, RecordBatch, RecordBatchOptions};
 use arrow_schema::SchemaRef;
 use bytes::Bytes;
 
-use super::cursor::{KeyRange, TreeCursor};
+use super::cursor::{KeyRange, TreeCursor, in_range};
 use super::{Snapshot, SuperVersion, Table};
 use crate::codec::internal::{Kind, SeqNo, pack_trailer, unpack_trailer};
 use crate::codec::key::{KeyValue, prefix_successor};
@@ -235,21 +235,6 @@ pub(super) fn encode_range(table: &Table, (lo, hi): &KeyValueRange<'_>) -> Resul
     Ok((lower, upper))
 }
 
-/// Whether `key` lies in `range`.
-pub(super) fn in_range((lo, hi): &KeyRange, key: &[u8]) -> bool {
-    let above = match lo {
-        Bound::Included(b) => key >= b.as_slice(),
-        Bound::Excluded(b) => key > b.as_slice(),
-        Bound::Unbounded => true,
-    };
-    let below = match hi {
-        Bound::Included(b) => key <= b.as_slice(),
-        Bound::Excluded(b) => key < b.as_slice(),
-        Bound::Unbounded => true,
-    };
-    above && below
-}
-
 /// The columns a scan reads — its projection's and its filter's, in schema
 /// order — their schema, and where the projection's columns lie among them
 /// (`None` when they are the same list).
@@ -284,6 +269,9 @@ fn open_cursor(table: &Table, sv: &SuperVersion, range: &KeyRange) -> Result<Tre
         .tree(tree)
         .ok_or_else(|| Error::InvalidArgument(format!("table {} was dropped", table.name())))?;
     let mut cursor = TreeCursor::open(&table.inner().sst_readers, sv, tree, files, range, true)?;
+    if cursor.asks_compaction() {
+        table.inner().wake_compaction();
+    }
     if let Bound::Excluded(k) = &range.0 {
         cursor.skip_key(k)?;
     }
@@ -310,7 +298,7 @@ impl TableScan {
     }
 
     /// Tries to hand out the rest of the current block of source `i` without
-    /// copying. Returns the number of rows emitted (0: not possible).
+    /// copying. Returns the number of rows it took (0: not possible).
     fn try_zero_copy(&mut self, i: usize, next_other: Option<&[u8]>) -> Result<usize> {
         let Some(cursor) = self.cursor.sources()[i].sst() else { return Ok(0) };
         let Some((block, start)) = cursor.current() else { return Ok(0) };
@@ -322,59 +310,94 @@ impl TableScan {
         // the first that does not.
         let below = |k: &[u8]| next_other.is_none_or(|o| k < o) && !self.past_upper(k);
         let limit = if below(block.key(n - 1)) { n } else { block.first_failing(start..n - 1, below) };
-        let mut end = match block.plain_rows() {
-            // Every row is a put of its own key, none newer than the read.
-            Some(newest) if newest <= self.seqno => limit,
-            _ => {
-                let mut end = start;
-                while end < limit {
-                    let k = block.key(end);
-                    let (seqno, kind) =
-                        unpack_trailer(block.trailer(end)).unwrap_or((u64::MAX, Kind::Delete));
-                    if kind != Kind::Put || seqno > self.seqno || (end > start && block.key(end - 1) == k) {
-                        break;
-                    }
-                    end += 1;
+        // Every row is a put of its own key, none newer than the read.
+        let plain = block.plain_rows().is_some_and(|newest| newest <= self.seqno);
+        let mut end = if plain {
+            limit
+        } else {
+            let mut end = start;
+            while end < limit {
+                let k = block.key(end);
+                let (seqno, kind) = unpack_trailer(block.trailer(end)).unwrap_or((u64::MAX, Kind::Delete));
+                if kind != Kind::Put || seqno > self.seqno || (end > start && block.key(end - 1) == k) {
+                    break;
                 }
-                end
+                end += 1;
             }
+            end
         };
         // A key whose older version sits in the next row is not exclusive.
         if end < n && end > start && block.key(end) == block.key(end - 1) {
             end -= 1;
         }
-        if end == start || (end < n && end - start < 16) {
+        // Past the rows no other source holds: rows whose keys the other
+        // sources hold only in older versions (a table whose rows were
+        // all written again sits in two runs until a compaction merges
+        // them). Those versions are passed over; the rows still come from
+        // this block, without a merge step each.
+        let exclusive = end;
+        if plain && end == limit {
+            while end < n && !self.past_upper(block.key(end)) {
+                let version = block.trailer(end) >> 8;
+                if !self.cursor.pass_older_besides(i, block.key(end), version)? {
+                    break;
+                }
+                end += 1;
+            }
+        }
+        if end == start {
             return Ok(0);
         }
-        // The rows are this block's alone: its zone map may rule them out.
-        let ruled_out = match (&self.filter, cursor.block_index()) {
-            (Some(filter), Some(b)) => cursor.reader().zones(b).is_some_and(|z| {
-                let floats = cursor.reader().float_zones_in_total_order();
-                !zone::may_match(&self.layout, z, n, filter, floats)
-            }),
-            _ => false,
-        };
-        if ruled_out {
-            self.blocks_skipped += 1;
-        } else {
-            let mut columns = Vec::with_capacity(self.needed.len());
-            for &c in &self.needed {
-                let column = block.column(&self.layout, c).map_err(|e| block.corruption(e))?;
-                columns.push(column.slice(start, end - start));
+        if end < n && end - start < 16 {
+            if end == exclusive {
+                return Ok(0);
             }
-            self.flush_builders()?;
-            // The row count is given: an empty projection has no column
-            // to take it from.
-            let rows = RecordBatchOptions::new().with_row_count(Some(end - start));
-            let batch = RecordBatch::try_new_with_options(self.work_schema.clone(), columns, &rows)
-                .map_err(|e| block.corruption(e))?;
-            self.emit(batch)?;
+            // Other sources were moved: the rows are taken, but so few are
+            // copied into the batch being merged rather than handed out
+            // as a batch of their own.
+            for r in start..end {
+                self.push_row(block.key(r), Found::Block(block.clone(), r))?;
+            }
+        } else {
+            self.emit_block_rows(i, &block, start..end)?;
+            self.zero_copy_rows += (end - start) as u64;
         }
         self.last_zero_copy_key.clear();
         self.last_zero_copy_key.extend_from_slice(block.key(end - 1));
         self.has_zero_copy_key = true;
         self.cursor.skip_in_block(i, end - start)?;
         Ok(end - start)
+    }
+
+    /// Hands out `rows` of `block`, the current block of source `i`, as
+    /// Arrow arrays over the block's bytes, unless the block's zone map
+    /// rules the filter out.
+    fn emit_block_rows(&mut self, i: usize, block: &Block, rows: std::ops::Range<usize>) -> Result<()> {
+        let Some(cursor) = self.cursor.sources()[i].sst() else { return Ok(()) };
+        // The rows are this block's alone: its zone map may rule them out.
+        let ruled_out = match (&self.filter, cursor.block_index()) {
+            (Some(filter), Some(b)) => cursor.reader().zones(b).is_some_and(|z| {
+                let floats = cursor.reader().float_zones_in_total_order();
+                !zone::may_match(&self.layout, z, block.len(), filter, floats)
+            }),
+            _ => false,
+        };
+        if ruled_out {
+            self.blocks_skipped += 1;
+            return Ok(());
+        }
+        let mut columns = Vec::with_capacity(self.needed.len());
+        for &c in &self.needed {
+            let column = block.column(&self.layout, c).map_err(|e| block.corruption(e))?;
+            columns.push(column.slice(rows.start, rows.len()));
+        }
+        self.flush_builders()?;
+        // The row count is given: an empty projection has no column
+        // to take it from.
+        let options = RecordBatchOptions::new().with_row_count(Some(rows.len()));
+        let batch = RecordBatch::try_new_with_options(self.work_schema.clone(), columns, &options)
+            .map_err(|e| block.corruption(e))?;
+        self.emit(batch)
     }
 
     /// Consumes every version of `key`; returns the newest visible one.
@@ -543,9 +566,7 @@ impl TableScan {
         let next_other = std::mem::take(&mut self.next_other);
         let emitted = self.try_zero_copy(i, has_other.then_some(next_other.as_slice()));
         self.next_other = next_other;
-        let emitted = emitted?;
-        if emitted > 0 {
-            self.zero_copy_rows += emitted as u64;
+        if emitted? > 0 {
             return Ok(false);
         }
         if let Some((trailer, found)) = self.take_versions(key)?

@@ -195,11 +195,30 @@ impl Table {
         self.inner.write(wb, false)
     }
 
-    /// Compacts every SST of the table down the levels (memtables are
-    /// flushed first): afterwards its rows sit in the deepest level, without
-    /// overwritten versions or deletes no snapshot needs.
+    /// Compacts every SST of the table and of its indexes down the levels
+    /// (memtables are flushed first): afterwards its rows and each index's
+    /// entries sit in one sorted run, without overwritten versions or
+    /// deletes no snapshot needs, and a read seeks one run per tree.
     pub fn compact(&self) -> Result<()> {
-        self.inner.compact_range(self.shared.id, &(std::ops::Bound::Unbounded, std::ops::Bound::Unbounded))
+        let all = (std::ops::Bound::Unbounded, std::ops::Bound::Unbounded);
+        self.inner.compact_range(self.shared.id, &all)?;
+        let indexes: Vec<TreeId> = {
+            let sv = self.inner.state.load();
+            sv.version.catalog.indexes_of(self.shared.id).map(|(id, _, _)| id).collect()
+        };
+        for index in indexes {
+            match self.inner.compact_range(index, &all) {
+                // Dropped since the list was taken: nothing left to compact.
+                Err(Error::InvalidArgument(_)) if !self.index_exists(index) => {}
+                other => other?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether tree `index` is still one of this table's indexes.
+    fn index_exists(&self, index: TreeId) -> bool {
+        self.inner.state.load().version.catalog.indexes_of(self.shared.id).any(|(id, _, _)| id == index)
     }
 
     /// The row with primary key `key` (one value per key column, in key

@@ -104,6 +104,8 @@ pub struct FileMeta {
     pub blob_refs: Vec<(u64, u64)>,
     /// The file's open reader, once a read asked for it.
     pub(crate) reader: ReaderSlot,
+    /// Range reads that had to merge this file with a run below it.
+    pub(crate) merged_reads: MergedReads,
 }
 
 /// What the version set knows about one blob file.
@@ -163,7 +165,92 @@ impl std::fmt::Debug for ReaderSlot {
     }
 }
 
+/// How many range reads had to merge a file with a sorted run below it
+/// (another L0 file or a deeper level holding keys of the range): each
+/// such read seeks and steps through both. Not part of the metadata's
+/// identity; a clone starts at zero, as a file moved or rewritten by a
+/// compaction no longer overlaps what it did.
+#[derive(Default)]
+pub struct MergedReads(std::sync::atomic::AtomicU64);
+
+impl MergedReads {
+    /// Counts `reads` more; true when these reach `allowed`.
+    pub(crate) fn charge(&self, reads: u64, allowed: u64) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        // Past the allowance the count no longer matters: no write, so
+        // parallel readers do not bounce the line between cores.
+        if self.0.load(Relaxed) >= allowed {
+            return false;
+        }
+        let before = self.0.fetch_add(reads, Relaxed);
+        before < allowed && before.saturating_add(reads) >= allowed
+    }
+
+    /// Reads counted so far.
+    pub(crate) fn get(&self) -> u64 {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The same count, for the file moved down a level unchanged: it still
+    /// overlaps the runs below that reads paid for, and keeps asking until
+    /// it reaches them.
+    pub(crate) fn carried(&self) -> MergedReads {
+        MergedReads(std::sync::atomic::AtomicU64::new(self.get()))
+    }
+}
+
+impl Clone for MergedReads {
+    fn clone(&self) -> Self {
+        MergedReads::default()
+    }
+}
+
+impl PartialEq for MergedReads {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for MergedReads {}
+
+impl std::fmt::Debug for MergedReads {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "MergedReads({})", self.get())
+    }
+}
+
+/// Bytes of a file per merged read it is allowed before it asks for a
+/// compaction. LevelDB's reasoning for its seek compaction (`version_set.cc`,
+/// `allowed_seeks`): a seek costs about what compacting 40 KB costs, and
+/// it charges one seek per 16 KiB, conservatively; the same holds for a
+/// range read that merges two runs, whose cost here is a seek and a
+/// comparison per entry in each.
+const MERGED_READ_BYTES: u64 = 16 << 10;
+
+/// Fewest merged reads a file is allowed, however small.
+const MERGED_READS_MIN: u64 = 100;
+
 impl FileMeta {
+    /// Merged reads this file allows before it asks for a compaction.
+    pub(crate) fn merged_reads_allowed(&self) -> u64 {
+        (self.size / MERGED_READ_BYTES).max(MERGED_READS_MIN)
+    }
+
+    /// Counts a range read that merged this file with a run below it;
+    /// true when the file has now asked for a compaction. A read of the
+    /// whole file (`whole`) counts for half its allowance: it merges every
+    /// entry, as a compaction would, so two of them pay for one.
+    pub(crate) fn charge_merged_read(&self, whole: bool) -> bool {
+        let allowed = self.merged_reads_allowed();
+        self.merged_reads.charge(if whole { allowed.div_ceil(2) } else { 1 }, allowed)
+    }
+
+    /// Whether reads that merged this file with runs below it reached its
+    /// allowance: compacting it into the level below saves them.
+    pub(crate) fn reads_ask_compaction(&self) -> bool {
+        self.merged_reads.get() >= self.merged_reads_allowed()
+    }
+
     /// Whether `user_key` lies within the file's key range.
     pub fn may_contain_key(&self, user_key: &[u8]) -> bool {
         self.smallest.user_key.as_ref() <= user_key && user_key <= self.largest.user_key.as_ref()
@@ -420,6 +507,7 @@ impl VersionEdit {
                         largest,
                         blob_refs,
                         reader: ReaderSlot::default(),
+                        merged_reads: MergedReads::default(),
                     };
                     e.files_added.push((tree, level, meta));
                 }
@@ -487,6 +575,7 @@ mod tests {
                         largest: key(b"z", 1),
                         blob_refs: Vec::new(),
                         reader: ReaderSlot::default(),
+                        merged_reads: MergedReads::default(),
                     },
                 ),
                 (
@@ -502,6 +591,7 @@ mod tests {
                         largest: key(b"c", 4),
                         blob_refs: vec![(11, 9000), (12, 1 << 33)],
                         reader: ReaderSlot::default(),
+                        merged_reads: MergedReads::default(),
                     },
                 ),
             ],

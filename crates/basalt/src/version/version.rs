@@ -114,7 +114,9 @@ impl Version {
                 .trees
                 .get_mut(id)
                 .ok_or_else(|| bad(format!("file {} for unknown tree {id}", meta.number)))?;
-            tree.levels[*level].push(Arc::new(meta.clone()));
+            // A moved file keeps the count of reads that paid for its overlap.
+            let meta = FileMeta { merged_reads: meta.merged_reads.carried(), ..meta.clone() };
+            tree.levels[*level].push(Arc::new(meta));
         }
         for tree in next.trees.values_mut() {
             sort_levels(tree);
