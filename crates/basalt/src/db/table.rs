@@ -256,7 +256,7 @@ impl Table {
                 found += 1;
             }
         }
-        let arrays = builders.iter_mut().map(ColumnBuilder::finish).collect::<Result<Vec<_>>>()?;
+        let arrays = builders.into_iter().map(ColumnBuilder::into_array).collect::<Result<Vec<_>>>()?;
         let take = UInt32Array::from_iter_values(position.into_iter().flatten());
         let arrays = arrays
             .iter()
@@ -321,7 +321,7 @@ impl Table {
                     let mut builders = builders_for(layout);
                     value
                         .push_row(layout, user_key, &mut builders)
-                        .and_then(|()| builders.iter_mut().map(ColumnBuilder::finish).collect())
+                        .and_then(|()| builders.into_iter().map(ColumnBuilder::into_array).collect())
                 }
             });
         })?;

@@ -40,34 +40,44 @@ fn set_bit(bits: &mut Vec<u8>, i: usize, on: bool) {
 }
 
 impl ColumnBuilder {
-    /// An empty builder for a column, with room for a few rows: most
-    /// answers (a lookup's rows, a short range) are small, and growing
-    /// each buffer from nothing cost a reallocation per doubling
-    /// (measured: a tenth of a 10-row covering lookup).
+    /// An empty builder for a column. Nothing is allocated until the
+    /// first row, which reserves room for a few: most answers (a lookup's
+    /// rows, a short range) are small, and growing each buffer from
+    /// nothing cost a reallocation per doubling (measured: a tenth of a
+    /// 10-row covering lookup), while a builder of a column no row reaches
+    /// (a covering lookup's) allocates nothing.
     pub fn new(field: Arc<Field>, width: Width) -> ColumnBuilder {
-        let mut offsets = Vec::new();
-        let values = match width {
-            Width::Fixed(w) => Vec::with_capacity(FEW_ROWS * w),
-            Width::Bool => Vec::with_capacity(FEW_ROWS.div_ceil(8)),
-            Width::Var32 => {
-                offsets.reserve((FEW_ROWS + 1) * 4);
-                offsets.extend_from_slice(&0i32.to_le_bytes());
-                Vec::with_capacity(FEW_ROWS * 16)
-            }
-            Width::Var64 => {
-                offsets.reserve((FEW_ROWS + 1) * 8);
-                offsets.extend_from_slice(&0i64.to_le_bytes());
-                Vec::with_capacity(FEW_ROWS * 16)
-            }
+        let offsets = match width {
+            Width::Var32 => 0i32.to_le_bytes().to_vec(),
+            Width::Var64 => 0i64.to_le_bytes().to_vec(),
+            _ => Vec::new(),
         };
         ColumnBuilder {
             field,
             width,
             len: 0,
             null_count: 0,
-            validity: Vec::with_capacity(FEW_ROWS.div_ceil(8)),
+            validity: Vec::new(),
             offsets,
-            values,
+            values: Vec::new(),
+        }
+    }
+
+    /// Room for a few rows, taken by the first one.
+    #[cold]
+    fn reserve_first_rows(&mut self) {
+        self.validity.reserve(FEW_ROWS.div_ceil(8));
+        match self.width {
+            Width::Fixed(w) => self.values.reserve(FEW_ROWS * w),
+            Width::Bool => self.values.reserve(FEW_ROWS.div_ceil(8)),
+            Width::Var32 => {
+                self.offsets.reserve(FEW_ROWS * 4);
+                self.values.reserve(FEW_ROWS * 16);
+            }
+            Width::Var64 => {
+                self.offsets.reserve(FEW_ROWS * 8);
+                self.values.reserve(FEW_ROWS * 16);
+            }
         }
     }
 
@@ -89,6 +99,9 @@ impl ColumnBuilder {
     /// Appends a null (or, for a non-nullable column, a placeholder that a
     /// deleted row carries and no reader sees).
     pub fn push_null(&mut self) {
+        if self.len == 0 {
+            self.reserve_first_rows();
+        }
         set_bit(&mut self.validity, self.len, false);
         self.null_count += 1;
         match self.width {
@@ -103,6 +116,9 @@ impl ColumnBuilder {
     /// Appends a value given as row bytes (fixed-width LE, a bool byte, or
     /// the variable-width payload).
     pub fn push(&mut self, bytes: &[u8]) {
+        if self.len == 0 {
+            self.reserve_first_rows();
+        }
         set_bit(&mut self.validity, self.len, true);
         match self.width {
             Width::Fixed(_) => self.values.extend_from_slice(bytes),
@@ -171,24 +187,23 @@ impl ColumnBuilder {
     pub fn take_buffers(&mut self) -> [Vec<u8>; 3] {
         let validity = if self.null_count == 0 { Vec::new() } else { std::mem::take(&mut self.validity) };
         let out = [validity, std::mem::take(&mut self.offsets), std::mem::take(&mut self.values)];
-        // Emptied without room reserved: a builder finished once (a
-        // lookup's) is dropped next, and one refilled grows as needed.
-        let mut offsets = Vec::new();
-        match self.width {
-            Width::Var32 => offsets.extend_from_slice(&0i32.to_le_bytes()),
-            Width::Var64 => offsets.extend_from_slice(&0i64.to_le_bytes()),
-            Width::Fixed(_) | Width::Bool => {}
-        }
-        *self = ColumnBuilder {
-            field: self.field.clone(),
-            width: self.width,
-            len: 0,
-            null_count: 0,
-            validity: Vec::new(),
-            offsets,
-            values: Vec::new(),
-        };
+        *self = ColumnBuilder::new(self.field.clone(), self.width);
         out
+    }
+
+    /// Builds an Arrow array of the rows, consuming the builder (no
+    /// empty builder is made to take its place, as [`ColumnBuilder::finish`]
+    /// does).
+    pub fn into_array(self) -> Result<ArrayRef> {
+        let validity = if self.null_count == 0 { Vec::new() } else { self.validity };
+        array_from_buffers(
+            &self.field,
+            self.width,
+            self.len,
+            Buffer::from_vec(validity),
+            Buffer::from_vec(self.offsets),
+            Buffer::from_vec(self.values),
+        )
     }
 
     /// Builds an Arrow array (copying the buffers once).
