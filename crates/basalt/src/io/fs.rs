@@ -24,6 +24,10 @@ pub trait WritableFile: Send + Sync {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// Gives the file up without writing what is still buffered (a file of
+    /// a database that let its directory go must not change). The default
+    /// drops it, right for a file that buffers nothing.
+    fn abandon(self: Box<Self>) {}
 }
 
 /// A file opened for reading at arbitrary offsets; shared between threads.

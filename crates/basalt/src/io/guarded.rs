@@ -13,7 +13,10 @@
 //! A `create` already inside the wrapped file system when the directory is released
 //! cannot be stopped; it is undone (the file removed) as soon as it
 //! returns. Its file number was handed out before the close logged the
-//! next file number, so no later owner uses that name.
+//! next file number, so no later owner uses that name. A file created
+//! before the release (an SST a compaction is writing) takes no more
+//! appends, flushes or syncs after it, and what it still buffers is
+//! dropped, not written: it stays as it was at the release.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -61,6 +64,56 @@ impl GuardedFs {
     }
 }
 
+/// A file created through a [`GuardedFs`]: unchanged once the directory
+/// is released.
+struct GuardedWritableFile {
+    /// `None` only while dropping.
+    inner: Option<Box<dyn WritableFile>>,
+    released: DirectoryRelease,
+    path: std::path::PathBuf,
+}
+
+impl GuardedWritableFile {
+    fn open_inner(&mut self, what: &str) -> Result<&mut Box<dyn WritableFile>> {
+        self.released.check(what, &self.path)?;
+        self.inner.as_mut().ok_or_else(|| Error::Closed(format!("{} was given up", self.path.display())))
+    }
+}
+
+impl WritableFile for GuardedWritableFile {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        self.open_inner("write")?.append(data)
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.open_inner("flush")?.flush()
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        self.open_inner("sync")?.sync()
+    }
+
+    fn len(&self) -> u64 {
+        self.inner.as_ref().map_or(0, |f| f.len())
+    }
+
+    fn abandon(mut self: Box<Self>) {
+        if let Some(inner) = self.inner.take() {
+            inner.abandon();
+        }
+    }
+}
+
+impl Drop for GuardedWritableFile {
+    fn drop(&mut self) {
+        if self.released.is_marked()
+            && let Some(inner) = self.inner.take()
+        {
+            inner.abandon();
+        }
+    }
+}
+
 impl Fs for GuardedFs {
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         self.released.check("create", path)?;
@@ -74,7 +127,11 @@ impl Fs for GuardedFs {
                 path.display()
             )));
         }
-        Ok(file)
+        Ok(Box::new(GuardedWritableFile {
+            inner: Some(file),
+            released: self.released.clone(),
+            path: path.to_path_buf(),
+        }))
     }
 
     fn open(&self, path: &Path) -> Result<Box<dyn RandomAccessFile>> {
@@ -152,5 +209,32 @@ mod tests {
         assert!(matches!(fs.create_dir_all(&dir.join("e")), Err(Error::Closed(_))));
         assert_eq!(fs.read_all(&dir.join("a")).expect("read"), b"x");
         assert_eq!(fs.list(dir).expect("list"), vec!["a".to_string()]);
+        // A file created before the release (an SST a compaction on a
+        // caller's thread is writing) takes nothing more.
+        assert!(matches!(f.append(b"y"), Err(Error::Closed(_))));
+        assert!(matches!(f.flush(), Err(Error::Closed(_))));
+        assert!(matches!(f.sync(), Err(Error::Closed(_))));
+        drop(f);
+        assert_eq!(fs.read_all(&dir.join("a")).expect("read"), b"x");
+    }
+
+    /// On the real file system a file buffers its appends: given up after
+    /// the release, the buffered bytes are not written (dropping the
+    /// buffer would write them).
+    #[test]
+    fn a_file_of_a_released_directory_drops_its_buffered_bytes() {
+        let tmp = tempfile::tempdir().expect("dir");
+        let released = DirectoryRelease::default();
+        let fs = GuardedFs::new(Arc::new(crate::io::RealFs), released.clone());
+        let (kept, dropped) = (tmp.path().join("kept"), tmp.path().join("dropped"));
+        let mut f = fs.create(&kept).expect("create");
+        f.append(b"buffered").expect("append");
+        drop(f);
+        let mut f = fs.create(&dropped).expect("create");
+        f.append(b"buffered").expect("append");
+        released.mark();
+        drop(f);
+        assert_eq!(std::fs::read(&kept).expect("read"), b"buffered", "dropped before the release: written");
+        assert_eq!(std::fs::read(&dropped).expect("read"), b"", "dropped after the release: not written");
     }
 }

@@ -41,6 +41,12 @@ impl WritableFile for RealWritableFile {
     fn len(&self) -> u64 {
         self.len
     }
+
+    fn abandon(self: Box<Self>) {
+        // The buffered bytes go with the buffer; dropping the `BufWriter`
+        // itself would write them.
+        let (_file, _unwritten) = self.out.into_parts();
+    }
 }
 
 struct RealRandomAccessFile {
