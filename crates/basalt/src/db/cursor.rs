@@ -39,6 +39,11 @@ pub(crate) fn file_overlaps(file: &FileMeta, (lo, hi): &KeyRange) -> bool {
     !below && !above
 }
 
+/// Whether the key ranges of two files meet.
+fn files_share_keys(a: &FileMeta, b: &FileMeta) -> bool {
+    a.smallest.user_key <= b.largest.user_key && b.smallest.user_key <= a.largest.user_key
+}
+
 /// Whether `range` holds every key of `file` (a read of it merges the
 /// whole file).
 fn covers_file(range: &KeyRange, file: &FileMeta) -> bool {
@@ -298,13 +303,18 @@ impl TreeCursor {
                 }
             }
         }
-        // Each run but the deepest is merged with a run below it: counted
-        // against its files, which ask for a compaction once reads paid
-        // for the overlap often enough (`FileMeta::charge_merged_read`).
+        // A file of a run with a file below it that shares keys with it is
+        // merged with that run: counted against the file, which asks for a
+        // compaction once reads paid for the overlap often enough
+        // (`FileMeta::charge_merged_read`). A file whose keys no deeper run
+        // holds is not: compacting it would save nothing.
         let mut asks_compaction = false;
-        if let Some((_, upper)) = runs.split_last() {
-            for file in upper.iter().flatten() {
-                asks_compaction |= file.charge_merged_read(covers_file(range, file));
+        for (r, run) in runs.iter().enumerate() {
+            for file in run {
+                let below = runs[r + 1..].iter().flatten().any(|deeper| files_share_keys(file, deeper));
+                if below {
+                    asks_compaction |= file.charge_merged_read(covers_file(range, file));
+                }
             }
         }
         for run in runs {
