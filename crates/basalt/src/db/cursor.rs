@@ -24,19 +24,23 @@ use crate::version::{FileMeta, TreeVersion};
 pub(crate) type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
 
 /// Whether a file's keys `[smallest, largest]` meet `range`.
-pub(crate) fn file_overlaps(file: &FileMeta, (lo, hi): &KeyRange) -> bool {
-    let (smallest, largest) = (file.smallest.user_key.as_ref(), file.largest.user_key.as_ref());
-    let below = match hi {
-        Bound::Included(k) => smallest > k.as_slice(),
-        Bound::Excluded(k) => smallest >= k.as_slice(),
-        Bound::Unbounded => false,
+pub(crate) fn file_overlaps(file: &FileMeta, range: &KeyRange) -> bool {
+    span_overlaps(range, &file.smallest.user_key, &file.largest.user_key)
+}
+
+/// Whether keys `[start, end]` meet `range`.
+pub(crate) fn span_overlaps((lo, hi): &KeyRange, start: &[u8], end: &[u8]) -> bool {
+    let above_lo = match lo {
+        Bound::Included(b) => end >= b.as_slice(),
+        Bound::Excluded(b) => end > b.as_slice(),
+        Bound::Unbounded => true,
     };
-    let above = match lo {
-        Bound::Included(k) => largest < k.as_slice(),
-        Bound::Excluded(k) => largest <= k.as_slice(),
-        Bound::Unbounded => false,
+    let below_hi = match hi {
+        Bound::Included(b) => start <= b.as_slice(),
+        Bound::Excluded(b) => start < b.as_slice(),
+        Bound::Unbounded => true,
     };
-    !below && !above
+    above_lo && below_hi
 }
 
 /// Whether the key ranges of two files meet.

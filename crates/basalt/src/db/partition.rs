@@ -10,7 +10,7 @@ use arrow_schema::DataType;
 
 use super::Table;
 use super::cursor::KeyRange;
-use super::cursor::in_range;
+use super::cursor::{in_range, span_overlaps};
 use super::scan::{KeyValueRange, encode_range};
 use crate::codec::key::{self, KeyValue, OwnedKeyValue};
 use crate::error::{Error, Result};
@@ -106,7 +106,7 @@ impl Table {
         for (_, file) in tree.all_files() {
             let start = file.smallest.user_key.as_ref();
             let end = file.largest.user_key.as_ref();
-            if !overlaps(range, start, end) {
+            if !span_overlaps(range, start, end) {
                 continue;
             }
             if in_range(range, start) && !is_lower_bound(range, start) {
@@ -254,21 +254,6 @@ fn owned_bound(bound: &Bound<Vec<KeyValue<'_>>>) -> Bound<Vec<OwnedKeyValue>> {
         Bound::Excluded(t) => Bound::Excluded(own(t)),
         Bound::Unbounded => Bound::Unbounded,
     }
-}
-
-/// Whether keys `[start, end]` meet `range`.
-fn overlaps((lo, hi): &KeyRange, start: &[u8], end: &[u8]) -> bool {
-    let above_lo = match lo {
-        Bound::Included(b) => end >= b.as_slice(),
-        Bound::Excluded(b) => end > b.as_slice(),
-        Bound::Unbounded => true,
-    };
-    let below_hi = match hi {
-        Bound::Included(b) => start <= b.as_slice(),
-        Bound::Excluded(b) => start < b.as_slice(),
-        Bound::Unbounded => true,
-    };
-    above_lo && below_hi
 }
 
 /// Whether `key` is the range's included lower bound (no part can start

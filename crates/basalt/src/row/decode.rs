@@ -208,17 +208,8 @@ impl ColumnBuilder {
 
     /// Builds an Arrow array (copying the buffers once).
     pub fn finish(&mut self) -> Result<ArrayRef> {
-        let len = self.len;
-        let [validity, offsets, values] = self.take_buffers();
-        let field = self.field.clone();
-        array_from_buffers(
-            &field,
-            self.width,
-            len,
-            Buffer::from_vec(validity),
-            Buffer::from_vec(offsets),
-            Buffer::from_vec(values),
-        )
+        let empty = ColumnBuilder::new(self.field.clone(), self.width);
+        std::mem::replace(self, empty).into_array()
     }
 }
 
