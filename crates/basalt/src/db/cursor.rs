@@ -55,18 +55,8 @@ fn covers_file(range: &KeyRange, file: &FileMeta) -> bool {
 }
 
 /// Whether `key` lies in `range`.
-pub(crate) fn in_range((lo, hi): &KeyRange, key: &[u8]) -> bool {
-    let above = match lo {
-        Bound::Included(b) => key >= b.as_slice(),
-        Bound::Excluded(b) => key > b.as_slice(),
-        Bound::Unbounded => true,
-    };
-    let below = match hi {
-        Bound::Included(b) => key <= b.as_slice(),
-        Bound::Excluded(b) => key < b.as_slice(),
-        Bound::Unbounded => true,
-    };
-    above && below
+pub(crate) fn in_range(range: &KeyRange, key: &[u8]) -> bool {
+    span_overlaps(range, key, key)
 }
 
 /// A sorted run of SSTs: files with disjoint key ranges, in key order (one
