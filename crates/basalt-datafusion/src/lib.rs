@@ -15,6 +15,7 @@ mod dml;
 mod error;
 mod exec;
 mod insert;
+mod prepared;
 mod pushdown;
 mod schema;
 mod stats;
@@ -33,6 +34,7 @@ use datafusion::sql::sqlparser::parser::Parser;
 
 /// The DataFusion this crate is built on, for callers that need its types.
 pub use datafusion;
+pub use prepared::{PreparedStatement, QueryOutput, prepare, query};
 pub use schema::BasaltSchema;
 pub use table::BasaltTable;
 
@@ -52,7 +54,10 @@ pub fn session(db: Arc<Db>) -> SessionContext {
 /// count, batch size…). String columns of `CREATE TABLE` are `Utf8`, the
 /// type Basalt stores.
 pub fn session_with_config(db: Arc<Db>, config: SessionConfig) -> SessionContext {
-    let mut config = config.with_information_schema(true).with_default_catalog_and_schema(CATALOG, SCHEMA);
+    let mut config = config
+        .with_information_schema(true)
+        .with_default_catalog_and_schema(CATALOG, SCHEMA)
+        .with_extension(Arc::new(prepared::PlanCache::default()));
     config.options_mut().sql_parser.map_string_types_to_utf8view = false;
     let ctx = SessionContext::new_with_config(config);
     if let Some(catalog) = ctx.catalog(CATALOG) {

@@ -98,7 +98,7 @@ fn boolean_is(schema: &Schema, column: &str, value: bool) -> Option<Predicate> {
 
 /// `v` as a value of `to`, when the cast loses nothing (casting back gives
 /// `v` again) and the value is not null.
-fn exact_cast(v: &ScalarValue, to: &DataType) -> Option<ScalarValue> {
+pub(crate) fn exact_cast(v: &ScalarValue, to: &DataType) -> Option<ScalarValue> {
     if v.is_null() {
         return None;
     }

@@ -56,6 +56,21 @@ impl BasaltTable {
         self.db.table(&self.name).map_err(to_df)
     }
 
+    /// The table's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The schema the provider was made with.
+    pub(crate) fn schema_ref(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    /// Column indexes of the primary key.
+    pub(crate) fn primary_key(&self) -> &[usize] {
+        &self.primary_key
+    }
+
     /// The plan of a scan, as [`TableProvider::scan`] makes it.
     pub(crate) fn scan_plan(
         &self,

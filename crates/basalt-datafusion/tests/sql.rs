@@ -2,42 +2,14 @@
 //! asserted through the engine's counters and EXPLAIN, and a differential
 //! test against SQLite over random tables and predicates.
 
+mod common;
+
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use basalt::{Db, Options};
-use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
+use common::{open, rows, run};
 use datafusion::execution::context::SessionContext;
-
-/// A session over a new database in a temporary directory.
-fn open() -> (tempfile::TempDir, Arc<Db>, SessionContext) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let db = Arc::new(Db::open(dir.path().join("db"), Options::default()).expect("open"));
-    let ctx = basalt_datafusion::session(db.clone());
-    (dir, db, ctx)
-}
-
-async fn run(ctx: &SessionContext, query: &str) -> Vec<RecordBatch> {
-    let df = basalt_datafusion::sql(ctx, query).await.unwrap_or_else(|e| panic!("{query}: {e}"));
-    df.collect().await.unwrap_or_else(|e| panic!("{query}: {e}"))
-}
-
-/// Rows as text, one string per row, values separated by `|`.
-fn rows(batches: &[RecordBatch]) -> Vec<String> {
-    let opts = FormatOptions::default().with_null("NULL");
-    let mut out = Vec::new();
-    for b in batches {
-        let formatters: Vec<_> = b
-            .columns()
-            .iter()
-            .map(|c| ArrayFormatter::try_new(c.as_ref(), &opts).expect("formatter"))
-            .collect();
-        for r in 0..b.num_rows() {
-            out.push(formatters.iter().map(|f| f.value(r).to_string()).collect::<Vec<_>>().join("|"));
-        }
-    }
-    out
-}
 
 mod slt {
     use super::*;
@@ -71,6 +43,26 @@ mod slt {
             let batches = df.collect().await.map_err(|e| Failed(e.to_string()))?;
             if !is_query {
                 return Ok(DBOutput::StatementComplete(0));
+            }
+            // Every query again through the plan cache (prepared on the
+            // first run, reused on the second) and, where its shape allows,
+            // the direct path: the same rows in some order (a LIMIT without
+            // ORDER BY may keep other rows, so those are not compared).
+            if !sql.to_ascii_uppercase().contains("LIMIT") {
+                let mut want = rows(&batches);
+                want.sort();
+                for pass in ["prepared", "cached"] {
+                    let output = basalt_datafusion::query(&self.ctx, sql, &[])
+                        .await
+                        .map_err(|e| Failed(format!("{sql} ({pass}): {e}")))?;
+                    let mut got = rows(&output.batches);
+                    got.sort();
+                    if got != want {
+                        return Err(Failed(format!(
+                            "{sql} ({pass}): {got:?}, DataFusion's plan gave {want:?}"
+                        )));
+                    }
+                }
             }
             let rows: Vec<Vec<String>> = rows(&batches)
                 .into_iter()
@@ -348,6 +340,7 @@ mod pushdown {
 mod differential {
     use super::*;
     use arrow_array::{Array, Float64Array, Int64Array, StringArray};
+    use datafusion::common::ScalarValue;
     use rand::rngs::StdRng;
     use rand::{Rng, SeedableRng};
 
@@ -380,12 +373,50 @@ mod differential {
         }
     }
 
+    /// A query's text twice: with its values written in, and with each
+    /// value a parameter (`$1`, …) whose value is kept.
+    #[derive(Default)]
+    struct Text {
+        literal: String,
+        parameterized: String,
+        params: Vec<ScalarValue>,
+    }
+
+    impl Text {
+        fn push(&mut self, s: &str) {
+            self.literal.push_str(s);
+            self.parameterized.push_str(s);
+        }
+
+        fn value(&mut self, rng: &mut StdRng, kind: Kind) {
+            let (text, value) = literal_value(rng, kind);
+            self.literal.push_str(&text);
+            self.params.push(value);
+            self.parameterized.push('$');
+            self.parameterized.push_str(&self.params.len().to_string());
+        }
+    }
+
     fn literal(rng: &mut StdRng, kind: Kind) -> String {
+        literal_value(rng, kind).0
+    }
+
+    /// A random value of `kind`, as SQL text and as a parameter value.
+    fn literal_value(rng: &mut StdRng, kind: Kind) -> (String, ScalarValue) {
         match kind {
-            Kind::Int => rng.random_range(-20i64..20).to_string(),
+            Kind::Int => {
+                let v = rng.random_range(-20i64..20);
+                (v.to_string(), ScalarValue::Int64(Some(v)))
+            }
             // Quarters: exact in binary, printed alike by both.
-            Kind::Float => format!("{:.2}", f64::from(rng.random_range(-40i32..40)) / 4.0),
-            Kind::Text => format!("'{}'", ["", "a", "ab", "b", "ba", "c", "z", "é"][rng.random_range(0..8)]),
+            Kind::Float => {
+                let v = f64::from(rng.random_range(-40i32..40)) / 4.0;
+                (format!("{v:.2}"), ScalarValue::Float64(Some(v)))
+            }
+            Kind::Text => {
+                let v = ["", "a", "ab", "b", "ba", "c", "z", "é", "it's"][rng.random_range(0..9)];
+                (format!("'{}'", v.replace('\'', "''")), ScalarValue::Utf8(Some(v.to_string())))
+            }
         }
     }
 
@@ -393,16 +424,41 @@ mod differential {
         if nullable && rng.random_bool(0.15) { "NULL".to_string() } else { literal(rng, kind) }
     }
 
-    fn predicate(rng: &mut StdRng, columns: &[Column]) -> String {
+    fn predicate(rng: &mut StdRng, columns: &[Column], text: &mut Text) {
         let c = &columns[rng.random_range(0..columns.len())];
         let op = ["=", "<>", "<", "<=", ">", ">="][rng.random_range(0..6)];
         match rng.random_range(0..10) {
-            0 => format!("{} IS NULL", c.name),
-            1 => format!("{} IS NOT NULL", c.name),
-            2 => format!("{} BETWEEN {} AND {}", c.name, literal(rng, c.kind), literal(rng, c.kind)),
-            3 => format!("{} {op} {}", literal(rng, c.kind), c.name),
-            4 => format!("({} {op} {} OR {} IS NULL)", c.name, literal(rng, c.kind), c.name),
-            _ => format!("{} {op} {}", c.name, literal(rng, c.kind)),
+            0 => text.push(&format!("{} IS NULL", c.name)),
+            1 => text.push(&format!("{} IS NOT NULL", c.name)),
+            2 => {
+                text.push(&format!("{} BETWEEN ", c.name));
+                text.value(rng, c.kind);
+                text.push(" AND ");
+                text.value(rng, c.kind);
+            }
+            3 => {
+                text.value(rng, c.kind);
+                text.push(&format!(" {op} {}", c.name));
+            }
+            4 => {
+                text.push(&format!("({} {op} ", c.name));
+                text.value(rng, c.kind);
+                text.push(&format!(" OR {} IS NULL)", c.name));
+            }
+            _ => {
+                text.push(&format!("{} {op} ", c.name));
+                text.value(rng, c.kind);
+            }
+        }
+    }
+
+    /// `count` predicates joined by AND, written into `text`.
+    fn predicates(rng: &mut StdRng, columns: &[Column], count: usize, text: &mut Text) {
+        for i in 0..count {
+            if i > 0 {
+                text.push(" AND ");
+            }
+            predicate(rng, columns, text);
         }
     }
 
@@ -457,12 +513,48 @@ mod differential {
         out
     }
 
-    async fn one_case(seed: u64) {
-        let mut rng = StdRng::seed_from_u64(seed);
+    /// Runs `unordered` (the query `query` gave `theirs` for, its values as
+    /// parameters `params`, without ORDER BY so that a plain one may take
+    /// the direct path) as a prepared statement, and checks it gives the
+    /// same rows in some order, or (under a LIMIT) that many of them.
+    /// Returns whether it took the direct path.
+    async fn same_prepared(
+        ctx: &SessionContext,
+        conn: &rusqlite::Connection,
+        seed: u64,
+        query: &str,
+        unordered: &str,
+        params: &[ScalarValue],
+        theirs: Vec<Vec<Cell>>,
+    ) -> bool {
+        let prepared = basalt_datafusion::prepare(ctx, unordered)
+            .await
+            .unwrap_or_else(|e| panic!("seed {seed}: prepare {unordered}: {e}"));
+        let output = prepared
+            .execute(params)
+            .await
+            .unwrap_or_else(|e| panic!("seed {seed}: {unordered} {params:?}: {e}"));
+        let mut prepared_rows = cells_of_batches(&output.batches);
+        let sorted = |rows: &mut Vec<Vec<Cell>>| rows.sort_by_key(|r| format!("{r:?}"));
+        sorted(&mut prepared_rows);
+        let context = format!("seed {seed}: {unordered} {params:?} ({})", prepared.path());
+        if unordered.contains(" LIMIT ") {
+            let all = sqlite_rows(conn, query.split(" LIMIT ").next().unwrap_or(query));
+            assert_eq!(prepared_rows.len(), theirs.len(), "{context}");
+            assert!(prepared_rows.iter().all(|r| all.contains(r)), "{context}");
+        } else {
+            let mut theirs = theirs;
+            sorted(&mut theirs);
+            assert_eq!(prepared_rows, theirs, "{context}");
+        }
+        prepared.path().starts_with("direct")
+    }
+
+    /// `key_count` key columns then one to three others, of random kinds.
+    fn random_columns(rng: &mut StdRng, key_count: usize) -> Vec<Column> {
         let kinds = [Kind::Int, Kind::Float, Kind::Text];
-        let key_count = rng.random_range(1..=2);
         let column_count = key_count + rng.random_range(1..=3);
-        let columns: Vec<Column> = (0..column_count)
+        (0..column_count)
             .map(|i| Column {
                 name: format!("c{i}"),
                 // Keys are integers or text: SQL orders floats unlike key codecs
@@ -473,7 +565,17 @@ mod differential {
                     kinds[rng.random_range(0..3)]
                 },
             })
-            .collect();
+            .collect()
+    }
+
+    /// Runs one random case; returns how many prepared queries took the
+    /// direct path.
+    async fn one_case(seed: u64) -> usize {
+        let mut direct = 0;
+        let mut rng = StdRng::seed_from_u64(seed);
+        let key_count = rng.random_range(1..=2);
+        let columns = random_columns(&mut rng, key_count);
+        let column_count = columns.len();
         let keys: Vec<&str> = columns[..key_count].iter().map(|c| c.name.as_str()).collect();
         let defs: Vec<String> = columns.iter().map(|c| format!("{} {}", c.name, sql_type(c.kind))).collect();
         let create = format!("CREATE TABLE t ({}, PRIMARY KEY ({}))", defs.join(", "), keys.join(", "));
@@ -511,9 +613,10 @@ mod differential {
         for q in 0..25 {
             if q % 6 == 5 {
                 // A change: DELETE or UPDATE of a non-key column, on both.
-                let predicates: Vec<String> =
-                    (0..rng.random_range(1..3)).map(|_| predicate(&mut rng, &columns)).collect();
-                let filter = predicates.join(" AND ");
+                let mut text = Text::default();
+                let count = rng.random_range(1..3);
+                predicates(&mut rng, &columns, count, &mut text);
+                let filter = text.literal;
                 let dml = if rng.random_bool(0.5) {
                     format!("DELETE FROM t WHERE {filter}")
                 } else {
@@ -528,28 +631,37 @@ mod differential {
                 columns.iter().filter(|_| rng.random_bool(0.6)).map(|c| c.name.as_str()).collect();
             let mut select: Vec<&str> = keys.clone();
             select.extend(projection.iter().filter(|c| !keys.contains(c)));
-            let predicates: Vec<String> =
-                (0..rng.random_range(0..4)).map(|_| predicate(&mut rng, &columns)).collect();
-            let filter = if predicates.is_empty() {
-                String::new()
-            } else {
-                format!(" WHERE {}", predicates.join(" AND "))
-            };
-            let query = if q % 5 == 4 {
+            let mut filter = Text::default();
+            let count = rng.random_range(0..4);
+            if count > 0 {
+                filter.push(" WHERE ");
+                predicates(&mut rng, &columns, count, &mut filter);
+            }
+            let aggregate = q % 5 == 4;
+            let (query, unordered) = if aggregate {
                 let c = &columns[rng.random_range(0..column_count)];
-                format!("SELECT count(*), count({0}), min({0}), max({0}) FROM t{filter}", c.name)
+                let head = format!("SELECT count(*), count({0}), min({0}), max({0}) FROM t", c.name);
+                (format!("{head}{}", filter.literal), format!("{head}{}", filter.parameterized))
             } else {
                 let limit = if rng.random_bool(0.2) {
                     format!(" LIMIT {}", rng.random_range(0..10))
                 } else {
                     String::new()
                 };
-                format!("SELECT {} FROM t{filter} ORDER BY {order}{limit}", select.join(", "))
+                let head = format!("SELECT {} FROM t", select.join(", "));
+                (
+                    format!("{head}{} ORDER BY {order}{limit}", filter.literal),
+                    format!("{head}{}{limit}", filter.parameterized),
+                )
             };
             let ours = cells_of_batches(&run(&ctx, &query).await);
             let theirs = sqlite_rows(&conn, &query);
             assert_eq!(ours, theirs, "seed {seed}: {query}");
+            direct += usize::from(
+                same_prepared(&ctx, &conn, seed, &query, &unordered, &filter.params, theirs).await,
+            );
         }
+        direct
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -561,9 +673,11 @@ mod differential {
             let start: u64 = rand::random::<u32>().into();
             (start..start + 12).collect()
         };
+        let mut direct = 0;
         for seed in cases {
             eprintln!("differential case seed {seed}");
-            one_case(seed).await;
+            direct += one_case(seed).await;
         }
+        assert!(base.is_some() || direct > 0, "no prepared query took the direct path");
     }
 }

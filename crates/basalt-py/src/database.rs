@@ -249,9 +249,25 @@ impl Database {
 
     /// Runs one SQL statement (DataFusion's SQL over every table, with
     /// Basalt's `CREATE INDEX`, `DELETE` and `UPDATE`) and returns its
-    /// result as a `pyarrow.Table`.
-    fn sql<'py>(&self, py: Python<'py>, query: &str) -> PyResult<Bound<'py, PyAny>> {
-        crate::sql::run(py, &self.state, query)
+    /// result as a `pyarrow.Table`. `params` (a sequence of None, bool,
+    /// int, float, str or bytes) are the values of `$1`, `$2`, … in a
+    /// query, bound as values, never written into the text. A query's plan
+    /// is kept by its text, so repeating it costs no parsing or planning.
+    #[pyo3(signature = (query, params=None))]
+    fn sql<'py>(
+        &self,
+        py: Python<'py>,
+        query: &str,
+        params: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        crate::sql::run(py, &self.state, query, params)
+    }
+
+    /// Parses and plans one SQL statement once; `Statement.execute(params)`
+    /// runs it. Queries of one table by key, key range or index run
+    /// straight on the engine (`Statement.path`).
+    fn prepare(&self, py: Python<'_>, query: &str) -> PyResult<crate::sql::Statement> {
+        crate::sql::Statement::prepare(py, self.state.clone(), query)
     }
 
     /// Writes every memtable to SSTs and waits for it.

@@ -37,6 +37,7 @@ fn _basalt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<batch::WriteBatch>()?;
     m.add_class::<table::Table>()?;
     m.add_class::<scan::Scan>()?;
+    m.add_class::<sql::Statement>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

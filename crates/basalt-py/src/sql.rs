@@ -1,44 +1,153 @@
 //! SQL from Python: `Database.sql` runs a statement through
-//! `basalt-datafusion` (the session Basalt's own SQL layer makes), and
+//! `basalt-datafusion` (the session Basalt's own SQL layer makes, its plan
+//! cache and direct paths), `Database.prepare` plans one once, and
 //! `Table.__datafusion_table_provider__` hands a table to the `datafusion`
 //! Python package through DataFusion's FFI.
 
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use arrow_array::RecordBatch;
-use arrow_schema::SchemaRef;
 use basalt::Db;
-use basalt_datafusion::BasaltTable;
+use basalt_datafusion::datafusion::common::{Result as DfResult, ScalarValue};
+use basalt_datafusion::{BasaltTable, PreparedStatement, QueryOutput};
 use datafusion_ffi::proto::logical_extension_codec::FFI_LogicalExtensionCodec;
 use datafusion_ffi::table_provider::FFI_TableProvider;
 use pyo3::prelude::*;
-use pyo3::types::PyCapsule;
+use pyo3::types::{PyBool, PyBytes, PyCapsule, PyFloat, PyInt, PyString};
 use pyo3_arrow::PyTable;
 
 use crate::errors;
-use crate::state::{DbState, runtime};
+use crate::state::{DbState, Shared, runtime};
 
-/// Runs one statement and collects its result (the GIL released).
-pub fn run<'py>(py: Python<'py>, state: &DbState, query: &str) -> PyResult<Bound<'py, PyAny>> {
+/// Runs one statement with `params` (`$1` first) and collects its result
+/// (the GIL released). The session's plan cache keeps the plan of a query
+/// of the same text, so a repeated statement is not parsed or planned again.
+pub fn run<'py>(
+    py: Python<'py>,
+    state: &DbState,
+    query: &str,
+    params: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
     if state.read_only && !reads_only(query) {
         return Err(errors::read_only(py, "sql (only SELECT, EXPLAIN of a SELECT and SHOW run)"));
     }
+    let params = scalars(params)?;
     let ctx = state.session(py)?;
     let rt = runtime(py)?;
-    let result: Result<(Vec<RecordBatch>, SchemaRef), String> = py.detach(|| {
-        rt.block_on(async {
-            let frame = basalt_datafusion::sql(&ctx, query).await.map_err(|e| e.to_string())?;
-            let schema: SchemaRef = Arc::new(frame.schema().as_arrow().clone());
-            let batches = frame.collect().await.map_err(|e| e.to_string())?;
-            Ok((batches, schema))
-        })
-    });
+    let result = py.detach(|| rt.block_on(basalt_datafusion::query(&ctx, query, &params)));
+    into_table(py, state, result)
+}
+
+/// The pyarrow table of a statement's output, or its error.
+fn into_table<'py>(
+    py: Python<'py>,
+    state: &DbState,
+    result: DfResult<QueryOutput>,
+) -> PyResult<Bound<'py, PyAny>> {
     if state.is_closed() {
         return Err(errors::closed(py));
     }
-    let (batches, schema) = result.map_err(|e| errors::invalid(py, format!("SQL: {e}")))?;
-    PyTable::try_new(batches, schema)?.into_pyarrow(py)
+    let output = result.map_err(|e| errors::invalid(py, format!("SQL: {e}")))?;
+    PyTable::try_new(output.batches, output.schema)?.into_pyarrow(py)
+}
+
+/// A statement parsed and planned once (`Database.prepare`), run with
+/// parameter values by `execute`: values are bound, never written into the
+/// text. Queries of one table by key, key range or index run straight on
+/// the engine (`path` says which way it runs).
+#[pyclass(module = "basalt", frozen)]
+pub struct Statement {
+    state: Shared,
+    prepared: Arc<PreparedStatement>,
+}
+
+impl Statement {
+    pub fn prepare(py: Python<'_>, state: Shared, query: &str) -> PyResult<Statement> {
+        if state.read_only && !reads_only(query) {
+            return Err(errors::read_only(py, "prepare (only SELECT, EXPLAIN of a SELECT and SHOW run)"));
+        }
+        let ctx = state.session(py)?;
+        let rt = runtime(py)?;
+        let prepared = py
+            .detach(|| rt.block_on(basalt_datafusion::prepare(&ctx, query)))
+            .map_err(|e| errors::invalid(py, format!("SQL: {e}")))?;
+        Ok(Statement { state, prepared: Arc::new(prepared) })
+    }
+}
+
+#[pymethods]
+impl Statement {
+    /// Runs the statement with `params` (a sequence: None, bool, int,
+    /// float, str or bytes, `$1` first) and returns a `pyarrow.Table`.
+    #[pyo3(signature = (params=None))]
+    fn execute<'py>(
+        &self,
+        py: Python<'py>,
+        params: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.state.db(py)?;
+        let params = scalars(params)?;
+        let rt = runtime(py)?;
+        let prepared = Arc::clone(&self.prepared);
+        let result = py.detach(|| rt.block_on(prepared.execute(&params)));
+        into_table(py, &self.state, result)
+    }
+
+    /// How many parameters the statement takes.
+    #[getter]
+    fn parameter_count(&self) -> usize {
+        self.prepared.parameter_count()
+    }
+
+    /// How it runs: "direct (table …)" on the engine's own calls, or
+    /// "DataFusion".
+    #[getter]
+    fn path(&self) -> String {
+        self.prepared.path()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Statement({:?}, path={:?})", self.prepared.text(), self.prepared.path())
+    }
+}
+
+/// Python values as SQL parameter values.
+fn scalars(params: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<ScalarValue>> {
+    let Some(params) = params.filter(|p| !p.is_none()) else { return Ok(Vec::new()) };
+    if params.is_instance_of::<PyString>() || params.is_instance_of::<PyBytes>() {
+        return Err(errors::wrong_type(
+            "params is a sequence of values (a list or tuple), not one string".into(),
+        ));
+    }
+    let mut out = Vec::new();
+    for (i, value) in params.try_iter()?.enumerate() {
+        let value = value?;
+        let n = i + 1;
+        out.push(if value.is_none() {
+            ScalarValue::Null
+        } else if let Ok(b) = value.cast::<PyBool>() {
+            ScalarValue::Boolean(Some(b.is_true()))
+        } else if value.is_instance_of::<PyInt>() {
+            match value.extract::<i64>() {
+                Ok(v) => ScalarValue::Int64(Some(v)),
+                Err(_) => ScalarValue::UInt64(Some(value.extract::<u64>().map_err(|_| {
+                    errors::wrong_type(format!("parameter ${n}: {value} does not fit in 64 bits"))
+                })?)),
+            }
+        } else if let Ok(f) = value.cast::<PyFloat>() {
+            ScalarValue::Float64(Some(f.value()))
+        } else if let Ok(s) = value.cast::<PyString>() {
+            ScalarValue::Utf8(Some(s.to_str()?.to_string()))
+        } else if let Ok(b) = value.cast::<PyBytes>() {
+            ScalarValue::Binary(Some(b.as_bytes().to_vec()))
+        } else {
+            return Err(errors::wrong_type(format!(
+                "parameter ${n}: a {} is not a SQL value here (None, bool, int, float, str or bytes)",
+                value.get_type().name()?
+            )));
+        });
+    }
+    Ok(out)
 }
 
 /// Whether every statement of `query` only reads: a query, an `EXPLAIN`

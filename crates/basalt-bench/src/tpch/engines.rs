@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use basalt::{Db, IndexOptions, Options, TableOptions};
+use datafusion::common::ScalarValue;
 use datafusion::execution::context::SessionContext;
 use datafusion::prelude::ParquetReadOptions;
 use rand::rngs::StdRng;
@@ -94,13 +95,45 @@ pub fn basalt(args: &TpchArgs, tables: &[Table], dir: &Path) -> Result<Measured>
     let queries = datafusion_queries(args, &rt, &ctx);
     let keys = customer_keys(args, rows_of(tables, "customer"));
     let mut lookups = Vec::new();
+    let per_query = |t: Instant| t.elapsed().as_secs_f64() * 1e6 / keys.len().max(1) as f64;
     for (metric, sql) in lookup_queries() {
+        let text = |k: i64| sql.replace("?2", &(k + 99).to_string()).replace('?', &k.to_string());
+        // Three ways: DataFusion's plan of new text each time (parse,
+        // plan, optimize, execute), `basalt_datafusion::query` of new text
+        // each time (prepared on the spot; the direct path where the shape
+        // allows), and one prepared statement executed with parameters.
         let t = Instant::now();
+        let mut rows = 0;
         for &k in &keys {
-            let q = sql.replace("?2", &(k + 99).to_string()).replace('?', &k.to_string());
-            rt.block_on(async { ctx.sql(&q).await?.collect().await })?;
+            rows += rt
+                .block_on(async { ctx.sql(&text(k)).await?.collect().await })?
+                .iter()
+                .map(datafusion::arrow::array::RecordBatch::num_rows)
+                .sum::<usize>();
         }
-        lookups.push((metric.to_string(), t.elapsed().as_secs_f64() * 1e6 / keys.len().max(1) as f64));
+        lookups.push((metric.to_string(), per_query(t)));
+        let t = Instant::now();
+        let mut text_rows = 0;
+        for &k in &keys {
+            text_rows += rt.block_on(basalt_datafusion::query(&ctx, &text(k), &[]))?.num_rows();
+        }
+        lookups.push((metric.replace("_us", "_text_us"), per_query(t)));
+        let prepared =
+            rt.block_on(basalt_datafusion::prepare(&ctx, &sql.replace("?2", "$2").replace('?', "$1")))?;
+        let t = Instant::now();
+        let mut prepared_rows = 0;
+        for &k in &keys {
+            let params = [ScalarValue::Int64(Some(k)), ScalarValue::Int64(Some(k + 99))];
+            let params = &params[..prepared.parameter_count()];
+            prepared_rows += rt.block_on(prepared.execute(params))?.num_rows();
+        }
+        lookups.push((metric.replace("_us", "_prepared_us"), per_query(t)));
+        if text_rows != rows || prepared_rows != rows {
+            return Err(format!(
+                "{metric}: {rows} rows planned, {text_rows} as text, {prepared_rows} prepared"
+            )
+            .into());
+        }
     }
     drop(ctx);
     Ok(Measured {

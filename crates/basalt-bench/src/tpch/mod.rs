@@ -6,13 +6,17 @@
 //! the queries it finishes within its time limit. Every engine's answers
 //! are compared with DuckDB's (or, without DuckDB, with Basalt's). Then
 //! point, 100-row primary-key range and indexed equality queries through
-//! SQL against SQLite's prepared statements.
+//! SQL against SQLite's prepared statements; Basalt's three ways (issue
+//! 38): new text through DataFusion's plan, new text through
+//! `basalt_datafusion::query` (prepared on the spot, direct where it can),
+//! and one prepared statement executed with parameters.
 //!
 //! Result lines: workload `tpch`, metric `query_ms` with `query` `q1`…
 //! `q22` and `all` (the total over the queries every engine finished and
 //! answered right); `load_s`; and `point_query_us`, `range100_query_us`,
-//! `indexed_query_us`. `scale` is the number of `lineitem` rows and
-//! `distribution` the scale factor (`sf0.1`).
+//! `indexed_query_us` (Basalt also `…_text_us` and `…_prepared_us`).
+//! `scale` is the number of `lineitem` rows and `distribution` the scale
+//! factor (`sf0.1`).
 
 mod answers;
 mod data;
@@ -230,7 +234,17 @@ fn summary(measured: &[Measured]) -> String {
     for m in measured {
         let _ = write!(out, " {:.1} s |", m.load_s);
     }
-    for metric in ["point_query_us", "range100_query_us", "indexed_query_us"] {
+    for metric in [
+        "point_query_us",
+        "point_query_text_us",
+        "point_query_prepared_us",
+        "range100_query_us",
+        "range100_query_text_us",
+        "range100_query_prepared_us",
+        "indexed_query_us",
+        "indexed_query_text_us",
+        "indexed_query_prepared_us",
+    ] {
         let _ = write!(out, "\n| {metric} |");
         for m in measured {
             match m.lookups.iter().find(|(name, _)| name == metric) {

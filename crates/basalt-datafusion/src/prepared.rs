@@ -1,0 +1,521 @@
+//! Prepared statements, the plan cache, and the direct path.
+//!
+//! A statement is parsed and planned once ([`prepare`]) and then run many
+//! times with parameter values (`$1`, `$2`, …) bound as values, never
+//! spliced into text. A query whose plan is a projection of one Basalt
+//! table's columns under a filter the engine evaluates exactly (and an
+//! optional `LIMIT`) takes the *direct path*: each execution binds the
+//! parameters, derives the key range and predicates as a DataFusion scan
+//! would, and calls `Table::get` (every primary-key column equal to a
+//! value, nothing else) or the engine's scan (a key range, or an index the
+//! scan picks for the filter) on the calling thread, with no physical plan,
+//! no runtime hand-off and no coalescing. Everything else runs the stored
+//! logical plan through DataFusion's optimizer and executor, skipping only
+//! the parse and the SQL planning. Where the time of a small query went
+//! before: docs/BENCHMARKS.md, issue 38.
+//!
+//! [`query`] runs text through a per-session cache of prepared queries,
+//! keyed by the text, so repeating a statement costs what executing a
+//! prepared one does.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use arrow_schema::{DataType, Schema, SchemaRef};
+use basalt::{KeyValue, OwnedKeyValue, ScanOptions};
+use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode, TreeNodeRecursion};
+use datafusion::common::{ParamValues, Result, ScalarValue, exec_err, plan_err};
+use datafusion::datasource::source_as_provider;
+use datafusion::execution::context::SessionContext;
+use datafusion::logical_expr::utils::split_conjunction;
+use datafusion::logical_expr::{Expr, FetchType, LogicalPlan, SkipType, TableScan};
+use datafusion::sql::sqlparser::ast::Statement;
+use datafusion::sql::sqlparser::dialect::GenericDialect;
+use datafusion::sql::sqlparser::parser::Parser;
+use parking_lot::Mutex;
+
+use crate::error::to_df;
+use crate::pushdown::{borrowed, exact_cast, predicates_of, pushdown};
+use crate::table::BasaltTable;
+
+/// Statements the plan cache keeps per session; past it, the cache starts
+/// again empty (a workload with more distinct texts than this gains
+/// nothing from caching them).
+const PLAN_CACHE_ENTRIES: usize = 512;
+
+/// What a statement returned: its schema (known also when no rows came)
+/// and its batches.
+#[derive(Debug, Clone)]
+pub struct QueryOutput {
+    pub schema: SchemaRef,
+    pub batches: Vec<RecordBatch>,
+}
+
+impl QueryOutput {
+    /// Rows in all batches.
+    pub fn num_rows(&self) -> usize {
+        self.batches.iter().map(RecordBatch::num_rows).sum()
+    }
+}
+
+/// A statement parsed and planned once, executed with parameter values.
+pub struct PreparedStatement {
+    ctx: SessionContext,
+    text: String,
+    body: Body,
+}
+
+impl std::fmt::Debug for PreparedStatement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PreparedStatement")
+            .field("text", &self.text)
+            .field("path", &self.path())
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug)]
+enum Body {
+    /// Statements Basalt runs itself (`CREATE INDEX`, `DELETE`, …): parsed
+    /// once, run by [`crate::sql_statement`] each time, without parameters.
+    Statement(Box<Statement>),
+    /// A plan of DataFusion's, placeholders in it.
+    Plan {
+        plan: Box<LogicalPlan>,
+        /// The type each parameter is compared with (`None`: not inferred,
+        /// the value's own type is used), `$1` first.
+        parameters: Vec<Option<DataType>>,
+        direct: Option<Direct>,
+    },
+}
+
+/// A query the engine answers by itself: the table, the columns returned
+/// (by position in the table's schema, in output order), the filter's
+/// conjuncts (placeholders in them) and the row limit.
+#[derive(Debug)]
+struct Direct {
+    table: Arc<dyn datafusion::catalog::TableProvider>,
+    columns: Vec<usize>,
+    filters: Vec<Expr>,
+    limit: Option<usize>,
+    schema: SchemaRef,
+}
+
+/// Parses and plans `text` once. Parameters are written `$1`, `$2`, …; a
+/// parameter's type is the type of what it is compared with.
+pub async fn prepare(ctx: &SessionContext, text: &str) -> Result<PreparedStatement> {
+    let mut statements = Parser::parse_sql(&GenericDialect {}, text)?;
+    if statements.len() != 1 {
+        return plan_err!("prepare takes one statement, not {}", statements.len());
+    }
+    let statement = statements.remove(0);
+    let body = if crate::runs_here(&statement) {
+        Body::Statement(Box::new(statement))
+    } else {
+        let plan = ctx
+            .state()
+            .statement_to_plan(datafusion::sql::parser::Statement::Statement(Box::new(statement)))
+            .await?;
+        let parameters = parameter_types(&plan)?;
+        let direct = direct_shape(&plan);
+        Body::Plan { plan: Box::new(plan), parameters, direct }
+    };
+    Ok(PreparedStatement { ctx: ctx.clone(), text: text.to_string(), body })
+}
+
+impl PreparedStatement {
+    /// The statement's text.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// How many parameters it takes.
+    pub fn parameter_count(&self) -> usize {
+        match &self.body {
+            Body::Plan { parameters, .. } => parameters.len(),
+            Body::Statement(_) => 0,
+        }
+    }
+
+    /// The type of each parameter, where the statement fixes it.
+    pub fn parameter_types(&self) -> Vec<Option<DataType>> {
+        match &self.body {
+            Body::Plan { parameters, .. } => parameters.clone(),
+            Body::Statement(_) => Vec::new(),
+        }
+    }
+
+    /// How the statement runs: `direct (table t)` when the engine answers
+    /// it by itself, `DataFusion` otherwise.
+    pub fn path(&self) -> String {
+        match &self.body {
+            Body::Plan { direct: Some(d), .. } => {
+                format!("direct (table {})", table_of(d).map_or("?", |t| t.name()))
+            }
+            _ => "DataFusion".to_string(),
+        }
+    }
+
+    /// Runs the statement with `params` (`$1` first). A value of another
+    /// type than its parameter's is converted only where nothing is lost
+    /// and the types are of one kind (numbers, strings, binary, times);
+    /// otherwise it is an error, never a silent cast.
+    pub async fn execute(&self, params: &[ScalarValue]) -> Result<QueryOutput> {
+        match &self.body {
+            Body::Statement(statement) => {
+                if !params.is_empty() {
+                    return plan_err!("{} takes no parameters, {} were given", self.text, params.len());
+                }
+                let frame = crate::sql_statement(&self.ctx, statement.as_ref().clone()).await?;
+                collect(frame).await
+            }
+            Body::Plan { plan, parameters, direct } => {
+                let values = bind(parameters, params)?;
+                if let Some(direct) = direct
+                    && let Some(output) = run_direct(direct, &values)?
+                {
+                    return Ok(output);
+                }
+                let plan = plan.as_ref().clone().replace_params_with_values(&ParamValues::from(values))?;
+                collect(self.ctx.execute_logical_plan(plan).await?).await
+            }
+        }
+    }
+
+    /// Whether every table the plan reads still has the schema it was
+    /// planned with (a cached plan of a table dropped and created again
+    /// differently must be planned again).
+    fn still_valid(&self) -> bool {
+        let Body::Plan { plan, .. } = &self.body else { return false };
+        let mut valid = true;
+        let _ = plan.apply_with_subqueries(|node| {
+            if let LogicalPlan::TableScan(scan) = node {
+                valid = basalt_table(scan).is_some_and(|p| {
+                    p.downcast_ref::<BasaltTable>()
+                        .is_some_and(|t| t.table().is_ok_and(|h| h.schema() == *t.schema_ref()))
+                });
+            }
+            Ok(if valid { TreeNodeRecursion::Continue } else { TreeNodeRecursion::Stop })
+        });
+        valid
+    }
+
+    /// Whether the plan only reads Basalt tables (nothing else may be
+    /// cached: a view or a system table can change under a cached plan).
+    fn cacheable(&self) -> bool {
+        let Body::Plan { plan, .. } = &self.body else { return false };
+        if !matches!(
+            plan.as_ref(),
+            LogicalPlan::Projection(_)
+                | LogicalPlan::Filter(_)
+                | LogicalPlan::Aggregate(_)
+                | LogicalPlan::Sort(_)
+                | LogicalPlan::Limit(_)
+                | LogicalPlan::Join(_)
+                | LogicalPlan::Union(_)
+                | LogicalPlan::Distinct(_)
+                | LogicalPlan::SubqueryAlias(_)
+                | LogicalPlan::Window(_)
+                | LogicalPlan::TableScan(_)
+        ) {
+            return false;
+        }
+        let mut only_basalt = true;
+        let _ = plan.apply_with_subqueries(|node| {
+            if let LogicalPlan::TableScan(scan) = node {
+                only_basalt &= basalt_table(scan).is_some();
+            }
+            Ok(TreeNodeRecursion::Continue)
+        });
+        only_basalt
+    }
+}
+
+/// Runs `text` with `params`, reusing this session's prepared plan of the
+/// same text when there is one (the plan cache), preparing and keeping it
+/// when it reads only Basalt tables.
+pub async fn query(ctx: &SessionContext, text: &str, params: &[ScalarValue]) -> Result<QueryOutput> {
+    let cache = ctx.state_ref().read().config().get_extension::<PlanCache>();
+    if let Some(cache) = &cache
+        && let Some(prepared) = cache.get(text)
+    {
+        if prepared.still_valid() {
+            return prepared.execute(params).await;
+        }
+        cache.remove(text);
+    }
+    let prepared = Arc::new(prepare(ctx, text).await?);
+    if let Some(cache) = cache.filter(|_| prepared.cacheable()) {
+        cache.insert(text, Arc::clone(&prepared));
+    }
+    prepared.execute(params).await
+}
+
+/// The plan cache of a session (a `SessionConfig` extension).
+#[derive(Debug, Default)]
+pub(crate) struct PlanCache {
+    plans: Mutex<HashMap<String, Arc<PreparedStatement>>>,
+}
+
+impl PlanCache {
+    fn get(&self, text: &str) -> Option<Arc<PreparedStatement>> {
+        self.plans.lock().get(text).cloned()
+    }
+
+    fn remove(&self, text: &str) {
+        self.plans.lock().remove(text);
+    }
+
+    fn insert(&self, text: &str, prepared: Arc<PreparedStatement>) {
+        let mut plans = self.plans.lock();
+        if plans.len() >= PLAN_CACHE_ENTRIES {
+            plans.clear();
+        }
+        plans.insert(text.to_string(), prepared);
+    }
+}
+
+async fn collect(frame: datafusion::dataframe::DataFrame) -> Result<QueryOutput> {
+    let schema: SchemaRef = Arc::new(frame.schema().as_arrow().clone());
+    let batches = frame.collect().await?;
+    Ok(QueryOutput { schema, batches })
+}
+
+/// The parameters' types, `$1` first; named parameters are refused.
+fn parameter_types(plan: &LogicalPlan) -> Result<Vec<Option<DataType>>> {
+    let found = plan.get_parameter_types()?;
+    let mut parameters = vec![None; found.len()];
+    for (id, data_type) in found {
+        let n = id
+            .strip_prefix('$')
+            .and_then(|n| n.parse::<usize>().ok())
+            .filter(|n| (1..=parameters.len()).contains(n));
+        let Some(n) = n else {
+            return plan_err!("parameter {id}: parameters are numbered $1, $2, … without gaps");
+        };
+        parameters[n - 1] = data_type;
+    }
+    Ok(parameters)
+}
+
+/// `params` as the statement's parameters: a count that differs, or a
+/// value that does not convert to its parameter's type without loss, is an
+/// error.
+fn bind(parameters: &[Option<DataType>], params: &[ScalarValue]) -> Result<Vec<ScalarValue>> {
+    if params.len() != parameters.len() {
+        return plan_err!("the statement takes {} parameters, {} were given", parameters.len(), params.len());
+    }
+    parameters
+        .iter()
+        .zip(params)
+        .enumerate()
+        .map(|(i, (want, value))| {
+            let Some(want) = want else { return Ok(value.clone()) };
+            if value.data_type() == *want {
+                return Ok(value.clone());
+            }
+            if value.is_null() {
+                return ScalarValue::try_from(want);
+            }
+            let cast = exact_cast(value, want).filter(|_| same_kind(&value.data_type(), want));
+            cast.map_or_else(
+                || {
+                    plan_err!(
+                        "parameter ${}: {value} ({}) is not a value of type {want}, which the statement compares it with",
+                        i + 1,
+                        value.data_type()
+                    )
+                },
+                Ok,
+            )
+        })
+        .collect()
+}
+
+/// Whether a value of type `a` may stand for one of type `b`: both
+/// numbers, both strings, both binary, or both times of one kind.
+fn same_kind(a: &DataType, b: &DataType) -> bool {
+    let kind = |t: &DataType| -> u8 {
+        if t.is_numeric() {
+            1
+        } else if matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View) {
+            2
+        } else if matches!(
+            t,
+            DataType::Binary | DataType::LargeBinary | DataType::BinaryView | DataType::FixedSizeBinary(_)
+        ) {
+            3
+        } else if matches!(t, DataType::Date32 | DataType::Date64 | DataType::Timestamp(..)) {
+            4
+        } else if t == &DataType::Boolean {
+            5
+        } else {
+            0
+        }
+    };
+    let k = kind(a);
+    k != 0 && k == kind(b)
+}
+
+/// The Basalt table a scan reads, if it reads one.
+fn basalt_table(scan: &TableScan) -> Option<Arc<dyn datafusion::catalog::TableProvider>> {
+    let provider = source_as_provider(&scan.source).ok()?;
+    provider.downcast_ref::<BasaltTable>().is_some().then_some(provider)
+}
+
+fn table_of(direct: &Direct) -> Option<&BasaltTable> {
+    direct.table.downcast_ref::<BasaltTable>()
+}
+
+/// The direct path of a plan `[Limit] Projection [Filter] TableScan` over a
+/// Basalt table, with plain (possibly renamed) columns projected and a
+/// filter of comparisons, ranges and null tests of columns with values or
+/// parameters; `None` for any other plan.
+fn direct_shape(plan: &LogicalPlan) -> Option<Direct> {
+    let (limit, plan) = match plan {
+        LogicalPlan::Limit(limit) => {
+            let skip = matches!(limit.get_skip_type().ok()?, SkipType::Literal(0));
+            let FetchType::Literal(fetch) = limit.get_fetch_type().ok()? else { return None };
+            if !skip {
+                return None;
+            }
+            (fetch, limit.input.as_ref())
+        }
+        other => (None, other),
+    };
+    let LogicalPlan::Projection(projection) = plan else { return None };
+    let (filters, input) = match projection.input.as_ref() {
+        LogicalPlan::Filter(filter) => {
+            (split_conjunction(&filter.predicate).into_iter().cloned().collect(), filter.input.as_ref())
+        }
+        other => (Vec::new(), other),
+    };
+    let LogicalPlan::TableScan(scan) = input else { return None };
+    if !scan.filters.is_empty() || scan.fetch.is_some() || scan.projection.is_some() {
+        return None;
+    }
+    let table = basalt_table(scan)?;
+    let schema = table.schema();
+    let columns = projection
+        .expr
+        .iter()
+        .map(|e| match e.clone().unalias() {
+            Expr::Column(c) => schema.index_of(&c.name).ok(),
+            _ => None,
+        })
+        .collect::<Option<Vec<usize>>>()?;
+    if columns.is_empty() || !filters.iter().all(filter_shape) {
+        return None;
+    }
+    let output = Arc::new(Schema::new(projection.schema.as_arrow().fields().clone()));
+    Some(Direct { table, columns, filters, limit, schema: output })
+}
+
+/// Whether `e` is built only of what the engine's predicates take:
+/// columns, values, parameters, comparisons, `AND`, `BETWEEN`, `NOT` and
+/// null tests.
+fn filter_shape(e: &Expr) -> bool {
+    let mut fits = true;
+    let _ = e.apply(|e| {
+        fits &= matches!(
+            e,
+            Expr::Column(_)
+                | Expr::Literal(..)
+                | Expr::Placeholder(_)
+                | Expr::BinaryExpr(_)
+                | Expr::Between(_)
+                | Expr::Not(_)
+                | Expr::IsNull(_)
+                | Expr::IsNotNull(_)
+        );
+        Ok(if fits { TreeNodeRecursion::Continue } else { TreeNodeRecursion::Stop })
+    });
+    fits
+}
+
+/// `e` with each parameter replaced by its value.
+fn with_values(e: &Expr, values: &[ScalarValue]) -> Result<Expr> {
+    e.clone()
+        .transform(|e| match e {
+            Expr::Placeholder(p) => {
+                let n = p.id.strip_prefix('$').and_then(|n| n.parse::<usize>().ok());
+                let Some(v) = n.and_then(|n| values.get(n.wrapping_sub(1))) else {
+                    return plan_err!("no value for parameter {}", p.id);
+                };
+                Ok(Transformed::yes(Expr::Literal(v.clone(), None)))
+            }
+            other => Ok(Transformed::no(other)),
+        })
+        .data()
+}
+
+/// Runs a direct query with its parameters' values; `None` when these
+/// values make a filter the engine cannot evaluate exactly (a null
+/// compared, say), which DataFusion then runs.
+fn run_direct(direct: &Direct, values: &[ScalarValue]) -> Result<Option<QueryOutput>> {
+    let Some(provider) = table_of(direct) else { return Ok(None) };
+    let schema = provider.schema_ref();
+    let filters = direct.filters.iter().map(|f| with_values(f, values)).collect::<Result<Vec<_>>>()?;
+    if !filters.iter().all(|f| predicates_of(schema, f).is_some()) {
+        return Ok(None);
+    }
+    let table = provider.table()?;
+    if table.schema() != *schema {
+        return exec_err!(
+            "table {} changed since the statement was prepared; prepare it again",
+            table.name()
+        );
+    }
+    let pushed = pushdown(schema, provider.primary_key(), &filters);
+    let out = |batch: &RecordBatch| -> Result<RecordBatch> {
+        Ok(RecordBatch::try_new(Arc::clone(&direct.schema), batch.columns().to_vec())?)
+    };
+    let mut batches = Vec::new();
+    let limit = direct.limit.unwrap_or(usize::MAX);
+    if limit > 0
+        && let Some(key) = point_key(&pushed, provider.primary_key(), schema)
+    {
+        if let Some(row) = table
+            .get(&key.iter().map(OwnedKeyValue::as_value).collect::<Vec<KeyValue<'_>>>())
+            .map_err(to_df)?
+        {
+            batches.push(out(&row.project(&direct.columns)?)?);
+        }
+    } else if limit > 0 {
+        let names: Vec<String> = direct.columns.iter().map(|&c| schema.field(c).name().clone()).collect();
+        let opts = ScanOptions::default()
+            .range(borrowed(&pushed.range))
+            .projection(Some(names))
+            .filter(pushed.filter());
+        let mut left = limit;
+        for batch in table.scan(opts).map_err(to_df)? {
+            let mut batch = batch.map_err(to_df)?;
+            if batch.num_rows() > left {
+                batch = batch.slice(0, left);
+            }
+            left -= batch.num_rows();
+            batches.push(out(&batch)?);
+            if left == 0 {
+                break;
+            }
+        }
+    }
+    Ok(Some(QueryOutput { schema: Arc::clone(&direct.schema), batches }))
+}
+
+/// The whole primary key, when the filter is exactly one equality per key
+/// column (and nothing else): the query is then a `Table::get`.
+fn point_key(
+    pushed: &crate::pushdown::Pushdown,
+    primary_key: &[usize],
+    schema: &Schema,
+) -> Option<Vec<OwnedKeyValue>> {
+    use std::ops::Bound;
+    let (Bound::Included(lo), Bound::Included(hi)) = &pushed.range else { return None };
+    let only_key_equalities = pushed.predicates.len() == primary_key.len()
+        && pushed.predicates.iter().all(|p| {
+            p.op == basalt::CmpOp::Eq && primary_key.iter().any(|&k| schema.field(k).name() == &p.column)
+        });
+    (lo == hi && lo.len() == primary_key.len() && only_key_equalities).then(|| lo.clone())
+}

@@ -1,0 +1,203 @@
+//! Prepared statements, the plan cache and the direct path: each answer
+//! checked against the same statement with its values written in, run
+//! through DataFusion's plan.
+
+mod common;
+
+use std::sync::Arc;
+
+use arrow_array::{Int32Array, Int64Array, RecordBatch, StringArray};
+use arrow_schema::{DataType, Field, Schema};
+use basalt::{Db, IndexOptions, TableOptions};
+use common::{open, run};
+use datafusion::common::ScalarValue;
+use datafusion::execution::context::SessionContext;
+
+/// Rows as sorted text.
+fn rows(batches: &[RecordBatch]) -> Vec<String> {
+    let mut rows = common::rows(batches);
+    rows.sort();
+    rows
+}
+
+async fn planned(ctx: &SessionContext, text: &str) -> Vec<String> {
+    rows(&run(ctx, text).await)
+}
+
+/// `kv (id BIGINT key, v INT, tag VARCHAR)` indexed on `tag`, its rows
+/// spread over an SST, the memtable, overwrites and deletes.
+async fn filled(ctx: &SessionContext, db: &Db) {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("v", DataType::Int32, true),
+        Field::new("tag", DataType::Utf8, true),
+    ]));
+    let table = db.create_table("kv", schema.clone(), &["id"], TableOptions::default()).expect("create");
+    table.create_index("by_tag", &["tag"], IndexOptions::default()).expect("index");
+    let batch = |ids: Vec<i64>, salt: i32| {
+        let v: Int32Array = ids.iter().map(|&i| (i % 7 != 3).then_some(i as i32 * salt)).collect();
+        let tag: StringArray = ids.iter().map(|&i| Some(format!("t{}", i % 50))).collect();
+        RecordBatch::try_new(
+            schema.clone(),
+            vec![Arc::new(Int64Array::from(ids)), Arc::new(v), Arc::new(tag)],
+        )
+        .expect("batch")
+    };
+    table.write(&batch((0..2000).collect(), 1)).expect("write");
+    db.flush().expect("flush");
+    table.write(&batch((0..2000).step_by(3).collect(), -1)).expect("overwrite");
+    basalt_datafusion::sql(ctx, "DELETE FROM kv WHERE id % 11 = 0")
+        .await
+        .expect("delete")
+        .collect()
+        .await
+        .expect("delete");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn key_and_index_queries_take_the_direct_path_and_agree_with_the_plan() {
+    let (_dir, db, ctx) = open();
+    filled(&ctx, &db).await;
+    let cases: [(&str, &str, usize); 7] = [
+        ("SELECT v, tag FROM kv WHERE id = $1", "direct", 1),
+        ("SELECT id AS key, v FROM kv WHERE id BETWEEN $1 AND $2", "direct", 2),
+        ("SELECT id, v FROM kv WHERE $1 <= id AND id < $2 AND v > 0", "direct", 2),
+        ("SELECT id, v FROM kv WHERE tag = $1", "direct", 1),
+        ("SELECT id FROM kv WHERE tag = $1 AND id > $2 LIMIT 3", "direct", 2),
+        ("SELECT count(*) FROM kv WHERE tag = $1", "DataFusion", 1),
+        ("SELECT id, v + 1 FROM kv WHERE id = $1", "DataFusion", 1),
+    ];
+    for (text, path, params) in cases {
+        let prepared = basalt_datafusion::prepare(&ctx, text).await.expect("prepare");
+        assert!(prepared.path().starts_with(path), "{text}: {}", prepared.path());
+        assert_eq!(prepared.parameter_count(), params, "{text}");
+        for k in [-1i64, 0, 1, 3, 11, 42, 1000, 1998, 1999, 2500] {
+            let values: Vec<ScalarValue> = if text.contains("tag = $1") {
+                [ScalarValue::Utf8(Some(format!("t{}", k.rem_euclid(60)))), ScalarValue::Int64(Some(k))]
+                    [..params]
+                    .to_vec()
+            } else {
+                [ScalarValue::Int64(Some(k)), ScalarValue::Int64(Some(k + 25))][..params].to_vec()
+            };
+            let mut literal = text.to_string();
+            for (i, v) in values.iter().enumerate().rev() {
+                let written = match v {
+                    ScalarValue::Utf8(Some(s)) => format!("'{s}'"),
+                    other => other.to_string(),
+                };
+                literal = literal.replace(&format!("${}", i + 1), &written);
+            }
+            let got = prepared.execute(&values).await.unwrap_or_else(|e| panic!("{text} {values:?}: {e}"));
+            let want = planned(&ctx, &literal).await;
+            if text.contains("LIMIT") {
+                let all = planned(&ctx, literal.split(" LIMIT").next().expect("text")).await;
+                assert_eq!(got.num_rows(), all.len().min(3), "{literal}");
+                assert!(rows(&got.batches).iter().all(|r| all.contains(r)), "{literal}");
+            } else {
+                assert_eq!(rows(&got.batches), want, "{literal}");
+            }
+            let names: Vec<String> = got.schema.fields().iter().map(|f| f.name().clone()).collect();
+            let frame = basalt_datafusion::sql(&ctx, &literal).await.expect("plan");
+            let want_names: Vec<String> = frame.schema().fields().iter().map(|f| f.name().clone()).collect();
+            assert_eq!(names, want_names, "{literal}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_composite_key_point_query_is_a_get() {
+    let (_dir, _db, ctx) = open();
+    for text in [
+        "CREATE TABLE pk2 (a VARCHAR, b INT, c DOUBLE, PRIMARY KEY (a, b))",
+        "INSERT INTO pk2 VALUES ('x', 1, 1.5), ('x', 2, 2.5), ('it''s', 1, 3.5), ('y', -1, NULL)",
+    ] {
+        basalt_datafusion::sql(&ctx, text).await.expect(text).collect().await.expect(text);
+    }
+    let prepared =
+        basalt_datafusion::prepare(&ctx, "SELECT c FROM pk2 WHERE a = $1 AND b = $2").await.expect("prepare");
+    assert!(prepared.path().starts_with("direct"), "{}", prepared.path());
+    let get = |a: &str, b: i32| vec![ScalarValue::Utf8(Some(a.into())), ScalarValue::Int32(Some(b))];
+    for (a, b, want) in
+        [("x", 2, vec!["2.5"]), ("it's", 1, vec!["3.5"]), ("y", -1, vec!["NULL"]), ("x", 3, vec![])]
+    {
+        let got = prepared.execute(&get(a, b)).await.expect("execute");
+        assert_eq!(rows(&got.batches), want, "{a} {b}");
+    }
+    // An Int64 value for the INT column converts when it fits.
+    let got = prepared
+        .execute(&[ScalarValue::Utf8(Some("x".into())), ScalarValue::Int64(Some(1))])
+        .await
+        .expect("execute");
+    assert_eq!(rows(&got.batches), vec!["1.5"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parameters_of_the_wrong_type_or_count_are_errors_and_nulls_match_nothing() {
+    let (_dir, db, ctx) = open();
+    filled(&ctx, &db).await;
+    let prepared = basalt_datafusion::prepare(&ctx, "SELECT v FROM kv WHERE id = $1").await.expect("prepare");
+    assert_eq!(prepared.parameter_types(), vec![Some(DataType::Int64)]);
+    for wrong in [
+        ScalarValue::Utf8(Some("5".into())),
+        ScalarValue::Float64(Some(5.5)),
+        ScalarValue::Boolean(Some(true)),
+        ScalarValue::Binary(Some(vec![5])),
+    ] {
+        let err = prepared.execute(std::slice::from_ref(&wrong)).await.expect_err("a wrong type is refused");
+        assert!(err.to_string().contains("parameter $1"), "{wrong:?}: {err}");
+    }
+    let v32 = basalt_datafusion::prepare(&ctx, "SELECT id FROM kv WHERE v = $1").await.expect("prepare");
+    let err = v32.execute(&[ScalarValue::Int64(Some(1 << 40))]).await.expect_err("out of range");
+    assert!(err.to_string().contains("parameter $1"), "{err}");
+    assert!(prepared.execute(&[]).await.is_err());
+    assert!(prepared.execute(&[ScalarValue::Int64(Some(1)), ScalarValue::Int64(Some(2))]).await.is_err());
+    let none = prepared.execute(&[ScalarValue::Int64(None)]).await.expect("a null parameter");
+    assert_eq!(none.num_rows(), 0);
+    assert_eq!(none.schema.fields().len(), 1);
+    // Quotes and zero bytes are values, not text.
+    basalt_datafusion::sql(&ctx, "INSERT INTO kv VALUES (5000, 1, 'a''b')")
+        .await
+        .expect("insert")
+        .collect()
+        .await
+        .expect("insert");
+    let by_tag = basalt_datafusion::prepare(&ctx, "SELECT id FROM kv WHERE tag = $1").await.expect("prepare");
+    for (tag, want) in [("a'b", vec!["5000"]), ("a'b' OR '1'='1", vec![]), ("a\0b", vec![])] {
+        let got = by_tag.execute(&[ScalarValue::Utf8(Some(tag.into()))]).await.expect("execute");
+        assert_eq!(rows(&got.batches), want, "{tag:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_plan_cache_plans_again_when_a_table_is_made_again() {
+    let (_dir, _db, ctx) = open();
+    let run = |text: &'static str| {
+        let ctx = ctx.clone();
+        async move { basalt_datafusion::sql(&ctx, text).await.expect(text).collect().await.expect(text) }
+    };
+    run("CREATE TABLE t (id BIGINT PRIMARY KEY, v VARCHAR)").await;
+    run("INSERT INTO t VALUES (1, 'one')").await;
+    let text = "SELECT * FROM t WHERE id = 1";
+    for _ in 0..2 {
+        let got = basalt_datafusion::query(&ctx, text, &[]).await.expect("query");
+        assert_eq!(rows(&got.batches), vec!["1|one"]);
+    }
+    run("DROP TABLE t").await;
+    assert!(basalt_datafusion::query(&ctx, text, &[]).await.is_err(), "the table is gone");
+    run("CREATE TABLE t (id BIGINT PRIMARY KEY, w INT, v VARCHAR)").await;
+    run("INSERT INTO t VALUES (1, 7, 'uno')").await;
+    let got = basalt_datafusion::query(&ctx, text, &[]).await.expect("query");
+    assert_eq!(rows(&got.batches), vec!["1|7|uno"]);
+    assert_eq!(got.schema.fields().len(), 3);
+    // Statements Basalt runs itself go through too, uncached.
+    let out = basalt_datafusion::query(&ctx, "DELETE FROM t WHERE id = 1", &[]).await.expect("delete");
+    assert_eq!(rows(&out.batches), vec!["1"]);
+    assert!(
+        basalt_datafusion::query(&ctx, "DELETE FROM t WHERE id = $1", &[ScalarValue::Int64(Some(1))])
+            .await
+            .is_err()
+    );
+    let got = basalt_datafusion::query(&ctx, text, &[]).await.expect("query");
+    assert_eq!(got.num_rows(), 0);
+    assert_eq!(got.schema.fields().len(), 3, "an empty answer keeps its schema");
+}
