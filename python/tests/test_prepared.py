@@ -69,6 +69,22 @@ def test_parameter_lists_that_do_not_fit_are_errors(people: basalt.Database) -> 
         people.sql("SELECT id FROM people WHERE id = $1", [2**70])
 
 
+def test_dates_and_naive_datetimes_bind_to_date_and_timestamp_columns(db: basalt.Database) -> None:
+    import datetime
+
+    db.sql("CREATE TABLE ev (id BIGINT PRIMARY KEY, day DATE, at TIMESTAMP)")
+    db.sql("INSERT INTO ev VALUES (1, '2024-02-29', '2024-02-29 12:30:00.25'), (2, '1969-12-31', '1969-12-31 23:59:59')")
+    assert ids(db.sql("SELECT id FROM ev WHERE day = $1", [datetime.date(2024, 2, 29)])) == [1]
+    assert ids(db.sql("SELECT id FROM ev WHERE day < $1", [datetime.date(1970, 1, 1)])) == [2]
+    at = datetime.datetime(2024, 2, 29, 12, 30, 0, 250000)
+    assert ids(db.sql("SELECT id FROM ev WHERE at = $1", [at])) == [1]
+    assert ids(db.sql("SELECT id FROM ev WHERE at < $1", [datetime.datetime(1970, 1, 1)])) == [2]
+    with pytest.raises(TypeError, match="time zone"):
+        db.sql("SELECT id FROM ev WHERE at = $1", [at.replace(tzinfo=datetime.timezone.utc)])
+    with pytest.raises(basalt.InvalidArgumentError, match=r"parameter \$1"):
+        db.sql("SELECT id FROM ev WHERE day = $1", ["2024-02-29"])
+
+
 def test_a_statement_after_close_raises_closed(tmp_path: object) -> None:
     db = basalt.open(str(tmp_path) + "/db")
     db.sql("CREATE TABLE t (id BIGINT PRIMARY KEY, v VARCHAR)")

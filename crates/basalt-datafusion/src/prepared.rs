@@ -19,17 +19,19 @@
 //! prepared one does.
 
 use std::collections::HashMap;
+use std::ops::Bound;
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use arrow_schema::{DataType, Schema, SchemaRef};
-use basalt::{KeyValue, OwnedKeyValue, ScanOptions};
+use basalt::{KeyValue, OwnedKeyValue, ScanOptions, ScanPlan};
+use datafusion::common::config::SqlParserOptions;
 use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode, TreeNodeRecursion};
 use datafusion::common::{ParamValues, Result, ScalarValue, exec_err, plan_err};
 use datafusion::datasource::source_as_provider;
 use datafusion::execution::context::SessionContext;
 use datafusion::logical_expr::utils::split_conjunction;
-use datafusion::logical_expr::{Expr, FetchType, LogicalPlan, SkipType, TableScan};
+use datafusion::logical_expr::{Expr, FetchType, LogicalPlan, Operator, SkipType, TableScan};
 use datafusion::sql::sqlparser::ast::Statement;
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::parser::Parser;
@@ -125,6 +127,15 @@ pub async fn prepare(ctx: &SessionContext, text: &str) -> Result<PreparedStateme
 }
 
 impl PreparedStatement {
+    /// Whether a table the plan reads was dropped, or made again with
+    /// another schema or primary key, since it was planned.
+    fn changed_tables(&self) -> bool {
+        match &self.body {
+            Body::Plan { plan, .. } => changed_table(plan).is_some(),
+            Body::Statement(_) => false,
+        }
+    }
+
     /// The statement's text.
     pub fn text(&self) -> &str {
         &self.text
@@ -177,28 +188,13 @@ impl PreparedStatement {
                 {
                     return Ok(output);
                 }
+                if let Some(name) = changed_table(plan) {
+                    return changed(&name);
+                }
                 let plan = plan.as_ref().clone().replace_params_with_values(&ParamValues::from(values))?;
                 collect(self.ctx.execute_logical_plan(plan).await?).await
             }
         }
-    }
-
-    /// Whether every table the plan reads still has the schema it was
-    /// planned with (a cached plan of a table dropped and created again
-    /// differently must be planned again).
-    fn still_valid(&self) -> bool {
-        let Body::Plan { plan, .. } = &self.body else { return false };
-        let mut valid = true;
-        let _ = plan.apply_with_subqueries(|node| {
-            if let LogicalPlan::TableScan(scan) = node {
-                valid = basalt_table(scan).is_some_and(|p| {
-                    p.downcast_ref::<BasaltTable>()
-                        .is_some_and(|t| t.table().is_ok_and(|h| h.schema() == *t.schema_ref()))
-                });
-            }
-            Ok(if valid { TreeNodeRecursion::Continue } else { TreeNodeRecursion::Stop })
-        });
-        valid
     }
 
     /// Whether the plan only reads Basalt tables (nothing else may be
@@ -236,18 +232,29 @@ impl PreparedStatement {
 /// same text when there is one (the plan cache), preparing and keeping it
 /// when it reads only Basalt tables.
 pub async fn query(ctx: &SessionContext, text: &str, params: &[ScalarValue]) -> Result<QueryOutput> {
-    let cache = ctx.state_ref().read().config().get_extension::<PlanCache>();
+    let (cache, parser) = {
+        let state = ctx.state_ref();
+        let state = state.read();
+        (state.config().get_extension::<PlanCache>(), state.config().options().sql_parser.clone())
+    };
     if let Some(cache) = &cache
-        && let Some(prepared) = cache.get(text)
+        && let Some(prepared) = cache.get(text, &parser)
     {
-        if prepared.still_valid() {
+        if !prepared.changed_tables() {
             return prepared.execute(params).await;
         }
         cache.remove(text);
     }
-    let prepared = Arc::new(prepare(ctx, text).await?);
+    let prepared = match prepare(ctx, text).await {
+        Ok(prepared) => Arc::new(prepared),
+        // Statements only DataFusion's own parser and planner take (`COPY`,
+        // `CREATE EXTERNAL TABLE`, `EXPLAIN FORMAT …`, `RESET`) run as
+        // [`crate::sql`] runs them; with parameters there is no such way.
+        Err(_) if params.is_empty() => return collect(crate::sql(ctx, text).await?).await,
+        Err(e) => return Err(e),
+    };
     if let Some(cache) = cache.filter(|_| prepared.cacheable()) {
-        cache.insert(text, Arc::clone(&prepared));
+        cache.insert(text, parser, Arc::clone(&prepared));
     }
     prepared.execute(params).await
 }
@@ -255,24 +262,26 @@ pub async fn query(ctx: &SessionContext, text: &str, params: &[ScalarValue]) -> 
 /// The plan cache of a session (a `SessionConfig` extension).
 #[derive(Debug, Default)]
 pub(crate) struct PlanCache {
-    plans: Mutex<HashMap<String, Arc<PreparedStatement>>>,
+    /// Each plan with the parser settings it was made under (`SET
+    /// datafusion.sql_parser.…` changes what a text means).
+    plans: Mutex<HashMap<String, (SqlParserOptions, Arc<PreparedStatement>)>>,
 }
 
 impl PlanCache {
-    fn get(&self, text: &str) -> Option<Arc<PreparedStatement>> {
-        self.plans.lock().get(text).cloned()
+    fn get(&self, text: &str, parser: &SqlParserOptions) -> Option<Arc<PreparedStatement>> {
+        self.plans.lock().get(text).filter(|(made_under, _)| made_under == parser).map(|(_, p)| Arc::clone(p))
     }
 
     fn remove(&self, text: &str) {
         self.plans.lock().remove(text);
     }
 
-    fn insert(&self, text: &str, prepared: Arc<PreparedStatement>) {
+    fn insert(&self, text: &str, parser: SqlParserOptions, prepared: Arc<PreparedStatement>) {
         let mut plans = self.plans.lock();
         if plans.len() >= PLAN_CACHE_ENTRIES {
             plans.clear();
         }
-        plans.insert(text.to_string(), prepared);
+        plans.insert(text.to_string(), (parser, prepared));
     }
 }
 
@@ -358,6 +367,29 @@ fn same_kind(a: &DataType, b: &DataType) -> bool {
     k != 0 && k == kind(b)
 }
 
+/// The first Basalt table `plan` reads that was dropped, or made again
+/// with another schema or primary key, since the plan was made: a plan
+/// keeps the table as it was (its schema, its key columns), and run on
+/// the new one it would read the wrong columns or key range.
+fn changed_table(plan: &LogicalPlan) -> Option<String> {
+    let mut changed = None;
+    let _ = plan.apply_with_subqueries(|node| {
+        if let LogicalPlan::TableScan(scan) = node
+            && let Some(provider) = basalt_table(scan)
+            && let Some(table) = provider.downcast_ref::<BasaltTable>()
+            && !table.table().is_ok_and(|handle| table.made_from(&handle))
+        {
+            changed = Some(table.name().to_string());
+        }
+        Ok(if changed.is_some() { TreeNodeRecursion::Stop } else { TreeNodeRecursion::Continue })
+    });
+    changed
+}
+
+fn changed<T>(table: &str) -> Result<T> {
+    exec_err!("table {table} was dropped or changed since the statement was prepared; prepare it again")
+}
+
 /// The Basalt table a scan reads, if it reads one.
 fn basalt_table(scan: &TableScan) -> Option<Arc<dyn datafusion::catalog::TableProvider>> {
     let provider = source_as_provider(&scan.source).ok()?;
@@ -412,26 +444,65 @@ fn direct_shape(plan: &LogicalPlan) -> Option<Direct> {
     Some(Direct { table, columns, filters, limit, schema: output })
 }
 
-/// Whether `e` is built only of what the engine's predicates take:
-/// columns, values, parameters, comparisons, `AND`, `BETWEEN`, `NOT` and
-/// null tests.
+/// Whether `e` has the form of what the engine's predicates take: a
+/// conjunction of comparisons of a column with a value or parameter,
+/// `BETWEEN` two of them, null tests of a column, a column or its `NOT`.
 fn filter_shape(e: &Expr) -> bool {
-    let mut fits = true;
-    let _ = e.apply(|e| {
-        fits &= matches!(
-            e,
-            Expr::Column(_)
-                | Expr::Literal(..)
-                | Expr::Placeholder(_)
-                | Expr::BinaryExpr(_)
-                | Expr::Between(_)
-                | Expr::Not(_)
-                | Expr::IsNull(_)
-                | Expr::IsNotNull(_)
-        );
-        Ok(if fits { TreeNodeRecursion::Continue } else { TreeNodeRecursion::Stop })
-    });
-    fits
+    let value = |e: &Expr| matches!(e, Expr::Literal(..) | Expr::Placeholder(_));
+    let column = |e: &Expr| matches!(e, Expr::Column(_));
+    match e {
+        Expr::BinaryExpr(b) if b.op == Operator::And => filter_shape(&b.left) && filter_shape(&b.right),
+        Expr::BinaryExpr(b)
+            if matches!(
+                b.op,
+                Operator::Eq
+                    | Operator::NotEq
+                    | Operator::Lt
+                    | Operator::LtEq
+                    | Operator::Gt
+                    | Operator::GtEq
+            ) =>
+        {
+            (column(&b.left) && value(&b.right)) || (value(&b.left) && column(&b.right))
+        }
+        Expr::Between(b) => !b.negated && column(&b.expr) && value(&b.low) && value(&b.high),
+        Expr::Not(inner) | Expr::IsNull(inner) | Expr::IsNotNull(inner) => column(inner),
+        Expr::Column(_) => true,
+        _ => false,
+    }
+}
+
+/// Whether the engine compares a column of type `column` with a value of
+/// type `value` as DataFusion would. DataFusion's type coercion runs after
+/// the plan the direct path reads: it compares a string column with a
+/// number as numbers and an integer column with a float as floats, where
+/// the engine would convert the value to the column's type. Only where
+/// both agree — one type, integers of any width (DataFusion unwraps the
+/// cast of a lossless integer comparison) or strings — is the value taken.
+fn compares_alike(column: &DataType, value: &DataType) -> bool {
+    let string = |t: &DataType| matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View);
+    column == value || (column.is_integer() && value.is_integer()) || (string(column) && string(value))
+}
+
+/// Whether every value in `e` (its parameters bound) is compared with a
+/// column the way DataFusion would compare them ([`compares_alike`]).
+fn values_compare_alike(schema: &Schema, e: &Expr) -> bool {
+    let column_type = |e: &Expr| match e {
+        Expr::Column(c) => schema.field_with_name(&c.name).ok().map(|f| f.data_type().clone()),
+        _ => None,
+    };
+    let alike = |column: &Expr, value: &Expr| match (column_type(column), value) {
+        (Some(t), Expr::Literal(v, _)) => compares_alike(&t, &v.data_type()),
+        _ => false,
+    };
+    match e {
+        Expr::BinaryExpr(b) if b.op == Operator::And => {
+            values_compare_alike(schema, &b.left) && values_compare_alike(schema, &b.right)
+        }
+        Expr::BinaryExpr(b) => alike(&b.left, &b.right) || alike(&b.right, &b.left),
+        Expr::Between(b) => alike(&b.expr, &b.low) && alike(&b.expr, &b.high),
+        _ => true,
+    }
 }
 
 /// `e` with each parameter replaced by its value.
@@ -457,15 +528,12 @@ fn run_direct(direct: &Direct, values: &[ScalarValue]) -> Result<Option<QueryOut
     let Some(provider) = table_of(direct) else { return Ok(None) };
     let schema = provider.schema_ref();
     let filters = direct.filters.iter().map(|f| with_values(f, values)).collect::<Result<Vec<_>>>()?;
-    if !filters.iter().all(|f| predicates_of(schema, f).is_some()) {
+    if !filters.iter().all(|f| values_compare_alike(schema, f) && predicates_of(schema, f).is_some()) {
         return Ok(None);
     }
     let table = provider.table()?;
-    if table.schema() != *schema {
-        return exec_err!(
-            "table {} changed since the statement was prepared; prepare it again",
-            table.name()
-        );
+    if !provider.made_from(&table) {
+        return changed(table.name());
     }
     let pushed = pushdown(schema, provider.primary_key(), &filters);
     let out = |batch: &RecordBatch| -> Result<RecordBatch> {
@@ -488,8 +556,16 @@ fn run_direct(direct: &Direct, values: &[ScalarValue]) -> Result<Option<QueryOut
             .range(borrowed(&pushed.range))
             .projection(Some(names))
             .filter(pushed.filter());
+        let scan = table.scan(opts).map_err(to_df)?;
+        // A scan of the whole table with no index to answer its filter and
+        // no LIMIT reads every row: DataFusion's plan splits it across
+        // cores, so it is left to DataFusion.
+        let whole = matches!(pushed.range, (Bound::Unbounded, Bound::Unbounded));
+        if whole && direct.limit.is_none() && *scan.plan() == ScanPlan::KeyRange {
+            return Ok(None);
+        }
         let mut left = limit;
-        for batch in table.scan(opts).map_err(to_df)? {
+        for batch in scan {
             let mut batch = batch.map_err(to_df)?;
             if batch.num_rows() > left {
                 batch = batch.slice(0, left);
@@ -511,7 +587,6 @@ fn point_key(
     primary_key: &[usize],
     schema: &Schema,
 ) -> Option<Vec<OwnedKeyValue>> {
-    use std::ops::Bound;
     let (Bound::Included(lo), Bound::Included(hi)) = &pushed.range else { return None };
     let only_key_equalities = pushed.predicates.len() == primary_key.len()
         && pushed.predicates.iter().all(|p| {

@@ -71,6 +71,15 @@ impl BasaltTable {
         &self.primary_key
     }
 
+    /// Whether `table` (a handle opened now) is the table this provider was
+    /// made from: the same schema and primary key. A table dropped and made
+    /// again differently is not.
+    pub(crate) fn made_from(&self, table: &Table) -> bool {
+        let key: Vec<usize> =
+            table.primary_key().iter().filter_map(|name| self.schema.index_of(name).ok()).collect();
+        table.schema() == self.schema && key == self.primary_key
+    }
+
     /// The plan of a scan, as [`TableProvider::scan`] makes it.
     pub(crate) fn scan_plan(
         &self,

@@ -201,3 +201,108 @@ async fn the_plan_cache_plans_again_when_a_table_is_made_again() {
     assert_eq!(got.num_rows(), 0);
     assert_eq!(got.schema.fields().len(), 3, "an empty answer keeps its schema");
 }
+
+/// The outside review's first finding: the direct path reads the plan
+/// before DataFusion's type coercion, which compares a string column with
+/// a number as numbers and an integer column with a float as floats; the
+/// direct path converted the value instead and answered differently.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn values_of_other_types_answer_as_datafusion_does() {
+    let (_dir, _db, ctx) = open();
+    run(&ctx, "CREATE TABLE n (id INT PRIMARY KEY, s VARCHAR, big BIGINT, f REAL, b BOOLEAN)").await;
+    run(
+        &ctx,
+        "INSERT INTO n VALUES (1, '5', 9007199254740993, 0.1, true), (2, '05', 1, 1.5, false), \
+         (3, '10', 2, -0.0, NULL), (4, ' 5', 3, 2.0, true)",
+    )
+    .await;
+    for filter in [
+        "s = 5",
+        "s < 6",
+        "s > 7",
+        "big = 9007199254740992.0",
+        "big > 9007199254740992.0",
+        "id = 1.0",
+        "id < 2.5",
+        "id = 3000000000",
+        "id = '2'",
+        "f = 0.1",
+        "f = 1.5",
+        "f = 0",
+        "s = '5' AND id = 1",
+        "id BETWEEN 1 AND 2.5",
+    ] {
+        let text = format!("SELECT id FROM n WHERE {filter}");
+        let wrapped = format!("SELECT * FROM ({text}) sub");
+        let want = rows(&run(&ctx, &wrapped).await);
+        for pass in ["first", "cached"] {
+            let got =
+                basalt_datafusion::query(&ctx, &text, &[]).await.unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert_eq!(rows(&got.batches), want, "{text} ({pass})");
+        }
+    }
+    // Where DataFusion refuses the comparison, so does the statement.
+    for filter in ["b = 1", "id = true"] {
+        let text = format!("SELECT id FROM n WHERE {filter}");
+        let planned = basalt_datafusion::sql(&ctx, &format!("SELECT * FROM ({text}) sub")).await;
+        let planned = match planned {
+            Ok(frame) => frame.collect().await.map(|b| rows(&b)),
+            Err(e) => Err(e),
+        };
+        let direct = basalt_datafusion::query(&ctx, &text, &[]).await.map(|o| rows(&o.batches));
+        assert_eq!(direct.is_err(), planned.is_err(), "{text}: {direct:?} against {planned:?}");
+    }
+}
+
+/// The outside review's second finding: a prepared statement on
+/// DataFusion's path kept the table as planned, and after the table was
+/// made again with another key it answered from the wrong key range.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prepared_statement_refuses_a_table_made_again_differently() {
+    let (_dir, _db, ctx) = open();
+    run(&ctx, "CREATE TABLE t (a INT NOT NULL, b INT NOT NULL, PRIMARY KEY (a))").await;
+    run(&ctx, "INSERT INTO t VALUES (1, 10), (2, 20)").await;
+    let ordered =
+        basalt_datafusion::prepare(&ctx, "SELECT a, b FROM t WHERE a = 1 ORDER BY a").await.expect("prepare");
+    let count =
+        basalt_datafusion::prepare(&ctx, "SELECT count(*) FROM t WHERE a = $1").await.expect("prepare");
+    let direct = basalt_datafusion::prepare(&ctx, "SELECT b FROM t WHERE a = $1").await.expect("prepare");
+    assert_eq!(rows(&ordered.execute(&[]).await.expect("run").batches), vec!["1|10"]);
+    run(&ctx, "DROP TABLE t").await;
+    run(&ctx, "CREATE TABLE t (a INT NOT NULL, b INT NOT NULL, PRIMARY KEY (b))").await;
+    run(&ctx, "INSERT INTO t VALUES (5, 1), (1, 7)").await;
+    let one = [ScalarValue::Int32(Some(1))];
+    for (statement, params) in [(&ordered, &[][..]), (&count, &one[..]), (&direct, &one[..])] {
+        let err = statement.execute(params).await.expect_err("the table changed");
+        assert!(err.to_string().contains("prepare it again"), "{}: {err}", statement.text());
+    }
+    // Through the plan cache the text is simply planned again.
+    let got = basalt_datafusion::query(&ctx, "SELECT a, b FROM t WHERE a = 1 ORDER BY a", &[])
+        .await
+        .expect("query");
+    assert_eq!(rows(&got.batches), vec!["1|7"]);
+}
+
+/// The outside review's fourth finding: statements only DataFusion's own
+/// parser or planner takes still run through `query` (without parameters).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statements_only_datafusion_parses_still_run() {
+    let (dir, _db, ctx) = open();
+    run(&ctx, "CREATE TABLE t (id BIGINT PRIMARY KEY, v VARCHAR)").await;
+    run(&ctx, "INSERT INTO t VALUES (1, 'a'), (2, 'b')").await;
+    let csv = dir.path().join("out.csv");
+    let copy = format!("COPY (SELECT * FROM t) TO '{}' STORED AS CSV", csv.display());
+    basalt_datafusion::query(&ctx, &copy, &[]).await.expect("COPY");
+    assert!(std::fs::read_to_string(&csv).expect("csv").contains("2,b"));
+    basalt_datafusion::query(&ctx, "EXPLAIN FORMAT INDENT SELECT * FROM t WHERE id = 1", &[])
+        .await
+        .expect("EXPLAIN");
+    assert!(basalt_datafusion::query(&ctx, &copy, &[ScalarValue::Int64(Some(1))]).await.is_err());
+    // A parser setting changes what a cached text means.
+    let upper = "SELECT ID FROM t WHERE ID = 1";
+    assert_eq!(basalt_datafusion::query(&ctx, upper, &[]).await.expect("query").num_rows(), 1);
+    basalt_datafusion::query(&ctx, "SET datafusion.sql_parser.enable_ident_normalization = false", &[])
+        .await
+        .expect("SET");
+    assert!(basalt_datafusion::query(&ctx, upper, &[]).await.is_err(), "ID is not id without normalization");
+}

@@ -140,14 +140,45 @@ fn scalars(params: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<ScalarValue>> {
             ScalarValue::Utf8(Some(s.to_str()?.to_string()))
         } else if let Ok(b) = value.cast::<PyBytes>() {
             ScalarValue::Binary(Some(b.as_bytes().to_vec()))
+        } else if let Some(time) = date_or_time(&value, n)? {
+            time
         } else {
             return Err(errors::wrong_type(format!(
-                "parameter ${n}: a {} is not a SQL value here (None, bool, int, float, str or bytes)",
+                "parameter ${n}: a {} is not a SQL value here (None, bool, int, float, str, bytes, \
+                 datetime.date or a naive datetime.datetime)",
                 value.get_type().name()?
             )));
         });
     }
     Ok(out)
+}
+
+/// A `datetime.datetime` without a time zone as microseconds since the
+/// epoch, a `datetime.date` as days since it; `None` for anything else. A
+/// datetime with a time zone is refused: a timestamp column without one
+/// holds wall-clock times, and converting would pick a zone for the caller.
+fn date_or_time(value: &Bound<'_, PyAny>, n: usize) -> PyResult<Option<ScalarValue>> {
+    /// `date(1970, 1, 1).toordinal()`.
+    const EPOCH_ORDINAL: i64 = 719_163;
+    let datetime = value.py().import("datetime")?;
+    let is_datetime = value.is_instance(&datetime.getattr("datetime")?)?;
+    if !is_datetime && !value.is_instance(&datetime.getattr("date")?)? {
+        return Ok(None);
+    }
+    let days = value.call_method0("toordinal")?.extract::<i64>()? - EPOCH_ORDINAL;
+    if !is_datetime {
+        let days = i32::try_from(days)
+            .map_err(|_| errors::wrong_type(format!("parameter ${n}: date out of range")))?;
+        return Ok(Some(ScalarValue::Date32(Some(days))));
+    }
+    if !value.getattr("tzinfo")?.is_none() {
+        return Err(errors::wrong_type(format!(
+            "parameter ${n}: a datetime with a time zone; pass a naive datetime (its wall-clock time)"
+        )));
+    }
+    let part = |name: &str| -> PyResult<i64> { value.getattr(name)?.extract::<i64>() };
+    let seconds = days * 86_400 + part("hour")? * 3_600 + part("minute")? * 60 + part("second")?;
+    Ok(Some(ScalarValue::TimestampMicrosecond(Some(seconds * 1_000_000 + part("microsecond")?), None)))
 }
 
 /// Whether every statement of `query` only reads: a query, an `EXPLAIN`
