@@ -17,25 +17,36 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use basalt::Db;
+use basalt_datafusion::PreparedStatement;
 use basalt_datafusion::datafusion::arrow::array::{Array, UInt64Array};
+use basalt_datafusion::datafusion::arrow::datatypes::DataType;
 use basalt_datafusion::datafusion::catalog::MemoryCatalogProvider;
+use basalt_datafusion::datafusion::common::ScalarValue;
 use basalt_datafusion::datafusion::common::{DFSchema, ParamValues};
 use basalt_datafusion::datafusion::logical_expr::{EmptyRelation, LogicalPlan};
 use basalt_datafusion::datafusion::prelude::SessionContext;
 use basalt_datafusion::datafusion::sql::sqlparser::ast::{Expr, Statement, Value, visit_expressions};
+use datafusion_postgres::arrow_pg::datatypes::df::deserialize_parameters;
+use datafusion_postgres::arrow_pg::datatypes::{arrow_schema_to_pg_fields, encode_recordbatch};
 use datafusion_postgres::auth::AuthManager;
 use datafusion_postgres::datafusion_pg_catalog::pg_catalog::setup_pg_catalog;
 use datafusion_postgres::hooks::HookClient;
 use datafusion_postgres::hooks::cursor::CursorStatementHook;
 use datafusion_postgres::hooks::set_show::SetShowHook;
 use datafusion_postgres::hooks::transactions::TransactionStatementHook;
+use datafusion_postgres::pgwire::api::portal::Portal;
 use datafusion_postgres::pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
-use datafusion_postgres::pgwire::api::results::{Response, Tag};
-use datafusion_postgres::pgwire::api::{ClientInfo, PgWireServerHandlers};
+use datafusion_postgres::pgwire::api::results::{QueryResponse, Response, Tag};
+use datafusion_postgres::pgwire::api::store::PortalStore;
+use datafusion_postgres::pgwire::api::{ClientInfo, ClientPortalStore, PgWireServerHandlers};
 use datafusion_postgres::pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use datafusion_postgres::pgwire::messages::PgWireBackendMessage;
+use datafusion_postgres::pgwire::messages::data::DataRow;
 use datafusion_postgres::pgwire::messages::response::TransactionStatus;
 use datafusion_postgres::pgwire::tokio::process_socket;
+use datafusion_postgres::pgwire::types::format::FormatOptions;
 use datafusion_postgres::{DfSessionService, QueryHook};
+use futures::Sink;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
@@ -93,8 +104,11 @@ async fn serve(db: Arc<Db>, args: &ServeArgs) -> Result<(), Box<dyn Error>> {
         Arc::new(SetShowHook),
         Arc::new(BasaltStatements),
     ];
-    let handlers =
-        Arc::new(Handlers { service: Arc::new(DfSessionService::new_with_hooks(Arc::clone(&ctx), hooks)) });
+    let service = Arc::new(DfSessionService::new_with_hooks(Arc::clone(&ctx), hooks));
+    let handlers = Arc::new(Handlers {
+        extended: Arc::new(DirectQueries { service: Arc::clone(&service), ctx: Arc::clone(&ctx) }),
+        service,
+    });
 
     let listener = TcpListener::bind(args.listen).await?;
     let address = listener.local_addr()?;
@@ -167,6 +181,7 @@ async fn stop_signal() {
 
 struct Handlers {
     service: Arc<DfSessionService>,
+    extended: Arc<DirectQueries>,
 }
 
 /// Startup (no authentication), copy, errors and cancellation are pgwire's
@@ -177,7 +192,81 @@ impl PgWireServerHandlers for Handlers {
     }
 
     fn extended_query_handler(&self) -> Arc<impl ExtendedQueryHandler> {
-        Arc::clone(&self.service)
+        Arc::clone(&self.extended)
+    }
+}
+
+/// The extended protocol (Parse, Bind, Execute: what psycopg, asyncpg and
+/// JDBC send for a query with parameters) with Basalt's direct path: a
+/// query of one table by key, key range or index runs on the engine's own
+/// calls with the bound values (`basalt_datafusion::PreparedStatement`),
+/// from the plan DataFusion made at Parse, and is encoded in the formats
+/// the client asked for; everything else, and every describe, is
+/// datafusion-postgres's.
+struct DirectQueries {
+    service: Arc<DfSessionService>,
+    ctx: Arc<SessionContext>,
+}
+
+impl DirectQueries {
+    /// The response of `portal` by the direct path, or `None` when it does
+    /// not take it.
+    fn direct<C: ClientInfo>(
+        &self,
+        client: &C,
+        portal: &Portal<<DfSessionService as ExtendedQueryHandler>::Statement>,
+    ) -> PgWireResult<Option<Response>> {
+        let (text, Some((Statement::Query(_), plan))) = &portal.statement.statement else { return Ok(None) };
+        let api_error = |e| PgWireError::ApiError(Box::new(e));
+        let prepared = PreparedStatement::from_plan(&self.ctx, text, plan.clone()).map_err(api_error)?;
+        if !prepared.is_direct() {
+            return Ok(None);
+        }
+        let types = prepared.parameter_types();
+        let types: Vec<Option<&DataType>> = types.iter().map(Option::as_ref).collect();
+        let ParamValues::List(values) = deserialize_parameters(portal, &types)? else { return Ok(None) };
+        let values: Vec<ScalarValue> = values.into_iter().map(|v| v.value).collect();
+        let Some(output) = prepared.execute_direct(&values).map_err(api_error)? else { return Ok(None) };
+        let format_options = Arc::new(FormatOptions::from_client_metadata(client.metadata()));
+        let fields = Arc::new(arrow_schema_to_pg_fields(
+            &output.schema,
+            &portal.result_column_format,
+            Some(format_options),
+        )?);
+        let rows: Vec<PgWireResult<DataRow>> = output
+            .batches
+            .into_iter()
+            .flat_map(|batch| encode_recordbatch(Arc::clone(&fields), batch))
+            .collect();
+        Ok(Some(Response::Query(QueryResponse::new(fields, futures::stream::iter(rows)))))
+    }
+}
+
+#[async_trait]
+impl ExtendedQueryHandler for DirectQueries {
+    type Statement = <DfSessionService as ExtendedQueryHandler>::Statement;
+    type QueryParser = <DfSessionService as ExtendedQueryHandler>::QueryParser;
+
+    fn query_parser(&self) -> Arc<Self::QueryParser> {
+        self.service.query_parser()
+    }
+
+    async fn do_query<C>(
+        &self,
+        client: &mut C,
+        portal: &Portal<Self::Statement>,
+        max_rows: usize,
+    ) -> PgWireResult<Response>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: std::fmt::Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if let Some(response) = self.direct(client, portal)? {
+            return Ok(response);
+        }
+        ExtendedQueryHandler::do_query(self.service.as_ref(), client, portal, max_rows).await
     }
 }
 

@@ -336,3 +336,99 @@ fn a_database_in_use_is_refused_with_a_clear_error() {
     assert!(stderr.starts_with("basalt: "), "{stderr}");
     db.close().expect("close");
 }
+
+/// A client of the extended protocol (tokio-postgres: Parse, Bind, Execute,
+/// results in binary) gets from prepared statements with parameters what
+/// the same query with its values written in gives: the queries of one
+/// table by key, key range or index take the direct path, the others
+/// DataFusion's.
+#[test]
+fn prepared_statements_over_the_extended_protocol_answer_as_written_queries() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("db");
+    make_players(&path);
+    let server = Server::start(&path, &[]);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    runtime.block_on(async {
+        let address = format!("host=127.0.0.1 port={} user=basalt dbname=basalt", server.port);
+        let (client, connection) =
+            tokio_postgres::connect(&address, tokio_postgres::NoTls).await.expect("connect");
+        tokio::spawn(connection);
+        let text = |row: &tokio_postgres::Row| -> String {
+            let id: i64 = row.get(0);
+            let name: Option<String> = row.get(1);
+            let score: Option<f64> = row.get(2);
+            format!("{id}|{}|{}", name.unwrap_or_default(), score.map(|s| s.to_string()).unwrap_or_default())
+        };
+        let simple = |sql: String| {
+            let client = &client;
+            async move {
+                let mut rows: Vec<String> = Vec::new();
+                for message in client.simple_query(&sql).await.expect("simple query") {
+                    if let tokio_postgres::SimpleQueryMessage::Row(row) = message {
+                        let score = row.get(2).map(|s| s.parse::<f64>().expect("score").to_string());
+                        rows.push(format!(
+                            "{}|{}|{}",
+                            row.get(0).unwrap_or(""),
+                            row.get(1).unwrap_or(""),
+                            score.unwrap_or_default()
+                        ));
+                    }
+                }
+                rows.sort();
+                rows
+            }
+        };
+        let by_id =
+            client.prepare("SELECT id, name, score FROM players WHERE id = $1").await.expect("prepare");
+        let range = client
+            .prepare("SELECT id, name, score FROM players WHERE id BETWEEN $1 AND $2 AND score > $3")
+            .await
+            .expect("prepare");
+        let by_name =
+            client.prepare("SELECT id, name, score FROM players WHERE name = $1").await.expect("prepare");
+        let ordered = client
+            .prepare("SELECT id, name, score FROM players WHERE name = $1 ORDER BY id")
+            .await
+            .expect("prepare");
+        for k in [1i64, 7, 14, 500, 1000, 1001, -3] {
+            let got: Vec<String> =
+                client.query(&by_id, &[&k]).await.expect("by id").iter().map(text).collect();
+            assert_eq!(
+                got,
+                simple(format!("SELECT id, name, score FROM players WHERE id = {k}")).await,
+                "id {k}"
+            );
+            let mut got: Vec<String> = client
+                .query(&range, &[&k, &(k + 30), &10.5f64])
+                .await
+                .expect("range")
+                .iter()
+                .map(text)
+                .collect();
+            got.sort();
+            let want = simple(format!(
+                "SELECT id, name, score FROM players WHERE id BETWEEN {k} AND {} AND score > 10.5",
+                k + 30
+            ))
+            .await;
+            assert_eq!(got, want, "range from {k}");
+            let name = format!("p{:04}", k.rem_euclid(100));
+            let mut got: Vec<String> =
+                client.query(&by_name, &[&name]).await.expect("by name").iter().map(text).collect();
+            got.sort();
+            let want = simple(format!("SELECT id, name, score FROM players WHERE name = '{name}'")).await;
+            assert_eq!(got.len(), 10, "{name}");
+            assert_eq!(got, want, "{name}");
+            let mut through_datafusion: Vec<String> =
+                client.query(&ordered, &[&name]).await.expect("ordered").iter().map(text).collect();
+            through_datafusion.sort();
+            assert_eq!(through_datafusion, want, "{name} ordered");
+        }
+        let none: Option<i64> = None;
+        assert!(client.query(&by_id, &[&none]).await.expect("null").is_empty());
+        let text_for_int = client.query("SELECT id FROM players WHERE id = $1", &[&"14"]).await;
+        assert!(text_for_int.is_err(), "a text value for a BIGINT parameter is refused: {text_for_int:?}");
+    });
+    assert!(server.stop().success());
+}

@@ -127,6 +127,31 @@ pub async fn prepare(ctx: &SessionContext, text: &str) -> Result<PreparedStateme
 }
 
 impl PreparedStatement {
+    /// A query another SQL front end planned (the PostgreSQL server plans
+    /// at `Parse`, with its own parser): `plan` as the SQL planner made it,
+    /// placeholders in it, not yet optimized.
+    pub fn from_plan(ctx: &SessionContext, text: &str, plan: LogicalPlan) -> Result<PreparedStatement> {
+        let parameters = parameter_types(&plan)?;
+        let direct = direct_shape(&plan);
+        Ok(PreparedStatement {
+            ctx: ctx.clone(),
+            text: text.to_string(),
+            body: Body::Plan { plan: Box::new(plan), parameters, direct },
+        })
+    }
+
+    /// Runs the statement on the direct path only, on the calling thread:
+    /// `None` when its shape, or these values, do not take it (then
+    /// [`PreparedStatement::execute`] runs it through DataFusion).
+    pub fn execute_direct(&self, params: &[ScalarValue]) -> Result<Option<QueryOutput>> {
+        match &self.body {
+            Body::Plan { parameters, direct: Some(direct), .. } => {
+                run_direct(direct, &bind(parameters, params)?)
+            }
+            _ => Ok(None),
+        }
+    }
+
     /// Whether a table the plan reads was dropped, or made again with
     /// another schema or primary key, since it was planned.
     fn changed_tables(&self) -> bool {
@@ -155,6 +180,13 @@ impl PreparedStatement {
             Body::Plan { parameters, .. } => parameters.clone(),
             Body::Statement(_) => Vec::new(),
         }
+    }
+
+    /// Whether the statement has the direct path's shape (a given
+    /// execution may still go to DataFusion: a null compared, a value
+    /// DataFusion would compare in another type).
+    pub fn is_direct(&self) -> bool {
+        matches!(&self.body, Body::Plan { direct: Some(_), .. })
     }
 
     /// How the statement runs: `direct (table t)` when the engine answers
