@@ -38,7 +38,7 @@ use datafusion::sql::sqlparser::parser::Parser;
 use parking_lot::Mutex;
 
 use crate::error::to_df;
-use crate::pushdown::{borrowed, exact_cast, predicates_of, pushdown};
+use crate::pushdown::{borrowed, exact_cast, key_value_of, predicates_of, pushdown};
 use crate::table::BasaltTable;
 
 /// Statements the plan cache keeps per session; past it, the cache starts
@@ -584,6 +584,10 @@ fn run_direct(direct: &Direct, values: &[ScalarValue]) -> Result<Option<QueryOut
         }
     } else if limit > 0 {
         let names: Vec<String> = direct.columns.iter().map(|&c| schema.field(c).name().clone()).collect();
+        if let Some(rows) = index_equality(&table, &pushed, &names, direct.limit) {
+            batches.push(out(&rows)?);
+            return Ok(Some(QueryOutput { schema: Arc::clone(&direct.schema), batches }));
+        }
         let opts = ScanOptions::default()
             .range(borrowed(&pushed.range))
             .projection(Some(names))
@@ -610,6 +614,49 @@ fn run_direct(direct: &Direct, values: &[ScalarValue]) -> Result<Option<QueryOut
         }
     }
     Ok(Some(QueryOutput { schema: Arc::clone(&direct.schema), batches }))
+}
+
+/// The rows of a filter that is exactly one equality on each leading
+/// column of an index (and nothing else), by `Table::lookup`: the engine's
+/// scan would first open a cursor over the table and plan the index;
+/// `None` when no index fits. A lookup that fails (an index still being
+/// built, say) leaves the query to the scan, which reports any error that
+/// is the table's.
+fn index_equality(
+    table: &basalt::Table,
+    pushed: &crate::pushdown::Pushdown,
+    columns: &[String],
+    limit: Option<usize>,
+) -> Option<RecordBatch> {
+    if !matches!(pushed.range, (Bound::Unbounded, Bound::Unbounded))
+        || pushed.predicates.is_empty()
+        || pushed.predicates.iter().any(|p| p.op != basalt::CmpOp::Eq)
+    {
+        return None;
+    }
+    for index in table.indexes() {
+        let mut values = Vec::new();
+        for column in &index.columns {
+            let Some(p) = pushed.predicates.iter().find(|p| &p.column == column) else { break };
+            values.push(key_value_of(&ScalarValue::try_from_array(&p.literal, 0).ok()?)?);
+        }
+        // Every predicate is one of the leading equalities: none is left
+        // for a filter after the lookup.
+        if values.is_empty() || values.len() != pushed.predicates.len() {
+            continue;
+        }
+        let borrowed: Vec<Option<KeyValue<'_>>> = values.iter().map(|v| Some(v.as_value())).collect();
+        let predicate = if borrowed.len() == index.columns.len() {
+            basalt::IndexPredicate::Eq(borrowed)
+        } else {
+            basalt::IndexPredicate::Prefix(borrowed)
+        };
+        let mut opts = basalt::LookupOptions::default();
+        opts.projection = Some(columns.to_vec());
+        opts.limit = limit;
+        return table.lookup(&index.name, predicate, opts).ok();
+    }
+    None
 }
 
 /// The whole primary key, when the filter is exactly one equality per key

@@ -211,7 +211,7 @@ fn tighten(slot: &mut Option<ColumnBound>, new: ColumnBound, toward: Ordering) {
 
 /// The key value of a non-null scalar of a type the key codec orders as
 /// SQL does (not floats: see [`key_range`]).
-fn key_value_of(v: &ScalarValue) -> Option<OwnedKeyValue> {
+pub(crate) fn key_value_of(v: &ScalarValue) -> Option<OwnedKeyValue> {
     Some(match v {
         ScalarValue::Boolean(Some(b)) => OwnedKeyValue::Bool(*b),
         ScalarValue::Int8(Some(i)) => OwnedKeyValue::I8(*i),
