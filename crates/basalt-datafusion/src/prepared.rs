@@ -7,8 +7,9 @@
 //! optional `LIMIT`) takes the *direct path*: each execution binds the
 //! parameters, derives the key range and predicates as a DataFusion scan
 //! would, and calls `Table::get` (every primary-key column equal to a
-//! value, nothing else) or the engine's scan (a key range, or an index the
-//! scan picks for the filter) on the calling thread, with no physical plan,
+//! value, nothing else), `Table::lookup` (every leading column of an index
+//! equal to a value, nothing else) or the engine's scan (a key range, or an
+//! index the scan picks for the filter) on the calling thread, with no physical plan,
 //! no runtime hand-off and no coalescing. Everything else runs the stored
 //! logical plan through DataFusion's optimizer and executor, skipping only
 //! the parse and the SQL planning. Where the time of a small query went
@@ -104,6 +105,25 @@ struct Direct {
     schema: SchemaRef,
 }
 
+/// What running a statement came to: its output, or the name of a table
+/// it reads that was dropped or made again differently since it was
+/// planned (nothing was run then).
+enum Ran {
+    Output(QueryOutput),
+    Changed(String),
+}
+
+impl Ran {
+    fn output(self) -> Result<QueryOutput> {
+        match self {
+            Ran::Output(output) => Ok(output),
+            Ran::Changed(table) => exec_err!(
+                "table {table} was dropped or changed since the statement was prepared; prepare it again"
+            ),
+        }
+    }
+}
+
 /// Parses and plans `text` once. Parameters are written `$1`, `$2`, …; a
 /// parameter's type is the type of what it is compared with.
 pub async fn prepare(ctx: &SessionContext, text: &str) -> Result<PreparedStatement> {
@@ -112,18 +132,13 @@ pub async fn prepare(ctx: &SessionContext, text: &str) -> Result<PreparedStateme
         return plan_err!("prepare takes one statement, not {}", statements.len());
     }
     let statement = statements.remove(0);
-    let body = if crate::runs_here(&statement) {
-        Body::Statement(Box::new(statement))
-    } else {
-        let plan = ctx
-            .state()
-            .statement_to_plan(datafusion::sql::parser::Statement::Statement(Box::new(statement)))
-            .await?;
-        let parameters = parameter_types(&plan)?;
-        let direct = direct_shape(&plan);
-        Body::Plan { plan: Box::new(plan), parameters, direct }
-    };
-    Ok(PreparedStatement { ctx: ctx.clone(), text: text.to_string(), body })
+    if crate::runs_here(&statement) {
+        let body = Body::Statement(Box::new(statement));
+        return Ok(PreparedStatement { ctx: ctx.clone(), text: text.to_string(), body });
+    }
+    let statement = datafusion::sql::parser::Statement::Statement(Box::new(statement));
+    let plan = ctx.state().statement_to_plan(statement).await?;
+    PreparedStatement::from_plan(ctx, text, plan)
 }
 
 impl PreparedStatement {
@@ -146,18 +161,9 @@ impl PreparedStatement {
     pub fn execute_direct(&self, params: &[ScalarValue]) -> Result<Option<QueryOutput>> {
         match &self.body {
             Body::Plan { parameters, direct: Some(direct), .. } => {
-                run_direct(direct, &bind(parameters, params)?)
+                run_direct(direct, &bind(parameters, params)?)?.map(Ran::output).transpose()
             }
             _ => Ok(None),
-        }
-    }
-
-    /// Whether a table the plan reads was dropped, or made again with
-    /// another schema or primary key, since it was planned.
-    fn changed_tables(&self) -> bool {
-        match &self.body {
-            Body::Plan { plan, .. } => changed_table(plan).is_some(),
-            Body::Statement(_) => false,
         }
     }
 
@@ -205,26 +211,32 @@ impl PreparedStatement {
     /// and the types are of one kind (numbers, strings, binary, times);
     /// otherwise it is an error, never a silent cast.
     pub async fn execute(&self, params: &[ScalarValue]) -> Result<QueryOutput> {
+        self.run(params).await?.output()
+    }
+
+    /// [`PreparedStatement::execute`], telling a table that changed since
+    /// the plan was made apart from an error (the plan cache plans again).
+    async fn run(&self, params: &[ScalarValue]) -> Result<Ran> {
         match &self.body {
             Body::Statement(statement) => {
                 if !params.is_empty() {
                     return plan_err!("{} takes no parameters, {} were given", self.text, params.len());
                 }
                 let frame = crate::sql_statement(&self.ctx, statement.as_ref().clone()).await?;
-                collect(frame).await
+                collect(frame).await.map(Ran::Output)
             }
             Body::Plan { plan, parameters, direct } => {
                 let values = bind(parameters, params)?;
                 if let Some(direct) = direct
-                    && let Some(output) = run_direct(direct, &values)?
+                    && let Some(ran) = run_direct(direct, &values)?
                 {
-                    return Ok(output);
+                    return Ok(ran);
                 }
                 if let Some(name) = changed_table(plan) {
-                    return changed(&name);
+                    return Ok(Ran::Changed(name));
                 }
                 let plan = plan.as_ref().clone().replace_params_with_values(&ParamValues::from(values))?;
-                collect(self.ctx.execute_logical_plan(plan).await?).await
+                collect(self.ctx.execute_logical_plan(plan).await?).await.map(Ran::Output)
             }
         }
     }
@@ -272,10 +284,11 @@ pub async fn query(ctx: &SessionContext, text: &str, params: &[ScalarValue]) -> 
     if let Some(cache) = &cache
         && let Some(prepared) = cache.get(text, &parser)
     {
-        if !prepared.changed_tables() {
-            return prepared.execute(params).await;
+        // A table the plan reads changed: nothing ran, plan it again.
+        match prepared.run(params).await? {
+            Ran::Output(output) => return Ok(output),
+            Ran::Changed(_) => cache.remove(text),
         }
-        cache.remove(text);
     }
     let prepared = match prepare(ctx, text).await {
         Ok(prepared) => Arc::new(prepared),
@@ -380,7 +393,7 @@ fn same_kind(a: &DataType, b: &DataType) -> bool {
     let kind = |t: &DataType| -> u8 {
         if t.is_numeric() {
             1
-        } else if matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View) {
+        } else if is_string(t) {
             2
         } else if matches!(
             t,
@@ -416,10 +429,6 @@ fn changed_table(plan: &LogicalPlan) -> Option<String> {
         Ok(if changed.is_some() { TreeNodeRecursion::Stop } else { TreeNodeRecursion::Continue })
     });
     changed
-}
-
-fn changed<T>(table: &str) -> Result<T> {
-    exec_err!("table {table} was dropped or changed since the statement was prepared; prepare it again")
 }
 
 /// The Basalt table a scan reads, if it reads one.
@@ -512,8 +521,11 @@ fn filter_shape(e: &Expr) -> bool {
 /// both agree — one type, integers of any width (DataFusion unwraps the
 /// cast of a lossless integer comparison) or strings — is the value taken.
 fn compares_alike(column: &DataType, value: &DataType) -> bool {
-    let string = |t: &DataType| matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View);
-    column == value || (column.is_integer() && value.is_integer()) || (string(column) && string(value))
+    column == value || (column.is_integer() && value.is_integer()) || (is_string(column) && is_string(value))
+}
+
+fn is_string(t: &DataType) -> bool {
+    matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
 }
 
 /// Whether every value in `e` (its parameters bound) is compared with a
@@ -556,7 +568,7 @@ fn with_values(e: &Expr, values: &[ScalarValue]) -> Result<Expr> {
 /// Runs a direct query with its parameters' values; `None` when these
 /// values make a filter the engine cannot evaluate exactly (a null
 /// compared, say), which DataFusion then runs.
-fn run_direct(direct: &Direct, values: &[ScalarValue]) -> Result<Option<QueryOutput>> {
+fn run_direct(direct: &Direct, values: &[ScalarValue]) -> Result<Option<Ran>> {
     let Some(provider) = table_of(direct) else { return Ok(None) };
     let schema = provider.schema_ref();
     let filters = direct.filters.iter().map(|f| with_values(f, values)).collect::<Result<Vec<_>>>()?;
@@ -565,7 +577,7 @@ fn run_direct(direct: &Direct, values: &[ScalarValue]) -> Result<Option<QueryOut
     }
     let table = provider.table()?;
     if !provider.made_from(&table) {
-        return changed(table.name());
+        return Ok(Some(Ran::Changed(table.name().to_string())));
     }
     let pushed = pushdown(schema, provider.primary_key(), &filters);
     let out = |batch: &RecordBatch| -> Result<RecordBatch> {
@@ -586,18 +598,22 @@ fn run_direct(direct: &Direct, values: &[ScalarValue]) -> Result<Option<QueryOut
         let names: Vec<String> = direct.columns.iter().map(|&c| schema.field(c).name().clone()).collect();
         if let Some(rows) = index_equality(&table, &pushed, &names, direct.limit) {
             batches.push(out(&rows)?);
-            return Ok(Some(QueryOutput { schema: Arc::clone(&direct.schema), batches }));
+            return Ok(Some(Ran::Output(QueryOutput { schema: Arc::clone(&direct.schema), batches })));
+        }
+        // A scan of the whole table with no index to answer its filter and
+        // no LIMIT reads every row: DataFusion's plan splits it across
+        // cores, so it is left to DataFusion (without a filter that is
+        // known before the scan is opened).
+        let whole = direct.limit.is_none() && matches!(pushed.range, (Bound::Unbounded, Bound::Unbounded));
+        if whole && pushed.predicates.is_empty() {
+            return Ok(None);
         }
         let opts = ScanOptions::default()
             .range(borrowed(&pushed.range))
             .projection(Some(names))
             .filter(pushed.filter());
         let scan = table.scan(opts).map_err(to_df)?;
-        // A scan of the whole table with no index to answer its filter and
-        // no LIMIT reads every row: DataFusion's plan splits it across
-        // cores, so it is left to DataFusion.
-        let whole = matches!(pushed.range, (Bound::Unbounded, Bound::Unbounded));
-        if whole && direct.limit.is_none() && *scan.plan() == ScanPlan::KeyRange {
+        if whole && *scan.plan() == ScanPlan::KeyRange {
             return Ok(None);
         }
         let mut left = limit;
@@ -613,7 +629,7 @@ fn run_direct(direct: &Direct, values: &[ScalarValue]) -> Result<Option<QueryOut
             }
         }
     }
-    Ok(Some(QueryOutput { schema: Arc::clone(&direct.schema), batches }))
+    Ok(Some(Ran::Output(QueryOutput { schema: Arc::clone(&direct.schema), batches })))
 }
 
 /// The rows of a filter that is exactly one equality on each leading

@@ -45,8 +45,7 @@ impl BasaltTable {
     pub fn try_new(db: Arc<Db>, name: &str) -> basalt::Result<BasaltTable> {
         let table = db.table(name)?;
         let schema = table.schema();
-        let primary_key: Vec<usize> =
-            table.primary_key().iter().filter_map(|name| schema.index_of(name).ok()).collect();
+        let primary_key = key_columns(&schema, &table);
         let constraints = Constraints::new_unverified(vec![Constraint::PrimaryKey(primary_key.clone())]);
         Ok(BasaltTable { db, name: name.to_string(), schema, primary_key, constraints })
     }
@@ -75,9 +74,7 @@ impl BasaltTable {
     /// made from: the same schema and primary key. A table dropped and made
     /// again differently is not.
     pub(crate) fn made_from(&self, table: &Table) -> bool {
-        let key: Vec<usize> =
-            table.primary_key().iter().filter_map(|name| self.schema.index_of(name).ok()).collect();
-        table.schema() == self.schema && key == self.primary_key
+        table.schema() == self.schema && key_columns(&self.schema, table) == self.primary_key
     }
 
     /// The plan of a scan, as [`TableProvider::scan`] makes it.
@@ -161,6 +158,11 @@ impl BasaltTable {
             FilterExecBuilder::new(predicate, scan).apply_projection(Some((0..wanted.len()).collect()))?;
         Ok(Arc::new(filter.build()?))
     }
+}
+
+/// Positions in `schema` of `table`'s primary-key columns.
+fn key_columns(schema: &SchemaRef, table: &Table) -> Vec<usize> {
+    table.primary_key().iter().filter_map(|name| schema.index_of(name).ok()).collect()
 }
 
 #[async_trait]
