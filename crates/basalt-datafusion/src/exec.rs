@@ -6,6 +6,7 @@
 //! and every partition reads as of one snapshot.
 
 use std::fmt;
+use std::ops::Bound;
 use std::sync::Arc;
 
 use arrow_array::{RecordBatch, RecordBatchOptions};
@@ -113,8 +114,11 @@ impl BasaltScanExec {
     /// A scan of `spec` split into the key ranges `parts`.
     pub fn try_new(spec: ScanSpec, parts: Vec<OwnedKeyValueRange>) -> Result<Self> {
         let spec = Arc::new(spec);
-        let opened =
-            parts.iter().map(|p| open(&spec, p).map(|s| Mutex::new(Some(s)))).collect::<Result<Vec<_>>>()?;
+        let opened = if spec.counts_only() {
+            parts.iter().map(|_| Mutex::new(None)).collect()
+        } else {
+            parts.iter().map(|p| open(&spec, p).map(|s| Mutex::new(Some(s)))).collect::<Result<Vec<_>>>()?
+        };
         let plan = opened
             .first()
             .and_then(|s| s.lock().as_ref().map(|s| s.plan().clone()))
@@ -133,6 +137,16 @@ impl BasaltScanExec {
             properties: Arc::new(properties),
             metrics: ExecutionPlanMetricsSet::new(),
         })
+    }
+}
+
+impl ScanSpec {
+    /// Whether the scan is asked for row counts only (no column, no
+    /// filter, as `count(*)` asks): the engine counts them
+    /// (`Table::count_rows`, from SST metadata where it can) instead of
+    /// reading a key column.
+    fn counts_only(&self) -> bool {
+        self.columns.is_empty() && self.filter.is_none()
     }
 }
 
@@ -156,6 +170,7 @@ impl DisplayAs for BasaltScanExec {
     fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let spec = &self.spec;
         let access = match &self.plan {
+            _ if spec.counts_only() => "row count".to_string(),
             ScanPlan::Index { index, entries } => format!("index {index} ({entries} entries)"),
             _ => "key range".to_string(),
         };
@@ -206,7 +221,12 @@ impl ExecutionPlan for BasaltScanExec {
     /// memtables), column bounds and null counts from its zone maps: all
     /// inexact; a pushed filter is assumed to keep a fifth of the rows, a
     /// projection its share of the bytes, and a partition its share of the
-    /// scan.
+    /// scan. The row count of the whole scan is exact where the engine's
+    /// metadata alone knows the rows at the scan's snapshot and the scan
+    /// reads them all (no filter, no key range): DataFusion then answers
+    /// `count(*)` from it without running the scan. Plans are made per
+    /// execution (the plan cache keeps logical plans), so the figure is
+    /// never older than the query.
     fn statistics_from_inputs(
         &self,
         _input: &[Arc<Statistics>],
@@ -222,7 +242,13 @@ impl ExecutionPlan for BasaltScanExec {
                 rows = rows.min(limit);
             }
             let columns = spec.columns.len() as f64 / spec.table.schema().fields().len().max(1) as f64;
-            stats.num_rows = Precision::Inexact(rows);
+            let whole = spec.filter.is_none()
+                && matches!(spec.range, (Bound::Unbounded, Bound::Unbounded))
+                && (args.partition().is_none() || self.parts.len() <= 1);
+            stats.num_rows = match estimate.exact_rows.filter(|_| whole) {
+                Some(exact) => Precision::Exact((exact as usize).min(spec.limit.unwrap_or(usize::MAX))),
+                None => Precision::Inexact(rows),
+            };
             // Bounds hold for any part of the table; null counts scale
             // with the rows.
             stats.column_statistics = spec
@@ -243,16 +269,34 @@ impl ExecutionPlan for BasaltScanExec {
         let Some(part) = self.parts.get(partition) else {
             return datafusion::common::internal_err!("BasaltScanExec has no partition {partition}");
         };
-        let scan = match self.opened[partition].lock().take() {
-            Some(scan) => scan,
-            None => open(&self.spec, part)?,
-        };
         let output_rows = MetricBuilder::new(&self.metrics).output_rows(partition);
-        let blocks_skipped = MetricBuilder::new(&self.metrics).counter("blocks_skipped", partition);
         let spec = self.spec.clone();
         let batch_rows = context.session_config().batch_size().max(1);
         let mut builder = RecordBatchReceiverStreamBuilder::new(spec.schema.clone(), 2);
         let tx = builder.tx();
+        if spec.counts_only() {
+            let part = part.clone();
+            builder.spawn_blocking(move || {
+                let rows = spec.table.count_rows(&borrowed(&part), Some(&spec.snapshot)).map_err(to_df)?;
+                let mut left =
+                    usize::try_from(rows).unwrap_or(usize::MAX).min(spec.limit.unwrap_or(usize::MAX));
+                while left > 0 {
+                    let n = left.min(batch_rows);
+                    output_rows.add(n);
+                    if tx.blocking_send(Ok(rows_only(&spec.schema, n)?)).is_err() {
+                        break;
+                    }
+                    left -= n;
+                }
+                Ok(())
+            });
+            return Ok(builder.build());
+        }
+        let scan = match self.opened[partition].lock().take() {
+            Some(scan) => scan,
+            None => open(&self.spec, part)?,
+        };
+        let blocks_skipped = MetricBuilder::new(&self.metrics).counter("blocks_skipped", partition);
         builder.spawn_blocking(move || {
             let mut scan = scan;
             let mut left = spec.limit.unwrap_or(usize::MAX);

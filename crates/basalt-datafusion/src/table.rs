@@ -97,11 +97,14 @@ impl BasaltTable {
         let parts = if limit.is_some() { 1 } else { partitions };
         let table = self.table()?;
         let parts = table.split_range(&borrowed(&pushed.range), parts).map_err(to_df)?;
-        let estimate = table.estimate().ok();
+        // The snapshot first: the estimate's exact row count is the
+        // snapshot's, which the scan reads.
+        let snapshot = Arc::new(self.db.snapshot());
+        let estimate = table.estimate_opt(Some(&snapshot)).ok();
         let column_stats = column_statistics(&table, &schema);
         let spec = ScanSpec {
             table,
-            snapshot: Arc::new(self.db.snapshot()),
+            snapshot,
             columns,
             schema,
             filter: pushed.filter(),

@@ -257,6 +257,41 @@ mod pushdown {
         assert_eq!(out, vec!["100", "101", "102"]);
     }
 
+    /// `count(*)` of a whole table comes from the engine's metadata where
+    /// it is exact (DataFusion folds it into a constant: no scan runs),
+    /// else from the engine's count; both right after every kind of change.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn count_star_is_answered_from_metadata_or_counted_by_the_engine() {
+        let (_dir, db, ctx) = filled();
+        let kv = db.table("kv").expect("table");
+        kv.compact().expect("compact");
+        let count = "SELECT count(*) FROM kv";
+        let plan = explain(&ctx, count).await;
+        assert!(!plan.contains("BasaltScanExec"), "a count from metadata runs no scan: {plan}");
+        assert_eq!(reads(&db, &ctx, count).await.2, vec![ROWS.to_string()]);
+        // Rows in the memtable: the scan counts, exactly.
+        run(&ctx, "INSERT INTO kv VALUES (-1, 1, 'a'), (5, 5, 'b')").await;
+        let plan = explain(&ctx, count).await;
+        assert!(plan.contains("BasaltScanExec") && plan.contains("access=row count"), "{plan}");
+        let (read, _, out) = reads(&db, &ctx, count).await;
+        assert_eq!((read, out), (0, vec![(ROWS + 1).to_string()]));
+        basalt_datafusion::sql(&ctx, "DELETE FROM kv WHERE id < 10")
+            .await
+            .expect("delete")
+            .collect()
+            .await
+            .expect("run");
+        assert_eq!(reads(&db, &ctx, count).await.2, vec![(ROWS - 10).to_string()]);
+        db.flush().expect("flush");
+        assert_eq!(reads(&db, &ctx, count).await.2, vec![(ROWS - 10).to_string()]);
+        kv.compact().expect("compact");
+        assert!(!explain(&ctx, count).await.contains("BasaltScanExec"));
+        assert_eq!(reads(&db, &ctx, count).await.2, vec![(ROWS - 10).to_string()]);
+        // A filter the engine evaluates: counted by the scan, not from
+        // metadata.
+        assert_eq!(reads(&db, &ctx, "SELECT count(*) FROM kv WHERE v = 3").await.2, vec!["499".to_string()]);
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn statistics_count_rows() {
         let (_dir, db, ctx) = filled();

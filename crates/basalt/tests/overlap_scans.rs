@@ -114,8 +114,16 @@ fn check(ctx: &str, t: &Table, oracle: &Oracle, snapshot: Option<&Snapshot>, rng
     let (a, b) = (rng.random_range(-1..max), rng.random_range(-1..max));
     let (lo, hi) = (a.min(b), a.max(b));
     let bounds = (Bound::Included(vec![KeyValue::I64(lo)]), Bound::Excluded(vec![KeyValue::I64(hi)]));
-    let (got, _) = scan_rows(t, ScanOptions::default().range(bounds).snapshot(snapshot).batch_size(7));
+    let (got, _) =
+        scan_rows(t, ScanOptions::default().range(bounds.clone()).snapshot(snapshot).batch_size(7));
     assert_eq!(got, want(oracle, Bound::Included(lo), Bound::Excluded(hi), None), "{ctx}: [{lo}, {hi})");
+    let count = t.count_rows(&bounds, snapshot).expect("count");
+    assert_eq!(count, got.len() as u64, "{ctx}: count_rows [{lo}, {hi})");
+    let all = t.count_rows(&(Bound::Unbounded, Bound::Unbounded), snapshot).expect("count");
+    assert_eq!(all, oracle.len() as u64, "{ctx}: count_rows of the table");
+    if let Some(exact) = t.estimate_opt(snapshot).expect("estimate").exact_rows {
+        assert_eq!(exact, oracle.len() as u64, "{ctx}: exact_rows");
+    }
     let min_v = rng.random_range(0..max * 1000);
     let filter = Filter::all(vec![Predicate::new(
         "v",
@@ -160,6 +168,47 @@ fn a_reloaded_table_scans_its_newer_run_without_merging_row_by_row() {
     t.compact().expect("compact");
     let zero_copy = check("compacted", &t, &oracle, None, &mut rng);
     assert_eq!(zero_copy, N as u64);
+}
+
+/// Blocks read through the block cache so far (`MemFs` reads every
+/// block through it).
+fn blocks_read(db: &Db) -> u64 {
+    let stats = db.stats();
+    stats.block_cache_hits + stats.block_cache_misses
+}
+
+#[test]
+fn counts_of_files_no_other_source_overlaps_read_no_block() {
+    let mut rng = StdRng::seed_from_u64(3);
+    let (db, t, fs) = open();
+    let mut oracle = Oracle::new();
+    put(&t, &mut oracle, &(0..N).collect::<Vec<_>>(), 1);
+    t.compact().expect("compact");
+    assert!(ssts(&db, &fs) > 2, "several files");
+    let all = (Bound::Unbounded, Bound::Unbounded);
+    let before = blocks_read(&db);
+    assert_eq!(t.count_rows(&all, None).expect("count"), N as u64);
+    assert_eq!(t.estimate().expect("estimate").exact_rows, Some(N as u64));
+    assert_eq!(blocks_read(&db), before, "a count of files alone reads no block");
+    // A range cuts the first and last files: only their blocks are read.
+    let range = (Bound::Included(vec![KeyValue::I64(100)]), Bound::Excluded(vec![KeyValue::I64(N - 100)]));
+    assert_eq!(t.count_rows(&range, None).expect("count"), N as u64 - 200);
+    // Overwrites in the memtable: counted exactly, the estimate not exact.
+    put(&t, &mut oracle, &(0..N).filter(|i| i % 7 == 0).collect::<Vec<_>>(), 2);
+    assert_eq!(t.estimate().expect("estimate").exact_rows, None);
+    check("memtable over one run", &t, &oracle, None, &mut rng);
+    // Deletes flushed into a file of their own: it overlaps the run.
+    delete(&t, &mut oracle, &(0..N).filter(|i| i % 11 == 0).collect::<Vec<_>>());
+    db.flush().expect("flush");
+    assert_eq!(t.estimate().expect("estimate").exact_rows, None);
+    check("deletes over one run", &t, &oracle, None, &mut rng);
+    // Compacted again (tombstones dropped at the last level): exact from
+    // metadata once more.
+    t.compact().expect("compact");
+    assert_eq!(t.estimate().expect("estimate").exact_rows, Some(oracle.len() as u64));
+    let before = blocks_read(&db);
+    assert_eq!(t.count_rows(&all, None).expect("count"), oracle.len() as u64);
+    assert_eq!(blocks_read(&db), before, "a count of files alone reads no block");
 }
 
 #[test]

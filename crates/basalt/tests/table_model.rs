@@ -34,7 +34,7 @@ use basalt::{
     TableOptions, TableScan, WriteBatch, WriteOptions,
 };
 use common::schema_gen::{self, Cell, Shape, TableSpec, array_of, batch_of, rows_of};
-use common::table_oracle::{OPS, OracleKey, PredSpec, Rows, ScanPlan, expected_scan};
+use common::table_oracle::{CellRange, OPS, OracleKey, PredSpec, Rows, ScanPlan, expected_scan};
 use rand::Rng;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
@@ -227,6 +227,29 @@ fn check_scan(
     let got =
         run_scan(table, &model.spec, plan, snap).unwrap_or_else(|e| panic!("{ctx}: scan {plan:?}: {e}"));
     assert_scan(ctx, model, plan, &got, &expected_scan(&model.spec, rows, plan));
+    check_count(ctx, table, model, rows, &plan.range, snap);
+}
+
+/// `Table::count_rows` over a scan's range, and the estimate's exact row
+/// count where it gives one, against the oracle.
+fn check_count(
+    ctx: &str,
+    table: &Table,
+    model: &Model,
+    rows: &Rows,
+    range: &CellRange,
+    snap: Option<&Snapshot>,
+) {
+    let whole = ScanPlan { range: range.clone(), preds: None, projection: None, batch_size: 0 };
+    let want = expected_scan(&model.spec, rows, &whole).len() as u64;
+    let got = table
+        .count_rows(&(kv_bound(&range.0), kv_bound(&range.1)), snap)
+        .unwrap_or_else(|e| panic!("{ctx}: count_rows {range:?}: {e}"));
+    assert_eq!(got, want, "{ctx}: count_rows {range:?} of table {}", model.name);
+    let estimate = table.estimate_opt(snap).unwrap_or_else(|e| panic!("{ctx}: estimate: {e}"));
+    if let Some(exact) = estimate.exact_rows {
+        assert_eq!(exact, rows.len() as u64, "{ctx}: exact_rows of table {}", model.name);
+    }
 }
 
 fn assert_scan(ctx: &str, model: &Model, plan: &ScanPlan, got: &[Vec<Cell>], want: &[Vec<Cell>]) {

@@ -50,7 +50,7 @@ fn files_share_keys(a: &FileMeta, b: &FileMeta) -> bool {
 
 /// Whether `range` holds every key of `file` (a read of it merges the
 /// whole file).
-fn covers_file(range: &KeyRange, file: &FileMeta) -> bool {
+pub(crate) fn covers_file(range: &KeyRange, file: &FileMeta) -> bool {
     in_range(range, &file.smallest.user_key) && in_range(range, &file.largest.user_key)
 }
 
@@ -365,6 +365,31 @@ impl TreeCursor {
                 Ok(())
             }
             source => (0..count).try_for_each(|_| source.step()),
+        }
+    }
+
+    /// The SST source `i` stands at the first entry of, going forward, when
+    /// every key of that file is the file's alone: no other source holds a
+    /// key up to the file's last, and the run's next file starts past it
+    /// (no older version of the last key opens it).
+    pub(crate) fn file_alone_ahead(&self, i: usize) -> Option<&FileMeta> {
+        let Source::Run(run) = &self.sources[i] else { return None };
+        let iter = run.iter.as_ref().filter(|_| run.forward)?;
+        let file = run.files.get(run.next.checked_sub(1)?)?;
+        let at_first =
+            iter.user_key() == file.smallest.user_key.as_ref() && iter.trailer() == file.smallest.trailer;
+        let last = file.largest.user_key.as_ref();
+        let next_starts_past = run.files.get(run.next).is_none_or(|f| f.smallest.user_key.as_ref() > last);
+        let others_past = self.smallest_key_besides(i).is_none_or(|k| k > last);
+        (at_first && next_starts_past && others_past).then_some(file.as_ref())
+    }
+
+    /// Moves source `i` past the rest of its current file, to the next
+    /// file of its run.
+    pub(crate) fn skip_file(&mut self, i: usize) -> Result<()> {
+        match &mut self.sources[i] {
+            Source::Run(run) => run.enter_next_file(),
+            Source::Mem(_) => Ok(()),
         }
     }
 

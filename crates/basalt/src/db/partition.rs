@@ -2,21 +2,27 @@
 //! split a scan into parts of similar size on disk (so a query engine can
 //! scan them on several cores), and estimates of the table's rows and
 //! bytes (so it can order joins). Both come from the SSTs' metadata alone:
-//! no data block is read.
+//! no data block is read. And the exact count of a range's rows, which
+//! reads blocks only where sources overlap.
 
 use std::ops::Bound;
 
 use arrow_schema::DataType;
 
-use super::Table;
-use super::cursor::KeyRange;
-use super::cursor::{in_range, span_overlaps};
+use std::sync::Arc;
+
+use super::cursor::{KeyRange, covers_file, file_overlaps, in_range, span_overlaps};
+use super::iter::{Direction, RangeReader};
 use super::scan::{KeyValueRange, encode_range};
+use super::{Snapshot, SuperVersion, Table};
+use crate::codec::internal::SeqNo;
 use crate::codec::key::{self, KeyValue, OwnedKeyValue};
 use crate::error::{Error, Result};
 use crate::files;
+use crate::memtable::{MemCursor, Memtable};
 use crate::row::layout::key_type_of;
 use crate::row::zone::{ColumnZone, zone_value};
+use crate::version::FileMeta;
 
 /// A key range of owned key values (see [`KeyValueRange`]).
 pub type OwnedKeyValueRange = (Bound<Vec<OwnedKeyValue>>, Bound<Vec<OwnedKeyValue>>);
@@ -31,6 +37,12 @@ pub struct TableEstimate {
     pub rows: u64,
     /// Bytes of the table's SSTs, and of its memtable entries.
     pub bytes: u64,
+    /// The rows visible at the read, where metadata alone tells them
+    /// exactly: no memtable holds any of the table's rows, no two SSTs hold
+    /// a key in common, and every SST holds puts only, none newer than the
+    /// read, and records its distinct keys (format version 5 on). `None`
+    /// otherwise ([`Table::count_rows`] counts exactly in every case).
+    pub exact_rows: Option<u64>,
 }
 
 /// What a table's SST zone maps record of one column: estimates for a
@@ -157,8 +169,14 @@ impl Table {
 
     /// Rows and bytes as the table's SSTs and memtables record them.
     pub fn estimate(&self) -> Result<TableEstimate> {
+        self.estimate_opt(None)
+    }
+
+    /// [`Table::estimate`] as of a snapshot (which decides
+    /// [`TableEstimate::exact_rows`]).
+    pub fn estimate_opt(&self, snapshot: Option<&Snapshot>) -> Result<TableEstimate> {
         self.inner().check_open()?;
-        let (_, sv) = self.inner().read_view(None);
+        let (seqno, sv) = self.inner().read_view(snapshot.map(Snapshot::seqno));
         let Some(tree) = sv.version.tree(self.tree()) else {
             return Err(Error::InvalidArgument(format!("table {} was dropped", self.name())));
         };
@@ -169,11 +187,95 @@ impl Table {
         }
         // A memtable holding any of the table's rows counts whole: walking
         // its entries of this tree would cost every planned query O(memtable).
+        let mut in_memory = false;
         for mem in std::iter::once(&sv.mem).chain(&sv.imms).filter(|m| m.holds_tree(self.tree())) {
             estimate.rows += mem.len() as u64;
             estimate.bytes += mem.approximate_bytes() as u64;
+            in_memory = true;
+        }
+        if !in_memory {
+            let all = (Bound::Unbounded, Bound::Unbounded);
+            let alone = self.files_counted_alone(&sv, seqno, &all)?;
+            if alone.len() == tree.all_files().count() {
+                estimate.exact_rows = Some(alone.iter().map(|(_, rows)| rows).sum());
+            }
         }
         Ok(estimate)
+    }
+
+    /// How many rows the table holds in `range` (key tuples, as a scan
+    /// takes them), exactly, as of `snapshot` (`None`: now). An SST whose
+    /// keys no other source holds counts from its properties without a
+    /// block read; between such files, a stretch of a block that no other
+    /// source overlaps counts by a binary search; rows are merged one by
+    /// one only where memtables and SSTs hold the same keys.
+    pub fn count_rows(&self, range: &KeyValueRange<'_>, snapshot: Option<&Snapshot>) -> Result<u64> {
+        self.inner().check_open()?;
+        let range = encode_range(self, range)?;
+        let (seqno, sv) = self.inner().read_view(snapshot.map(Snapshot::seqno));
+        let Some(tree) = sv.version.tree(self.tree()) else {
+            return Err(Error::InvalidArgument(format!("table {} was dropped", self.name())));
+        };
+        let alone = self.files_counted_alone(&sv, seqno, &range)?;
+        let mut rows: u64 = alone.iter().map(|(_, rows)| rows).sum();
+        // The keys between those files: read where anything holds them.
+        let in_memory = std::iter::once(&sv.mem).chain(&sv.imms).any(|m| m.holds_tree(self.tree()));
+        let mut lower = range.0.clone();
+        let uppers = alone.iter().map(|(f, _)| Bound::Excluded(f.smallest.user_key.to_vec()));
+        for (i, upper) in uppers.chain(std::iter::once(range.1.clone())).enumerate() {
+            let gap = (std::mem::replace(&mut lower, Bound::Unbounded), upper);
+            if let Some((file, _)) = alone.get(i) {
+                lower = Bound::Excluded(file.largest.user_key.to_vec());
+            }
+            let held = in_memory || tree.all_files().any(|(_, f)| file_overlaps(f, &gap));
+            if held && !empty_range(&gap) {
+                rows += RangeReader::open(self.inner(), &sv, seqno, self.tree(), gap, Direction::Forward)?
+                    .count_rest()?;
+            }
+        }
+        Ok(rows)
+    }
+
+    /// The SSTs of the table whose rows in `range` metadata alone counts,
+    /// for a read at `seqno`, in key order with their row counts: each lies
+    /// inside the range, shares no key with another SST or a memtable, and
+    /// holds puts only, none newer than the read, with its distinct keys
+    /// recorded (format version 5 on), so that each key's newest version is
+    /// a visible put.
+    fn files_counted_alone(
+        &self,
+        sv: &SuperVersion,
+        seqno: SeqNo,
+        range: &KeyRange,
+    ) -> Result<Vec<(Arc<FileMeta>, u64)>> {
+        let Some(tree) = sv.version.tree(self.tree()) else { return Ok(Vec::new()) };
+        let mut files: Vec<&Arc<FileMeta>> = tree.all_files().map(|(_, f)| f).collect();
+        files.sort_unstable_by(|a, b| a.smallest.user_key.cmp(&b.smallest.user_key));
+        let mems: Vec<&Arc<Memtable>> =
+            std::iter::once(&sv.mem).chain(&sv.imms).filter(|m| m.holds_tree(self.tree())).collect();
+        let mut alone = Vec::new();
+        let mut reach: Option<&[u8]> = None;
+        for (i, file) in files.iter().enumerate() {
+            let (first, last) = (file.smallest.user_key.as_ref(), file.largest.user_key.as_ref());
+            let before = reach.is_some_and(|r| r >= first);
+            let after = files.get(i + 1).is_some_and(|next| next.smallest.user_key.as_ref() <= last);
+            reach = Some(reach.map_or(last, |r| r.max(last)));
+            if before || after || !covers_file(range, file) {
+                continue;
+            }
+            let in_memory = mems.iter().any(|m| {
+                MemCursor::new((*m).clone(), self.tree(), true, Some((first, u64::MAX)))
+                    .key()
+                    .is_some_and(|k| k.user_key.as_ref() <= last)
+            });
+            let reader = self.inner().sst_readers.get(self.tree(), file)?;
+            let properties = reader.properties();
+            let plain = properties.deletions == 0 && properties.max_seqno <= seqno;
+            if let Some(rows) = properties.distinct_keys.filter(|_| plain && !in_memory) {
+                alone.push(((*file).clone(), rows));
+            }
+        }
+        Ok(alone)
     }
 
     /// What the SSTs' zone maps record of each column, in schema order:
@@ -253,6 +355,15 @@ fn owned_bound(bound: &Bound<Vec<KeyValue<'_>>>) -> Bound<Vec<OwnedKeyValue>> {
         Bound::Included(t) => Bound::Included(own(t)),
         Bound::Excluded(t) => Bound::Excluded(own(t)),
         Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+/// Whether no key lies in `range` (its lower bound passes its upper).
+fn empty_range((lo, hi): &KeyRange) -> bool {
+    match (lo, hi) {
+        (Bound::Included(a), Bound::Included(b)) => a > b,
+        (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b) | Bound::Excluded(b)) => a >= b,
+        _ => false,
     }
 }
 

@@ -22,7 +22,13 @@ use crate::error::{Error, Result};
 /// buffers of a memory-mapped block are then 8-byte aligned in memory and
 /// scans hand them to Arrow without a copy. Readers ignore the padding, so
 /// versions 1 to 3 read as before.
-pub const FORMAT_VERSION: u32 = 4;
+/// Version 5 records in the properties how many distinct user keys the
+/// file holds: a file of puts only, whose keys no other source holds, then
+/// counts its rows from metadata (`count(*)` without reading a block).
+pub const FORMAT_VERSION: u32 = 5;
+
+/// The first version whose properties hold the count of distinct user keys.
+pub const FORMAT_VERSION_DISTINCT_KEYS: u32 = 5;
 
 /// The first version whose properties hold the file number and whose
 /// float zone ranges are in totalOrder.

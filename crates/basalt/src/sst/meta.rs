@@ -7,8 +7,9 @@ use std::path::Path;
 use bytes::Bytes;
 
 use super::format::{
-    BlockHandle, FORMAT_VERSION, FORMAT_VERSION_FILE_NUMBER, FORMAT_VERSION_MIN, METAINDEX_ENTRIES_MAX,
-    METAINDEX_ENTRY_BYTES, METAINDEX_HEADER_BYTES, PROPERTIES_FIXED_BYTES,
+    BlockHandle, FORMAT_VERSION, FORMAT_VERSION_DISTINCT_KEYS, FORMAT_VERSION_FILE_NUMBER,
+    FORMAT_VERSION_MIN, METAINDEX_ENTRIES_MAX, METAINDEX_ENTRY_BYTES, METAINDEX_HEADER_BYTES,
+    PROPERTIES_FIXED_BYTES,
 };
 use crate::codec::internal::{InternalKey, SeqNo, compare, unpack_trailer};
 use crate::codec::varint::Reader;
@@ -75,6 +76,9 @@ pub struct Properties {
     pub entries: u64,
     /// Entries of kind `Delete`.
     pub deletions: u64,
+    /// User keys, each counted once however many versions the file holds
+    /// of it; `None` in files before version 5, which did not record it.
+    pub distinct_keys: Option<u64>,
     /// Data blocks.
     pub data_blocks: u64,
     /// Sum of user key lengths.
@@ -93,11 +97,12 @@ pub struct Properties {
 
 impl Properties {
     /// Encodes the fixed 80-byte part, the file number (u64 LE, from
-    /// version 3), then the smallest and largest user keys, each as length
-    /// u32 LE and bytes.
+    /// version 3), the count of distinct user keys (u64 LE, from version
+    /// 5), then the smallest and largest user keys, each as length u32 LE
+    /// and bytes.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(
-            PROPERTIES_FIXED_BYTES + 16 + self.smallest.user_key.len() + self.largest.user_key.len(),
+            PROPERTIES_FIXED_BYTES + 24 + self.smallest.user_key.len() + self.largest.user_key.len(),
         );
         out.extend_from_slice(&self.format_version.to_le_bytes());
         out.extend_from_slice(&self.tree_id.to_le_bytes());
@@ -115,7 +120,7 @@ impl Properties {
             out.extend_from_slice(&v.to_le_bytes());
         }
         debug_assert_eq!(out.len(), PROPERTIES_FIXED_BYTES);
-        if let Some(n) = self.file_number {
+        for n in [self.file_number, self.distinct_keys].into_iter().flatten() {
             out.extend_from_slice(&n.to_le_bytes());
         }
         for key in [&self.smallest.user_key, &self.largest.user_key] {
@@ -146,6 +151,8 @@ impl Properties {
             t_large,
         ] = fixed;
         let file_number = if format_version >= FORMAT_VERSION_FILE_NUMBER { Some(r.u64_le()?) } else { None };
+        let distinct_keys =
+            if format_version >= FORMAT_VERSION_DISTINCT_KEYS { Some(r.u64_le()?) } else { None };
         let mut key = || -> Result<Bytes> {
             let len = r.u32_le()? as usize;
             Ok(Bytes::copy_from_slice(r.bytes(len)?))
@@ -161,6 +168,7 @@ impl Properties {
             file_number,
             entries,
             deletions,
+            distinct_keys,
             data_blocks,
             raw_key_bytes,
             raw_value_bytes,
@@ -186,6 +194,12 @@ impl Properties {
         }
         if self.deletions > self.entries || self.min_seqno > self.max_seqno {
             return Err("impossible deletion count or seqno range");
+        }
+        if self.distinct_keys.is_some() != (self.format_version >= FORMAT_VERSION_DISTINCT_KEYS) {
+            return Err("distinct key count present in a version without it, or missing");
+        }
+        if self.distinct_keys.is_some_and(|d| d == 0 || d > self.entries) {
+            return Err("impossible distinct key count");
         }
         let (Some((s_seq, _)), Some((l_seq, _))) =
             (unpack_trailer(self.smallest.trailer), unpack_trailer(self.largest.trailer))
@@ -221,6 +235,7 @@ mod tests {
             file_number: Some(12),
             entries: 10,
             deletions: 2,
+            distinct_keys: Some(6),
             data_blocks: 3,
             raw_key_bytes: 40,
             raw_value_bytes: 400,
@@ -235,7 +250,7 @@ mod tests {
     fn properties_round_trip() {
         let p = sample();
         let bytes = p.encode();
-        assert_eq!(bytes.len(), PROPERTIES_FIXED_BYTES + 8 + 8 + 5 + 4);
+        assert_eq!(bytes.len(), PROPERTIES_FIXED_BYTES + 8 + 8 + 8 + 5 + 4);
         assert_eq!(Properties::decode(&bytes, Path::new("p"), 0).expect("decodes"), p);
     }
 
@@ -248,6 +263,11 @@ mod tests {
         let mut p = sample();
         p.min_seqno = 51;
         bad.push(p.encode());
+        for distinct in [Some(0), Some(11), None] {
+            let mut p = sample();
+            p.distinct_keys = distinct;
+            bad.push(p.encode());
+        }
         let mut p = sample();
         std::mem::swap(&mut p.smallest, &mut p.largest);
         bad.push(p.encode());

@@ -537,9 +537,7 @@ const V3_FIXTURE_HEX: &str = concat!(
     "0000002b00000003000000000000000000000000000000dfa767dc89424153414c540a",
 );
 
-/// The same file as this version writes it (the data block padded to end
-/// at a multiple of 8). A change here is a format change: bump
-/// `FORMAT_VERSION` and keep this file readable.
+/// Version 4: the data block padded to end at a multiple of 8.
 const V4_FIXTURE_HEX: &str = concat!(
     "010000000500000030000000000000003000000001000000380000000800000040000000000000004000000001000000",
     "6b00000000000000010100000000000076000000d22fd6ce010000000700000000000000000000204000000000000000",
@@ -550,6 +548,21 @@ const V4_FIXTURE_HEX: &str = concat!(
     "000000000000010100000000000001010000000000000100000000000000010000006b010000006b0010abc067030000",
     "00014800000000000000480000000295000000000000004c00000003e600000000000000620000000020bd5da84d0100",
     "00000000002b00000004000000000000000000000000000000457d058589424153414c540a",
+);
+
+/// The same file as this version writes it (the properties count its
+/// distinct keys). A change here is a format change: bump `FORMAT_VERSION`
+/// and keep this file readable.
+const V5_FIXTURE_HEX: &str = concat!(
+    "010000000500000030000000000000003000000001000000380000000800000040000000000000004000000001000000",
+    "6b00000000000000010100000000000076000000d22fd6ce010000000700000000000000000000204000000000000000",
+    "000000800000000000000000000000000000000000000000000000002000000020000000000200000000000000000001",
+    "00431fe43201000000050000003000000000000000300000000100000038000000080000004000000000000000400000",
+    "000c0000006b00000000000000010100000000000000000000000000004300000000b4fd28fe05000000030000000100",
+    "000000000000000000000000000001000000000000000100000000000000010000000000000001000000000000000100",
+    "0000000000000101000000000000010100000000000001000000000000000100000000000000010000006b010000006b",
+    "009878e41803000000014800000000000000480000000295000000000000004c00000003e6000000000000006a000000",
+    "005e437cb555010000000000002b000000050000000000000000000000000000002963846489424153414c540a",
 );
 
 fn to_hex(bytes: &[u8]) -> String {
@@ -572,12 +585,13 @@ fn fixtures_of_every_version_read_and_this_one_is_stable() -> Result<()> {
     // files must stay byte-identical and readable.
     let no_model = SstWriterOptions { learned_index_epsilon: None, ..options(4096, Compression::None, 10) };
     write_sst(&fs, Path::new("new.sst"), &entries, &no_model)?;
-    assert_eq!(to_hex(&fs.get(Path::new("new.sst"))), V4_FIXTURE_HEX, "the SST format changed");
+    assert_eq!(to_hex(&fs.get(Path::new("new.sst"))), V5_FIXTURE_HEX, "the SST format changed");
     for (name, fixture) in [
         ("v1.sst", V1_FIXTURE_HEX),
         ("v2.sst", V2_FIXTURE_HEX),
         ("v3.sst", V3_FIXTURE_HEX),
         ("v4.sst", V4_FIXTURE_HEX),
+        ("v5.sst", V5_FIXTURE_HEX),
     ] {
         fs.put(Path::new(name), from_hex(fixture));
         check_all(&open(&fs, Path::new(name))?, &entries)?;
@@ -625,5 +639,7 @@ proptest! {
         }
         let deletes = entries.iter().filter(|e| unpack_trailer(e.1).map(|(_, k)| k) == Some(Kind::Delete)).count();
         prop_assert_eq!(reader.properties().deletions, deletes as u64);
+        let distinct = 1 + entries.windows(2).filter(|w| w[0].0 != w[1].0).count();
+        prop_assert_eq!(reader.properties().distinct_keys, Some(distinct as u64));
     }
 }

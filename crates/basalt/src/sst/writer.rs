@@ -125,6 +125,7 @@ impl SstWriter {
                 file_number: Some(file_number),
                 entries: 0,
                 deletions: 0,
+                distinct_keys: Some(0),
                 data_blocks: 0,
                 raw_key_bytes: 0,
                 raw_value_bytes: 0,
@@ -207,10 +208,11 @@ impl SstWriter {
         if !self.block.fits(user_key.len(), value_len) {
             self.flush_block()?;
         }
-        if let Some(filter) = &mut self.filter
-            && (first || self.last_key != user_key)
-        {
-            filter.add_key(user_key);
+        if first || self.last_key != user_key {
+            if let Some(filter) = &mut self.filter {
+                filter.add_key(user_key);
+            }
+            self.stats.distinct_keys = self.stats.distinct_keys.map(|d| d + 1);
         }
         if first {
             self.smallest = Some(InternalKey { user_key: Bytes::copy_from_slice(user_key), trailer });
