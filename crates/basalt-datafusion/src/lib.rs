@@ -74,15 +74,32 @@ pub fn session_with_config(db: Arc<Db>, config: SessionConfig) -> SessionContext
 /// `CREATE [UNIQUE] INDEX [IF NOT EXISTS] name ON table (col, …)
 /// [INCLUDE (col, …)]` builds a Basalt index (backfilled, then kept with
 /// every write); `DROP INDEX [IF EXISTS] name [ON table]` drops one.
-pub async fn sql(ctx: &SessionContext, query: &str) -> Result<DataFrame> {
-    match Parser::parse_sql(&GenericDialect {}, query) {
-        Ok(mut statements) if statements.len() == 1 && runs_here(&statements[0]) => {
+pub async fn sql(ctx: &SessionContext, text: &str) -> Result<DataFrame> {
+    let statements = Parser::parse_sql(&GenericDialect {}, text);
+    // EXPLAIN of a query, as `query` runs it: DataFusion's plans and a row
+    // saying how Basalt runs the statement (`basalt_path`).
+    if let Ok([Statement::Explain { analyze: false, format: None, .. }]) = statements.as_deref() {
+        let output = query(ctx, text, &[]).await?;
+        return ctx.read_batches(output.batches);
+    }
+    sql_parsed(ctx, text, statements.ok()).await
+}
+
+/// [`sql`] of `text`, parsed as `statements` (`None`: sqlparser's AST
+/// does not take it), without the EXPLAIN of [`query`].
+pub(crate) async fn sql_parsed(
+    ctx: &SessionContext,
+    text: &str,
+    statements: Option<Vec<Statement>>,
+) -> Result<DataFrame> {
+    match statements {
+        Some(mut statements) if statements.len() == 1 && runs_here(&statements[0]) => {
             let statement = statements.remove(0);
             run_here(ctx, &statement).await
         }
         // DataFusion's own parser: it knows statements sqlparser's AST
         // does not (`CREATE EXTERNAL TABLE`, `COPY`…).
-        _ => ctx.sql(query).await,
+        _ => ctx.sql(text).await,
     }
 }
 

@@ -23,16 +23,16 @@ use std::collections::HashMap;
 use std::ops::Bound;
 use std::sync::Arc;
 
-use arrow_array::RecordBatch;
+use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Schema, SchemaRef};
 use basalt::{KeyValue, OwnedKeyValue, ScanOptions, ScanPlan};
 use datafusion::common::config::SqlParserOptions;
 use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode, TreeNodeRecursion};
-use datafusion::common::{ParamValues, Result, ScalarValue, exec_err, plan_err};
+use datafusion::common::{DataFusionError, ParamValues, Result, ScalarValue, exec_err, plan_err};
 use datafusion::datasource::source_as_provider;
 use datafusion::execution::context::SessionContext;
 use datafusion::logical_expr::utils::split_conjunction;
-use datafusion::logical_expr::{Expr, FetchType, LogicalPlan, Operator, SkipType, TableScan};
+use datafusion::logical_expr::{ExplainFormat, Expr, FetchType, LogicalPlan, Operator, SkipType, TableScan};
 use datafusion::sql::sqlparser::ast::Statement;
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::parser::Parser;
@@ -95,7 +95,8 @@ enum Body {
 
 /// A query the engine answers by itself: the table, the columns returned
 /// (by position in the table's schema, in output order), the filter's
-/// conjuncts (placeholders in them) and the row limit.
+/// conjuncts (placeholders in them) and the row limit; or, for
+/// `SELECT count(*) FROM t`, the table's row count.
 #[derive(Debug)]
 struct Direct {
     table: Arc<dyn datafusion::catalog::TableProvider>,
@@ -103,6 +104,8 @@ struct Direct {
     filters: Vec<Expr>,
     limit: Option<usize>,
     schema: SchemaRef,
+    /// The query is `count(*)` of the whole table (`Table::count_rows`).
+    count: bool,
 }
 
 /// What running a statement came to: its output, or the name of a table
@@ -147,7 +150,7 @@ impl PreparedStatement {
     /// placeholders in it, not yet optimized.
     pub fn from_plan(ctx: &SessionContext, text: &str, plan: LogicalPlan) -> Result<PreparedStatement> {
         let parameters = parameter_types(&plan)?;
-        let direct = direct_shape(&plan);
+        let direct = direct_shape(&plan).or_else(|| count_shape(&plan));
         Ok(PreparedStatement {
             ctx: ctx.clone(),
             text: text.to_string(),
@@ -200,7 +203,12 @@ impl PreparedStatement {
     pub fn path(&self) -> String {
         match &self.body {
             Body::Plan { direct: Some(d), .. } => {
-                format!("direct (table {})", table_of(d).map_or("?", |t| t.name()))
+                let table = table_of(d).map_or("?", |t| t.name());
+                if d.count {
+                    format!("direct (table {table}, row count)")
+                } else {
+                    format!("direct (table {table})")
+                }
             }
             _ => "DataFusion".to_string(),
         }
@@ -235,8 +243,24 @@ impl PreparedStatement {
                 if let Some(name) = changed_table(plan) {
                     return Ok(Ran::Changed(name));
                 }
+                let path = match plan.as_ref() {
+                    LogicalPlan::Explain(e) if e.explain_format == ExplainFormat::Indent => {
+                        Some(describe_path(&e.plan, &values)?)
+                    }
+                    _ => None,
+                };
                 let plan = plan.as_ref().clone().replace_params_with_values(&ParamValues::from(values))?;
-                collect(self.ctx.execute_logical_plan(plan).await?).await.map(Ran::Output)
+                let mut output = collect(self.ctx.execute_logical_plan(plan).await?).await?;
+                if let Some(path) = path {
+                    // EXPLAIN's two text columns, one more row: how Basalt
+                    // runs the statement (`docs/sql.md`).
+                    let row = [
+                        Arc::new(StringArray::from(vec!["basalt_path"])) as ArrayRef,
+                        Arc::new(StringArray::from(vec![path])),
+                    ];
+                    output.batches.push(RecordBatch::try_new(Arc::clone(&output.schema), row.to_vec())?);
+                }
+                Ok(Ran::Output(output))
             }
         }
     }
@@ -295,7 +319,10 @@ pub async fn query(ctx: &SessionContext, text: &str, params: &[ScalarValue]) -> 
         // Statements only DataFusion's own parser and planner take (`COPY`,
         // `CREATE EXTERNAL TABLE`, `EXPLAIN FORMAT …`, `RESET`) run as
         // [`crate::sql`] runs them; with parameters there is no such way.
-        Err(_) if params.is_empty() => return collect(crate::sql(ctx, text).await?).await,
+        Err(_) if params.is_empty() => {
+            let statements = Parser::parse_sql(&GenericDialect {}, text).ok();
+            return collect(crate::sql_parsed(ctx, text, statements).await?).await;
+        }
         Err(e) => return Err(e),
     };
     if let Some(cache) = cache.filter(|_| prepared.cacheable()) {
@@ -482,7 +509,37 @@ fn direct_shape(plan: &LogicalPlan) -> Option<Direct> {
         return None;
     }
     let output = Arc::new(Schema::new(projection.schema.as_arrow().fields().clone()));
-    Some(Direct { table, columns, filters, limit, schema: output })
+    Some(Direct { table, columns, filters, limit, schema: output, count: false })
+}
+
+/// The direct path of `SELECT count(*) FROM t` (or `count(1)`, renamed or
+/// not) over a Basalt table without a filter: `Aggregate` with no
+/// grouping and one plain count of a non-null value over the scan, under
+/// a projection of its one column or none.
+fn count_shape(plan: &LogicalPlan) -> Option<Direct> {
+    let aggregate = match plan {
+        LogicalPlan::Projection(p)
+            if p.expr.len() == 1 && matches!(p.expr[0].clone().unalias(), Expr::Column(_)) =>
+        {
+            p.input.as_ref()
+        }
+        other => other,
+    };
+    let LogicalPlan::Aggregate(aggregate) = aggregate else { return None };
+    let [counted] = aggregate.aggr_expr.as_slice() else { return None };
+    let Expr::AggregateFunction(f) = counted.clone().unalias() else { return None };
+    let plain_count = f.func.name() == "count"
+        && !f.params.distinct
+        && f.params.filter.is_none()
+        && f.params.order_by.is_empty()
+        && matches!(f.params.args.as_slice(), [Expr::Literal(v, _)] if !v.is_null());
+    let LogicalPlan::TableScan(scan) = aggregate.input.as_ref() else { return None };
+    if !plain_count || !aggregate.group_expr.is_empty() || !scan.filters.is_empty() || scan.fetch.is_some() {
+        return None;
+    }
+    let table = basalt_table(scan)?;
+    let schema = Arc::new(Schema::new(plan.schema().as_arrow().fields().clone()));
+    Some(Direct { table, columns: Vec::new(), filters: Vec::new(), limit: None, schema, count: true })
 }
 
 /// Whether `e` has the form of what the engine's predicates take: a
@@ -565,85 +622,196 @@ fn with_values(e: &Expr, values: &[ScalarValue]) -> Result<Expr> {
         .data()
 }
 
-/// Runs a direct query with its parameters' values; `None` when these
-/// values make a filter the engine cannot evaluate exactly (a null
-/// compared, say), which DataFusion then runs.
-fn run_direct(direct: &Direct, values: &[ScalarValue]) -> Result<Option<Ran>> {
-    let Some(provider) = table_of(direct) else { return Ok(None) };
-    let schema = provider.schema_ref();
-    let filters = direct.filters.iter().map(|f| with_values(f, values)).collect::<Result<Vec<_>>>()?;
-    if !filters.iter().all(|f| values_compare_alike(schema, f) && predicates_of(schema, f).is_some()) {
-        return Ok(None);
-    }
-    let table = provider.table()?;
-    if !provider.made_from(&table) {
-        return Ok(Some(Ran::Changed(table.name().to_string())));
-    }
-    let pushed = pushdown(schema, provider.primary_key(), &filters);
-    let out = |batch: &RecordBatch| -> Result<RecordBatch> {
-        Ok(RecordBatch::try_new(Arc::clone(&direct.schema), batch.columns().to_vec())?)
-    };
-    let mut batches = Vec::new();
-    let limit = direct.limit.unwrap_or(usize::MAX);
-    if limit > 0
-        && let Some(key) = point_key(&pushed, provider.primary_key(), schema)
-    {
-        if let Some(row) = table
-            .get(&key.iter().map(OwnedKeyValue::as_value).collect::<Vec<KeyValue<'_>>>())
-            .map_err(to_df)?
-        {
-            batches.push(out(&row.project(&direct.columns)?)?);
+/// How a direct query runs with given values: the engine call that
+/// answers it, or DataFusion's plan.
+enum Route {
+    /// `Table::count_rows` of the whole table.
+    Count,
+    /// `Table::get` of one whole primary key.
+    Get(Vec<OwnedKeyValue>),
+    /// `Table::lookup` of equalities on an index's leading columns (the
+    /// scan of `pushed` if the lookup fails: an index still being built).
+    Lookup { index: String, values: Vec<OwnedKeyValue>, whole: bool, pushed: crate::pushdown::Pushdown },
+    /// The engine's scan of a key range with a filter (it may pick an
+    /// index for the filter itself), opened, with what it was opened on.
+    Scan(Box<basalt::TableScan>, crate::pushdown::Pushdown),
+    /// DataFusion's plan: a value compared in another type, a null, or a
+    /// whole-table read its parallel plan does better.
+    DataFusion(&'static str),
+}
+
+impl Route {
+    /// The route of `direct` with `values` bound, on the open `table`.
+    fn of(
+        direct: &Direct,
+        provider: &BasaltTable,
+        table: &basalt::Table,
+        values: &[ScalarValue],
+    ) -> Result<Route> {
+        if direct.count {
+            return Ok(Route::Count);
         }
-    } else if limit > 0 {
-        let names: Vec<String> = direct.columns.iter().map(|&c| schema.field(c).name().clone()).collect();
-        if let Some(rows) = index_equality(&table, &pushed, &names, direct.limit) {
-            batches.push(out(&rows)?);
-            return Ok(Some(Ran::Output(QueryOutput { schema: Arc::clone(&direct.schema), batches })));
+        let schema = provider.schema_ref();
+        let filters = direct.filters.iter().map(|f| with_values(f, values)).collect::<Result<Vec<_>>>()?;
+        if !filters.iter().all(|f| values_compare_alike(schema, f) && predicates_of(schema, f).is_some()) {
+            return Ok(Route::DataFusion("a value DataFusion compares in another type, or a null"));
+        }
+        let pushed = pushdown(schema, provider.primary_key(), &filters);
+        if let Some(key) = point_key(&pushed, provider.primary_key(), schema) {
+            return Ok(Route::Get(key));
+        }
+        if let Some((index, values, whole)) = index_equality(table, &pushed) {
+            return Ok(Route::Lookup { index, values, whole, pushed });
         }
         // A scan of the whole table with no index to answer its filter and
         // no LIMIT reads every row: DataFusion's plan splits it across
         // cores, so it is left to DataFusion (without a filter that is
-        // known before the scan is opened).
+        // known before the scan is opened; with one, once the scan shows
+        // no index serves it).
         let whole = direct.limit.is_none() && matches!(pushed.range, (Bound::Unbounded, Bound::Unbounded));
         if whole && pushed.predicates.is_empty() {
-            return Ok(None);
+            return Ok(Route::DataFusion("a read of the whole table, which DataFusion splits across cores"));
         }
-        let opts = ScanOptions::default()
-            .range(borrowed(&pushed.range))
-            .projection(Some(names))
-            .filter(pushed.filter());
-        let scan = table.scan(opts).map_err(to_df)?;
-        if whole && *scan.plan() == ScanPlan::KeyRange {
-            return Ok(None);
+        match open_scan(direct, table, &pushed)? {
+            Some(scan) => Ok(Route::Scan(Box::new(scan), pushed)),
+            None => Ok(Route::DataFusion("a filter no index serves over the whole table")),
         }
-        let mut left = limit;
-        for batch in scan {
-            let mut batch = batch.map_err(to_df)?;
-            if batch.num_rows() > left {
-                batch = batch.slice(0, left);
+    }
+
+    /// What EXPLAIN says of it.
+    fn describe(&self, table: &str) -> String {
+        match self {
+            Route::Count => format!(
+                "direct: Table::count_rows of {table} (from SST metadata where no other source overlaps)"
+            ),
+            Route::Get(key) => format!("direct: Table::get of {table}, key {key:?}"),
+            Route::Lookup { index, values, .. } => {
+                format!("direct: Table::lookup of {table} by index {index}, values {values:?}")
             }
-            left -= batch.num_rows();
-            batches.push(out(&batch)?);
-            if left == 0 {
-                break;
+            Route::Scan(scan, pushed) => format!(
+                "direct: the engine's scan of {table} ({:?}), key range {}, filter [{}]",
+                scan.plan(),
+                crate::pushdown::describe_range(&pushed.range),
+                pushed
+                    .predicates
+                    .iter()
+                    .map(crate::pushdown::describe_predicate)
+                    .collect::<Vec<_>>()
+                    .join(" AND ")
+            ),
+            Route::DataFusion(why) => format!("DataFusion's plan above ({why})"),
+        }
+    }
+}
+
+/// Runs a direct query with its parameters' values; `None` when these
+/// values take it to DataFusion ([`Route::DataFusion`]).
+fn run_direct(direct: &Direct, values: &[ScalarValue]) -> Result<Option<Ran>> {
+    let Some(provider) = table_of(direct) else { return Ok(None) };
+    let table = provider.table()?;
+    if !provider.made_from(&table) {
+        return Ok(Some(Ran::Changed(table.name().to_string())));
+    }
+    let schema = provider.schema_ref();
+    let out = |batch: &RecordBatch| -> Result<RecordBatch> {
+        Ok(RecordBatch::try_new(Arc::clone(&direct.schema), batch.columns().to_vec())?)
+    };
+    let names: Vec<String> = direct.columns.iter().map(|&c| schema.field(c).name().clone()).collect();
+    let limit = direct.limit.unwrap_or(usize::MAX);
+    let mut batches = Vec::new();
+    match Route::of(direct, provider, &table, values)? {
+        Route::DataFusion(_) => return Ok(None),
+        Route::Count => {
+            let rows = table.count_rows(&(Bound::Unbounded, Bound::Unbounded), None).map_err(to_df)?;
+            let rows = i64::try_from(rows).map_err(|e| DataFusionError::External(Box::new(e)))?;
+            let count = Arc::new(Int64Array::from(vec![rows])) as ArrayRef;
+            batches.push(RecordBatch::try_new(Arc::clone(&direct.schema), vec![count])?);
+        }
+        _ if limit == 0 => {}
+        Route::Get(key) => {
+            let key: Vec<KeyValue<'_>> = key.iter().map(OwnedKeyValue::as_value).collect();
+            if let Some(row) = table.get(&key).map_err(to_df)? {
+                batches.push(out(&row.project(&direct.columns)?)?);
             }
         }
+        Route::Lookup { index, values, whole, pushed } => {
+            let borrowed: Vec<Option<KeyValue<'_>>> = values.iter().map(|v| Some(v.as_value())).collect();
+            let predicate = if whole {
+                basalt::IndexPredicate::Eq(borrowed)
+            } else {
+                basalt::IndexPredicate::Prefix(borrowed)
+            };
+            let mut opts = basalt::LookupOptions::default();
+            opts.projection = Some(names.clone());
+            opts.limit = direct.limit;
+            match table.lookup(&index, predicate, opts) {
+                Ok(rows) => batches.push(out(&rows)?),
+                // The scan reports any error that is the table's.
+                Err(_) => match open_scan(direct, &table, &pushed)? {
+                    Some(scan) => batches = scan_rows(direct, scan)?,
+                    None => return Ok(None),
+                },
+            }
+        }
+        Route::Scan(scan, _) => batches = scan_rows(direct, *scan)?,
     }
     Ok(Some(Ran::Output(QueryOutput { schema: Arc::clone(&direct.schema), batches })))
 }
 
-/// The rows of a filter that is exactly one equality on each leading
-/// column of an index (and nothing else), by `Table::lookup`: the engine's
-/// scan would first open a cursor over the table and plan the index;
-/// `None` when no index fits. A lookup that fails (an index still being
-/// built, say) leaves the query to the scan, which reports any error that
-/// is the table's.
+/// The engine's scan of `pushed` for a direct query (`None`: a
+/// whole-table read no index serves, which DataFusion's plan does better).
+fn open_scan(
+    direct: &Direct,
+    table: &basalt::Table,
+    pushed: &crate::pushdown::Pushdown,
+) -> Result<Option<basalt::TableScan>> {
+    let schema = table.schema();
+    let names: Vec<String> = direct.columns.iter().map(|&c| schema.field(c).name().clone()).collect();
+    let whole = direct.limit.is_none() && matches!(pushed.range, (Bound::Unbounded, Bound::Unbounded));
+    let opts =
+        ScanOptions::default().range(borrowed(&pushed.range)).projection(Some(names)).filter(pushed.filter());
+    let scan = table.scan(opts).map_err(to_df)?;
+    Ok((!whole || *scan.plan() != ScanPlan::KeyRange).then_some(scan))
+}
+
+/// A direct query's rows from its scan, up to its limit.
+fn scan_rows(direct: &Direct, scan: basalt::TableScan) -> Result<Vec<RecordBatch>> {
+    let mut left = direct.limit.unwrap_or(usize::MAX);
+    let mut batches = Vec::new();
+    for batch in scan {
+        let mut batch = batch.map_err(to_df)?;
+        if batch.num_rows() > left {
+            batch = batch.slice(0, left);
+        }
+        left -= batch.num_rows();
+        batches.push(RecordBatch::try_new(Arc::clone(&direct.schema), batch.columns().to_vec())?);
+        if left == 0 {
+            break;
+        }
+    }
+    Ok(batches)
+}
+
+/// The row EXPLAIN adds to DataFusion's plans (`basalt_path`): how the
+/// engine runs `plan` with `values`.
+fn describe_path(plan: &LogicalPlan, values: &[ScalarValue]) -> Result<String> {
+    let Some(direct) = direct_shape(plan).or_else(|| count_shape(plan)) else {
+        return Ok("DataFusion's plan above".to_string());
+    };
+    let Some(provider) = table_of(&direct) else { return Ok("DataFusion's plan above".to_string()) };
+    let table = provider.table()?;
+    Ok(Route::of(&direct, provider, &table, values)?.describe(provider.name()))
+}
+
+/// The index whose leading columns a filter of equalities (and nothing
+/// else) names, with the values in index order and whether they cover all
+/// its columns: the query is then a `Table::lookup` (the engine's scan
+/// would first open a cursor over the table and plan the index). `None`
+/// when no index fits.
 fn index_equality(
     table: &basalt::Table,
     pushed: &crate::pushdown::Pushdown,
-    columns: &[String],
-    limit: Option<usize>,
-) -> Option<RecordBatch> {
+) -> Option<(String, Vec<OwnedKeyValue>, bool)> {
     if !matches!(pushed.range, (Bound::Unbounded, Bound::Unbounded))
         || pushed.predicates.is_empty()
         || pushed.predicates.iter().any(|p| p.op != basalt::CmpOp::Eq)
@@ -658,19 +826,10 @@ fn index_equality(
         }
         // Every predicate is one of the leading equalities: none is left
         // for a filter after the lookup.
-        if values.is_empty() || values.len() != pushed.predicates.len() {
-            continue;
+        if !values.is_empty() && values.len() == pushed.predicates.len() {
+            let whole = values.len() == index.columns.len();
+            return Some((index.name.clone(), values, whole));
         }
-        let borrowed: Vec<Option<KeyValue<'_>>> = values.iter().map(|v| Some(v.as_value())).collect();
-        let predicate = if borrowed.len() == index.columns.len() {
-            basalt::IndexPredicate::Eq(borrowed)
-        } else {
-            basalt::IndexPredicate::Prefix(borrowed)
-        };
-        let mut opts = basalt::LookupOptions::default();
-        opts.projection = Some(columns.to_vec());
-        opts.limit = limit;
-        return table.lookup(&index.name, predicate, opts).ok();
     }
     None
 }

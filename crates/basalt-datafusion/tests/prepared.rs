@@ -58,7 +58,10 @@ async fn filled(ctx: &SessionContext, db: &Db) {
 async fn key_and_index_queries_take_the_direct_path_and_agree_with_the_plan() {
     let (_dir, db, ctx) = open();
     filled(&ctx, &db).await;
-    let cases: [(&str, &str, usize); 7] = [
+    let cases: [(&str, &str, usize); 10] = [
+        ("SELECT count(*) FROM kv", "direct", 0),
+        ("SELECT count(1) AS n FROM kv", "direct", 0),
+        ("SELECT count(v) FROM kv", "DataFusion", 0),
         ("SELECT v, tag FROM kv WHERE id = $1", "direct", 1),
         ("SELECT id AS key, v FROM kv WHERE id BETWEEN $1 AND $2", "direct", 2),
         ("SELECT id, v FROM kv WHERE $1 <= id AND id < $2 AND v > 0", "direct", 2),

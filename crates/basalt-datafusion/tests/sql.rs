@@ -292,6 +292,41 @@ mod pushdown {
         assert_eq!(reads(&db, &ctx, "SELECT count(*) FROM kv WHERE v = 3").await.2, vec!["499".to_string()]);
     }
 
+    /// EXPLAIN says how Basalt runs a statement: which engine call, or
+    /// DataFusion's plan.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn explain_names_the_direct_path() {
+        let (_dir, _db, ctx) = filled();
+        for (query, path) in [
+            ("SELECT v FROM kv WHERE id = 777", "direct: Table::get of kv, key [I64(777)]"),
+            ("SELECT id FROM kv WHERE tag = 't5'", "direct: Table::lookup of kv by index by_tag"),
+            (
+                "SELECT id FROM kv WHERE id BETWEEN 5 AND 9",
+                "direct: the engine's scan of kv (KeyRange), key range [(5), (9)]",
+            ),
+            ("SELECT id FROM kv WHERE tag > 't5' AND tag < 't6'", "direct: the engine's scan of kv (Index"),
+            ("SELECT count(*) FROM kv", "direct: Table::count_rows of kv"),
+            ("SELECT id FROM kv WHERE v = 5", "DataFusion's plan above (a filter no index serves"),
+            ("SELECT * FROM kv", "DataFusion's plan above (a read of the whole table"),
+            ("SELECT tag, count(*) FROM kv GROUP BY tag", "DataFusion's plan above"),
+        ] {
+            let plan = explain(&ctx, query).await;
+            let row = plan
+                .lines()
+                .find(|l| l.starts_with("basalt_path|"))
+                .unwrap_or_else(|| panic!("{query}: {plan}"));
+            assert!(row.starts_with(&format!("basalt_path|{path}")), "{query}: {row}");
+            // The same through the plan cache.
+            let cached = rows(
+                &basalt_datafusion::query(&ctx, &format!("EXPLAIN {query}"), &[])
+                    .await
+                    .expect("explain")
+                    .batches,
+            );
+            assert!(cached.iter().any(|r| r == row), "{query}: {cached:?}");
+        }
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn statistics_count_rows() {
         let (_dir, db, ctx) = filled();

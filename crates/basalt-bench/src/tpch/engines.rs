@@ -11,6 +11,7 @@ use datafusion::execution::context::SessionContext;
 use datafusion::prelude::ParquetReadOptions;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use tpchgen::generators::OrderGenerator;
 
 use super::answers::{Answer, Cell};
 use super::data::{self, Table};
@@ -59,10 +60,72 @@ fn repeat(runs: usize, mut f: impl FnMut() -> Result<Answer>) -> Result<(f64, An
     Ok((ms, answer))
 }
 
-/// Keys for the point, range and indexed queries: random customers.
+/// Random customers: the keys of the point, range and indexed queries.
 fn customer_keys(args: &TpchArgs, customers: i64) -> Vec<i64> {
     let mut rng = StdRng::seed_from_u64(42);
     (0..args.point_queries).map(|_| rng.random_range(1..=customers.max(1))).collect()
+}
+
+/// The small queries every engine runs, each with the parameter values of
+/// every execution (`?` is the first, `?2` the second): a point query, a
+/// 100-row key range and an indexed equality on the customers' keys, a
+/// point query on lineitem (the table of 6M rows per scale unit: 3M at
+/// scale 0.5), and `count(*)` of lineitem.
+pub(super) fn lookups(args: &TpchArgs, tables: &[Table]) -> Vec<Lookup> {
+    let keys = customer_keys(args, rows_of(tables, "customer"));
+    let orders = rows_of(tables, "orders").max(1);
+    let each = |f: &dyn Fn(i64) -> Vec<i64>| keys.iter().map(|&k| f(k)).collect::<Vec<_>>();
+    vec![
+        Lookup {
+            metric: "point_query",
+            sql: "SELECT c_name, c_acctbal FROM customer WHERE c_custkey = ?",
+            params: each(&|k| vec![k]),
+        },
+        Lookup {
+            metric: "range100_query",
+            sql: "SELECT c_custkey, c_acctbal FROM customer WHERE c_custkey BETWEEN ? AND ?2",
+            params: each(&|k| vec![k, k + 99]),
+        },
+        Lookup {
+            metric: "indexed_query",
+            sql: "SELECT o_orderkey, o_totalprice FROM orders WHERE o_custkey = ?",
+            params: each(&|k| vec![k]),
+        },
+        Lookup {
+            metric: "lineitem_point_query",
+            sql: "SELECT l_quantity, l_extendedprice FROM lineitem WHERE l_orderkey = ? AND l_linenumber = 1",
+            // Order keys are sparse: the generator's key of a random order.
+            params: each(&|k| vec![OrderGenerator::make_order_key(k * 7919 % orders + 1)]),
+        },
+        Lookup { metric: "count_query", sql: "SELECT count(*) FROM lineitem", params: vec![Vec::new(); 20] },
+    ]
+}
+
+/// One small query and the parameters of each of its executions.
+pub(super) struct Lookup {
+    /// Reported as `{metric}_us` (and `_text_us`, `_prepared_us`).
+    pub metric: &'static str,
+    pub sql: &'static str,
+    pub params: Vec<Vec<i64>>,
+}
+
+impl Lookup {
+    /// The statement with `params` written into its text.
+    fn text(&self, params: &[i64]) -> String {
+        let mut text = self.sql.to_string();
+        if let Some(second) = params.get(1) {
+            text = text.replace("?2", &second.to_string());
+        }
+        if let Some(first) = params.first() {
+            text = text.replace('?', &first.to_string());
+        }
+        text
+    }
+
+    /// Microseconds per execution of `t`'s loop.
+    fn per_query(&self, t: Instant) -> f64 {
+        t.elapsed().as_secs_f64() * 1e6 / self.params.len().max(1) as f64
+    }
 }
 
 fn rows_of(tables: &[Table], name: &str) -> i64 {
@@ -93,41 +156,38 @@ pub fn basalt(args: &TpchArgs, tables: &[Table], dir: &Path) -> Result<Measured>
     let rt = runtime()?;
     let ctx = basalt_datafusion::session(db.clone());
     let queries = datafusion_queries(args, &rt, &ctx);
-    let keys = customer_keys(args, rows_of(tables, "customer"));
-    let mut lookups = Vec::new();
-    let per_query = |t: Instant| t.elapsed().as_secs_f64() * 1e6 / keys.len().max(1) as f64;
-    for (metric, sql) in lookup_queries() {
-        let text = |k: i64| sql.replace("?2", &(k + 99).to_string()).replace('?', &k.to_string());
+    let mut measured = Vec::new();
+    for lookup in lookups(args, tables) {
+        let metric = lookup.metric;
         // Three ways: DataFusion's plan of new text each time (parse,
         // plan, optimize, execute), `basalt_datafusion::query` of new text
         // each time (prepared on the spot; the direct path where the shape
         // allows), and one prepared statement executed with parameters.
         let t = Instant::now();
         let mut rows = 0;
-        for &k in &keys {
+        for params in &lookup.params {
             rows += rt
-                .block_on(async { ctx.sql(&text(k)).await?.collect().await })?
+                .block_on(async { ctx.sql(&lookup.text(params)).await?.collect().await })?
                 .iter()
                 .map(datafusion::arrow::array::RecordBatch::num_rows)
                 .sum::<usize>();
         }
-        lookups.push((metric.to_string(), per_query(t)));
+        measured.push((format!("{metric}_us"), lookup.per_query(t)));
         let t = Instant::now();
         let mut text_rows = 0;
-        for &k in &keys {
-            text_rows += rt.block_on(basalt_datafusion::query(&ctx, &text(k), &[]))?.num_rows();
+        for params in &lookup.params {
+            text_rows += rt.block_on(basalt_datafusion::query(&ctx, &lookup.text(params), &[]))?.num_rows();
         }
-        lookups.push((metric.replace("_us", "_text_us"), per_query(t)));
-        let prepared =
-            rt.block_on(basalt_datafusion::prepare(&ctx, &sql.replace("?2", "$2").replace('?', "$1")))?;
+        measured.push((format!("{metric}_text_us"), lookup.per_query(t)));
+        let prepared = rt
+            .block_on(basalt_datafusion::prepare(&ctx, &lookup.sql.replace("?2", "$2").replace('?', "$1")))?;
         let t = Instant::now();
         let mut prepared_rows = 0;
-        for &k in &keys {
-            let params = [ScalarValue::Int64(Some(k)), ScalarValue::Int64(Some(k + 99))];
-            let params = &params[..prepared.parameter_count()];
-            prepared_rows += rt.block_on(prepared.execute(params))?.num_rows();
+        for params in &lookup.params {
+            let params: Vec<ScalarValue> = params.iter().map(|&v| ScalarValue::Int64(Some(v))).collect();
+            prepared_rows += rt.block_on(prepared.execute(&params))?.num_rows();
         }
-        lookups.push((metric.replace("_us", "_prepared_us"), per_query(t)));
+        measured.push((format!("{metric}_prepared_us"), lookup.per_query(t)));
         if text_rows != rows || prepared_rows != rows {
             return Err(format!(
                 "{metric}: {rows} rows planned, {text_rows} as text, {prepared_rows} prepared"
@@ -135,6 +195,7 @@ pub fn basalt(args: &TpchArgs, tables: &[Table], dir: &Path) -> Result<Measured>
             .into());
         }
     }
+    let lookups = measured;
     drop(ctx);
     Ok(Measured {
         engine: "basalt".into(),
@@ -147,15 +208,6 @@ pub fn basalt(args: &TpchArgs, tables: &[Table], dir: &Path) -> Result<Measured>
             args.cache_mib
         ),
     })
-}
-
-/// The point, range and indexed lookups: `?` is the key, `?2` the key + 99.
-fn lookup_queries() -> [(&'static str, &'static str); 3] {
-    [
-        ("point_query_us", "SELECT c_name, c_acctbal FROM customer WHERE c_custkey = ?"),
-        ("range100_query_us", "SELECT c_custkey, c_acctbal FROM customer WHERE c_custkey BETWEEN ? AND ?2"),
-        ("indexed_query_us", "SELECT o_orderkey, o_totalprice FROM orders WHERE o_custkey = ?"),
-    ]
 }
 
 pub fn parquet(args: &TpchArgs, dir: &Path, load_s: f64) -> Result<Measured> {
@@ -230,17 +282,15 @@ pub fn sqlite(args: &TpchArgs, tables: &[Table], path: &Path) -> Result<Measured
             out
         })
         .collect();
-    let keys = customer_keys(args, rows_of(tables, "customer"));
     let mut lookups = Vec::new();
-    for (metric, sql) in lookup_queries() {
-        let mut stmt = conn.prepare(&sql.replace("?2", "?"))?;
-        let two = sql.contains("?2");
+    for lookup in super::engines::lookups(args, tables) {
+        let mut stmt = conn.prepare(&lookup.sql.replace("?2", "?"))?;
         let t = Instant::now();
-        for &k in &keys {
-            let mut rows = if two { stmt.query([k, k + 99])? } else { stmt.query([k])? };
+        for params in &lookup.params {
+            let mut rows = stmt.query(rusqlite::params_from_iter(params))?;
             while rows.next()?.is_some() {}
         }
-        lookups.push((metric.to_string(), t.elapsed().as_secs_f64() * 1e6 / keys.len().max(1) as f64));
+        lookups.push((format!("{}_us", lookup.metric), lookup.per_query(t)));
     }
     Ok(Measured {
         engine: "sqlite".into(),

@@ -104,7 +104,7 @@ pub fn run(args: &TpchArgs) -> Result<()> {
             "basalt" => engines::basalt(args, &tables, &dir.join("data/basalt"))?,
             "parquet" => engines::parquet(args, &parquet_dir, parquet_s)?,
             "sqlite" => engines::sqlite(args, &tables, &dir.join("data/sqlite.db"))?,
-            "duckdb" => duckdb::run(args, &parquet_dir, &dir.join("data/duckdb"))?,
+            "duckdb" => duckdb::run(args, &tables, &parquet_dir, &dir.join("data/duckdb"))?,
             other => {
                 return Err(format!("unknown tpch engine {other} (basalt, parquet, duckdb, sqlite)").into());
             }
@@ -234,20 +234,13 @@ fn summary(measured: &[Measured]) -> String {
     for m in measured {
         let _ = write!(out, " {:.1} s |", m.load_s);
     }
-    for metric in [
-        "point_query_us",
-        "point_query_text_us",
-        "point_query_prepared_us",
-        "range100_query_us",
-        "range100_query_text_us",
-        "range100_query_prepared_us",
-        "indexed_query_us",
-        "indexed_query_text_us",
-        "indexed_query_prepared_us",
-    ] {
+    let metrics = ["point_query", "range100_query", "indexed_query", "lineitem_point_query", "count_query"]
+        .into_iter()
+        .flat_map(|m| ["_us", "_text_us", "_prepared_us"].map(|way| format!("{m}{way}")));
+    for metric in metrics {
         let _ = write!(out, "\n| {metric} |");
         for m in measured {
-            match m.lookups.iter().find(|(name, _)| name == metric) {
+            match m.lookups.iter().find(|(name, _)| *name == metric) {
                 Some((_, us)) => {
                     let _ = write!(out, " {us:.1} µs |");
                 }
