@@ -326,21 +326,19 @@ class BasaltDatasink(Datasink[dict[str, Any]]):
             raise basalt.InvalidArgumentError("nothing written: a new store needs rows")
         version = existing.version + 1 if existing else 1
         if existing is not None:
-            points = existing.split_points
+            base = existing
             with basalt.open(self._path / existing.shards[0].path, read_only=True, create=False) as db:
                 schema = db.table(existing.table).schema
         else:
+            # Checked before any work: keys the map cannot hold fail here.
+            assert schema is not None
+            key_schema = pa.schema([schema.field(c) for c in self._primary_key])
             points = _quantiles([k for r in returns for k in r["sample"]], self._shards)
-        bounds = [None, *points, None]
+            base = sharded.new_map(self._table, key_schema, points)
         # Names no other write uses, even one that crashed.
         tag = uuid.uuid4().hex[:8]
-        new_shards = [
-            sharded.Shard(f"shard-{i:05d}.v{version}-{tag}", bounds[i], bounds[i + 1])
-            for i in range(len(points) + 1)
-        ]
-        new_map = sharded.ShardMap(version, self._table, self._primary_key, new_shards)
-        # Checked before any work: keys the map cannot hold fail here.
-        new_map.to_json()
+        new_map = base.with_paths(version, [f"shard-{i:05d}.v{version}-{tag}" for i in range(len(base.shards))])
+        new_shards = new_map.shards
         merges = [
             _merge_shard.remote(
                 str(self._path / s.path),

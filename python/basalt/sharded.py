@@ -1,65 +1,39 @@
 """Range-sharded stores: a directory of N Basalt databases, one table each,
-and a small shard map that names which primary-key range each holds.
+and a shard map that names which primary-key range each holds.
 
 ``create(path, schema, primary_key, split_points)`` makes one; a
 :class:`ShardedDatabase` routes ``get``/``put``/``scan`` to its shards, and
 ``basalt.ray`` reads and writes it in parallel. Layout::
 
     path/
-      shards.json          {"format": 1, "version": V, "table": ..., "primary_key": [...],
-                            "shards": [{"path": "shard-00000", "lower": null, "upper": K1}, ...]}
+      SHARDS               the shard map (docs/format.md, "Shard map")
       shard-00000/         a Basalt database holding keys in [lower, upper)
       shard-00001/ ...
 
-The map is replaced atomically (written to a temporary file, fsynced,
-renamed over, the directory fsynced), so a reader sees one version or the
-next, never a mix. Shard ``i`` holds the keys ``k`` with
-``lower <= k < upper`` (``None``: unbounded); the bounds are the split
-points, in the engine's key order (for one-column keys of ints, strings or
-bytes, Python's own order).
+The map is the engine's (``basalt._basalt.ShardMap``): written and read
+by Rust, replaced atomically (a temporary file, synced, renamed over, the
+directory synced), so a reader sees one version or the next, never a mix.
+Shard ``i`` holds the keys from its lower bound up to the next shard's;
+keys are routed by their encoded bytes, the engine's own key order, for
+every key type.
 """
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import fcntl
-import json
 import os
 import pathlib
-import uuid
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 
 import basalt
+from basalt import _basalt
 
-SHARD_MAP = "shards.json"
-FORMAT = 1
-
-
-def _encode_key(key: Any) -> Any:
-    if key is None:
-        return None
-    if isinstance(key, bytes):
-        return {"bytes": key.hex()}
-    if isinstance(key, tuple):
-        return {"tuple": [_encode_key(k) for k in key]}
-    if isinstance(key, (bool, int, float, str)):
-        return key
-    raise basalt.InvalidArgumentError(f"a split point of an unsupported type: {type(key).__name__}")
-
-
-def _decode_key(value: Any) -> Any:
-    if isinstance(value, dict):
-        if "bytes" in value:
-            return bytes.fromhex(value["bytes"])
-        if "tuple" in value:
-            return tuple(_decode_key(v) for v in value["tuple"])
-        raise basalt.CorruptionError(f"{SHARD_MAP}: an unknown key encoding {value!r}")
-    return value
+SHARD_MAP = "SHARDS"
 
 
 @dataclass(frozen=True)
@@ -73,12 +47,22 @@ class Shard:
 
 @dataclass(frozen=True)
 class ShardMap:
-    """The store's shard map: which shard holds which key range."""
+    """The store's shard map: which shard holds which key range. A view of
+    the engine's map (``native``), which routes keys and writes the file."""
 
     version: int
     table: str
     primary_key: list[str]
     shards: list[Shard]
+    native: Any = field(default=None, compare=False, repr=False)
+
+    @staticmethod
+    def of(native: Any) -> ShardMap:
+        """The view of an engine map."""
+        bounds = native.bounds
+        uppers = [*bounds[1:], None]
+        shards = [Shard(p, lower, upper) for p, lower, upper in zip(native.paths, bounds, uppers)]
+        return ShardMap(native.version, native.table, native.primary_key, shards, native)
 
     @property
     def split_points(self) -> list[Any]:
@@ -86,81 +70,51 @@ class ShardMap:
         return [s.lower for s in self.shards[1:]]
 
     def shard_of(self, key: Any) -> int:
-        """The index of the shard holding ``key``."""
-        return bisect.bisect_right(self.split_points, key)
+        """The index of the shard holding ``key``, by the engine's key order."""
+        index: int = self._native().shard_of(key)
+        return index
 
-    def to_json(self) -> str:
-        return json.dumps(
-            {
-                "format": FORMAT,
-                "version": self.version,
-                "table": self.table,
-                "primary_key": self.primary_key,
-                "shards": [
-                    {"path": s.path, "lower": _encode_key(s.lower), "upper": _encode_key(s.upper)}
-                    for s in self.shards
-                ],
-            },
-            indent=1,
-        )
+    def with_paths(self, version: int, paths: Sequence[str]) -> ShardMap:
+        """This map at ``version``, each shard in the directory ``paths``
+        names (the same table, key and split points)."""
+        return ShardMap.of(self._native().with_paths(version, list(paths)))
 
-    @staticmethod
-    def from_json(text: str, where: str) -> ShardMap:
-        try:
-            raw = json.loads(text)
-            if raw.get("format") != FORMAT:
-                raise basalt.CorruptionError(f"{where}: unknown shard map format {raw.get('format')!r}")
-            shards = [
-                Shard(str(s["path"]), _decode_key(s["lower"]), _decode_key(s["upper"])) for s in raw["shards"]
-            ]
-            result = ShardMap(int(raw["version"]), str(raw["table"]), [str(c) for c in raw["primary_key"]], shards)
-        except (ValueError, KeyError, TypeError) as e:
-            raise basalt.CorruptionError(f"{where}: not a shard map ({e})") from e
-        _check(result, where)
-        return result
+    def _native(self) -> Any:
+        if self.native is None:
+            raise basalt.InvalidArgumentError("a shard map built by hand routes nothing: write it first")
+        return self.native
 
 
-def _check(m: ShardMap, where: str) -> None:
-    if not m.shards:
-        raise basalt.CorruptionError(f"{where}: no shards")
-    if m.shards[0].lower is not None or m.shards[-1].upper is not None:
-        raise basalt.CorruptionError(f"{where}: the shards do not cover every key")
-    for a, b in zip(m.shards, m.shards[1:]):
-        if a.upper is None or a.upper != b.lower:
-            raise basalt.CorruptionError(f"{where}: shards {a.path} and {b.path} do not meet")
-    points = m.split_points
-    if any(not x < y for x, y in zip(points, points[1:])):
-        raise basalt.CorruptionError(f"{where}: split points out of order")
+def new_map(table: str, key_schema: pa.Schema, split_points: Sequence[Any]) -> ShardMap:
+    """The first version of a map of ``table`` keyed by ``key_schema``'s
+    fields (the primary key's columns, in key order), cut at
+    ``split_points`` (strictly ascending in the engine's order), its shards
+    in ``shard-00000``, ``shard-00001``, …."""
+    return ShardMap.of(_basalt.ShardMap.create(table, key_schema, list(split_points)))
 
 
 def read_map(path: str | os.PathLike[str]) -> ShardMap:
     """The shard map of the store at ``path``."""
-    file = pathlib.Path(path) / SHARD_MAP
-    try:
-        text = file.read_text()
-    except FileNotFoundError:
-        raise basalt.InvalidArgumentError(f"{path} holds no sharded store (no {SHARD_MAP})") from None
-    return ShardMap.from_json(text, str(file))
+    return ShardMap.of(_basalt.ShardMap.read(os.fspath(path)))
 
 
 def write_map(path: str | os.PathLike[str], m: ShardMap) -> None:
-    """Replaces the shard map of the store at ``path`` atomically and durably."""
-    _check(m, "the new shard map")
-    for s in m.shards:
-        _encode_key(s.lower)
-        _encode_key(s.upper)
-    directory = pathlib.Path(path)
-    tmp = directory / f"{SHARD_MAP}.{uuid.uuid4().hex}.tmp"
-    with open(tmp, "w") as f:
-        f.write(m.to_json())
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, directory / SHARD_MAP)
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    """Replaces the shard map of the store at ``path`` atomically and
+    durably. A map built by hand (no ``native``) takes its key's types
+    from the table of its first shard, which must exist."""
+    native = m.native
+    if native is None:
+        for a, b in zip(m.shards, m.shards[1:]):
+            if a.upper != b.lower:
+                raise basalt.InvalidArgumentError(f"shards {a.path} and {b.path} do not meet")
+        if not m.shards or m.shards[0].lower is not None or m.shards[-1].upper is not None:
+            raise basalt.InvalidArgumentError("the shards do not cover every key")
+        with basalt.open(pathlib.Path(path) / m.shards[0].path, read_only=True, create=False) as db:
+            schema = db.table(m.table).schema
+        key_schema = pa.schema([schema.field(c) for c in m.primary_key])
+        first = _basalt.ShardMap.create(m.table, key_schema, m.split_points)
+        native = first.with_paths(m.version, [s.path for s in m.shards])
+    native.write(os.fspath(path))
 
 
 WRITE_LOCK = "write.lock"
@@ -197,17 +151,15 @@ def create(
     ascending order (a scalar per point for a one-column key, a tuple
     otherwise). ``options`` are ``basalt.open``'s."""
     directory = pathlib.Path(path)
-    points = list(split_points)
-    if any(not x < y for x, y in zip(points, points[1:])):
-        raise basalt.InvalidArgumentError("split points must be strictly ascending")
     if directory.exists():
         raise basalt.InvalidArgumentError(f"{path} already exists")
-    bounds: list[Any] = [None, *points, None]
-    shards = [Shard(f"shard-{i:05d}", bounds[i], bounds[i + 1]) for i in range(len(points) + 1)]
-    m = ShardMap(1, table, list(primary_key), shards)
-    _check(m, "the new shard map")
+    missing = [c for c in primary_key if c not in schema.names]
+    if missing:
+        raise basalt.InvalidArgumentError(f"primary key columns {missing} are not in the schema")
+    key_schema = pa.schema([schema.field(c) for c in primary_key])
+    m = new_map(table, key_schema, split_points)
     directory.mkdir(parents=True)
-    for s in shards:
+    for s in m.shards:
         with basalt.open(directory / s.path, **options) as db:
             db.create_table(table, schema, primary_key=list(primary_key))
     write_map(directory, m)

@@ -19,6 +19,7 @@ mod database;
 mod errors;
 mod keyspace;
 mod scan;
+mod shards;
 mod snapshot;
 mod sql;
 mod state;
@@ -38,6 +39,7 @@ fn _basalt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<table::Table>()?;
     m.add_class::<scan::Scan>()?;
     m.add_class::<sql::Statement>()?;
+    m.add_class::<shards::ShardMap>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -318,7 +318,7 @@ impl Table {
 }
 
 /// A key value as the Python value `scan(start=…)` takes back.
-fn key_value_to_py<'py>(py: Python<'py>, v: &OwnedKeyValue) -> PyResult<Bound<'py, PyAny>> {
+pub(crate) fn key_value_to_py<'py>(py: Python<'py>, v: &OwnedKeyValue) -> PyResult<Bound<'py, PyAny>> {
     Ok(match v {
         OwnedKeyValue::Bool(b) => b.into_pyobject(py)?.to_owned().into_any(),
         OwnedKeyValue::I8(x) => x.into_pyobject(py)?.into_any(),

@@ -1,0 +1,172 @@
+//! The bytes of a sharded store's map (`SHARDS`); `docs/format.md`,
+//! "Shard map", draws them.
+//!
+//! ```text
+//! magic "BSHARDS\n" (8) | format u32 LE | body length u32 LE | body | masked crc32c(body) u32 LE
+//! body := varint map version | bytes table
+//!         | varint key columns, each: bytes name, u8 key type
+//!         | varint shards, each: bytes directory, varint parts, bytes lower bound
+//! ```
+//!
+//! `bytes` is a varint length and the bytes. A shard's lower bound is a
+//! key tuple of `parts` leading key columns in the key codec's encoding
+//! (the engine's order); the first shard has none (`parts` 0, no bytes).
+
+use std::path::Path;
+
+use super::{Shard, ShardMap};
+use crate::codec::key::{self, KeyType};
+use crate::codec::varint::{Reader, put_bytes, put_u64};
+use crate::error::{Error, Result};
+use crate::log::format::mask_crc;
+
+/// The map's file name in the store's directory.
+pub const FILE: &str = "SHARDS";
+
+/// The first eight bytes of the file.
+pub const MAGIC: &[u8; 8] = b"BSHARDS\n";
+
+/// The layout this code writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Magic, format and body length.
+const HEADER_BYTES: usize = 16;
+
+/// Most key columns, shards and bytes of a name a reader accepts: bounds
+/// the work a damaged count could ask for.
+const COLUMNS_MAX: usize = 64;
+const SHARDS_MAX: usize = 1 << 20;
+const NAME_BYTES_MAX: usize = 4096;
+
+/// The byte that stands for a key type in the file.
+fn type_tag(t: KeyType) -> u8 {
+    match t {
+        KeyType::Bool => 0,
+        KeyType::I8 => 1,
+        KeyType::I16 => 2,
+        KeyType::I32 => 3,
+        KeyType::I64 => 4,
+        KeyType::U8 => 5,
+        KeyType::U16 => 6,
+        KeyType::U32 => 7,
+        KeyType::U64 => 8,
+        KeyType::F32 => 9,
+        KeyType::F64 => 10,
+        KeyType::Bytes => 11,
+        KeyType::Str => 12,
+    }
+}
+
+fn type_of_tag(tag: u8) -> Option<KeyType> {
+    Some(match tag {
+        0 => KeyType::Bool,
+        1 => KeyType::I8,
+        2 => KeyType::I16,
+        3 => KeyType::I32,
+        4 => KeyType::I64,
+        5 => KeyType::U8,
+        6 => KeyType::U16,
+        7 => KeyType::U32,
+        8 => KeyType::U64,
+        9 => KeyType::F32,
+        10 => KeyType::F64,
+        11 => KeyType::Bytes,
+        12 => KeyType::Str,
+        _ => return None,
+    })
+}
+
+/// The file's bytes.
+pub(super) fn encode(map: &ShardMap) -> Vec<u8> {
+    let mut body = Vec::new();
+    put_u64(&mut body, map.version);
+    put_bytes(&mut body, map.table.as_bytes());
+    put_u64(&mut body, map.key_columns.len() as u64);
+    for (name, t) in map.key_columns.iter().zip(&map.key_types) {
+        put_bytes(&mut body, name.as_bytes());
+        body.push(type_tag(*t));
+    }
+    put_u64(&mut body, map.shards.len() as u64);
+    for shard in &map.shards {
+        put_bytes(&mut body, shard.path.as_bytes());
+        let lower = shard.lower.as_deref().unwrap_or_default();
+        put_u64(&mut body, lower.len() as u64);
+        let values: Vec<_> = lower.iter().map(crate::OwnedKeyValue::as_value).collect();
+        put_bytes(&mut body, &key::encode(&values));
+    }
+    let mut out = Vec::with_capacity(HEADER_BYTES + body.len() + 4);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    out.extend_from_slice(&(body.len() as u32).to_le_bytes());
+    out.extend_from_slice(&body);
+    out.extend_from_slice(&mask_crc(crc32c::crc32c(&body)).to_le_bytes());
+    out
+}
+
+/// The map in `data`, the bytes of `file`; any damage is
+/// [`Error::Corruption`] naming the file and the offset.
+pub(super) fn decode(data: &[u8], file: &Path) -> Result<ShardMap> {
+    let mut r = Reader::new(data, file, 0);
+    if r.bytes(MAGIC.len())? != MAGIC {
+        return Err(Error::corruption(file, 0, "not a shard map (bad magic)"));
+    }
+    let format = r.u32_le()?;
+    if format != FORMAT_VERSION {
+        return Err(Error::corruption(file, 8, format!("unknown shard map format {format}")));
+    }
+    let len = r.u32_le()? as usize;
+    if r.remaining() != len.saturating_add(4) {
+        return Err(r.corrupt(format!("body of {len} bytes and its checksum do not fill the file")));
+    }
+    let body = r.bytes(len)?;
+    let stored = r.u32_le()?;
+    if mask_crc(crc32c::crc32c(body)) != stored {
+        return Err(Error::corruption(file, HEADER_BYTES as u64, "shard map checksum mismatch"));
+    }
+    let mut r = Reader::new(body, file, HEADER_BYTES as u64);
+    let version = r.varint()?;
+    let table = text(&mut r)?;
+    let columns = r.varint_len(COLUMNS_MAX)?;
+    let mut key_columns = Vec::with_capacity(columns);
+    let mut key_types = Vec::with_capacity(columns);
+    for _ in 0..columns {
+        key_columns.push(text(&mut r)?);
+        let tag = r.u8()?;
+        key_types.push(type_of_tag(tag).ok_or_else(|| r.corrupt(format!("unknown key type {tag}")))?);
+    }
+    let count = r.varint_len(SHARDS_MAX)?;
+    let mut shards = Vec::with_capacity(count);
+    for _ in 0..count {
+        let path = text(&mut r)?;
+        let parts = r.varint_len(key_types.len())?;
+        let at = r.position();
+        let bytes = r.len_bytes()?;
+        let lower = if parts == 0 && bytes.is_empty() {
+            None
+        } else {
+            let types = &key_types[..parts];
+            let values = key::decode(bytes, types).map_err(|e| {
+                Error::corruption(
+                    file,
+                    HEADER_BYTES as u64 + at as u64,
+                    format!("lower bound: {}", e.reason()),
+                )
+            })?;
+            Some(values)
+        };
+        shards.push(Shard { path, lower });
+    }
+    if !r.is_empty() {
+        return Err(r.corrupt("trailing bytes after the shards"));
+    }
+    let map = ShardMap { version, table, key_columns, key_types, shards };
+    map.check().map_err(|what| Error::corruption(file, HEADER_BYTES as u64, what))?;
+    Ok(map)
+}
+
+/// A length-prefixed UTF-8 name.
+fn text(r: &mut Reader<'_, '_>) -> Result<String> {
+    let len = r.varint_len(NAME_BYTES_MAX)?;
+    let bytes = r.bytes(len)?;
+    String::from_utf8(bytes.to_vec()).map_err(|_| r.corrupt("a name that is not UTF-8"))
+}

@@ -1,0 +1,241 @@
+//! A sharded store's map: which directory (a Basalt database of its own)
+//! holds which primary-key range of one table. Keys are routed by their
+//! encoded bytes, the engine's own key order, for every key type; the map
+//! is replaced atomically (a temporary file, synced, renamed over the old
+//! one, the directory synced), so a reader sees one version or the next.
+//! Python's `basalt.sharded` and `basalt.ray` read and write stores
+//! through it.
+
+mod format;
+
+use std::path::Path;
+
+use arrow_schema::{DataType, Field};
+
+use crate::codec::key::{self, KeyType, KeyValue, OwnedKeyValue};
+use crate::error::{Error, Result};
+use crate::io::Fs;
+use crate::row::layout::{key_type_of, key_value_fits};
+
+pub use format::FILE as SHARD_MAP_FILE;
+
+/// One shard: its directory (relative to the store) and the smallest key
+/// tuple it holds (a whole key or a prefix of one); `None` for the first
+/// shard, which holds every key below the second's bound. A shard holds
+/// the keys from its bound up to the next shard's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shard {
+    pub path: String,
+    pub lower: Option<Vec<OwnedKeyValue>>,
+}
+
+/// The map of a sharded store (see the module documentation).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShardMap {
+    version: u64,
+    table: String,
+    key_columns: Vec<String>,
+    key_types: Vec<KeyType>,
+    shards: Vec<Shard>,
+}
+
+impl ShardMap {
+    /// The first version of the map of a store of `table`, whose primary
+    /// key is `key` (its columns, in key order), cut at `split_points`
+    /// (key tuples or prefixes, strictly ascending in the engine's order)
+    /// into shards in the directories `shard-00000`, `shard-00001`, ….
+    pub fn new(table: &str, key: &[Field], split_points: Vec<Vec<OwnedKeyValue>>) -> Result<ShardMap> {
+        let key_types = key
+            .iter()
+            .map(|f| {
+                key_type_of(f.data_type()).ok_or_else(|| {
+                    Error::InvalidArgument(format!(
+                        "key column {} of type {} cannot key a shard map",
+                        f.name(),
+                        f.data_type()
+                    ))
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        for point in &split_points {
+            let fits = !point.is_empty()
+                && point.len() <= key.len()
+                && point.iter().zip(key).all(|(v, f)| key_value_fits(&v.as_value(), f.data_type()));
+            if !fits {
+                return Err(Error::InvalidArgument(format!(
+                    "split point {point:?} is not a key (or key prefix) of ({})",
+                    key.iter()
+                        .map(|f| format!("{} {}", f.name(), f.data_type()))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+        }
+        let bounds = std::iter::once(None).chain(split_points.into_iter().map(Some));
+        let shards =
+            bounds.enumerate().map(|(i, lower)| Shard { path: format!("shard-{i:05}"), lower }).collect();
+        let map = ShardMap {
+            version: 1,
+            table: table.to_string(),
+            key_columns: key.iter().map(|f| f.name().clone()).collect(),
+            key_types,
+            shards,
+        };
+        map.check().map_err(|what| Error::InvalidArgument(format!("shard map: {what}")))?;
+        Ok(map)
+    }
+
+    /// This map at `version` (1 or more) with each shard in the directory
+    /// `paths` names: the same table, key and split points (a store's next
+    /// version writes its shards anew, then replaces the map).
+    pub fn with_paths(&self, version: u64, paths: Vec<String>) -> Result<ShardMap> {
+        if paths.len() != self.shards.len() || version == 0 {
+            return Err(Error::InvalidArgument(format!(
+                "version {version} with {} directories for {} shards",
+                paths.len(),
+                self.shards.len()
+            )));
+        }
+        let shards =
+            self.shards.iter().zip(paths).map(|(s, path)| Shard { path, lower: s.lower.clone() }).collect();
+        let map = ShardMap { version, shards, ..self.clone() };
+        map.check().map_err(|what| Error::InvalidArgument(format!("shard map: {what}")))?;
+        Ok(map)
+    }
+
+    /// The map's version: 1 when made, one more at each replacement.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// The table every shard holds.
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    /// The primary key's columns, in key order.
+    pub fn key_columns(&self) -> &[String] {
+        &self.key_columns
+    }
+
+    /// The shards, in key order.
+    pub fn shards(&self) -> &[Shard] {
+        &self.shards
+    }
+
+    /// The Arrow type of each key column's values as the map holds them
+    /// (the key codec's: a date or timestamp key is its integer).
+    pub fn key_data_types(&self) -> Vec<DataType> {
+        self.key_types
+            .iter()
+            .map(|t| match t {
+                KeyType::Bool => DataType::Boolean,
+                KeyType::I8 => DataType::Int8,
+                KeyType::I16 => DataType::Int16,
+                KeyType::I32 => DataType::Int32,
+                KeyType::I64 => DataType::Int64,
+                KeyType::U8 => DataType::UInt8,
+                KeyType::U16 => DataType::UInt16,
+                KeyType::U32 => DataType::UInt32,
+                KeyType::U64 => DataType::UInt64,
+                KeyType::F32 => DataType::Float32,
+                KeyType::F64 => DataType::Float64,
+                KeyType::Bytes => DataType::Binary,
+                KeyType::Str => DataType::Utf8,
+            })
+            .collect()
+    }
+
+    /// The index of the shard holding `key`, a whole primary key: the
+    /// last shard whose lower bound is at or below the key's encoding.
+    pub fn shard_of(&self, key: &[KeyValue<'_>]) -> Result<usize> {
+        let fits = key.len() == self.key_types.len()
+            && key.iter().zip(&self.key_types).all(|(v, t)| v.key_type() == *t);
+        if !fits {
+            return Err(Error::InvalidArgument(format!(
+                "{key:?} is not a key of ({}) ({:?})",
+                self.key_columns.join(", "),
+                self.key_types
+            )));
+        }
+        let encoded = key::encode(key);
+        // Shard 0 has no bound; bounds ascend: the first bound above the
+        // key ends the search.
+        Ok(self.shards[1..].partition_point(|s| bound_bytes(s).as_slice() <= encoded.as_slice()))
+    }
+
+    /// Reads the map of the store in `dir`.
+    pub fn read(fs: &dyn Fs, dir: &Path) -> Result<ShardMap> {
+        let path = dir.join(format::FILE);
+        if !fs.exists(&path)? {
+            let legacy = if fs.exists(&dir.join("shards.json"))? {
+                ": its shards.json is the map of an unreleased earlier layout; make the store again"
+            } else {
+                ""
+            };
+            return Err(Error::InvalidArgument(format!(
+                "{} holds no sharded store (no {}){legacy}",
+                dir.display(),
+                format::FILE
+            )));
+        }
+        format::decode(&fs.read_all(&path)?, &path)
+    }
+
+    /// Replaces the map of the store in `dir` by this one, atomically and
+    /// durably.
+    pub fn write(&self, fs: &dyn Fs, dir: &Path) -> Result<()> {
+        self.check().map_err(|what| Error::InvalidArgument(format!("shard map: {what}")))?;
+        let temp = dir.join(format!("{}.{}.tmp", format::FILE, std::process::id()));
+        let mut file = fs.create(&temp)?;
+        file.append(&format::encode(self))?;
+        file.sync()?;
+        drop(file);
+        fs.rename(&temp, &dir.join(format::FILE))?;
+        fs.sync_dir(dir)
+    }
+
+    /// What every map satisfies: shards, the first without a bound, the
+    /// others' bounds key tuples of the key's types, strictly ascending in
+    /// the engine's order, directories distinct and inside the store.
+    fn check(&self) -> std::result::Result<(), String> {
+        let Some(first) = self.shards.first() else { return Err("no shards".into()) };
+        if first.lower.is_some() || self.shards[1..].iter().any(|s| s.lower.is_none()) {
+            return Err("only the first shard has no lower bound".into());
+        }
+        if self.key_columns.is_empty() || self.key_columns.len() != self.key_types.len() {
+            return Err("no key columns".into());
+        }
+        for s in &self.shards[1..] {
+            let lower = s.lower.as_deref().unwrap_or_default();
+            if lower.is_empty()
+                || lower.len() > self.key_types.len()
+                || lower.iter().zip(&self.key_types).any(|(v, t)| v.key_type() != *t)
+            {
+                return Err(format!("shard {}: a bound that is not a key of the map's types", s.path));
+            }
+        }
+        let bounds: Vec<Vec<u8>> = self.shards[1..].iter().map(bound_bytes).collect();
+        if bounds.windows(2).any(|w| w[0] >= w[1]) {
+            return Err("split points not strictly ascending".into());
+        }
+        let mut paths: Vec<&str> = self.shards.iter().map(|s| s.path.as_str()).collect();
+        if paths.iter().any(|p| p.is_empty() || p.contains(['/', '\\']) || *p == "." || *p == "..") {
+            return Err("a shard directory that is not one name inside the store".into());
+        }
+        paths.sort_unstable();
+        if paths.windows(2).any(|w| w[0] == w[1]) {
+            return Err("two shards in one directory".into());
+        }
+        Ok(())
+    }
+}
+
+/// A shard's lower bound as the key codec encodes it (empty: none).
+fn bound_bytes(shard: &Shard) -> Vec<u8> {
+    let values: Vec<KeyValue<'_>> = shard.lower.iter().flatten().map(OwnedKeyValue::as_value).collect();
+    key::encode(&values)
+}
+
+#[cfg(test)]
+mod tests;
