@@ -3,7 +3,7 @@ and a shard map that names which primary-key range each holds.
 
 ``create(path, schema, primary_key, split_points)`` makes one; a
 :class:`ShardedDatabase` routes ``get``/``put``/``scan`` to its shards, and
-``basalt.ray`` reads and writes it in parallel. Layout::
+``basalt.ray_data`` reads and writes it in parallel. Layout::
 
     path/
       SHARDS               the shard map (docs/format.md, "Shard map")

@@ -59,7 +59,7 @@ def bench_ray(args: argparse.Namespace) -> None:
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     import ray
 
-    from basalt.ray import BasaltDatasink, read_basalt
+    from basalt.ray_data import BasaltDatasink, read_basalt
 
     ray.init(num_cpus=args.workers, include_dashboard=False, log_to_driver=False, configure_logging=False)
     ctx = ray.data.DataContext.get_current()

@@ -1,6 +1,6 @@
 """Sharded stores read and written by Ray Data on a local cluster
 (``ray.init(num_cpus=2)``, no network): ``basalt.sharded``,
-``basalt.ray.read_basalt`` and ``BasaltDatasink``."""
+``basalt.ray_data.read_basalt`` and ``BasaltDatasink``."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import basalt
 from basalt import sharded
 
 ray = pytest.importorskip("ray")
-from basalt.ray import BasaltDatasink, BasaltDatasource, read_basalt  # noqa: E402
+from basalt.ray_data import BasaltDatasink, BasaltDatasource, read_basalt  # noqa: E402
 
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 

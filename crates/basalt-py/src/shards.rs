@@ -1,4 +1,4 @@
-//! The map of a sharded store, for `basalt.sharded` and `basalt.ray`: a
+//! The map of a sharded store, for `basalt.sharded` and `basalt.ray_data`: a
 //! thin binding of `basalt::ShardMap`, which owns the file format and
 //! routes keys by their encoded bytes (the engine's order).
 

@@ -3,7 +3,7 @@
 //! encoded bytes, the engine's own key order, for every key type; the map
 //! is replaced atomically (a temporary file, synced, renamed over the old
 //! one, the directory synced), so a reader sees one version or the next.
-//! Python's `basalt.sharded` and `basalt.ray` read and write stores
+//! Python's `basalt.sharded` and `basalt.ray_data` read and write stores
 //! through it.
 
 mod format;

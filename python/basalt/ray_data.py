@@ -1,4 +1,6 @@
-"""Ray Data over sharded Basalt stores (``basalt.sharded``).
+"""Ray Data over sharded Basalt stores (``basalt.sharded``), the optional
+``ray`` extra (``pip install 'basalt[ray]'``). Named ``ray_data`` so that
+``from basalt import ray_data`` never shadows the ``ray`` package.
 
 ``read_basalt(path)`` is a ``ray.data.Dataset`` with one read task per key
 range: each shard cut into several ranges (``Table.split_points``) when the
@@ -29,7 +31,11 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
-import ray
+
+try:
+    import ray
+except ImportError as e:  # pragma: no cover - depends on the environment
+    raise ImportError("basalt.ray_data needs Ray Data: pip install 'basalt[ray]'") from e
 from ray.data import Datasink, Datasource
 from ray.data.block import BlockMetadata
 from ray.data.datasource import ReadTask
