@@ -4,6 +4,7 @@ damage is ``CorruptionError``."""
 
 from __future__ import annotations
 
+import datetime
 import math
 import pathlib
 
@@ -81,3 +82,23 @@ def test_a_damaged_or_legacy_map_is_an_error_not_an_empty_store(tmp_path: pathli
     (tmp_path / "s" / "shards.json").write_text("{}")
     with pytest.raises(basalt.InvalidArgumentError, match="shards.json"):
         sharded.read_map(tmp_path / "s")
+
+
+def test_date_and_timestamp_keys_route_and_maps_with_nan_bounds_compare_equal(tmp_path: pathlib.Path) -> None:
+    day = datetime.date(2024, 1, 1)
+    schema = pa.schema([pa.field("d", pa.date32(), nullable=False), pa.field("v", pa.int64())])
+    days = [day + datetime.timedelta(days=i) for i in range(-3, 4)]
+    with sharded.create(tmp_path / "dates", schema, ["d"], [day]) as store:
+        store.put({"d": days, "v": list(range(7))})
+        assert [store.get(d)["v"] for d in days] == list(range(7))  # type: ignore[index]
+        assert store.table(0).scan().read_all().num_rows == 3
+    stamp = datetime.datetime(2024, 1, 1, 12, 0)
+    schema = pa.schema([pa.field("t", pa.timestamp("us"), nullable=False), pa.field("v", pa.int64())])
+    with sharded.create(tmp_path / "stamps", schema, ["t"], [stamp]) as store:
+        store.put({"t": [stamp - datetime.timedelta(microseconds=1), stamp], "v": [0, 1]})
+        assert store.map.shard_of(stamp) == 1 and store.get(stamp) == {"t": stamp, "v": 1}
+    schema = pa.schema([pa.field("k", pa.float64(), nullable=False)])
+    sharded.create(tmp_path / "nan", schema, ["k"], [1.0, math.nan]).close()
+    m = sharded.read_map(tmp_path / "nan")
+    assert m == sharded.read_map(tmp_path / "nan"), "a NaN bound equals itself"
+    assert m != m.with_paths(2, [s.path for s in m.shards])

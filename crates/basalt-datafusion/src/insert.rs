@@ -8,7 +8,6 @@ use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use async_trait::async_trait;
 use basalt::Table;
-use datafusion::arrow::compute::cast;
 use datafusion::common::{Result, exec_err};
 use datafusion::datasource::sink::DataSink;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
@@ -68,31 +67,18 @@ impl DataSink for BasaltSink {
     }
 }
 
-/// `batch` under the table's schema: its columns in order, each cast to
-/// the column's type where DataFusion's differs (a string literal typed
-/// `Utf8View`, an integer literal typed `Int64`); a null in a column the
-/// table makes non-nullable is an error naming the column.
+/// `batch` under the table's schema (`basalt::conform`): its columns in
+/// order, each cast to the column's type where DataFusion's differs (a
+/// string literal typed `Utf8View`, an integer literal typed `Int64`); a
+/// null in a column the table makes non-nullable is an error naming the
+/// column.
 pub(crate) fn conform(schema: &SchemaRef, batch: &RecordBatch) -> Result<RecordBatch> {
-    if batch.num_columns() != schema.fields().len() {
-        return exec_err!(
-            "{} values given, the table has {} columns",
-            batch.num_columns(),
-            schema.fields().len()
-        );
-    }
-    let mut columns = Vec::with_capacity(batch.num_columns());
-    for (column, field) in batch.columns().iter().zip(schema.fields()) {
-        if !field.is_nullable() && column.null_count() > 0 {
-            return exec_err!(
-                "column {} cannot be null (a primary-key column, or declared NOT NULL)",
-                field.name()
-            );
+    use basalt::conform::{Casts, Columns, ConformError};
+    match basalt::conform::conform(batch, schema, Columns::ByPosition, Casts::Arrow) {
+        Ok((batch, _)) => Ok(batch),
+        Err(ConformError::Null { column }) => {
+            exec_err!("column {column} cannot be null (a primary-key column, or declared NOT NULL)")
         }
-        columns.push(if column.data_type() == field.data_type() {
-            column.clone()
-        } else {
-            cast(column, field.data_type())?
-        });
+        Err(e) => exec_err!("{e}"),
     }
-    Ok(RecordBatch::try_new(schema.clone(), columns)?)
 }

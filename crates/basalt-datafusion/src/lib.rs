@@ -76,10 +76,15 @@ pub fn session_with_config(db: Arc<Db>, config: SessionConfig) -> SessionContext
 /// every write); `DROP INDEX [IF EXISTS] name [ON table]` drops one.
 pub async fn sql(ctx: &SessionContext, text: &str) -> Result<DataFrame> {
     let statements = Parser::parse_sql(&GenericDialect {}, text);
-    // EXPLAIN of a query, as `query` runs it: DataFusion's plans and a row
-    // saying how Basalt runs the statement (`basalt_path`).
-    if let Ok([Statement::Explain { analyze: false, format: None, .. }]) = statements.as_deref() {
-        let output = query(ctx, text, &[]).await?;
+    // EXPLAIN of a query without parameters, as `query` runs it:
+    // DataFusion's plans and a row saying how Basalt runs the statement
+    // (`basalt_path`). With parameters it is DataFusion's alone (no values
+    // to choose a path with).
+    if let Ok([Statement::Explain { analyze: false, format: None, .. }]) = statements.as_deref()
+        && let Ok(prepared) = prepare(ctx, text).await
+        && prepared.parameter_count() == 0
+    {
+        let output = prepared.execute(&[]).await?;
         return ctx.read_batches(output.batches);
     }
     sql_parsed(ctx, text, statements.ok()).await

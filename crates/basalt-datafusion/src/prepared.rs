@@ -719,6 +719,10 @@ fn run_direct(direct: &Direct, values: &[ScalarValue]) -> Result<Option<Ran>> {
     let names: Vec<String> = direct.columns.iter().map(|&c| schema.field(c).name().clone()).collect();
     let limit = direct.limit.unwrap_or(usize::MAX);
     let mut batches = Vec::new();
+    if limit == 0 && !direct.count {
+        // Nothing to read: no scan is opened (nor its errors met).
+        return Ok(Some(Ran::Output(QueryOutput { schema: Arc::clone(&direct.schema), batches })));
+    }
     match Route::of(direct, provider, &table, values)? {
         Route::DataFusion(_) => return Ok(None),
         Route::Count => {
@@ -727,7 +731,6 @@ fn run_direct(direct: &Direct, values: &[ScalarValue]) -> Result<Option<Ran>> {
             let count = Arc::new(Int64Array::from(vec![rows])) as ArrayRef;
             batches.push(RecordBatch::try_new(Arc::clone(&direct.schema), vec![count])?);
         }
-        _ if limit == 0 => {}
         Route::Get(key) => {
             let key: Vec<KeyValue<'_>> = key.iter().map(OwnedKeyValue::as_value).collect();
             if let Some(row) = table.get(&key).map_err(to_df)? {

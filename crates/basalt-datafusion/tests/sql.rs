@@ -325,6 +325,10 @@ mod pushdown {
             );
             assert!(cached.iter().any(|r| r == row), "{query}: {cached:?}");
         }
+        // With parameters there are no values to choose by: DataFusion's
+        // EXPLAIN alone, as before.
+        let plan = explain(&ctx, "SELECT v FROM kv WHERE id = $1").await;
+        assert!(plan.contains("logical_plan") && !plan.contains("basalt_path"), "{plan}");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -20,10 +20,9 @@ pub struct ShardMap {
 }
 
 impl ShardMap {
-    /// The key columns as fields of the types the map holds.
+    /// The key columns, with the table's types.
     fn key_fields(&self) -> Vec<Field> {
-        let names = self.map.key_columns();
-        names.iter().zip(self.map.key_data_types()).map(|(n, t)| Field::new(n, t, false)).collect()
+        self.map.key_schema().fields().iter().map(|f| f.as_ref().clone()).collect()
     }
 }
 
@@ -86,7 +85,7 @@ impl ShardMap {
 
     #[getter]
     fn primary_key(&self) -> Vec<String> {
-        self.map.key_columns().to_vec()
+        self.map.key_columns()
     }
 
     /// Each shard's directory, in key order.

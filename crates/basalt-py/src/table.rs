@@ -6,9 +6,8 @@
 use std::ops::Bound as Edge;
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, RecordBatch, UInt32Array, new_null_array};
-use arrow_cast::cast::can_cast_types;
-use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use arrow_array::{RecordBatch, UInt32Array, new_null_array};
+use arrow_schema::{Field, Schema, SchemaRef};
 use basalt::{
     CmpOp, Filter, IndexOptions, IndexPredicate, KeyValue, LookupOptions, OwnedKeyValue, Predicate,
     ScanOptions, ScanPlan, WriteOptions,
@@ -379,90 +378,28 @@ fn reversed(batch: &RecordBatch) -> basalt::Result<RecordBatch> {
         .map_err(|e| basalt::Error::InvalidArgument(format!("reversing a batch: {e}")))
 }
 
-/// Whether a column of type `from` may be written to a column of type
-/// `to`: the same values in another layout (string and binary flavours,
-/// dictionaries, wider or checked narrower numbers, time units), never a
-/// change of meaning (a string into a number, a float into an integer).
-fn castable(from: &DataType, to: &DataType) -> bool {
-    use DataType as D;
-    if from == to || matches!(from, D::Null) {
-        return true;
-    }
-    if let D::Dictionary(_, values) = from {
-        return castable(values, to);
-    }
-    let strings = |t: &DataType| matches!(t, D::Utf8 | D::LargeUtf8 | D::Utf8View);
-    let binaries = |t: &DataType| matches!(t, D::Binary | D::LargeBinary | D::BinaryView);
-    let ok = (strings(from) && strings(to))
-        || (binaries(from) && binaries(to))
-        || (from.is_integer() && (to.is_integer() || to.is_floating()))
-        || (from.is_floating() && to.is_floating())
-        || (matches!(from, D::Timestamp(..)) && matches!(to, D::Timestamp(..)))
-        || (matches!(from, D::Date32 | D::Date64) && matches!(to, D::Date32 | D::Date64))
-        || (matches!(from, D::Decimal128(..) | D::Decimal256(..))
-            && matches!(to, D::Decimal128(..) | D::Decimal256(..)));
-    ok && can_cast_types(from, to)
-}
-
-/// `batch` with the table's schema: columns matched by name, cast where
-/// `castable` allows (overflow is an error), absent nullable columns null.
+/// `batch` with the table's schema (`basalt::conform`): columns matched by
+/// name, cast only where every value survives (`Casts::Lossless`), absent
+/// nullable columns null; the error as Python's `SchemaError` words it.
 fn conform(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch, String> {
-    let input = batch.schema();
-    if let Some(extra) = input.fields().iter().find(|f| schema.field_with_name(f.name()).is_err()) {
-        let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
-        return Err(format!(
-            "the data has a column {} the table does not (columns: {}){}",
-            extra.name(),
-            names.join(", "),
-            if extra.name().starts_with("__index_level") {
-                "; a pandas index: reset_index(drop=True)"
-            } else {
-                ""
-            }
-        ));
-    }
-    let mut columns: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());
-    for field in schema.fields() {
-        let column = match input.index_of(field.name()) {
-            Ok(i) => {
-                let column = batch.column(i);
-                if column.data_type() == field.data_type() {
-                    column.clone()
-                } else if castable(column.data_type(), field.data_type()) {
-                    // Numbers and times are checked to keep every value
-                    // (nanoseconds into microseconds, float64 into float32
-                    // would not); text, binary and dictionaries always do.
-                    let lossless = matches!(
-                        column.data_type(),
-                        DataType::Utf8
-                            | DataType::LargeUtf8
-                            | DataType::Utf8View
-                            | DataType::Binary
-                            | DataType::LargeBinary
-                            | DataType::BinaryView
-                            | DataType::Dictionary(..)
-                            | DataType::Null
-                    );
-                    convert::exact_cast(column, field, !lossless)
-                        .map_err(|e| format!("column {} {e}", field.name()))?
+    use basalt::conform::{Casts, Columns, ConformError};
+    basalt::conform::conform(batch, schema, Columns::ByName, Casts::Lossless).map(|(batch, _)| batch).map_err(
+        |e| match e {
+            ConformError::ExtraColumn { name } => {
+                let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+                let hint = if name.starts_with("__index_level") {
+                    "; a pandas index: reset_index(drop=True)"
                 } else {
-                    return Err(format!(
-                        "column {} is {} in the table, {} in the data",
-                        field.name(),
-                        field.data_type(),
-                        column.data_type()
-                    ));
-                }
+                    ""
+                };
+                format!(
+                    "the data has a column {name} the table does not (columns: {}){hint}",
+                    names.join(", ")
+                )
             }
-            Err(_) if field.is_nullable() => new_null_array(field.data_type(), batch.num_rows()),
-            Err(_) => return Err(format!("the data has no column {} (not nullable)", field.name())),
-        };
-        if !field.is_nullable() && column.null_count() > 0 {
-            return Err(format!("column {} is not nullable, and the data has a null in it", field.name()));
-        }
-        columns.push(column);
-    }
-    RecordBatch::try_new(schema.clone(), columns).map_err(|e| e.to_string())
+            other => other.to_string(),
+        },
+    )
 }
 
 /// A one-batch scan (get_many, lookup) or a collected one as `pyarrow.Table`.

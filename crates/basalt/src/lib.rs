@@ -12,6 +12,7 @@ mod blob;
 mod catalog;
 mod codec;
 mod compaction;
+pub mod conform;
 mod db;
 mod error;
 mod files;

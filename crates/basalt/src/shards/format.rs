@@ -4,7 +4,7 @@
 //! ```text
 //! magic "BSHARDS\n" (8) | format u32 LE | body length u32 LE | body | masked crc32c(body) u32 LE
 //! body := varint map version | bytes table
-//!         | varint key columns, each: bytes name, u8 key type
+//!         | bytes key schema (the key columns as an Arrow IPC schema stream)
 //!         | varint shards, each: bytes directory, varint parts, bytes lower bound
 //! ```
 //!
@@ -19,6 +19,8 @@ use crate::codec::key::{self, KeyType};
 use crate::codec::varint::{Reader, put_bytes, put_u64};
 use crate::error::{Error, Result};
 use crate::log::format::mask_crc;
+use crate::row::layout::key_type_of;
+use crate::row::{schema_from_ipc, schema_to_ipc};
 
 /// The map's file name in the store's directory.
 pub const FILE: &str = "SHARDS";
@@ -38,54 +40,12 @@ const COLUMNS_MAX: usize = 64;
 const SHARDS_MAX: usize = 1 << 20;
 const NAME_BYTES_MAX: usize = 4096;
 
-/// The byte that stands for a key type in the file.
-fn type_tag(t: KeyType) -> u8 {
-    match t {
-        KeyType::Bool => 0,
-        KeyType::I8 => 1,
-        KeyType::I16 => 2,
-        KeyType::I32 => 3,
-        KeyType::I64 => 4,
-        KeyType::U8 => 5,
-        KeyType::U16 => 6,
-        KeyType::U32 => 7,
-        KeyType::U64 => 8,
-        KeyType::F32 => 9,
-        KeyType::F64 => 10,
-        KeyType::Bytes => 11,
-        KeyType::Str => 12,
-    }
-}
-
-fn type_of_tag(tag: u8) -> Option<KeyType> {
-    Some(match tag {
-        0 => KeyType::Bool,
-        1 => KeyType::I8,
-        2 => KeyType::I16,
-        3 => KeyType::I32,
-        4 => KeyType::I64,
-        5 => KeyType::U8,
-        6 => KeyType::U16,
-        7 => KeyType::U32,
-        8 => KeyType::U64,
-        9 => KeyType::F32,
-        10 => KeyType::F64,
-        11 => KeyType::Bytes,
-        12 => KeyType::Str,
-        _ => return None,
-    })
-}
-
 /// The file's bytes.
-pub(super) fn encode(map: &ShardMap) -> Vec<u8> {
+pub(super) fn encode(map: &ShardMap) -> Result<Vec<u8>> {
     let mut body = Vec::new();
     put_u64(&mut body, map.version);
     put_bytes(&mut body, map.table.as_bytes());
-    put_u64(&mut body, map.key_columns.len() as u64);
-    for (name, t) in map.key_columns.iter().zip(&map.key_types) {
-        put_bytes(&mut body, name.as_bytes());
-        body.push(type_tag(*t));
-    }
+    put_bytes(&mut body, &schema_to_ipc(&map.key)?);
     put_u64(&mut body, map.shards.len() as u64);
     for shard in &map.shards {
         put_bytes(&mut body, shard.path.as_bytes());
@@ -100,7 +60,7 @@ pub(super) fn encode(map: &ShardMap) -> Vec<u8> {
     out.extend_from_slice(&(body.len() as u32).to_le_bytes());
     out.extend_from_slice(&body);
     out.extend_from_slice(&mask_crc(crc32c::crc32c(&body)).to_le_bytes());
-    out
+    Ok(out)
 }
 
 /// The map in `data`, the bytes of `file`; any damage is
@@ -126,14 +86,16 @@ pub(super) fn decode(data: &[u8], file: &Path) -> Result<ShardMap> {
     let mut r = Reader::new(body, file, HEADER_BYTES as u64);
     let version = r.varint()?;
     let table = text(&mut r)?;
-    let columns = r.varint_len(COLUMNS_MAX)?;
-    let mut key_columns = Vec::with_capacity(columns);
-    let mut key_types = Vec::with_capacity(columns);
-    for _ in 0..columns {
-        key_columns.push(text(&mut r)?);
-        let tag = r.u8()?;
-        key_types.push(type_of_tag(tag).ok_or_else(|| r.corrupt(format!("unknown key type {tag}")))?);
-    }
+    let at = HEADER_BYTES as u64 + r.position() as u64;
+    let key = schema_from_ipc(r.len_bytes()?)
+        .map_err(|e| Error::corruption(file, at, format!("key schema: {}", e.reason())))?;
+    let key_types = key
+        .fields()
+        .iter()
+        .map(|f| key_type_of(f.data_type()))
+        .collect::<Option<Vec<KeyType>>>()
+        .filter(|t| (1..=COLUMNS_MAX).contains(&t.len()))
+        .ok_or_else(|| Error::corruption(file, at, "key schema: no key columns, or a type no key has"))?;
     let count = r.varint_len(SHARDS_MAX)?;
     let mut shards = Vec::with_capacity(count);
     for _ in 0..count {
@@ -159,7 +121,7 @@ pub(super) fn decode(data: &[u8], file: &Path) -> Result<ShardMap> {
     if !r.is_empty() {
         return Err(r.corrupt("trailing bytes after the shards"));
     }
-    let map = ShardMap { version, table, key_columns, key_types, shards };
+    let map = ShardMap { version, table, key, key_types, shards };
     map.check().map_err(|what| Error::corruption(file, HEADER_BYTES as u64, what))?;
     Ok(map)
 }

@@ -9,8 +9,10 @@
 mod format;
 
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use arrow_schema::{DataType, Field};
+use arrow_schema::{Field, Schema, SchemaRef};
 
 use crate::codec::key::{self, KeyType, KeyValue, OwnedKeyValue};
 use crate::error::{Error, Result};
@@ -30,13 +32,32 @@ pub struct Shard {
 }
 
 /// The map of a sharded store (see the module documentation).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct ShardMap {
     version: u64,
     table: String,
-    key_columns: Vec<String>,
+    /// The primary key's columns, with the table's types (a date stays a
+    /// date for the faces that convert keys), in key order.
+    key: SchemaRef,
+    /// Their key codec types.
     key_types: Vec<KeyType>,
     shards: Vec<Shard>,
+}
+
+/// Maps are equal when they route alike: bounds compare by their encoding
+/// (a NaN bound equals itself).
+impl PartialEq for ShardMap {
+    fn eq(&self, other: &ShardMap) -> bool {
+        self.version == other.version
+            && self.table == other.table
+            && self.key == other.key
+            && self.shards.len() == other.shards.len()
+            && self
+                .shards
+                .iter()
+                .zip(&other.shards)
+                .all(|(a, b)| a.path == b.path && bound_bytes(a) == bound_bytes(b))
+    }
 }
 
 impl ShardMap {
@@ -77,7 +98,7 @@ impl ShardMap {
         let map = ShardMap {
             version: 1,
             table: table.to_string(),
-            key_columns: key.iter().map(|f| f.name().clone()).collect(),
+            key: Arc::new(Schema::new(key.to_vec())),
             key_types,
             shards,
         };
@@ -114,36 +135,18 @@ impl ShardMap {
     }
 
     /// The primary key's columns, in key order.
-    pub fn key_columns(&self) -> &[String] {
-        &self.key_columns
+    pub fn key_columns(&self) -> Vec<String> {
+        self.key.fields().iter().map(|f| f.name().clone()).collect()
+    }
+
+    /// The primary key's columns with the table's types, in key order.
+    pub fn key_schema(&self) -> &SchemaRef {
+        &self.key
     }
 
     /// The shards, in key order.
     pub fn shards(&self) -> &[Shard] {
         &self.shards
-    }
-
-    /// The Arrow type of each key column's values as the map holds them
-    /// (the key codec's: a date or timestamp key is its integer).
-    pub fn key_data_types(&self) -> Vec<DataType> {
-        self.key_types
-            .iter()
-            .map(|t| match t {
-                KeyType::Bool => DataType::Boolean,
-                KeyType::I8 => DataType::Int8,
-                KeyType::I16 => DataType::Int16,
-                KeyType::I32 => DataType::Int32,
-                KeyType::I64 => DataType::Int64,
-                KeyType::U8 => DataType::UInt8,
-                KeyType::U16 => DataType::UInt16,
-                KeyType::U32 => DataType::UInt32,
-                KeyType::U64 => DataType::UInt64,
-                KeyType::F32 => DataType::Float32,
-                KeyType::F64 => DataType::Float64,
-                KeyType::Bytes => DataType::Binary,
-                KeyType::Str => DataType::Utf8,
-            })
-            .collect()
     }
 
     /// The index of the shard holding `key`, a whole primary key: the
@@ -154,7 +157,7 @@ impl ShardMap {
         if !fits {
             return Err(Error::InvalidArgument(format!(
                 "{key:?} is not a key of ({}) ({:?})",
-                self.key_columns.join(", "),
+                self.key_columns().join(", "),
                 self.key_types
             )));
         }
@@ -186,12 +189,17 @@ impl ShardMap {
     /// durably.
     pub fn write(&self, fs: &dyn Fs, dir: &Path) -> Result<()> {
         self.check().map_err(|what| Error::InvalidArgument(format!("shard map: {what}")))?;
-        let temp = dir.join(format!("{}.{}.tmp", format::FILE, std::process::id()));
-        let mut file = fs.create(&temp)?;
-        file.append(&format::encode(self))?;
-        file.sync()?;
-        drop(file);
-        fs.rename(&temp, &dir.join(format::FILE))?;
+        let n = MAP_WRITES.fetch_add(1, Ordering::Relaxed);
+        let temp = dir.join(format!("{}.{}-{n}.tmp", format::FILE, std::process::id()));
+        let bytes = format::encode(self)?;
+        let written = fs.create(&temp).and_then(|mut file| {
+            file.append(&bytes)?;
+            file.sync()
+        });
+        if let Err(e) = written.and_then(|()| fs.rename(&temp, &dir.join(format::FILE))) {
+            let _ = fs.remove(&temp);
+            return Err(e);
+        }
         fs.sync_dir(dir)
     }
 
@@ -203,7 +211,7 @@ impl ShardMap {
         if first.lower.is_some() || self.shards[1..].iter().any(|s| s.lower.is_none()) {
             return Err("only the first shard has no lower bound".into());
         }
-        if self.key_columns.is_empty() || self.key_columns.len() != self.key_types.len() {
+        if self.key.fields().is_empty() || self.key.fields().len() != self.key_types.len() {
             return Err("no key columns".into());
         }
         for s in &self.shards[1..] {
@@ -230,6 +238,12 @@ impl ShardMap {
         Ok(())
     }
 }
+
+/// Map writes of this process so far: with the process id, a temporary
+/// file name no other writer uses (the store's write lock keeps two from
+/// committing at once; this keeps a loser's bytes out of the winner's
+/// file).
+static MAP_WRITES: AtomicU64 = AtomicU64::new(0);
 
 /// A shard's lower bound as the key codec encodes it (empty: none).
 fn bound_bytes(shard: &Shard) -> Vec<u8> {
