@@ -10,7 +10,7 @@
 use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, new_null_array};
 use arrow_cast::cast::{CastOptions, can_cast_types, cast_with_options};
 use arrow_cast::display::{ArrayFormatter, FormatOptions};
-use arrow_schema::{DataType, SchemaRef};
+use arrow_schema::{DataType, Field, SchemaRef};
 
 /// How values become the table's types.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,55 +148,8 @@ pub fn conform(
                 why,
             };
             match casts {
-                Casts::Lossless => {
-                    if !lossless_kind(input.data_type(), field.data_type()) {
-                        return Err(uncastable(None));
-                    }
-                    let options = CastOptions { safe: false, ..CastOptions::default() };
-                    let out = cast_with_options(input, field.data_type(), &options)
-                        .map_err(|e| uncastable(Some(e.to_string())))?;
-                    if let Some(i) =
-                        changed(input, &out).map_err(|e| ConformError::Arrow(e.to_string()))?.first()
-                    {
-                        return Err(ConformError::Inexact {
-                            column: name.clone(),
-                            value: shown(input, *i),
-                            became: shown(&out, *i),
-                            to: field.data_type().clone(),
-                        });
-                    }
-                    out
-                }
-                Casts::Parse => {
-                    let options = CastOptions { safe: true, ..CastOptions::default() };
-                    let out = cast_with_options(input, field.data_type(), &options)
-                        .map_err(|e| uncastable(Some(e.to_string())))?;
-                    let input_nulls = input.logical_nulls();
-                    let was_null = |i: usize| input_nulls.as_ref().is_some_and(|nulls| nulls.is_null(i));
-                    for i in (0..n).filter(|&i| !was_null(i) && out.is_null(i)) {
-                        let problem =
-                            RowProblem::NotA { value: shown(input, i), data_type: field.data_type().clone() };
-                        mark(i, name, problem);
-                    }
-                    let text = matches!(
-                        input.data_type(),
-                        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
-                    );
-                    // A float narrowed to a narrower float is the table's
-                    // choice, not a value that does not fit; text that
-                    // parsed is what it said.
-                    let floats = input.data_type().is_floating() && field.data_type().is_floating();
-                    if !text && !floats {
-                        for i in changed(input, &out).map_err(|e| ConformError::Arrow(e.to_string()))? {
-                            let problem = RowProblem::Inexact {
-                                value: shown(input, i),
-                                data_type: field.data_type().clone(),
-                            };
-                            mark(i, name, problem);
-                        }
-                    }
-                    out
-                }
+                Casts::Lossless => lossless(input, field, uncastable)?,
+                Casts::Parse => parsed(input, field, &mut mark).map_err(|e| uncastable(Some(e)))?,
                 Casts::Arrow => cast_with_options(input, field.data_type(), &CastOptions::default())
                     .map_err(|e| uncastable(Some(e.to_string())))?,
             }
@@ -226,6 +179,60 @@ pub fn conform(
     }
     let out = RecordBatch::try_new(target.clone(), arrays).map_err(|e| ConformError::Arrow(e.to_string()))?;
     Ok((out, bad))
+}
+
+/// [`Casts::Lossless`] of one column: an error unless every value survives.
+fn lossless(
+    input: &ArrayRef,
+    field: &Field,
+    uncastable: impl Fn(Option<String>) -> ConformError,
+) -> Result<ArrayRef, ConformError> {
+    if !lossless_kind(input.data_type(), field.data_type()) {
+        return Err(uncastable(None));
+    }
+    let options = CastOptions { safe: false, ..CastOptions::default() };
+    let out =
+        cast_with_options(input, field.data_type(), &options).map_err(|e| uncastable(Some(e.to_string())))?;
+    if let Some(i) = changed(input, &out).map_err(|e| ConformError::Arrow(e.to_string()))?.first() {
+        return Err(ConformError::Inexact {
+            column: field.name().clone(),
+            value: shown(input, *i),
+            became: shown(&out, *i),
+            to: field.data_type().clone(),
+        });
+    }
+    Ok(out)
+}
+
+/// [`Casts::Parse`] of one column: each value that does not parse, or
+/// would change, `mark`ed as its row's problem.
+fn parsed(
+    input: &ArrayRef,
+    field: &Field,
+    mark: &mut impl FnMut(usize, &str, RowProblem),
+) -> Result<ArrayRef, String> {
+    let options = CastOptions { safe: true, ..CastOptions::default() };
+    let out = cast_with_options(input, field.data_type(), &options).map_err(|e| e.to_string())?;
+    let name = field.name();
+    let input_nulls = input.logical_nulls();
+    let was_null = |i: usize| input_nulls.as_ref().is_some_and(|nulls| nulls.is_null(i));
+    for i in (0..input.len()).filter(|&i| !was_null(i) && out.is_null(i)) {
+        mark(i, name, RowProblem::NotA { value: shown(input, i), data_type: field.data_type().clone() });
+    }
+    let text = matches!(input.data_type(), DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View);
+    // A float narrowed to a narrower float is the table's choice, not a
+    // value that does not fit; text that parsed is what it said.
+    let floats = input.data_type().is_floating() && field.data_type().is_floating();
+    if !text && !floats {
+        for i in changed(input, &out).map_err(|e| e.to_string())? {
+            mark(
+                i,
+                name,
+                RowProblem::Inexact { value: shown(input, i), data_type: field.data_type().clone() },
+            );
+        }
+    }
+    Ok(out)
 }
 
 /// For each table column, the batch column it takes its values from.
