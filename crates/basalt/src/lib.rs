@@ -21,6 +21,7 @@ mod io;
 mod log;
 mod memtable;
 mod options;
+mod ranked;
 mod row;
 mod shards;
 mod sst;

@@ -40,7 +40,7 @@ fn compaction_loop(inner: &DbInner) {
                         break;
                     }
                 }
-                inner.jobs.cv.wait(&mut bg);
+                bg.wait(&inner.jobs.cv);
             }
         }
         // Choose again under the compaction lock: a manual compaction may
@@ -114,7 +114,7 @@ impl DbInner {
             if bg.shutting_down {
                 return Err(Error::Closed("database is shutting down".into()));
             }
-            self.jobs.cv.wait_for(&mut bg, std::time::Duration::from_millis(50));
+            bg.wait_for(&self.jobs.cv, std::time::Duration::from_millis(50));
         }
     }
 

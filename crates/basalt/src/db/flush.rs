@@ -38,7 +38,7 @@ fn flush_loop(inner: &DbInner) {
                 if bg.error.is_none() && !inner.state.load().imms.is_empty() {
                     break;
                 }
-                inner.jobs.cv.wait(&mut bg);
+                bg.wait(&inner.jobs.cv);
             }
         }
         if let Err(e) = inner.flush_immutables() {
@@ -347,7 +347,7 @@ impl DbInner {
             if bg.shutting_down {
                 return Err(Error::Closed("database is shutting down".into()));
             }
-            self.jobs.cv.wait(&mut bg);
+            bg.wait(&self.jobs.cv);
         }
     }
 }

@@ -15,7 +15,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use parking_lot::Mutex;
+use crate::ranked::{Rank, RankedMutex};
 
 use crate::error::{Error, Result};
 use crate::io::{DirectoryRelease, FileLock};
@@ -27,12 +27,12 @@ pub(crate) struct Lifecycle {
     /// guarded by it.
     released: DirectoryRelease,
     /// The directory lock (none for a read-only open).
-    lock: Mutex<Option<Box<dyn FileLock>>>,
+    lock: RankedMutex<Option<Box<dyn FileLock>>>,
 }
 
 impl Lifecycle {
     pub(crate) fn new(released: DirectoryRelease, lock: Option<Box<dyn FileLock>>) -> Lifecycle {
-        Lifecycle { closed: AtomicBool::new(false), released, lock: Mutex::new(lock) }
+        Lifecycle { closed: AtomicBool::new(false), released, lock: RankedMutex::new(Rank::DirLock, lock) }
     }
 
     /// Whether the `Db` was closed or dropped.

@@ -31,7 +31,9 @@ use std::sync::atomic::AtomicU64;
 use std::thread::JoinHandle;
 
 use bytes::Bytes;
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Condvar;
+
+use crate::ranked::{Rank, RankedMutex};
 
 #[cfg(feature = "inspect")]
 pub use index::IndexCheck;
@@ -73,12 +75,15 @@ pub(crate) struct SuperVersion {
 /// parallel readers bounced between cores; writers replace it one at a time.
 pub(crate) struct SuperVersionCell {
     current: arc_swap::ArcSwap<SuperVersion>,
-    writer: Mutex<()>,
+    writer: RankedMutex<()>,
 }
 
 impl SuperVersionCell {
     pub(crate) fn new(sv: SuperVersion) -> Self {
-        SuperVersionCell { current: arc_swap::ArcSwap::from_pointee(sv), writer: Mutex::new(()) }
+        SuperVersionCell {
+            current: arc_swap::ArcSwap::from_pointee(sv),
+            writer: RankedMutex::new(Rank::SuperVersion, ()),
+        }
     }
 
     /// The current super version, for a short read (a lookup).
@@ -140,10 +145,10 @@ pub(crate) struct BgState {
 /// The write path's state (`write.rs`): the group-commit queue whose
 /// leader alone appends to the WAL, and the seqnos it hands out.
 pub(crate) struct WritePath {
-    pub queue: Mutex<WriteQueue>,
+    pub queue: RankedMutex<WriteQueue>,
     pub cv: Condvar,
     /// The WAL; only the group-commit leader touches it.
-    pub wal: Mutex<LogWriter>,
+    pub wal: RankedMutex<LogWriter>,
     /// Last seqno assigned by the leader.
     pub last_seqno: AtomicU64,
     /// Last seqno whose writes are all in the memtable: the default snapshot.
@@ -159,10 +164,10 @@ pub(crate) struct WritePath {
 /// flush and compaction threads wait on, the first error any job or the
 /// WAL met, and the lock that lets one compaction run at a time.
 pub(crate) struct Jobs {
-    pub state: Mutex<BgState>,
+    pub state: RankedMutex<BgState>,
     pub cv: Condvar,
     /// Held while a compaction runs: one at a time, automatic or manual.
-    pub compaction: Mutex<()>,
+    pub compaction: RankedMutex<()>,
     /// Memtable bytes flushed per second of flushing, recent flushes
     /// weighted most: what paces writers in the write buffer's soft zone.
     pub drain_bytes_per_sec: AtomicU64,
@@ -173,16 +178,19 @@ pub(crate) struct Jobs {
 pub(crate) struct FileCleanup {
     /// SSTs a running job uses: outputs being written, not yet in any
     /// version, and compaction inputs being read. Never obsolete.
-    pub in_use: Mutex<std::collections::HashSet<u64>>,
+    pub in_use: RankedMutex<std::collections::HashSet<u64>>,
     /// Held while obsolete files are collected: the flush and compaction
     /// threads both collect, and neither may delete what the other did.
-    pub collecting: Mutex<()>,
+    pub collecting: RankedMutex<()>,
 }
 
 /// Everything shared between the handle, iterators, snapshots and the
 /// background threads, in parts that each own their state.
 ///
 /// Lock order: a thread holding one of these may take only those below it.
+/// Every lock here is a `RankedMutex` of its place in this order
+/// (`ranked.rs`, `Rank`): debug builds, every test included, panic on a
+/// lock taken out of order, naming both.
 /// 1. `jobs.compaction` (a whole compaction, which installs its result);
 /// 2. `files.collecting` (a whole collection of obsolete files);
 /// 3. the exclusive writer right (`with_exclusive_writer`: no group commit
@@ -194,13 +202,15 @@ pub(crate) struct FileCleanup {
 ///    stalled on L0 owns the right while it waits for a compaction);
 /// 4. `open_trees` (DDL checks and registers handles);
 /// 5. `versions` (the MANIFEST and the current version);
-/// 6. `files.in_use`;
+/// 6. `files.in_use`, then the index builds' state (`indexes`: builds,
+///    then ready);
 /// 7. `writer.wal` (the group-commit leader appends with the queue
 ///    released; a memtable switch under the exclusive right);
 /// 8. `jobs.state` (last: every part reports errors and wakes the jobs);
 /// 9. leaves, under which nothing is taken: `writer.queue` (held only to
 ///    join, lead or leave the queue), `snapshots`, the super version's
-///    replace lock, the caches' locks.
+///    replace lock, the background threads' handles, the directory lock,
+///    the caches' locks (internal to the caches).
 ///
 /// Reads take none of these: they load the super version and a seqno
 /// (`read.rs`), and the caches lock internally.
@@ -219,7 +229,7 @@ pub(crate) struct DbInner {
     /// Opened by `Db::open_read_only`: nothing is written, no thread runs.
     pub read_only: bool,
     /// The catalog and SSTs of every tree, and the MANIFEST that logs them.
-    pub versions: Mutex<VersionSet>,
+    pub versions: RankedMutex<VersionSet>,
     /// What reads see: memtables and the current version.
     pub state: SuperVersionCell,
     pub writer: WritePath,
@@ -232,11 +242,12 @@ pub(crate) struct DbInner {
     /// With `Options::row_cache_bytes` above zero.
     pub row_cache: Option<crate::db::row_cache::RowCache>,
     /// Live snapshots: seqno → number of handles.
-    pub snapshots: Mutex<std::collections::BTreeMap<SeqNo, usize>>,
+    pub snapshots: RankedMutex<std::collections::BTreeMap<SeqNo, usize>>,
     pub counters: Counters,
     /// Live table and keyspace handles by tree, to refuse dropping a tree
     /// in use.
-    pub open_trees: Mutex<std::collections::HashMap<crate::ids::TreeId, std::sync::Weak<ddl::TreeShared>>>,
+    pub open_trees:
+        RankedMutex<std::collections::HashMap<crate::ids::TreeId, std::sync::Weak<ddl::TreeShared>>>,
     /// Index builds under way and when each index became usable.
     pub indexes: index::IndexState,
 }
@@ -245,7 +256,7 @@ pub(crate) struct DbInner {
 /// in an `Arc`.
 pub struct Db {
     inner: Arc<DbInner>,
-    threads: Mutex<Vec<JoinHandle<()>>>,
+    threads: RankedMutex<Vec<JoinHandle<()>>>,
 }
 
 impl std::fmt::Debug for Db {
@@ -258,7 +269,7 @@ impl Db {
     /// Opens (or creates, with `create_if_missing`) the database at `path`.
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
         let inner = Arc::new(open::open(path.as_ref(), options, false)?);
-        let db = Db { inner: inner.clone(), threads: Mutex::new(Vec::new()) };
+        let db = Db { inner: inner.clone(), threads: RankedMutex::new(Rank::Threads, Vec::new()) };
         // On a failed spawn, dropping `db` stops the threads already started.
         db.threads.lock().push(flush::spawn(inner.clone())?);
         db.threads.lock().push(compact::spawn(inner)?);
@@ -277,7 +288,7 @@ impl Db {
     /// reading (caches, maps); `create_if_missing` is ignored.
     pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Db> {
         let inner = Arc::new(open::open(path.as_ref(), options, true)?);
-        Ok(Db { inner, threads: Mutex::new(Vec::new()) })
+        Ok(Db { inner, threads: RankedMutex::new(Rank::Threads, Vec::new()) })
     }
 
     /// Writes a consistent, openable copy of the database into `dir`

@@ -5,7 +5,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Condvar;
+
+use crate::ranked::{Rank, RankedMutex};
 
 use super::counters::Counters;
 use super::sst_readers::SstReaders;
@@ -71,29 +73,29 @@ pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<DbInner
         id: next_db_id(),
         lifecycle: super::lifecycle::Lifecycle::new(released, lock),
         read_only,
-        versions: Mutex::new(versions),
+        versions: RankedMutex::new(Rank::Versions, versions),
         state: SuperVersionCell::new(SuperVersion {
             mem: Arc::new(Memtable::new(0)),
             imms: Vec::new(),
             version,
         }),
         writer: WritePath {
-            queue: Mutex::new(WriteQueue::default()),
+            queue: RankedMutex::new(Rank::WriteQueue, WriteQueue::default()),
             cv: Condvar::new(),
-            wal: Mutex::new(LogWriter::new(Box::new(NoFile))),
+            wal: RankedMutex::new(Rank::Wal, LogWriter::new(Box::new(NoFile))),
             last_seqno: AtomicU64::new(last_seqno),
             visible_seqno: AtomicU64::new(last_seqno),
             delay_owed_ns: std::sync::atomic::AtomicI64::new(0),
         },
         jobs: Jobs {
-            state: Mutex::new(BgState::default()),
+            state: RankedMutex::new(Rank::Jobs, BgState::default()),
             cv: Condvar::new(),
-            compaction: Mutex::new(()),
+            compaction: RankedMutex::new(Rank::Compaction, ()),
             drain_bytes_per_sec: AtomicU64::new(0),
         },
         files: FileCleanup {
-            in_use: Mutex::new(std::collections::HashSet::new()),
-            collecting: Mutex::new(()),
+            in_use: RankedMutex::new(Rank::InUse, std::collections::HashSet::new()),
+            collecting: RankedMutex::new(Rank::Collecting, ()),
         },
         sst_readers: Arc::new(SstReaders::new(
             fs.clone(),
@@ -105,9 +107,9 @@ pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<DbInner
         blob_files: Arc::new(crate::blob::BlobFiles::new(fs.clone(), dir.to_path_buf())),
         row_cache: (opts.row_cache_bytes > 0)
             .then(|| crate::db::row_cache::RowCache::new(opts.row_cache_bytes)),
-        snapshots: Mutex::new(std::collections::BTreeMap::new()),
+        snapshots: RankedMutex::new(Rank::Snapshots, std::collections::BTreeMap::new()),
         counters: Counters::default(),
-        open_trees: Mutex::new(std::collections::HashMap::new()),
+        open_trees: RankedMutex::new(Rank::OpenTrees, std::collections::HashMap::new()),
         indexes: super::index::IndexState::default(),
         opts,
     };

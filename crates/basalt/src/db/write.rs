@@ -80,18 +80,18 @@ impl DbInner {
             if q.leader_active {
                 let since = *spinning_since.get_or_insert_with(Instant::now);
                 if !q.leader_syncs && since.elapsed() < LEADER_SPIN {
-                    parking_lot::MutexGuard::unlocked(&mut q, || {
+                    q.unlocked(|| {
                         (0..16).for_each(|_| std::hint::spin_loop());
                     });
                 } else {
-                    self.writer.cv.wait(&mut q);
+                    q.wait(&self.writer.cv);
                 }
                 continue;
             }
             q.leader_active = true;
             let mut group = self.take_group(&mut q.pending);
             q.leader_syncs = group.iter().any(|r| r.sync);
-            let outcome = parking_lot::MutexGuard::unlocked(&mut q, || {
+            let outcome = q.unlocked(|| {
                 // A panic here is a bug; it must not leave the leader flag set
                 // (every later writer, and closing, would wait forever) or
                 // the group's writers without an answer. The memtable may
@@ -337,7 +337,7 @@ impl DbInner {
                     // second guard.
                     let again = write_buffer::decide(&self.write_buffer_state(incoming), &self.opts);
                     if matches!(again, StallAction::WaitForFlush | StallAction::WaitForCompaction) {
-                        self.jobs.cv.wait_for(&mut bg, STALL_RECHECK);
+                        bg.wait_for(&self.jobs.cv, STALL_RECHECK);
                     }
                 }
             }
@@ -423,7 +423,7 @@ impl DbInner {
         {
             let mut q = self.writer.queue.lock();
             while q.leader_active {
-                self.writer.cv.wait(&mut q);
+                q.wait(&self.writer.cv);
             }
             q.leader_active = true;
             // An exclusive owner may fsync or switch memtables: writers

@@ -16,8 +16,8 @@ mod verify;
 
 use std::collections::{HashMap, HashSet};
 
+use crate::ranked::{Rank, RankedMutex};
 use bytes::Bytes;
-use parking_lot::Mutex;
 
 pub(crate) use plan::IndexPlan;
 pub use query::{IndexPredicate, LookupOptions};
@@ -60,20 +60,31 @@ pub struct IndexInfo {
 }
 
 /// What this process knows of index builds beyond the catalog.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct IndexState {
     /// Index tree → primary keys written since its build began. Only the
     /// write path's owner (the group-commit leader, or a backfill step
     /// under the exclusive writer) touches it.
-    builds: Mutex<HashMap<TreeId, HashSet<Bytes>>>,
+    builds: RankedMutex<HashMap<TreeId, HashSet<Bytes>>>,
     /// Index tree → the first seqno it answers for. Set when a build ends
     /// in this process; an index recovered at open answers at any seqno a
     /// snapshot of this process can have.
-    ready: Mutex<HashMap<TreeId, SeqNo>>,
+    ready: RankedMutex<HashMap<TreeId, SeqNo>>,
     /// Set by `testing::skip_index_upkeep`: writes leave the indexes
     /// alone, the bug a check of index consistency must catch.
     #[cfg(feature = "testing")]
     pub(crate) skip_upkeep: std::sync::atomic::AtomicBool,
+}
+
+impl Default for IndexState {
+    fn default() -> Self {
+        IndexState {
+            builds: RankedMutex::new(Rank::IndexBuilds, HashMap::new()),
+            ready: RankedMutex::new(Rank::IndexReady, HashMap::new()),
+            #[cfg(feature = "testing")]
+            skip_upkeep: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
 }
 
 impl Table {
