@@ -108,6 +108,19 @@ struct Direct {
     count: bool,
 }
 
+impl Direct {
+    /// The names of the columns returned, in output order.
+    fn column_names(&self, schema: &Schema) -> Vec<String> {
+        self.columns.iter().map(|&c| schema.field(c).name().clone()).collect()
+    }
+
+    /// Whether a read of `pushed` covers the whole table, with no `LIMIT`
+    /// to stop it early.
+    fn reads_whole_table(&self, pushed: &crate::pushdown::Pushdown) -> bool {
+        self.limit.is_none() && matches!(pushed.range, (Bound::Unbounded, Bound::Unbounded))
+    }
+}
+
 /// What running a statement came to: its output, or the name of a table
 /// it reads that was dropped or made again differently since it was
 /// planned (nothing was run then).
@@ -668,8 +681,7 @@ impl Route {
         // cores, so it is left to DataFusion (without a filter that is
         // known before the scan is opened; with one, once the scan shows
         // no index serves it).
-        let whole = direct.limit.is_none() && matches!(pushed.range, (Bound::Unbounded, Bound::Unbounded));
-        if whole && pushed.predicates.is_empty() {
+        if direct.reads_whole_table(&pushed) && pushed.predicates.is_empty() {
             return Ok(Route::DataFusion("a read of the whole table, which DataFusion splits across cores"));
         }
         match open_scan(direct, table, &pushed)? {
@@ -712,11 +724,9 @@ fn run_direct(direct: &Direct, values: &[ScalarValue]) -> Result<Option<Ran>> {
     if !provider.made_from(&table) {
         return Ok(Some(Ran::Changed(table.name().to_string())));
     }
-    let schema = provider.schema_ref();
     let out = |batch: &RecordBatch| -> Result<RecordBatch> {
         Ok(RecordBatch::try_new(Arc::clone(&direct.schema), batch.columns().to_vec())?)
     };
-    let names: Vec<String> = direct.columns.iter().map(|&c| schema.field(c).name().clone()).collect();
     let limit = direct.limit.unwrap_or(usize::MAX);
     let mut batches = Vec::new();
     if limit == 0 && !direct.count {
@@ -745,7 +755,7 @@ fn run_direct(direct: &Direct, values: &[ScalarValue]) -> Result<Option<Ran>> {
                 basalt::IndexPredicate::Prefix(borrowed)
             };
             let mut opts = basalt::LookupOptions::default();
-            opts.projection = Some(names.clone());
+            opts.projection = Some(direct.column_names(&table.schema()));
             opts.limit = direct.limit;
             match table.lookup(&index, predicate, opts) {
                 Ok(rows) => batches.push(out(&rows)?),
@@ -768,13 +778,11 @@ fn open_scan(
     table: &basalt::Table,
     pushed: &crate::pushdown::Pushdown,
 ) -> Result<Option<basalt::TableScan>> {
-    let schema = table.schema();
-    let names: Vec<String> = direct.columns.iter().map(|&c| schema.field(c).name().clone()).collect();
-    let whole = direct.limit.is_none() && matches!(pushed.range, (Bound::Unbounded, Bound::Unbounded));
+    let names = direct.column_names(&table.schema());
     let opts =
         ScanOptions::default().range(borrowed(&pushed.range)).projection(Some(names)).filter(pushed.filter());
     let scan = table.scan(opts).map_err(to_df)?;
-    Ok((!whole || *scan.plan() != ScanPlan::KeyRange).then_some(scan))
+    Ok((!direct.reads_whole_table(pushed) || *scan.plan() != ScanPlan::KeyRange).then_some(scan))
 }
 
 /// A direct query's rows from its scan, up to its limit.

@@ -69,6 +69,14 @@ pub(crate) struct SuperVersion {
     pub version: Arc<Version>,
 }
 
+impl SuperVersion {
+    /// The memtables (active first, then the immutable ones) holding
+    /// entries of `tree`.
+    pub(crate) fn memtables_holding(&self, tree: crate::ids::TreeId) -> impl Iterator<Item = &Arc<Memtable>> {
+        std::iter::once(&self.mem).chain(&self.imms).filter(move |m| m.holds_tree(tree))
+    }
+}
+
 /// The current super version. Readers load it without a lock or a
 /// reference-count update (arc-swap's thread-local debts), where a
 /// `RwLock<Arc<_>>` made every lookup write two shared cache lines that

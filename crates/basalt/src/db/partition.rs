@@ -188,7 +188,7 @@ impl Table {
         // A memtable holding any of the table's rows counts whole: walking
         // its entries of this tree would cost every planned query O(memtable).
         let mut in_memory = false;
-        for mem in std::iter::once(&sv.mem).chain(&sv.imms).filter(|m| m.holds_tree(self.tree())) {
+        for mem in sv.memtables_holding(self.tree()) {
             estimate.rows += mem.len() as u64;
             estimate.bytes += mem.approximate_bytes() as u64;
             in_memory = true;
@@ -219,7 +219,7 @@ impl Table {
         let alone = self.files_counted_alone(&sv, seqno, &range)?;
         let mut rows: u64 = alone.iter().map(|(_, rows)| rows).sum();
         // The keys between those files: read where anything holds them.
-        let in_memory = std::iter::once(&sv.mem).chain(&sv.imms).any(|m| m.holds_tree(self.tree()));
+        let in_memory = sv.memtables_holding(self.tree()).next().is_some();
         let mut lower = range.0.clone();
         let uppers = alone.iter().map(|(f, _)| Bound::Excluded(f.smallest.user_key.to_vec()));
         for (i, upper) in uppers.chain(std::iter::once(range.1.clone())).enumerate() {
@@ -251,8 +251,7 @@ impl Table {
         let Some(tree) = sv.version.tree(self.tree()) else { return Ok(Vec::new()) };
         let mut files: Vec<&Arc<FileMeta>> = tree.all_files().map(|(_, f)| f).collect();
         files.sort_unstable_by(|a, b| a.smallest.user_key.cmp(&b.smallest.user_key));
-        let mems: Vec<&Arc<Memtable>> =
-            std::iter::once(&sv.mem).chain(&sv.imms).filter(|m| m.holds_tree(self.tree())).collect();
+        let mems: Vec<&Arc<Memtable>> = sv.memtables_holding(self.tree()).collect();
         let mut alone = Vec::new();
         let mut reach: Option<&[u8]> = None;
         for (i, file) in files.iter().enumerate() {
@@ -292,7 +291,7 @@ impl Table {
         let layout = self.layout();
         let fields = layout.schema().fields();
         let mut out = vec![ColumnEstimate::default(); fields.len()];
-        if std::iter::once(&sv.mem).chain(&sv.imms).any(|m| m.holds_tree(self.tree())) {
+        if sv.memtables_holding(self.tree()).next().is_some() {
             return Ok(out);
         }
         let stored = layout.stored();
