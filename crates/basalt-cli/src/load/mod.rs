@@ -224,33 +224,12 @@ fn last_row_id(table: &Table) -> CliResult<Option<u64>> {
     Ok(None)
 }
 
-#[expect(
-    clippy::too_many_lines,
-    reason = "the steps of a load in order: options, table, rows, indexes, summary"
-)]
+/// `basalt load` (and `import`, with `create`): options, the table (found
+/// or made), the rows, the indexes, the summary; all or nothing.
 pub fn run(args: &LoadArgs, create: bool) -> CliResult<()> {
     let started = Instant::now();
-    if args.memory_mib < 16 {
-        return Err(CliError::usage("--memory-mib must be at least 16"));
-    }
-    let memory =
-        args.memory_mib.checked_mul(1 << 20).ok_or_else(|| CliError::usage("--memory-mib is too large"))?;
-    // Reads (compaction's) through the bounded block cache, not a memory
-    // map: mapped file pages count in the process's resident memory.
-    let options = basalt::Options::default()
-        .write_buffer_bytes_max(memory / 4 * 3)
-        .block_cache_bytes((memory / 4).min(64 << 20))
-        .mmap_reads(false);
-    let text = TextOptions {
-        delimiter: args
-            .delimiter
-            .map(|d| u8::try_from(d).map_err(|_| CliError::usage("--delimiter must be one ASCII character")))
-            .transpose()?,
-        header: !args.no_header,
-        null: args.null.clone(),
-        batch_rows: args.batch_rows as usize,
-        infer_rows: args.infer_rows.max(1),
-    };
+    let options = db_options(args)?;
+    let text = text_options(args)?;
     let files = args
         .files
         .iter()
@@ -265,60 +244,15 @@ pub fn run(args: &LoadArgs, create: bool) -> CliResult<()> {
     }
     // Opened (and with --create, made) once the arguments are known good.
     let db = open::open_with(&args.db, create, options)?;
-
     let existing = db.tables().iter().any(|t| t == &args.table);
     let (table, key, row_id) = if existing {
-        let table = db.table(&args.table)?;
-        let key = table.primary_key();
-        if let Some(asked) = &args.primary_key
-            && value::names(asked)? != key
-        {
-            return Err(CliError::usage(format!(
-                "table {} exists with primary key ({}), not ({asked})",
-                args.table,
-                key.join(", ")
-            )));
-        }
-        if typed.is_some() {
-            return Err(CliError::usage(format!(
-                "table {} exists: --schema applies only to a new table",
-                args.table
-            )));
-        }
-        let schema = table.schema();
-        let numbered = key == [ROW_ID]
-            && schema.field_with_name(ROW_ID).is_ok_and(|f| f.data_type() == &DataType::UInt64);
-        (table, key, numbered.then(|| ROW_ID.to_owned()))
+        existing_table(&db, args, typed.is_some())?
     } else {
-        let (path, format) = &files[0];
-        let file_schema = Source::open(path, *format, &text)?.schema;
-        let (key, row_id) = match &args.primary_key {
-            Some(k) => (value::names(k)?, None),
-            None => (vec![ROW_ID.to_owned()], Some(ROW_ID.to_owned())),
-        };
-        let schema = new_table_schema(&file_schema, typed.as_deref(), &key, row_id.is_some())?;
-        let key_refs: Vec<&str> = key.iter().map(String::as_str).collect();
-        let table = db.create_table(&args.table, schema, &key_refs, TableOptions::default())?;
-        (table, key, row_id)
+        new_table(&db, args, &files[0], &text, typed.as_deref())?
     };
     let schema = table.schema();
-    for (name, columns) in &indexes {
-        if table.indexes().iter().any(|i| &i.name == name) {
-            return Err(undo_created(
-                &db,
-                table,
-                existing,
-                CliError::usage(format!("table {} already has an index {name}", args.table)),
-            ));
-        }
-        if let Some(c) = columns.iter().find(|c| schema.index_of(c).is_err()) {
-            return Err(undo_created(
-                &db,
-                table,
-                existing,
-                CliError::usage(format!("--index {name}: no column {c}")),
-            ));
-        }
+    if let Err(e) = check_index_specs(&table, &args.table, &indexes) {
+        return Err(undo_created(&db, table, existing, e));
     }
     let first_row_id = match &row_id {
         Some(_) if existing => match last_row_id(&table)? {
@@ -356,7 +290,112 @@ pub fn run(args: &LoadArgs, create: bool) -> CliResult<()> {
     db.sync_wal()?;
     drop(before);
     db.close()?;
-    let elapsed = started.elapsed();
+    out!("{}", summary(args, &plan, total_bytes, &loaded, &indexes, started.elapsed()));
+    Ok(())
+}
+
+/// The database options of a load: writes buffered in three quarters of
+/// `--memory-mib`, a block cache in the rest.
+fn db_options(args: &LoadArgs) -> CliResult<basalt::Options> {
+    if args.memory_mib < 16 {
+        return Err(CliError::usage("--memory-mib must be at least 16"));
+    }
+    let memory =
+        args.memory_mib.checked_mul(1 << 20).ok_or_else(|| CliError::usage("--memory-mib is too large"))?;
+    // Reads (compaction's) through the bounded block cache, not a memory
+    // map: mapped file pages count in the process's resident memory.
+    Ok(basalt::Options::default()
+        .write_buffer_bytes_max(memory / 4 * 3)
+        .block_cache_bytes((memory / 4).min(64 << 20))
+        .mmap_reads(false))
+}
+
+/// How CSV and JSON files are read.
+fn text_options(args: &LoadArgs) -> CliResult<TextOptions> {
+    Ok(TextOptions {
+        delimiter: args
+            .delimiter
+            .map(|d| u8::try_from(d).map_err(|_| CliError::usage("--delimiter must be one ASCII character")))
+            .transpose()?,
+        header: !args.no_header,
+        null: args.null.clone(),
+        batch_rows: args.batch_rows as usize,
+        infer_rows: args.infer_rows.max(1),
+    })
+}
+
+/// The table a load goes into, already there: its key must be the one
+/// asked for (if one was), and `--schema` does not apply. Returns the
+/// table, its key, and the generated row-id column if it has one.
+fn existing_table(db: &Db, args: &LoadArgs, typed: bool) -> CliResult<(Table, Vec<String>, Option<String>)> {
+    let table = db.table(&args.table)?;
+    let key = table.primary_key();
+    if let Some(asked) = &args.primary_key
+        && value::names(asked)? != key
+    {
+        return Err(CliError::usage(format!(
+            "table {} exists with primary key ({}), not ({asked})",
+            args.table,
+            key.join(", ")
+        )));
+    }
+    if typed {
+        return Err(CliError::usage(format!(
+            "table {} exists: --schema applies only to a new table",
+            args.table
+        )));
+    }
+    let schema = table.schema();
+    let numbered =
+        key == [ROW_ID] && schema.field_with_name(ROW_ID).is_ok_and(|f| f.data_type() == &DataType::UInt64);
+    Ok((table, key, numbered.then(|| ROW_ID.to_owned())))
+}
+
+/// Creates the table a load goes into, its schema from the first file
+/// (typed by `--schema` if given), keyed by `--primary-key` or by a
+/// generated row id.
+fn new_table(
+    db: &Db,
+    args: &LoadArgs,
+    (path, format): &(PathBuf, InputFormat),
+    text: &TextOptions,
+    typed: Option<&Schema>,
+) -> CliResult<(Table, Vec<String>, Option<String>)> {
+    let file_schema = Source::open(path, *format, text)?.schema;
+    let (key, row_id) = match &args.primary_key {
+        Some(k) => (value::names(k)?, None),
+        None => (vec![ROW_ID.to_owned()], Some(ROW_ID.to_owned())),
+    };
+    let schema = new_table_schema(&file_schema, typed, &key, row_id.is_some())?;
+    let key_refs: Vec<&str> = key.iter().map(String::as_str).collect();
+    let table = db.create_table(&args.table, schema, &key_refs, TableOptions::default())?;
+    Ok((table, key, row_id))
+}
+
+/// Refuses `--index` specs naming an index the table has or a column it
+/// lacks.
+fn check_index_specs(table: &Table, name: &str, indexes: &[(String, Vec<String>)]) -> CliResult<()> {
+    let schema = table.schema();
+    for (index, columns) in indexes {
+        if table.indexes().iter().any(|i| &i.name == index) {
+            return Err(CliError::usage(format!("table {name} already has an index {index}")));
+        }
+        if let Some(c) = columns.iter().find(|c| schema.index_of(c).is_err()) {
+            return Err(CliError::usage(format!("--index {index}: no column {c}")));
+        }
+    }
+    Ok(())
+}
+
+/// The line a finished load prints.
+fn summary(
+    args: &LoadArgs,
+    plan: &Plan,
+    total_bytes: u64,
+    loaded: &Loaded,
+    indexes: &[(String, Vec<String>)],
+    elapsed: std::time::Duration,
+) -> String {
     let rate = loaded.rows as f64 / elapsed.as_secs_f64().max(1e-9);
     let mut line = format!(
         "loaded {} rows into {} from {} file{} ({}) in {:.2} s: {} rows/s",
@@ -375,8 +414,7 @@ pub fn run(args: &LoadArgs, create: bool) -> CliResult<()> {
         let names: Vec<&str> = indexes.iter().map(|(n, _)| n.as_str()).collect();
         let _ = write!(line, "; indexes {} created", names.join(", "));
     }
-    out!("{line}");
-    Ok(())
+    line
 }
 
 struct Loaded {

@@ -8,6 +8,7 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use super::cursor::{KeyRange, TreeCursor, file_overlaps};
+use super::jobs::Interrupted;
 use super::{DbInner, SuperVersion};
 use crate::blob::BlobWriter;
 use crate::codec::internal::{Kind, unpack_trailer};
@@ -28,20 +29,12 @@ pub(crate) fn spawn(inner: Arc<DbInner>) -> Result<JoinHandle<()>> {
 
 fn compaction_loop(inner: &DbInner) {
     loop {
-        {
-            let mut bg = inner.jobs.state.lock();
-            loop {
-                if bg.shutting_down {
-                    return;
-                }
-                if bg.error.is_none() && inner.opts.auto_compaction {
-                    let version = inner.state.load().version.clone();
-                    if compaction::choose(&version, &inner.opts).is_some() {
-                        break;
-                    }
-                }
-                bg.wait(&inner.jobs.cv);
-            }
+        let due = || {
+            inner.opts.auto_compaction
+                && compaction::choose(&inner.state.load().version, &inner.opts).is_some()
+        };
+        if !inner.jobs.wait_for_work(due) {
+            return;
         }
         // Choose again under the compaction lock: a manual compaction may
         // have changed the version, and a task from an older version could
@@ -49,10 +42,10 @@ fn compaction_loop(inner: &DbInner) {
         // A compaction a caller runs may hold the lock for long: wait for
         // it, but not past a close (which waits for this thread).
         let _running = loop {
-            if let Some(running) = inner.jobs.compaction.try_lock_for(std::time::Duration::from_millis(20)) {
+            if let Some(running) = inner.jobs.try_compaction_slot(std::time::Duration::from_millis(20)) {
                 break running;
             }
-            if inner.jobs.state.lock().shutting_down {
+            if inner.jobs.stopping() {
                 return;
             }
         };
@@ -81,8 +74,7 @@ impl DbInner {
     /// Wakes the compaction thread for a compaction that reads asked for
     /// (a file merged with runs below it by many range reads).
     pub(crate) fn wake_compaction(&self) {
-        let _bg = self.jobs.state.lock();
-        self.jobs.cv.notify_all();
+        self.jobs.wake();
     }
 
     /// Waits until no memtable waits for flush and the policy has no
@@ -93,36 +85,28 @@ impl DbInner {
             // No background work runs.
             return Ok(());
         }
-        let mut bg = self.jobs.state.lock();
-        loop {
-            if let Some(e) = &bg.error {
-                return Err(e.duplicate());
-            }
-            let sv = self.state.load_full();
-            let compaction_due =
-                self.opts.auto_compaction && compaction::choose(&sv.version, &self.opts).is_some();
-            if sv.imms.is_empty() && !compaction_due {
-                // A compaction that already installed its result may still
-                // be deleting its inputs, and a collection that ran while
-                // another thread held an older version left that version's
-                // files: wait for the compaction lock, then collect once
-                // more, so the caller finds only live files.
-                drop((bg, sv));
-                drop(self.jobs.compaction.lock());
-                return self.delete_obsolete_files(false);
-            }
-            if bg.shutting_down {
-                return Err(Error::Closed("database is shutting down".into()));
-            }
-            bg.wait_for(&self.jobs.cv, std::time::Duration::from_millis(50));
-        }
+        let busy = || {
+            let sv = self.state.load();
+            !sv.imms.is_empty()
+                || (self.opts.auto_compaction && compaction::choose(&sv.version, &self.opts).is_some())
+        };
+        self.jobs
+            .wait_while(Some(std::time::Duration::from_millis(50)), busy)
+            .map_err(Interrupted::into_error)?;
+        // A compaction that already installed its result may still be
+        // deleting its inputs, and a collection that ran while another
+        // thread held an older version left that version's files: wait for
+        // the compaction slot, then collect once more, so the caller finds
+        // only live files.
+        drop(self.jobs.compaction_slot());
+        self.delete_obsolete_files(false)
     }
 
     /// Compacts every file overlapping `range`, level by level, down to the
     /// deepest level holding data; memtables are flushed first.
     pub(crate) fn compact_range(&self, tree: TreeId, range: &KeyRange) -> Result<()> {
         self.flush_all()?;
-        let _running = self.jobs.compaction.lock();
+        let _running = self.jobs.compaction_slot();
         let last = {
             let version = self.state.load().version.clone();
             let t =
@@ -177,24 +161,18 @@ impl DbInner {
                     task.tree
                 )));
             }
-            self.files.in_use.lock().extend(inputs.iter().copied());
+            self.files.hold(inputs.iter().copied());
         }
         let result = self.compact_and_install(task);
         {
             let _versions = self.versions.lock();
-            let mut pending = self.files.in_use.lock();
-            for n in &inputs {
-                pending.remove(n);
-            }
+            self.files.release(&inputs);
         }
         result?;
         // Collect before waking waiters, so `wait_for_background_work`
         // returns with the inputs already deleted.
         let collected = self.delete_obsolete_files(false);
-        {
-            let _bg = self.jobs.state.lock();
-            self.jobs.cv.notify_all();
-        }
+        self.jobs.wake();
         collected
     }
 
@@ -219,9 +197,15 @@ impl DbInner {
             edit.files_added = outputs.into_iter().map(|f| (task.tree, task.output_level(), f)).collect();
             edit.blob_files_added.extend(blob);
         }
-        let mut numbers: Vec<u64> = edit.files_added.iter().map(|(_, _, f)| f.number).collect();
-        let ssts = numbers.len();
-        numbers.extend(edit.blob_files_added.iter().map(|b| b.number));
+        // The files this compaction wrote, held since their numbers were
+        // handed out; a trivial move wrote none (its files are inputs,
+        // which the caller holds and releases).
+        let mut numbers: Vec<u64> = Vec::new();
+        if !task.is_trivial_move() {
+            numbers.extend(edit.files_added.iter().map(|(_, _, f)| f.number));
+            numbers.extend(edit.blob_files_added.iter().map(|b| b.number));
+        }
+        let ssts = numbers.len() - edit.blob_files_added.len().min(numbers.len());
         let installed = {
             let mut versions = self.versions.lock();
             // A tree dropped while this ran: its outputs are garbage, left
@@ -231,10 +215,7 @@ impl DbInner {
                 let version = self.log_and_apply(&mut versions, edit)?;
                 self.state.replace(|s| SuperVersion { mem: s.mem.clone(), imms: s.imms.clone(), version });
             }
-            let mut pending = self.files.in_use.lock();
-            for n in &numbers {
-                pending.remove(n);
-            }
+            self.files.release(&numbers);
             live
         };
         self.counters.record_compaction(task.input_bytes(), written, task.is_trivial_move(), start.elapsed());

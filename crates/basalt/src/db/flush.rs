@@ -1,17 +1,17 @@
 //! Flushing: the background thread that turns immutable memtables into L0
 //! SSTs, logs them to the MANIFEST, and deletes files no version needs.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+use super::jobs::Interrupted;
 use super::{DbInner, SuperVersion};
 use crate::blob::BlobWriter;
 use crate::catalog::TreeKind;
 use crate::codec::internal::{Kind, pack_trailer, unpack_trailer};
 use crate::error::{Error, Result};
-use crate::files::{self, FileKind};
+use crate::files;
 use crate::ids::TreeId;
 use crate::memtable::Memtable;
 use crate::row::layout::TableLayout;
@@ -29,17 +29,8 @@ pub(crate) fn spawn(inner: Arc<DbInner>) -> Result<JoinHandle<()>> {
 
 fn flush_loop(inner: &DbInner) {
     loop {
-        {
-            let mut bg = inner.jobs.state.lock();
-            loop {
-                if bg.shutting_down {
-                    return;
-                }
-                if bg.error.is_none() && !inner.state.load().imms.is_empty() {
-                    break;
-                }
-                bg.wait(&inner.jobs.cv);
-            }
+        if !inner.jobs.wait_for_work(|| !inner.state.load().imms.is_empty()) {
+            return;
         }
         if let Err(e) = inner.flush_immutables() {
             inner.set_bg_error(e);
@@ -90,31 +81,15 @@ impl DbInner {
                     s.imms.iter().filter(|m| !imms.iter().any(|f| Arc::ptr_eq(m, f))).cloned().collect();
                 SuperVersion { mem: s.mem.clone(), imms, version }
             });
-            let mut pending = self.files.in_use.lock();
-            for n in &numbers {
-                pending.remove(n);
-            }
+            self.files.release(&numbers);
         }
         self.counters.record_flush(bytes, start.elapsed());
-        self.record_drain(drained, start.elapsed());
+        self.jobs.record_drain(drained, start.elapsed());
         self.check_new_ssts(&numbers[..ssts]);
         // Collect before waking waiters (as after a compaction).
         let collected = self.delete_obsolete_files(false);
-        {
-            let _bg = self.jobs.state.lock();
-            self.jobs.cv.notify_all();
-        }
+        self.jobs.wake();
         collected
-    }
-
-    /// Folds a flush of `bytes` of memtables in `took` into the drain rate
-    /// that paces writers (half the last flush, half the ones before).
-    fn record_drain(&self, bytes: usize, took: std::time::Duration) {
-        let rate = (bytes as f64 / took.as_secs_f64().max(1e-6)) as u64;
-        let drain = &self.jobs.drain_bytes_per_sec;
-        let before = drain.load(std::sync::atomic::Ordering::Relaxed);
-        let next = if before == 0 { rate } else { before / 2 + rate / 2 };
-        drain.store(next, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Writes one L0 SST per tree the memtables hold (their entries
@@ -187,7 +162,7 @@ impl DbInner {
         let number = {
             let mut versions = self.versions.lock();
             let n = versions.new_file_number();
-            self.files.in_use.lock().insert(n);
+            self.files.hold([n]);
             n
         };
         let file = self.fs.create(&self.dir.join(files::blob(number)))?;
@@ -206,7 +181,7 @@ impl DbInner {
         let number = {
             let mut versions = self.versions.lock();
             let n = versions.new_file_number();
-            self.files.in_use.lock().insert(n);
+            self.files.hold([n]);
             n
         };
         let path = self.dir.join(files::sst(number));
@@ -282,51 +257,6 @@ impl DbInner {
         }
     }
 
-    pub(crate) fn delete_obsolete_files(&self, at_open: bool) -> Result<()> {
-        // The flush and compaction threads both collect garbage; one at a
-        // time, so that neither deletes a file the other already deleted.
-        let _collecting = self.files.collecting.lock();
-        let manifest = self.versions.lock().manifest_number();
-        // List first: a file created after the listing is not touched. Then
-        // read the live and pending sets under the versions lock, which
-        // flush and compaction also hold while moving a file from pending to
-        // live, so no file is seen in neither set.
-        let names = self.fs.list(&self.dir)?;
-        let (live, pending, log_number, numbered_below) = {
-            let mut versions = self.versions.lock();
-            let live: HashSet<u64> = versions.live_files();
-            (live, self.files.in_use.lock().clone(), versions.log_number(), versions.next_file_number())
-        };
-        for name in names {
-            let obsolete = match files::parse(&name) {
-                // A number this handle never handed out is not its file: a
-                // handle that opened the directory after this one closed
-                // made it (`lifecycle.rs`).
-                Some(FileKind::Sst(n) | FileKind::Blob(n) | FileKind::Wal(n)) if n >= numbered_below => false,
-                Some(FileKind::Sst(n) | FileKind::Blob(n)) => !live.contains(&n) && !pending.contains(&n),
-                Some(FileKind::Wal(n)) => n < log_number,
-                // At run time the version set removes the MANIFEST it replaces
-                // itself; a failed switch may leave CURRENT naming either
-                // one, so only an open (which just rewrote CURRENT) sweeps.
-                Some(FileKind::Manifest(n)) => at_open && n != manifest,
-                Some(FileKind::Temp) => at_open,
-                _ => false,
-            };
-            if obsolete {
-                match files::parse(&name) {
-                    Some(FileKind::Sst(n)) => self.sst_readers.evict(n),
-                    Some(FileKind::Blob(n)) => self.blob_files.evict(n),
-                    _ => {}
-                }
-                match self.fs.remove(&self.dir.join(&name)) {
-                    Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
-                    other => other?,
-                }
-            }
-        }
-        Ok(())
-    }
-
     /// Switches the memtable and waits until every memtable is flushed.
     pub(crate) fn flush_all(&self) -> Result<()> {
         self.check_writable()?;
@@ -336,18 +266,6 @@ impl DbInner {
 
     /// Waits until the flush thread has written every immutable memtable.
     pub(crate) fn wait_for_imms_flushed(&self) -> Result<()> {
-        let mut bg = self.jobs.state.lock();
-        loop {
-            if let Some(e) = &bg.error {
-                return Err(e.duplicate());
-            }
-            if self.state.load().imms.is_empty() {
-                return Ok(());
-            }
-            if bg.shutting_down {
-                return Err(Error::Closed("database is shutting down".into()));
-            }
-            bg.wait(&self.jobs.cv);
-        }
+        self.jobs.wait_while(None, || !self.state.load().imms.is_empty()).map_err(Interrupted::into_error)
     }
 }

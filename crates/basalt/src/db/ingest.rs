@@ -13,7 +13,6 @@
 //! rewrites it; a load of several overlapping runs lands in L0.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use arrow_array::RecordBatch;
 
@@ -198,10 +197,7 @@ impl Drop for Pending<'_> {
             return;
         }
         {
-            let mut in_use = self.inner.files.in_use.lock();
-            for n in &self.numbers {
-                in_use.remove(n);
-            }
+            self.inner.files.release(&self.numbers);
         }
         // Best effort: what is left is collected at the next flush,
         // compaction or open.
@@ -230,7 +226,7 @@ impl DbInner {
             self.check_writable()?;
             self.check_loadable(tree)?;
             self.flush_everything()?;
-            let seqno = self.writer.last_seqno.load(Ordering::Relaxed) + 1;
+            let seqno = self.writer.last_seqno() + 1;
             if seqno > SEQNO_MAX {
                 return Err(Error::InvalidArgument("sequence numbers exhausted".into()));
             }
@@ -248,7 +244,7 @@ impl DbInner {
             // (`compact_range` flushes before it takes the lock); taken the
             // other way round, a load waited for a group leader that waited,
             // stalled on L0, for the compaction the load held off.
-            let _no_compaction = self.jobs.compaction.lock();
+            let _no_compaction = self.jobs.compaction_slot();
             let load = self.install_loaded(tree, outputs, seqno).inspect_err(|_| {
                 // A failed MANIFEST write stopped writes, and the MANIFEST
                 // may name the files after all: they stay (the next open
@@ -259,8 +255,7 @@ impl DbInner {
             })?;
             pending.installed = true;
             self.check_new_ssts(&pending.numbers);
-            let _bg = self.jobs.state.lock();
-            self.jobs.cv.notify_all();
+            self.jobs.wake();
             Ok(load)
         });
         drop(pending);
@@ -453,13 +448,9 @@ impl DbInner {
         let version = self.log_and_apply(&mut versions, edit)?;
         self.state.replace(|s| SuperVersion { mem: s.mem.clone(), imms: s.imms.clone(), version });
         {
-            let mut in_use = self.files.in_use.lock();
-            for n in &numbers {
-                in_use.remove(n);
-            }
+            self.files.release(&numbers);
         }
-        self.writer.last_seqno.store(seqno, Ordering::Relaxed);
-        self.writer.visible_seqno.store(seqno, Ordering::Release);
+        self.writer.publish(seqno);
         Ok(load)
     }
 }

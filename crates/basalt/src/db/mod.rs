@@ -2,6 +2,7 @@
 //! memtable), background flushes, recovery and reads. It owns no format code.
 
 mod checkpoint;
+mod cleanup;
 mod compact;
 mod counters;
 mod cursor;
@@ -10,6 +11,7 @@ mod flush;
 mod index;
 mod ingest;
 mod iter;
+mod jobs;
 mod keyspace;
 mod lifecycle;
 mod open;
@@ -27,13 +29,10 @@ mod write_buffer;
 use std::ops::RangeBounds;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
 use std::thread::JoinHandle;
 
-use bytes::Bytes;
-use parking_lot::Condvar;
-
 use crate::ranked::{Rank, RankedMutex};
+use bytes::Bytes;
 
 #[cfg(feature = "inspect")]
 pub use index::IndexCheck;
@@ -51,14 +50,15 @@ use crate::codec::internal::SeqNo;
 use crate::error::{Error, Result};
 use crate::ids::DEFAULT_TREE;
 use crate::io::Fs;
-use crate::log::writer::LogWriter;
 use crate::memtable::Memtable;
 use crate::options::{Options, WriteOptions};
 use crate::version::{EditFailure, Version, VersionEdit, VersionSet};
 use crate::wal::batch::WriteBatch;
+use cleanup::FileCleanup;
 use counters::Counters;
+use jobs::Jobs;
 use sst_readers::SstReaders;
-use write::WriteQueue;
+use write::WritePath;
 
 /// What readers need, swapped as one unit: the active memtable, the
 /// immutable ones waiting for flush (newest first) and the current version.
@@ -139,57 +139,6 @@ pub(crate) struct MemtableBytes {
     pub active: usize,
     pub total: usize,
     pub immutables: usize,
-}
-
-/// State of the background flush thread.
-#[derive(Debug, Default)]
-pub(crate) struct BgState {
-    /// The first error of a background job or of the WAL; once set the
-    /// database refuses writes (it cannot know what reached the disk).
-    pub error: Option<Error>,
-    pub shutting_down: bool,
-}
-
-/// The write path's state (`write.rs`): the group-commit queue whose
-/// leader alone appends to the WAL, and the seqnos it hands out.
-pub(crate) struct WritePath {
-    pub queue: RankedMutex<WriteQueue>,
-    pub cv: Condvar,
-    /// The WAL; only the group-commit leader touches it.
-    pub wal: RankedMutex<LogWriter>,
-    /// Last seqno assigned by the leader.
-    pub last_seqno: AtomicU64,
-    /// Last seqno whose writes are all in the memtable: the default snapshot.
-    pub visible_seqno: AtomicU64,
-    /// Delay owed by write groups in the soft zone, in nanoseconds (may be
-    /// negative: time overslept). Short delays add up here and are slept
-    /// once they reach a millisecond, as a sleep of tens of microseconds
-    /// overshoots by as much again.
-    pub delay_owed_ns: std::sync::atomic::AtomicI64,
-}
-
-/// The background jobs' shared state (`flush.rs`, `compact.rs`): what the
-/// flush and compaction threads wait on, the first error any job or the
-/// WAL met, and the lock that lets one compaction run at a time.
-pub(crate) struct Jobs {
-    pub state: RankedMutex<BgState>,
-    pub cv: Condvar,
-    /// Held while a compaction runs: one at a time, automatic or manual.
-    pub compaction: RankedMutex<()>,
-    /// Memtable bytes flushed per second of flushing, recent flushes
-    /// weighted most: what paces writers in the write buffer's soft zone.
-    pub drain_bytes_per_sec: AtomicU64,
-}
-
-/// What obsolete-file cleanup needs (`flush.rs`): the SSTs in use outside
-/// any version, and the lock that lets one collection run at a time.
-pub(crate) struct FileCleanup {
-    /// SSTs a running job uses: outputs being written, not yet in any
-    /// version, and compaction inputs being read. Never obsolete.
-    pub in_use: RankedMutex<std::collections::HashSet<u64>>,
-    /// Held while obsolete files are collected: the flush and compaction
-    /// threads both collect, and neither may delete what the other did.
-    pub collecting: RankedMutex<()>,
 }
 
 /// Everything shared between the handle, iterators, snapshots and the
@@ -476,7 +425,7 @@ impl Db {
     /// other owners remain. A second call does nothing.
     pub fn close(&self) -> Result<()> {
         let synced = self.shut_down(true);
-        let bg_error = self.inner.jobs.state.lock().error.as_ref().map(Error::duplicate);
+        let bg_error = self.inner.jobs.error();
         synced?;
         bg_error.map_or(Ok(()), Err)
     }
@@ -488,20 +437,16 @@ impl Db {
     fn shut_down(&self, sync: bool) -> Result<()> {
         let inner = &self.inner;
         let synced = inner.with_exclusive_writer(|| {
-            let writable = inner.jobs.state.lock().error.is_none();
+            let writable = !inner.jobs.failed();
             let synced = if sync && writable && !inner.read_only && !inner.is_closed() {
-                inner.writer.wal.lock().sync().map_err(|e| inner.set_bg_error(e))
+                inner.writer.sync_wal().map_err(|e| inner.set_bg_error(e))
             } else {
                 Ok(())
             };
             inner.lifecycle.close();
             synced
         });
-        {
-            let mut bg = inner.jobs.state.lock();
-            bg.shutting_down = true;
-            inner.jobs.cv.notify_all();
-        }
+        inner.jobs.stop();
         for handle in self.threads.lock().drain(..) {
             // A panic in a background thread is a bug; it already stopped
             // making progress, and there is nothing left to clean up.
@@ -515,7 +460,7 @@ impl Db {
         // hold file numbers it has not created yet: the next owner of the
         // directory must start above them. Without a writable MANIFEST
         // (an earlier failure, a read-only open) there is nothing to log.
-        let writable = inner.jobs.state.lock().error.is_none();
+        let writable = !inner.jobs.failed();
         let logged = if writable && !inner.read_only {
             versions.log_file_numbers().map_err(|e| inner.set_bg_error(e.into()))
         } else {

@@ -5,14 +5,12 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
-use parking_lot::Condvar;
-
 use crate::ranked::{Rank, RankedMutex};
 
 use super::counters::Counters;
 use super::sst_readers::SstReaders;
-use super::write::{WriteQueue, insert_batch};
-use super::{BgState, DbInner, FileCleanup, Jobs, SuperVersion, SuperVersionCell, WritePath};
+use super::write::insert_batch;
+use super::{DbInner, FileCleanup, Jobs, SuperVersion, SuperVersionCell, WritePath};
 use crate::codec::internal::{SEQNO_MAX, SeqNo};
 use crate::error::{Error, Result};
 use crate::files::{self, FileKind};
@@ -34,38 +32,8 @@ pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<DbInner
     let released = crate::io::DirectoryRelease::default();
     let fs: Arc<dyn crate::io::Fs> = Arc::new(crate::io::GuardedFs::new(opts.fs.clone(), released.clone()));
     let names = fs.list(dir)?;
-    let max_seen = names
-        .iter()
-        .filter_map(|n| match files::parse(n) {
-            Some(FileKind::Wal(x) | FileKind::Sst(x) | FileKind::Blob(x) | FileKind::Manifest(x)) => Some(x),
-            _ => None,
-        })
-        .max()
-        .unwrap_or(0);
-    let (versions, log_number, last_seqno) = if exists {
-        let (mut vs, rec) = VersionSet::recover(fs.clone(), dir, max_seen)?;
-        check_files_present(fs.as_ref(), dir, &vs, &names, rec.log_number)?;
-        if !read_only {
-            vs.start_new_manifest()?;
-        }
-        (vs, rec.log_number, rec.last_seqno)
-    } else {
-        // Leftovers of a creation that crashed before CURRENT was written.
-        for n in &names {
-            if matches!(files::parse(n), Some(FileKind::Manifest(_) | FileKind::Temp)) {
-                fs.remove(&dir.join(n))?;
-            }
-        }
-        (VersionSet::create(fs.clone(), dir)?, 0, 0)
-    };
-    let mut wals: Vec<u64> = names
-        .iter()
-        .filter_map(|n| match files::parse(n) {
-            Some(FileKind::Wal(x)) if x >= log_number => Some(x),
-            _ => None,
-        })
-        .collect();
-    wals.sort_unstable();
+    let (versions, log_number, last_seqno) = recover_versions(&fs, dir, &names, exists, read_only)?;
+    let wals = wals_to_replay(&names, log_number);
     let version = Arc::new(crate::version::Version::default());
     let inner = DbInner {
         dir: dir.to_path_buf(),
@@ -79,24 +47,9 @@ pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<DbInner
             imms: Vec::new(),
             version,
         }),
-        writer: WritePath {
-            queue: RankedMutex::new(Rank::WriteQueue, WriteQueue::default()),
-            cv: Condvar::new(),
-            wal: RankedMutex::new(Rank::Wal, LogWriter::new(Box::new(NoFile))),
-            last_seqno: AtomicU64::new(last_seqno),
-            visible_seqno: AtomicU64::new(last_seqno),
-            delay_owed_ns: std::sync::atomic::AtomicI64::new(0),
-        },
-        jobs: Jobs {
-            state: RankedMutex::new(Rank::Jobs, BgState::default()),
-            cv: Condvar::new(),
-            compaction: RankedMutex::new(Rank::Compaction, ()),
-            drain_bytes_per_sec: AtomicU64::new(0),
-        },
-        files: FileCleanup {
-            in_use: RankedMutex::new(Rank::InUse, std::collections::HashSet::new()),
-            collecting: RankedMutex::new(Rank::Collecting, ()),
-        },
+        writer: WritePath::new(LogWriter::new(Box::new(NoFile)), last_seqno),
+        jobs: Jobs::new(),
+        files: FileCleanup::new(),
         sst_readers: Arc::new(SstReaders::new(
             fs.clone(),
             dir.to_path_buf(),
@@ -119,6 +72,59 @@ pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<DbInner
         inner.delete_obsolete_files(true)?;
     }
     Ok(inner)
+}
+
+/// The version set of the database in `dir` (whose files are `names`),
+/// with the log number below which WALs are obsolete and the last seqno
+/// the MANIFEST knows: recovered from the MANIFEST (a writable open then
+/// starts a new one), or created for a new database.
+fn recover_versions(
+    fs: &Arc<dyn Fs>,
+    dir: &Path,
+    names: &[String],
+    exists: bool,
+    read_only: bool,
+) -> Result<(VersionSet, u64, SeqNo)> {
+    if !exists {
+        // Leftovers of a creation that crashed before CURRENT was written.
+        for n in names {
+            if matches!(files::parse(n), Some(FileKind::Manifest(_) | FileKind::Temp)) {
+                fs.remove(&dir.join(n))?;
+            }
+        }
+        return Ok((VersionSet::create(fs.clone(), dir)?, 0, 0));
+    }
+    // File numbers handed out from now on start above every one in the
+    // directory, whatever the MANIFEST logged.
+    let max_seen = names
+        .iter()
+        .filter_map(|n| match files::parse(n) {
+            Some(FileKind::Wal(x) | FileKind::Sst(x) | FileKind::Blob(x) | FileKind::Manifest(x)) => Some(x),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    let (mut vs, rec) = VersionSet::recover(fs.clone(), dir, max_seen)?;
+    check_files_present(fs.as_ref(), dir, &vs, names, rec.log_number)?;
+    if !read_only {
+        vs.start_new_manifest()?;
+    }
+    debug_assert!(vs.next_file_number() > max_seen, "a recovered set would hand out a number in use");
+    Ok((vs, rec.log_number, rec.last_seqno))
+}
+
+/// The WALs at or above `log_number` among `names`, oldest first: those
+/// whose writes may not be in any SST.
+fn wals_to_replay(names: &[String], log_number: u64) -> Vec<u64> {
+    let mut wals: Vec<u64> = names
+        .iter()
+        .filter_map(|n| match files::parse(n) {
+            Some(FileKind::Wal(x)) if x >= log_number => Some(x),
+            _ => None,
+        })
+        .collect();
+    wals.sort_unstable();
+    wals
 }
 
 /// Whether a database exists at `dir`, and the directory lock. A
@@ -404,8 +410,7 @@ impl DbInner {
             // The WALs' writes stay in memory: one memtable holds them all.
             let version = self.versions.lock().current();
             self.state.replace(|_| SuperVersion { mem: Arc::new(mem), imms: Vec::new(), version });
-            self.writer.last_seqno.store(max_seqno, std::sync::atomic::Ordering::Relaxed);
-            self.writer.visible_seqno.store(max_seqno, std::sync::atomic::Ordering::Release);
+            self.writer.publish(max_seqno);
             return Ok(());
         }
         let flushed = self.write_memtable(&[&mem])?;
@@ -423,15 +428,14 @@ impl DbInner {
             ..VersionEdit::default()
         };
         let version = self.versions.lock().log_and_apply(edit)?;
-        self.files.in_use.lock().clear();
-        *self.writer.wal.lock() = LogWriter::new(file);
+        self.files.release_all();
+        self.writer.replace_wal(LogWriter::new(file));
         self.state.replace(|_| SuperVersion {
             mem: Arc::new(Memtable::new(number)),
             imms: Vec::new(),
             version,
         });
-        self.writer.last_seqno.store(max_seqno, std::sync::atomic::Ordering::Relaxed);
-        self.writer.visible_seqno.store(max_seqno, std::sync::atomic::Ordering::Release);
+        self.writer.publish(max_seqno);
         Ok(())
     }
 }

@@ -2,7 +2,6 @@
 //! file per deeper level. The first version found decides.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use std::time::Instant;
 
@@ -21,7 +20,7 @@ use crate::row::layout::{ColumnSource, TableLayout};
 use crate::sst::block::Block;
 use crate::sst::filter::key_hash;
 use crate::sst::reader::LookupTrace;
-use crate::version::Version;
+use crate::version::{FileMeta, Version};
 
 impl DbInner {
     /// The seqno to read at and the state to read from. The state is loaded
@@ -41,7 +40,7 @@ impl DbInner {
         let sv = self.state.load_full();
         #[cfg(test)]
         between_loads::run();
-        let seqno = snapshot.unwrap_or_else(|| self.writer.visible_seqno.load(Ordering::Acquire));
+        let seqno = snapshot.unwrap_or_else(|| self.writer.visible_seqno());
         (seqno, sv)
     }
 
@@ -80,7 +79,7 @@ impl DbInner {
         let sv = self.state.load();
         #[cfg(test)]
         between_loads::run();
-        let seqno = snapshot.unwrap_or_else(|| self.writer.visible_seqno.load(Ordering::Acquire));
+        let seqno = snapshot.unwrap_or_else(|| self.writer.visible_seqno());
         let (mut f, mut out) = (Some(f), None);
         self.lookup(&sv, seqno, tree, user_key, layout, &mut |v| out = f.take().map(|f| f(v)))?;
         Ok(out)
@@ -101,88 +100,31 @@ impl DbInner {
         let timed = self.opts.timing_stats;
         let clock = timed.then(Instant::now);
         let mut timing = GetTiming::default();
-        for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
-            if let Some((trailer, value)) = mem.get(tree, user_key, seqno) {
-                self.counters.record_get(0);
-                if let Some(c) = clock {
-                    timing.memtable_ns = c.elapsed().as_nanos() as u64;
-                    self.counters.record_timing(&timing);
-                }
-                if is_put(trailer) {
-                    found(Value::Borrowed(value));
-                }
-                return Ok(());
+        if lookup_memtables(sv, seqno, tree, user_key, found) {
+            self.counters.record_get(0);
+            if let Some(c) = clock {
+                timing.memtable_ns = c.elapsed().as_nanos() as u64;
+                self.counters.record_timing(&timing);
             }
+            return Ok(());
         }
         timing.memtable_ns = clock.map_or(0, |c| c.elapsed().as_nanos() as u64);
         let Some(tree_version) = sv.version.tree(tree) else {
             return Err(Error::InvalidArgument(format!("unknown tree {tree}")));
         };
-        let hash = key_hash(user_key);
+        let wanted = Wanted { tree, user_key, hash: key_hash(user_key), seqno, layout };
         // Each file's filter line is a cache miss of its own at scale; load
         // them all first so the misses overlap (files not yet opened are
         // opened by the loop below).
         let touched = tree_version
             .files_for_key(user_key)
             .filter_map(|file| file.reader.get())
-            .fold(0, |acc, reader| acc ^ reader.touch_filter(hash));
+            .fold(0, |acc, reader| acc ^ reader.touch_filter(wanted.hash));
         std::hint::black_box(touched);
         let mut probes = 0;
         for file in tree_version.files_for_key(user_key) {
             probes += 1;
-            let reader = self.sst_readers.reader(tree, file)?;
-            let mut trace = LookupTrace { timed, ..LookupTrace::default() };
-            let probe = timed.then(Instant::now);
-            // The filter before the row cache: a key the file lacks costs
-            // no hash lookup.
-            let mut answer = None;
-            // The block a found value is borrowed from.
-            let block;
-            if !reader.filter_hash_traced(hash, &mut trace) {
-                self.counters.record_lookup(&trace);
-            } else if let Some((trailer, value)) =
-                self.row_cache.as_ref().and_then(|r| r.get(file.number, user_key, seqno))
-            {
-                // Counted by the row cache, not as a probe of the file's index.
-                answer = Some((trailer, Value::Shared(value)));
-            } else {
-                if let Some((fetched, i)) = reader.find(user_key, seqno, &mut trace)? {
-                    block = fetched;
-                    let trailer = block.rows().trailer(i);
-                    // This lookup saw every version in the file: it found the newest.
-                    let row_cache = self.row_cache.as_ref().filter(|_| seqno >= file.max_seqno);
-                    // A key-value block's value is the row bytes of the
-                    // key-value layout; a table block's rows are its columns.
-                    let value = match (layout, block.cached()) {
-                        (Some(_), Some(cached)) if !cached.is_key_value() => Value::TableRow(cached, i),
-                        _ => Value::Borrowed(block.rows().value(i)),
-                    };
-                    if let Some(row_cache) = row_cache {
-                        row_cache.insert(file.number, user_key, trailer, value.cached_bytes(layout)?);
-                    }
-                    answer = Some((trailer, value));
-                }
-                self.counters.record_lookup(&trace);
-            }
-            if let Some(p) = probe {
-                timing.add_probe(&trace, p.elapsed().as_nanos() as u64);
-            }
-            if let Some((trailer, value)) = answer {
-                self.counters.record_get(probes);
-                if timed {
-                    self.counters.record_timing(&timing);
-                }
-                match unpack_trailer(trailer) {
-                    Some((_, Kind::Put)) => found(value),
-                    Some((_, Kind::Blob)) => {
-                        found(Value::Shared(self.read_blob_cold(
-                            &sv.version,
-                            value.as_slice(),
-                            reader.path(),
-                        )?));
-                    }
-                    _ => {}
-                }
+            if self.probe_file(sv, file, &wanted, probes, &mut timing, found)? {
                 return Ok(());
             }
         }
@@ -192,6 +134,110 @@ impl DbInner {
         }
         Ok(())
     }
+
+    /// Looks `wanted` up in one SST, the `probes`-th of the lookup: whether
+    /// the file decides it (its newest version is there; a value is handed
+    /// to `found`). The filter is asked before the row cache, so a key the
+    /// file lacks costs no hash lookup.
+    #[inline]
+    fn probe_file(
+        &self,
+        sv: &SuperVersion,
+        file: &FileMeta,
+        wanted: &Wanted<'_>,
+        probes: u64,
+        timing: &mut GetTiming,
+        found: &mut dyn FnMut(Value<'_>),
+    ) -> Result<bool> {
+        let timed = self.opts.timing_stats;
+        let reader = self.sst_readers.reader(wanted.tree, file)?;
+        let mut trace = LookupTrace { timed, ..LookupTrace::default() };
+        let probe = timed.then(Instant::now);
+        let mut answer = None;
+        // The block a found value is borrowed from.
+        let block;
+        if !reader.filter_hash_traced(wanted.hash, &mut trace) {
+            self.counters.record_lookup(&trace);
+        } else if let Some((trailer, value)) =
+            self.row_cache.as_ref().and_then(|r| r.get(file.number, wanted.user_key, wanted.seqno))
+        {
+            // Counted by the row cache, not as a probe of the file's index.
+            answer = Some((trailer, Value::Shared(value)));
+        } else {
+            if let Some((fetched, i)) = reader.find(wanted.user_key, wanted.seqno, &mut trace)? {
+                block = fetched;
+                let trailer = block.rows().trailer(i);
+                // This lookup saw every version in the file: it found the newest.
+                let row_cache = self.row_cache.as_ref().filter(|_| wanted.seqno >= file.max_seqno);
+                // A key-value block's value is the row bytes of the
+                // key-value layout; a table block's rows are its columns.
+                let value = match (wanted.layout, block.cached()) {
+                    (Some(_), Some(cached)) if !cached.is_key_value() => Value::TableRow(cached, i),
+                    _ => Value::Borrowed(block.rows().value(i)),
+                };
+                if let Some(row_cache) = row_cache {
+                    row_cache.insert(
+                        file.number,
+                        wanted.user_key,
+                        trailer,
+                        value.cached_bytes(wanted.layout)?,
+                    );
+                }
+                answer = Some((trailer, value));
+            }
+            self.counters.record_lookup(&trace);
+        }
+        if let Some(p) = probe {
+            timing.add_probe(&trace, p.elapsed().as_nanos() as u64);
+        }
+        let Some((trailer, value)) = answer else {
+            return Ok(false);
+        };
+        self.counters.record_get(probes);
+        if timed {
+            self.counters.record_timing(timing);
+        }
+        match unpack_trailer(trailer) {
+            Some((_, Kind::Put)) => found(value),
+            Some((_, Kind::Blob)) => {
+                found(Value::Shared(self.read_blob_cold(&sv.version, value.as_slice(), reader.path())?));
+            }
+            _ => {}
+        }
+        Ok(true)
+    }
+}
+
+/// What one lookup looks for.
+struct Wanted<'a> {
+    tree: TreeId,
+    user_key: &'a [u8],
+    /// The key's filter hash, computed once for every file.
+    hash: u64,
+    seqno: SeqNo,
+    layout: Option<&'a TableLayout>,
+}
+
+/// Whether the memtables (active, then immutable, newest first) decide
+/// `user_key`: its newest version at `seqno` is in one of them. A value is
+/// handed to `found`.
+#[inline]
+fn lookup_memtables(
+    sv: &SuperVersion,
+    seqno: SeqNo,
+    tree: TreeId,
+    user_key: &[u8],
+    found: &mut dyn FnMut(Value<'_>),
+) -> bool {
+    for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
+        if let Some((trailer, value)) = mem.get(tree, user_key, seqno) {
+            if is_put(trailer) {
+                found(Value::Borrowed(value));
+            }
+            return true;
+        }
+    }
+    false
 }
 
 impl DbInner {

@@ -3,7 +3,6 @@
 
 use std::ops::RangeBounds;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
@@ -28,7 +27,7 @@ impl std::fmt::Debug for Snapshot {
 impl Snapshot {
     pub(crate) fn new(inner: Arc<DbInner>) -> Snapshot {
         let mut live = inner.snapshots.lock();
-        let seqno = inner.writer.visible_seqno.load(Ordering::Acquire);
+        let seqno = inner.writer.visible_seqno();
         *live.entry(seqno).or_insert(0) += 1;
         drop(live);
         Snapshot { inner, seqno }

@@ -176,7 +176,7 @@ impl DbInner {
             },
         );
         Stats {
-            last_seqno: self.writer.visible_seqno.load(Ordering::Acquire),
+            last_seqno: self.writer.visible_seqno(),
             batches_written: get(&c.batches),
             write_groups: get(&c.groups),
             wal_bytes_written: get(&c.wal_bytes),

@@ -4,21 +4,24 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Instant;
 
 use super::index::GroupOverlay;
+use super::jobs::Interrupted;
 use super::write_buffer::{self, StallAction, WriteBufferState};
 use super::{DbInner, SuperVersion};
 use crate::catalog::TreeKind;
-use crate::codec::internal::{Kind, SEQNO_MAX, pack_trailer};
+use crate::codec::internal::{Kind, SEQNO_MAX, SeqNo, pack_trailer};
 use crate::error::{Error, Result};
 use crate::files;
 use crate::log::writer::LogWriter;
 use crate::memtable::{ENTRY_OVERHEAD_BYTES, MemInserter, Memtable};
+use crate::ranked::{Rank, RankedMutex};
 use crate::row::{self, layout::TableLayout};
 use crate::version::Version;
 use crate::wal::batch::{self, BatchEntry, EncodedRows, WriteBatch};
+use parking_lot::Condvar;
 use std::path::Path;
 
 /// How often a stalled writer re-checks the write-buffer state even without
@@ -42,9 +45,74 @@ struct Request {
     rejected: Option<Error>,
 }
 
+/// The write path's state: the group-commit queue whose leader alone
+/// appends to the WAL, and the seqnos it hands out. Its locks are taken in
+/// this file only.
+pub(crate) struct WritePath {
+    queue: RankedMutex<WriteQueue>,
+    /// Notified when a leader hands over (its group's results are in).
+    handed_over: Condvar,
+    /// The WAL; only the group-commit leader (or the owner of the
+    /// exclusive writer right) touches it.
+    wal: RankedMutex<LogWriter>,
+    /// Last seqno assigned by the leader.
+    last_seqno: AtomicU64,
+    /// Last seqno whose writes are all in the memtable: the default snapshot.
+    visible_seqno: AtomicU64,
+    /// Delay owed by write groups in the soft zone, in nanoseconds (may be
+    /// negative: time overslept). Short delays add up here and are slept
+    /// once they reach a millisecond, as a sleep of tens of microseconds
+    /// overshoots by as much again.
+    delay_owed_ns: AtomicI64,
+}
+
+impl WritePath {
+    /// A write path whose last write was `last_seqno`, appending to `wal`.
+    pub(crate) fn new(wal: LogWriter, last_seqno: SeqNo) -> WritePath {
+        WritePath {
+            queue: RankedMutex::new(Rank::WriteQueue, WriteQueue::default()),
+            handed_over: Condvar::new(),
+            wal: RankedMutex::new(Rank::Wal, wal),
+            last_seqno: AtomicU64::new(last_seqno),
+            visible_seqno: AtomicU64::new(last_seqno),
+            delay_owed_ns: AtomicI64::new(0),
+        }
+    }
+
+    /// The last seqno handed out. Exact for the owner of the write path;
+    /// a lower bound for anyone else.
+    pub(crate) fn last_seqno(&self) -> SeqNo {
+        self.last_seqno.load(Ordering::Relaxed)
+    }
+
+    /// The last seqno whose writes are all readable: the default snapshot.
+    pub(crate) fn visible_seqno(&self) -> SeqNo {
+        self.visible_seqno.load(Ordering::Acquire)
+    }
+
+    /// Makes every write up to `seqno` readable. Only the owner of the
+    /// write path publishes, and seqnos only grow.
+    pub(crate) fn publish(&self, seqno: SeqNo) {
+        debug_assert!(seqno >= self.last_seqno(), "seqno {seqno} published after {}", self.last_seqno());
+        self.last_seqno.store(seqno, Ordering::Relaxed);
+        self.visible_seqno.store(seqno, Ordering::Release);
+    }
+
+    /// Appends from now on to `wal` (recovery's new WAL). The caller owns
+    /// the write path.
+    pub(crate) fn replace_wal(&self, wal: LogWriter) {
+        *self.wal.lock() = wal;
+    }
+
+    /// Syncs the WAL. The caller owns the write path.
+    pub(crate) fn sync_wal(&self) -> Result<()> {
+        self.wal.lock().sync()
+    }
+}
+
 /// The queue of writers and the leader flag.
 #[derive(Default)]
-pub(crate) struct WriteQueue {
+struct WriteQueue {
     pending: VecDeque<Request>,
     /// Someone (a group leader, or a flush switching memtables) owns the WAL
     /// and the memtable insert path.
@@ -84,7 +152,7 @@ impl DbInner {
                         (0..16).for_each(|_| std::hint::spin_loop());
                     });
                 } else {
-                    q.wait(&self.writer.cv);
+                    q.wait(&self.writer.handed_over);
                 }
                 continue;
             }
@@ -110,7 +178,7 @@ impl DbInner {
                 q.results.insert(r.id, result);
             }
             q.leader_active = false;
-            self.writer.cv.notify_all();
+            self.writer.handed_over.notify_all();
         }
     }
 
@@ -186,7 +254,7 @@ impl DbInner {
         let incoming: usize =
             group.iter().map(|r| r.batch.encoded_len() + r.batch.len() * ENTRY_OVERHEAD_BYTES).sum();
         self.make_room(incoming)?;
-        let last = self.writer.last_seqno.load(Ordering::Relaxed);
+        let last = self.writer.last_seqno();
         {
             // Index upkeep reads the state every earlier group left (the
             // leader published it before handing over).
@@ -212,30 +280,51 @@ impl DbInner {
             seqno += r.batch.len() as u64;
         }
         let sync = group.iter().any(|r| r.sync);
-        let wal_bytes = {
-            let mut wal = self.writer.wal.lock();
-            let before = wal.len();
-            let appended =
-                wal.append(group.iter().filter(|r| r.rejected.is_none()).map(|r| r.batch.sealed_bytes()));
-            let synced = appended.and_then(|()| if sync { wal.sync() } else { Ok(()) });
-            if let Err(e) = synced {
-                // The WAL may now hold a partial group: no later write may be
-                // acknowledged after it, so writes stop here.
-                return Err(self.set_bg_error(e));
-            }
-            wal.len() - before
-        };
+        let wal_bytes = self.append_to_wal(group, sync)?;
+        let inserted = self.insert_group(group, first)?;
+        // Each seqno the group sealed is in the memtable, none twice.
+        debug_assert_eq!(
+            inserted, seqno,
+            "the group sealed seqnos {first}..{seqno} but inserted up to {inserted}"
+        );
+        self.counters.record_memtable_bytes(self.write_buffer_state(0).total_bytes);
+        self.writer.publish(seqno - 1);
+        self.counters.record_group(group.len() as u64, wal_bytes, sync);
+        Ok(())
+    }
+
+    /// Appends the group's accepted batches to the WAL in one write, synced
+    /// if any writer asked; returns the bytes appended. A failure stops
+    /// writes: the WAL may now hold part of the group, and no later write
+    /// may be acknowledged after it.
+    fn append_to_wal(&self, group: &[Request], sync: bool) -> Result<u64> {
+        let mut wal = self.writer.wal.lock();
+        let before = wal.len();
+        let appended =
+            wal.append(group.iter().filter(|r| r.rejected.is_none()).map(|r| r.batch.sealed_bytes()));
+        let synced = appended.and_then(|()| if sync { wal.sync() } else { Ok(()) });
+        if let Err(e) = synced {
+            return Err(self.set_bg_error(e));
+        }
+        Ok(wal.len() - before)
+    }
+
+    /// Inserts the group's accepted (logged) batches into the active
+    /// memtable, the first at seqno `first`; returns the seqno after the
+    /// last. A logged batch was validated and cannot fail to insert; if one
+    /// does, the memtable no longer matches the WAL, and writes stop.
+    fn insert_group(&self, group: &mut [Request], first: SeqNo) -> Result<SeqNo> {
         let (mem, version) = {
             let sv = self.state.load();
             (sv.mem.clone(), sv.version.clone())
         };
         let mut inserter = mem.inserter();
-        let mut first = first;
+        let mut next = first;
         for r in group.iter_mut().filter(|r| r.rejected.is_none()) {
             let batch = std::mem::take(&mut r.batch);
             let result = insert_entries(
                 &mut inserter,
-                first,
+                next,
                 batch.entries(),
                 Some(batch.encoded_rows()),
                 &version,
@@ -243,19 +332,12 @@ impl DbInner {
                 0,
             );
             if let Err(e) = result {
-                // A batch that was validated and logged cannot fail to insert;
-                // if it does, the memtable no longer matches the WAL.
                 debug_assert!(false, "inserting a logged batch failed: {e}");
                 return Err(self.set_bg_error(e));
             }
-            first += batch.len() as u64;
+            next += batch.len() as u64;
         }
-        drop(inserter);
-        self.counters.record_memtable_bytes(self.write_buffer_state(0).total_bytes);
-        self.writer.last_seqno.store(seqno - 1, Ordering::Relaxed);
-        self.writer.visible_seqno.store(seqno - 1, Ordering::Release);
-        self.counters.record_group(group.len() as u64, wal_bytes, sync);
-        Ok(())
+        Ok(next)
     }
 
     /// Commits `batch` as a group of its own; the caller owns the write
@@ -275,20 +357,15 @@ impl DbInner {
         if self.read_only {
             return Err(Error::ReadOnly(format!("{} was opened read-only", self.dir.display())));
         }
-        match &self.jobs.state.lock().error {
-            Some(e) => Err(Error::Closed(format!("writes stopped after an earlier error: {e}"))),
+        match self.jobs.error() {
+            Some(e) => Err(stopped_by(&e)),
             None => Ok(()),
         }
     }
 
     /// Records the first fatal error and returns it.
     pub(crate) fn set_bg_error(&self, e: Error) -> Error {
-        let mut bg = self.jobs.state.lock();
-        if bg.error.is_none() {
-            bg.error = Some(e.duplicate());
-        }
-        self.jobs.cv.notify_all();
-        e
+        self.jobs.fail(e)
     }
 
     /// What the write-buffer manager needs to decide on a group of
@@ -303,7 +380,7 @@ impl DbInner {
             immutables: memtables.immutables,
             l0_files,
             incoming_bytes: incoming,
-            drain_bytes_per_sec: self.jobs.drain_bytes_per_sec.load(Ordering::Relaxed),
+            drain_bytes_per_sec: self.jobs.drain_rate(),
         }
     }
 
@@ -324,20 +401,23 @@ impl DbInner {
                 StallAction::SwitchMemtable => self.switch_memtable()?,
                 StallAction::WaitForFlush | StallAction::WaitForCompaction => {
                     waited.get_or_insert_with(Instant::now);
-                    let mut bg = self.jobs.state.lock();
-                    if let Some(e) = &bg.error {
-                        return Err(Error::Closed(format!("writes stopped after an earlier error: {e}")));
-                    }
-                    // The background threads are gone: nothing would make room.
-                    if bg.shutting_down {
-                        return Err(Error::Closed("the database is closed".into()));
-                    }
-                    // Re-check under the lock the background threads notify
-                    // under, so a wake-up cannot be missed; the timeout is a
-                    // second guard.
-                    let again = write_buffer::decide(&self.write_buffer_state(incoming), &self.opts);
-                    if matches!(again, StallAction::WaitForFlush | StallAction::WaitForCompaction) {
-                        bg.wait_for(&self.jobs.cv, STALL_RECHECK);
+                    // Re-checked under the lock the background threads
+                    // wake under, so a wake-up cannot be missed; the
+                    // recheck interval is a second guard. Once the room is
+                    // there the policy decides again (it may delay).
+                    let stalled = || {
+                        matches!(
+                            write_buffer::decide(&self.write_buffer_state(incoming), &self.opts),
+                            StallAction::WaitForFlush | StallAction::WaitForCompaction
+                        )
+                    };
+                    match self.jobs.wait_while(Some(STALL_RECHECK), stalled) {
+                        Ok(()) => {}
+                        Err(Interrupted::Failed(e)) => return Err(stopped_by(&e)),
+                        // The background threads are gone: nothing would make room.
+                        Err(Interrupted::Stopping) => {
+                            return Err(Error::Closed("the database is closed".into()));
+                        }
                     }
                 }
             }
@@ -398,8 +478,7 @@ impl DbInner {
             imms.extend(s.imms.iter().cloned());
             SuperVersion { mem: Arc::new(Memtable::new(number)), imms, version: s.version.clone() }
         });
-        let _bg = self.jobs.state.lock();
-        self.jobs.cv.notify_all();
+        self.jobs.wake();
         Ok(())
     }
 
@@ -417,13 +496,13 @@ impl DbInner {
                 }
                 let mut q = self.0.writer.queue.lock();
                 q.leader_active = false;
-                self.0.writer.cv.notify_all();
+                self.0.writer.handed_over.notify_all();
             }
         }
         {
             let mut q = self.writer.queue.lock();
             while q.leader_active {
-                q.wait(&self.writer.cv);
+                q.wait(&self.writer.handed_over);
             }
             q.leader_active = true;
             // An exclusive owner may fsync or switch memtables: writers
@@ -438,7 +517,7 @@ impl DbInner {
     pub(crate) fn sync_wal(&self) -> Result<()> {
         self.check_writable()?;
         // A failed fsync leaves the WAL's durable state unknown: stop writes.
-        self.with_exclusive_writer(|| self.writer.wal.lock().sync().map_err(|e| self.set_bg_error(e)))
+        self.with_exclusive_writer(|| self.writer.sync_wal().map_err(|e| self.set_bg_error(e)))
     }
 }
 
@@ -522,6 +601,11 @@ fn decode_arrow_entry(layout: &TableLayout, ipc: &[u8], delete: bool, rows: u32)
         layout.check_batch(&batch)?;
     }
     row::encode_rows(layout, &batch, delete)
+}
+
+/// The error a write gets once `e` stopped writes.
+fn stopped_by(e: &Error) -> Error {
+    Error::Closed(format!("writes stopped after an earlier error: {e}"))
 }
 
 #[cfg(test)]

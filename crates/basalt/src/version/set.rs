@@ -233,6 +233,18 @@ impl VersionSet {
     pub fn log_and_apply(&mut self, mut edit: VersionEdit) -> std::result::Result<Arc<Version>, EditFailure> {
         let manifest_path = self.dir.join(files::manifest(self.manifest_number));
         let next = self.current.apply(&edit, &manifest_path, 0).map_err(EditFailure::Refused)?;
+        // What every edit the engine makes keeps true (a refused edit came
+        // from the caller's bug, and so does a broken invariant).
+        debug_assert!(
+            next.broken_invariant().is_none(),
+            "edit breaks the version: {:?}",
+            next.broken_invariant()
+        );
+        debug_assert!(
+            edit.files_added.iter().all(|(_, _, f)| f.number < self.next_file_number)
+                && edit.blob_files_added.iter().all(|b| b.number < self.next_file_number),
+            "an edit adds a file whose number was never handed out"
+        );
         edit.next_file_number = Some(self.next_file_number);
         let too_big = self.manifest.as_ref().is_none_or(|m| m.len() > MANIFEST_BYTES_MAX);
         let saved = (self.current.clone(), self.log_number, self.last_seqno);

@@ -130,6 +130,41 @@ impl Version {
         Ok(next)
     }
 
+    /// The first broken invariant of this version, if any: a file number
+    /// appears once; a file's smallest key is not above its largest; below
+    /// L0 a level's files are in key order and share no user key; every
+    /// blob file an SST points into is live. Asked after every edit in
+    /// debug builds (`VersionSet::log_and_apply`).
+    pub fn broken_invariant(&self) -> Option<String> {
+        let mut numbers = std::collections::HashSet::new();
+        for (id, tree) in &self.trees {
+            for (level, files) in tree.levels.iter().enumerate() {
+                for f in files {
+                    if !numbers.insert(f.number) {
+                        return Some(format!("file {} appears twice (tree {id})", f.number));
+                    }
+                    if f.smallest.user_key > f.largest.user_key {
+                        return Some(format!("file {} of tree {id}: smallest key above largest", f.number));
+                    }
+                    if let Some((blob, _)) = f.blob_refs.iter().find(|(b, _)| !self.blobs.contains_key(b)) {
+                        return Some(format!("file {} points into blob file {blob}, not live", f.number));
+                    }
+                }
+                if level == 0 {
+                    continue;
+                }
+                if let Some(pair) = files.windows(2).find(|p| p[0].largest.user_key >= p[1].smallest.user_key)
+                {
+                    return Some(format!(
+                        "tree {id} level {level}: files {} and {} overlap or are out of order",
+                        pair[0].number, pair[1].number
+                    ));
+                }
+            }
+        }
+        None
+    }
+
     /// Every (blob file, value bytes) pointer count of every SST.
     pub fn blob_references(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         self.trees.values().flat_map(|t| t.all_files().flat_map(|(_, f)| f.blob_refs.iter().copied()))

@@ -74,7 +74,7 @@ pub(super) fn create(table: &Table, name: &str, columns: &[&str], opts: &IndexOp
             // The backfill's entries were logged unsynced: they must be
             // durable before the MANIFEST says the index is whole, or a
             // power loss would leave a built index missing them.
-            inner.writer.wal.lock().sync().map_err(|e| inner.set_bg_error(e))?;
+            inner.writer.sync_wal().map_err(|e| inner.set_bg_error(e))?;
             let record = TreeKindRecord::Index {
                 table: table.tree(),
                 unique: opts.unique,
@@ -90,7 +90,7 @@ pub(super) fn create(table: &Table, name: &str, columns: &[&str], opts: &IndexOp
                 imms: s.imms.clone(),
                 version,
             });
-            let ready = inner.writer.last_seqno.load(std::sync::atomic::Ordering::Relaxed);
+            let ready = inner.writer.last_seqno();
             inner.indexes.ready.lock().insert(index, ready);
             Ok(())
         })
@@ -179,7 +179,7 @@ fn write_step(
             .collect();
         drop(builds);
         if unique {
-            let seqno = inner.writer.last_seqno.load(std::sync::atomic::Ordering::Relaxed);
+            let seqno = inner.writer.last_seqno();
             let mut own = GroupOverlay::default();
             let entries: BTreeMap<Vec<u8>, bool> = fresh.iter().map(|e| (e.key.clone(), true)).collect();
             own.set_entries(index, entries);
