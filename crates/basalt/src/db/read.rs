@@ -100,11 +100,14 @@ impl DbInner {
         let timed = self.opts.timing_stats;
         let clock = timed.then(Instant::now);
         let mut timing = GetTiming::default();
-        if lookup_memtables(sv, seqno, tree, user_key, found) {
+        if let Some((trailer, value)) = newest_in_memtables(sv, seqno, tree, user_key) {
             self.counters.record_get(0);
             if let Some(c) = clock {
                 timing.memtable_ns = c.elapsed().as_nanos() as u64;
                 self.counters.record_timing(&timing);
+            }
+            if is_put(trailer) {
+                found(Value::Borrowed(value));
             }
             return Ok(());
         }
@@ -218,26 +221,17 @@ struct Wanted<'a> {
     layout: Option<&'a TableLayout>,
 }
 
-/// Whether the memtables (active, then immutable, newest first) decide
-/// `user_key`: its newest version at `seqno` is in one of them. A value is
-/// handed to `found`.
+/// The newest version of `user_key` at `seqno` in the memtables (active,
+/// then immutable, newest first), as its trailer and value, if one holds
+/// it: then it decides the lookup.
 #[inline]
-fn lookup_memtables(
-    sv: &SuperVersion,
+fn newest_in_memtables<'a>(
+    sv: &'a SuperVersion,
     seqno: SeqNo,
     tree: TreeId,
     user_key: &[u8],
-    found: &mut dyn FnMut(Value<'_>),
-) -> bool {
-    for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
-        if let Some((trailer, value)) = mem.get(tree, user_key, seqno) {
-            if is_put(trailer) {
-                found(Value::Borrowed(value));
-            }
-            return true;
-        }
-    }
-    false
+) -> Option<(u64, &'a [u8])> {
+    std::iter::once(&sv.mem).chain(sv.imms.iter()).find_map(|mem| mem.get(tree, user_key, seqno))
 }
 
 impl DbInner {
