@@ -58,6 +58,59 @@ struct UniqueCheck<'c> {
     entry: IndexEntry,
 }
 
+/// What index upkeep gathers for one batch before it is checked and
+/// applied: the batch's own overlay, the index changes, the unique entries
+/// to check, and the rows of indexes being built it wrote.
+#[derive(Default)]
+struct BatchUpkeep<'c> {
+    mine: GroupOverlay,
+    ops: Vec<IndexOp>,
+    unique: Vec<UniqueCheck<'c>>,
+    touched: Vec<(TreeId, Bytes)>,
+}
+
+impl<'c> BatchUpkeep<'c> {
+    /// Records what one row's change (from `old` to `new` values; `None`
+    /// for absent) does to one index: its old entry deleted, its new one
+    /// put (checked against the key limits), a unique one kept for the
+    /// check. An index being built may not hold the old entry yet, and its
+    /// backfill skips this row from now on: it gets its entry here even
+    /// when the indexed values did not change.
+    fn change_entry(
+        &mut self,
+        db: &DbInner,
+        (index, tree, def): (TreeId, &'c TreeDef, &'c IndexDef),
+        user_key: &Bytes,
+        old: Option<&RowValues>,
+        new: Option<&RowValues>,
+    ) -> Result<()> {
+        let old_entry = old.map(|v| def.layout.entry(user_key, v));
+        let new_entry = new.map(|v| def.layout.entry(user_key, v));
+        if def.building {
+            self.touched.push((index, user_key.clone()));
+        }
+        if old_entry == new_entry && !def.building {
+            return Ok(());
+        }
+        let entries = self.mine.entries.entry(index).or_default();
+        if let Some(o) = old_entry
+            && new_entry.as_ref().is_none_or(|n| n.key != o.key)
+        {
+            entries.insert(o.key.clone(), false);
+            self.ops.push(IndexOp::Delete { index, key: o.key });
+        }
+        if let Some(n) = new_entry {
+            db.check_index_entry(&tree.name, &n)?;
+            entries.insert(n.key.clone(), true);
+            self.ops.push(IndexOp::Put { index, key: n.key.clone(), value: n.value.clone() });
+            if def.unique && !n.has_null {
+                self.unique.push(UniqueCheck { index, tree, def, entry: n });
+            }
+        }
+        Ok(())
+    }
+}
+
 impl GroupOverlay {
     /// Sets the entries of one index (a backfill step's own).
     pub(super) fn set_entries(&mut self, index: TreeId, entries: BTreeMap<Vec<u8>, bool>) {
@@ -107,10 +160,7 @@ impl DbInner {
         if self.indexes.skip_upkeep.load(std::sync::atomic::Ordering::Relaxed) {
             return Ok(());
         }
-        let mut mine = GroupOverlay::default();
-        let mut ops = Vec::new();
-        let mut unique = Vec::new();
-        let mut touched: Vec<(TreeId, Bytes)> = Vec::new();
+        let mut upkeep = BatchUpkeep::default();
         for (table, kind, rows) in batch.table_writes() {
             let indexes: Vec<_> = catalog.indexes_of(table).collect();
             let Some(layout) = indexes.first().map(|(_, _, def)| def.layout.table().clone()) else {
@@ -118,65 +168,49 @@ impl DbInner {
             };
             for (user_key, row) in &rows.rows {
                 let at = (table, user_key.clone());
-                let old = match mine.rows.get(&at).or_else(|| group.rows.get(&at)) {
+                let old = match upkeep.mine.rows.get(&at).or_else(|| group.rows.get(&at)) {
                     Some(known) => known.clone(),
                     None => self.current_row(sv, seqno, table, user_key, &layout)?,
                 };
                 let new = (kind == Kind::Put).then(|| row.clone());
                 let old_values = old.as_ref().map(|r| RowValues::parse(&layout, user_key, r)).transpose()?;
                 let new_values = new.as_ref().map(|r| RowValues::parse(&layout, user_key, r)).transpose()?;
-                for &(index, tree, def) in &indexes {
-                    let old_entry = old_values.as_ref().map(|v| def.layout.entry(user_key, v));
-                    let new_entry = new_values.as_ref().map(|v| def.layout.entry(user_key, v));
-                    if def.building {
-                        touched.push((index, user_key.clone()));
-                    }
-                    // An index being built may not hold the old entry yet,
-                    // and its backfill skips this row from now on: it gets
-                    // its entry here even when the indexed values did not
-                    // change.
-                    if old_entry == new_entry && !def.building {
-                        continue;
-                    }
-                    let entries = mine.entries.entry(index).or_default();
-                    if let Some(o) = old_entry
-                        && new_entry.as_ref().is_none_or(|n| n.key != o.key)
-                    {
-                        entries.insert(o.key.clone(), false);
-                        ops.push(IndexOp::Delete { index, key: o.key });
-                    }
-                    if let Some(n) = new_entry {
-                        self.check_index_entry(&tree.name, &n)?;
-                        entries.insert(n.key.clone(), true);
-                        ops.push(IndexOp::Put { index, key: n.key.clone(), value: n.value.clone() });
-                        if def.unique && !n.has_null {
-                            unique.push(UniqueCheck { index, tree, def, entry: n });
-                        }
-                    }
+                for &index in &indexes {
+                    upkeep.change_entry(self, index, user_key, old_values.as_ref(), new_values.as_ref())?;
                 }
-                mine.rows.insert((table, user_key.clone()), new);
+                upkeep.mine.rows.insert(at, new);
             }
         }
-        for c in &unique {
+        for c in &upkeep.unique {
             // An entry a later row of the batch removed again is not checked.
-            if mine.entries.get(&c.index).and_then(|e| e.get(&c.entry.key)) != Some(&true) {
+            if upkeep.mine.entries.get(&c.index).and_then(|e| e.get(&c.entry.key)) != Some(&true) {
                 continue;
             }
-            self.check_unique_entry(sv, seqno, c.index, c.tree, &c.def.layout, &c.entry, &[&mine, group])?;
+            self.check_unique_entry(
+                sv,
+                seqno,
+                c.index,
+                c.tree,
+                &c.def.layout,
+                &c.entry,
+                &[&upkeep.mine, group],
+            )?;
         }
-        for op in ops {
+        // Checked: from here on nothing fails, and the batch takes its
+        // index changes.
+        for op in upkeep.ops {
             match op {
                 IndexOp::Put { index, key, value } => batch.put_raw(index, &key, &value),
                 IndexOp::Delete { index, key } => batch.delete_raw(index, &key),
             }
         }
-        if !touched.is_empty() {
+        if !upkeep.touched.is_empty() {
             let mut builds = self.indexes.builds.lock();
-            for (index, user_key) in touched {
+            for (index, user_key) in upkeep.touched {
                 builds.entry(index).or_default().insert(user_key);
             }
         }
-        group.absorb(mine);
+        group.absorb(upkeep.mine);
         Ok(())
     }
 
