@@ -200,12 +200,13 @@ impl DbInner {
         // The files this compaction wrote, held since their numbers were
         // handed out; a trivial move wrote none (its files are inputs,
         // which the caller holds and releases).
-        let mut numbers: Vec<u64> = Vec::new();
-        if !task.is_trivial_move() {
-            numbers.extend(edit.files_added.iter().map(|(_, _, f)| f.number));
-            numbers.extend(edit.blob_files_added.iter().map(|b| b.number));
-        }
-        let ssts = numbers.len() - edit.blob_files_added.len().min(numbers.len());
+        let (numbers, ssts) = if task.is_trivial_move() {
+            (Vec::new(), 0)
+        } else {
+            let ssts = edit.files_added.iter().map(|(_, _, f)| f.number);
+            let blobs = edit.blob_files_added.iter().map(|b| b.number);
+            (ssts.chain(blobs).collect::<Vec<u64>>(), edit.files_added.len())
+        };
         let installed = {
             let mut versions = self.versions.lock();
             // A tree dropped while this ran: its outputs are garbage, left

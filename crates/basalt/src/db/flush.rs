@@ -1,5 +1,6 @@
 //! Flushing: the background thread that turns immutable memtables into L0
-//! SSTs, logs them to the MANIFEST, and deletes files no version needs.
+//! SSTs and logs them to the MANIFEST; the WALs it makes obsolete are
+//! deleted by `cleanup.rs`.
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
