@@ -137,7 +137,7 @@ impl Sst {
 
     /// A cursor over the entries, unpositioned.
     pub fn cursor(&self) -> SstCursor {
-        SstCursor(SstIter::new(self.reader.clone()))
+        SstCursor(SstIter::new(self.reader.clone(), crate::sst::Blocks::Cached))
     }
 
     /// Reads every entry in order, checking each block, and returns how

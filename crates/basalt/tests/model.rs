@@ -28,11 +28,30 @@ fn check_range(db: &Db, model: &Model, rng: &mut StdRng, snapshot: Option<&Snaps
     let direction = if forward { Direction::Forward } else { Direction::Reverse };
     let want = model_range(model, &lo, &hi, forward);
     let opts = ReadOptions::default().snapshot(snapshot);
-    let got = collect(db.iter_opt((lo.clone(), hi.clone()), direction, &opts));
+    let iter = db.iter_opt((lo.clone(), hi.clone()), direction, &opts);
+    // Owned steps, or borrowed and owned steps mixed on one iterator.
+    let got = if rng.random_bool(0.5) { collect(iter) } else { collect_mixed(iter, rng) };
     if got != want {
         let got_keys: Vec<_> = got.iter().map(|kv| &kv.0).collect();
         let want_keys: Vec<_> = want.iter().map(|kv| &kv.0).collect();
         panic!("range {lo:?}..{hi:?} forward={forward}: keys {got_keys:?}, model {want_keys:?}");
+    }
+}
+
+/// Every entry of `iter`, each step taken at random by
+/// `DbIterator::next_borrowed` or by `Iterator::next`.
+fn collect_mixed(mut iter: basalt::DbIterator, rng: &mut StdRng) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut out = Vec::new();
+    loop {
+        let entry = if rng.random_bool(0.5) {
+            iter.next_borrowed().map(|kv| kv.map(|(k, v)| (k.to_vec(), v.to_vec())))
+        } else {
+            iter.next().map(|kv| kv.map(|(k, v)| (k.to_vec(), v.to_vec())))
+        };
+        match entry {
+            Some(kv) => out.push(kv.expect("iteration failed")),
+            None => return out,
+        }
     }
 }
 

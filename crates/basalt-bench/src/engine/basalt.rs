@@ -1,6 +1,8 @@
 //! Basalt: default options except the block cache (the shared budget) and
 //! the write-buffer budget when one is asked for. Lookups call `Db::get`,
-//! as the README teaches (the value comes back as owned `Bytes`). Variants,
+//! as the README teaches (the value comes back as owned `Bytes`); scans
+//! step with `DbIterator::next_borrowed` (keys and values borrowed until
+//! the next step, as every peer's scan hands them to the visitor). Variants,
 //! each one change: `basalt-fences` turns the learned index off,
 //! `basalt-get-with` looks up with `Db::get_with` (the value borrowed where
 //! it lies, no copy), `basalt-nomaps` reads SSTs with `pread` into the
@@ -125,14 +127,16 @@ impl Reader for BasaltReader<'_> {
         limit: usize,
         visit: &mut dyn FnMut(&[u8], &[u8]),
     ) -> Result<usize> {
-        let iter = match end {
+        let mut iter = match end {
             Some(end) => self.db.iter(start..end),
             None => self.db.iter(start..),
         };
         let mut n = 0;
-        for kv in iter.take(limit) {
+        while n < limit
+            && let Some(kv) = iter.next_borrowed()
+        {
             let (k, v) = kv?;
-            visit(&k, &v);
+            visit(k, v);
             n += 1;
         }
         Ok(n)

@@ -17,7 +17,7 @@ use crate::codec::internal::{SeqNo, compare};
 use crate::error::Result;
 use crate::ids::TreeId;
 use crate::memtable::MemCursor;
-use crate::sst::SstIter;
+use crate::sst::{Blocks, SstIter};
 use crate::version::{FileMeta, TreeVersion};
 
 /// A range of user keys with owned bounds.
@@ -75,6 +75,8 @@ pub(crate) struct RunCursor {
     /// Files are read once, in order, past the map and the block cache
     /// (compaction's inputs).
     reading_ahead: bool,
+    /// Where the files' cursors take their blocks from otherwise.
+    blocks: Blocks,
 }
 
 impl RunCursor {
@@ -87,6 +89,7 @@ impl RunCursor {
         files: Vec<Arc<FileMeta>>,
         forward: bool,
         start: Option<(&[u8], u64)>,
+        blocks: Blocks,
     ) -> Result<RunCursor> {
         let next = if forward { 0 } else { files.len() };
         let mut run = RunCursor {
@@ -97,9 +100,10 @@ impl RunCursor {
             iter: None,
             forward,
             reading_ahead: false,
+            blocks,
         };
         let Some(file) = run.take_next_file() else { return Ok(run) };
-        let mut iter = SstIter::new(run.readers.get(tree, &file)?);
+        let mut iter = SstIter::new(run.readers.get(tree, &file)?, blocks);
         match (start, forward) {
             (Some((k, t)), true) => iter.seek(k, t)?,
             (Some((k, t)), false) => iter.seek_for_prev(k, t)?,
@@ -130,6 +134,7 @@ impl RunCursor {
             iter: None,
             forward: true,
             reading_ahead: true,
+            blocks: Blocks::Cached,
         };
         run.enter_next_file()?;
         Ok(run)
@@ -152,8 +157,11 @@ impl RunCursor {
         self.iter = None;
         while let Some(file) = self.take_next_file() {
             let reader = self.readers.get(self.tree, &file)?;
-            let mut iter =
-                if self.reading_ahead { SstIter::reading_ahead(reader) } else { SstIter::new(reader) };
+            let mut iter = if self.reading_ahead {
+                SstIter::reading_ahead(reader)
+            } else {
+                SstIter::new(reader, self.blocks)
+            };
             if self.forward {
                 iter.seek_to_first()?;
             } else {
@@ -165,6 +173,22 @@ impl RunCursor {
             }
         }
         Ok(())
+    }
+
+    /// Whether, going forward, no later entry of the run holds the user
+    /// key of the current block's last row: the next block starts with
+    /// another key, or on a file's last block, the run's next file does.
+    fn block_ends_key(&mut self) -> Result<bool> {
+        let Some(iter) = &mut self.iter else { return Ok(false) };
+        if !self.forward {
+            return Ok(false);
+        }
+        if let Some(other) = iter.next_block_starts_other_key()? {
+            return Ok(other);
+        }
+        let Some((rows, _)) = iter.rows() else { return Ok(false) };
+        let last = rows.key(rows.len() - 1);
+        Ok(self.files.get(self.next).is_none_or(|next| next.smallest.user_key[..] != *last))
     }
 
     fn step(&mut self) -> Result<()> {
@@ -184,7 +208,8 @@ impl RunCursor {
 /// One sorted source of versions, walking in the cursor's direction.
 pub(crate) enum Source {
     Mem(MemCursor),
-    Run(RunCursor),
+    /// Boxed: a run's cursor holds its current block and the next one.
+    Run(Box<RunCursor>),
 }
 
 impl Source {
@@ -258,14 +283,14 @@ impl TreeCursor {
     /// `range`. Forward it starts at the newest version of the lower bound;
     /// in reverse at the oldest version of the upper bound. Keys outside
     /// the range (an excluded bound, keys past the far end) are the
-    /// caller's to skip.
+    /// caller's to skip. SST blocks come from `blocks`.
     pub(crate) fn open(
         readers: &Arc<SstReaders>,
         sv: &SuperVersion,
         tree: TreeId,
         files: &TreeVersion,
-        range: &KeyRange,
-        forward: bool,
+        (range, forward): (&KeyRange, bool),
+        blocks: Blocks,
     ) -> Result<TreeCursor> {
         let start = match (forward, range) {
             (true, (Bound::Included(k) | Bound::Excluded(k), _)) => Some((k.as_slice(), u64::MAX)),
@@ -312,9 +337,9 @@ impl TreeCursor {
             }
         }
         for run in runs {
-            let run = RunCursor::open(readers, tree, run, forward, start)?;
+            let run = RunCursor::open(readers, tree, run, forward, start, blocks)?;
             if run.iter.is_some() {
-                sources.push(Source::Run(run));
+                sources.push(Source::Run(Box::new(run)));
             }
         }
         Ok(TreeCursor { sources, forward, asks_compaction })
@@ -330,7 +355,7 @@ impl TreeCursor {
         let sources = runs
             .into_iter()
             .filter(|run| !run.is_empty())
-            .map(|run| RunCursor::reading_ahead(readers, tree, run).map(Source::Run))
+            .map(|run| RunCursor::reading_ahead(readers, tree, run).map(|r| Source::Run(Box::new(r))))
             .collect::<Result<_>>()?;
         Ok(TreeCursor { sources, forward: true, asks_compaction: false })
     }
@@ -349,6 +374,16 @@ impl TreeCursor {
     /// Moves source `i` past its current entry.
     pub(crate) fn step(&mut self, i: usize) -> Result<()> {
         self.sources[i].step()
+    }
+
+    /// Whether source `i`, an SST run going forward, holds the user key of
+    /// its current block's last row in no later entry (see
+    /// [`RunCursor::block_ends_key`]); false for a memtable.
+    pub(crate) fn block_ends_key(&mut self, i: usize) -> Result<bool> {
+        match &mut self.sources[i] {
+            Source::Run(r) => r.block_ends_key(),
+            Source::Mem(_) => Ok(false),
+        }
     }
 
     /// Moves source `i` past `count` entries of its current SST block (no

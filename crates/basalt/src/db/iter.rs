@@ -15,6 +15,7 @@ use crate::codec::internal::{Kind, SeqNo, unpack_trailer};
 use crate::codec::key::prefix_successor;
 use crate::error::Result;
 use crate::ids::TreeId;
+use crate::sst::{Blocks, SstIter};
 use crate::version::Version;
 
 /// Order of iteration.
@@ -59,6 +60,20 @@ pub(crate) struct RangeReader {
     /// newest visible version of its key and in the range (see
     /// [`RangeReader::run_ahead`]).
     run: (usize, usize),
+    /// A source whose current entry was handed out and which moves past
+    /// it on the next step (so a borrowed entry stays valid until then).
+    unstepped: Option<usize>,
+    /// The entry the general path handed out last.
+    held: (Bytes, Bytes),
+}
+
+/// Where the entry a step moved to is.
+#[derive(Debug, Clone, Copy)]
+enum At {
+    /// The current entry of this source (an SST block's row).
+    Source(usize),
+    /// [`RangeReader::held`].
+    Held,
 }
 
 impl RangeReader {
@@ -75,33 +90,88 @@ impl RangeReader {
             return Err(crate::Error::InvalidArgument(format!("unknown tree {tree}")));
         };
         let forward = direction == Direction::Forward;
-        let cursor = TreeCursor::open(&inner.sst_readers, sv, tree, files, &range, forward)?;
+        let cursor =
+            TreeCursor::open(&inner.sst_readers, sv, tree, files, (&range, forward), Blocks::InPlace)?;
         if cursor.asks_compaction() {
             inner.wake_compaction();
         }
         let blobs = (inner.blob_files.clone(), sv.version.clone());
-        Ok(RangeReader { cursor, forward, seqno, range, blobs, run: (0, 0) })
+        Ok(RangeReader {
+            cursor,
+            forward,
+            seqno,
+            range,
+            blobs,
+            run: (0, 0),
+            unstepped: None,
+            held: Default::default(),
+        })
     }
 
-    /// The next key and its value, or `None` at the end of the range.
+    /// The next key and its value, or `None` at the end of the range,
+    /// sharing the block's or the memtable's bytes.
     pub(crate) fn next_entry(&mut self) -> Result<Option<(Bytes, Bytes)>> {
+        match self.step()? {
+            None => Ok(None),
+            Some(at) => self.owned(at).map(Some),
+        }
+    }
+
+    /// The entry a step moved to, sharing the block's or the memtable's
+    /// bytes.
+    fn owned(&mut self, at: At) -> Result<(Bytes, Bytes)> {
+        match at {
+            At::Source(i) => {
+                let sst = self.run_source(i)?;
+                Ok((sst.key_bytes(), sst.value_bytes()))
+            }
+            At::Held => Ok(std::mem::take(&mut self.held)),
+        }
+    }
+
+    /// The entry a step moved to, borrowed until the next step: where it
+    /// is a row of a run in an SST block, its bytes where they lie, with no
+    /// reference count taken.
+    fn borrowed(&self, at: At) -> Result<(&[u8], &[u8])> {
+        match at {
+            At::Source(i) => {
+                let sst = self.run_source(i)?;
+                Ok((sst.user_key(), sst.value()))
+            }
+            At::Held => Ok((&self.held.0, &self.held.1)),
+        }
+    }
+
+    /// Source `i` of a run: an SST's cursor.
+    fn run_source(&self, i: usize) -> Result<&SstIter> {
+        self.cursor.sources()[i]
+            .sst()
+            .ok_or_else(|| crate::Error::InvalidArgument("a run's source is not an SST (a bug)".into()))
+    }
+
+    /// Moves to the next entry: where it is, or `None` at the end.
+    fn step(&mut self) -> Result<Option<At>> {
+        if let Some(i) = self.unstepped.take() {
+            self.cursor.skip_in_block(i, 1)?;
+        }
         loop {
             let next = if self.run.1 == 0 { self.cursor.next_source() } else { Some(self.run.0) };
             let Some(next) = next else { return Ok(None) };
             if self.run.1 == 0 {
-                self.run = self.run_ahead(next);
+                self.run = self.run_ahead(next)?;
             }
             if self.run.1 > 0 {
-                let i = self.run.0;
-                let (block, pos) = self.cursor.sources()[i].sst().and_then(|c| c.current()).expect("a run");
-                let entry = (block.key_bytes(pos), block.value_bytes(pos));
-                self.cursor.skip_in_block(i, 1)?;
+                // The entry stays where it is until the next step.
                 self.run.1 -= 1;
-                return Ok(Some(entry));
+                self.unstepped = Some(self.run.0);
+                return Ok(Some(At::Source(self.run.0)));
             }
             match self.step_one(next, true)? {
                 Step::End => return Ok(None),
-                Step::Entry(key, value) => return Ok(Some((key, value))),
+                Step::Entry(key, value) => {
+                    self.held = (key, value);
+                    return Ok(Some(At::Held));
+                }
                 Step::Nothing => {}
             }
         }
@@ -115,6 +185,9 @@ impl RangeReader {
     /// other source has, every row a put visible at the read's seqno, the
     /// stretch is counted by a binary search, not entry by entry.
     pub(crate) fn count_rest(&mut self) -> Result<u64> {
+        if let Some(i) = self.unstepped.take() {
+            self.cursor.skip_in_block(i, 1)?;
+        }
         let mut n = 0u64;
         loop {
             let Some(next) = self.cursor.next_source() else { return Ok(n) };
@@ -123,7 +196,7 @@ impl RangeReader {
                 n += keys;
                 continue;
             }
-            self.run = self.run_ahead(next);
+            self.run = self.run_ahead(next)?;
             if self.run.1 > 0 {
                 let (i, len) = std::mem::take(&mut self.run);
                 self.cursor.skip_in_block(i, len)?;
@@ -160,23 +233,29 @@ impl RangeReader {
     /// position on, entries that are each the newest visible version of
     /// their key, no other source holding a key that low, all in the
     /// range; length 0 when there is none (the general path decides).
-    /// Going forward only. The block's last row is never part of a run:
-    /// older versions of its key may open the next block.
-    fn run_ahead(&self, i: usize) -> (usize, usize) {
+    /// Going forward only. The block's last row is part of a run only when
+    /// no later entry of its source holds its key (the next block may
+    /// start with older versions of it: [`TreeCursor::block_ends_key`]).
+    fn run_ahead(&mut self, i: usize) -> Result<(usize, usize)> {
         if !self.forward {
-            return (0, 0);
+            return Ok((0, 0));
         }
-        let Some((block, start)) = self.cursor.sources()[i].sst().and_then(|c| c.current()) else {
-            return (0, 0);
-        };
-        if block.plain_rows().is_none_or(|newest| newest > self.seqno)
-            || at_excluded_start(&self.range, true, block.key(start))
+        let Some(sst) = self.cursor.sources()[i].sst() else { return Ok((0, 0)) };
+        let Some((rows, start)) = sst.rows() else { return Ok((0, 0)) };
+        if sst.plain_rows().is_none_or(|newest| newest > self.seqno)
+            || at_excluded_start(&self.range, true, rows.key(start))
         {
-            return (0, 0);
+            return Ok((0, 0));
         }
         let other = self.cursor.smallest_key_besides(i);
         let inside = |k: &[u8]| other.is_none_or(|o| k < o) && !past_end(&self.range, true, k);
-        (i, block.first_failing(start..block.len() - 1, inside) - start)
+        let last = rows.len() - 1;
+        let end = rows.first_failing(start..last, inside);
+        let whole = end == last && inside(rows.key(last));
+        if whole && self.cursor.block_ends_key(i)? {
+            return Ok((i, last + 1 - start));
+        }
+        Ok((i, end - start))
     }
 
     /// One step of the general path from source `i` (the one whose entry
@@ -280,13 +359,6 @@ impl DbIterator {
     pub(super) fn holding(self, tree: Arc<TreeShared>) -> Self {
         DbIterator { _tree: Some(tree), ..self }
     }
-
-    fn advance(&mut self) -> Result<Option<(Bytes, Bytes)>> {
-        match &mut self.reader {
-            Some(r) => r.next_entry(),
-            None => Ok(None),
-        }
-    }
 }
 
 /// Whether `key` is past the far end of `range` (iteration is over).
@@ -312,10 +384,46 @@ fn at_excluded_start(range: &KeyRange, forward: bool, key: &[u8]) -> bool {
     matches!(start, Bound::Excluded(k) if k.as_slice() == key)
 }
 
-impl Iterator for DbIterator {
-    type Item = Result<(Bytes, Bytes)>;
+impl DbIterator {
+    /// The next key and its value, borrowed until the next call; `None`
+    /// at the end. What [`Iterator::next`] gives, without a reference
+    /// count or copy where the entry lies in one SST block (most of a
+    /// compacted range): for a caller that copies, compares or sums what
+    /// it reads. Both may be mixed on one iterator.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = basalt::Db::open(dir.path(), basalt::Options::default())?;
+    /// db.put("a", "1")?;
+    /// db.put("b", "22")?;
+    /// let mut iter = db.iter_all();
+    /// let mut value_bytes = 0;
+    /// while let Some(entry) = iter.next_borrowed() {
+    ///     let (_key, value) = entry?;
+    ///     value_bytes += value.len();
+    /// }
+    /// assert_eq!(value_bytes, 3);
+    /// # Ok::<(), basalt::Error>(())
+    /// ```
+    pub fn next_borrowed(&mut self) -> Option<Result<(&[u8], &[u8])>> {
+        let at = match self.step() {
+            Some(Ok(at)) => at,
+            Some(Err(e)) => return Some(Err(e)),
+            None => return None,
+        };
+        let reader = self.reader.as_ref()?;
+        match reader.borrowed(at) {
+            Ok(kv) => Some(Ok(kv)),
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
 
-    fn next(&mut self) -> Option<Self::Item> {
+    /// One step of either form: where the entry is, `None` at the end (or
+    /// after an error, which is reported once).
+    fn step(&mut self) -> Option<Result<At>> {
         if self.done {
             return None;
         }
@@ -327,12 +435,35 @@ impl Iterator for DbIterator {
             self.done = true;
             return Some(Err(e));
         }
-        match self.advance() {
-            Ok(Some(kv)) => Some(Ok(kv)),
+        let stepped = match &mut self.reader {
+            Some(r) => r.step(),
+            None => Ok(None),
+        };
+        match stepped {
+            Ok(Some(at)) => Some(Ok(at)),
             Ok(None) => {
                 self.done = true;
                 None
             }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+impl Iterator for DbIterator {
+    type Item = Result<(Bytes, Bytes)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let at = match self.step()? {
+            Ok(at) => at,
+            Err(e) => return Some(Err(e)),
+        };
+        let reader = self.reader.as_mut()?;
+        match reader.owned(at) {
+            Ok(kv) => Some(Ok(kv)),
             Err(e) => {
                 self.done = true;
                 Some(Err(e))

@@ -21,6 +21,7 @@ use crate::row::decode::{ColumnBuilder, builders_for, decode_row};
 use crate::row::filter::Filter;
 use crate::row::layout::{ColumnSource, TableLayout};
 use crate::row::zone;
+use crate::sst::Blocks;
 use crate::sst::block::Block;
 
 /// Rows per output batch unless the scan asks otherwise.
@@ -268,7 +269,8 @@ fn open_cursor(table: &Table, sv: &SuperVersion, range: &KeyRange) -> Result<Tre
         .version
         .tree(tree)
         .ok_or_else(|| Error::InvalidArgument(format!("table {} was dropped", table.name())))?;
-    let mut cursor = TreeCursor::open(&table.inner().sst_readers, sv, tree, files, range, true)?;
+    let mut cursor =
+        TreeCursor::open(&table.inner().sst_readers, sv, tree, files, (range, true), Blocks::Cached)?;
     if cursor.asks_compaction() {
         table.inner().wake_compaction();
     }
@@ -416,7 +418,9 @@ impl TableScan {
                     .arrays(layout)
                     .map(|_| Found::Block(block.clone(), i))
                     .map_err(|e| block.corruption(e)),
-                None => Ok(Found::Bytes(Bytes::new())),
+                // A table scan's cursors read through the cache
+                // (`Blocks::Cached`): every valid one is on a cached block.
+                None => Err(Error::InvalidArgument("a scan's source lost its block (a bug)".into())),
             },
             (None, None) => Ok(Found::Bytes(Bytes::new())),
         })?;

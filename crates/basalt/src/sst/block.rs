@@ -12,7 +12,7 @@ mod builder;
 mod rows;
 
 pub use builder::BlockBuilder;
-pub use rows::{FixedShape, Rows};
+pub use rows::{FixedShape, MappedRows, Rows};
 
 use std::ops::Range;
 use std::path::Path;
@@ -244,21 +244,10 @@ impl Block {
         self.rows().seek(user_key, trailer)
     }
 
-    /// The first row of `rows` whose key fails `passes`, or `rows.end`:
-    /// keys ascend in a block, so for a bound (a key below another source's,
-    /// below a range's end) the rows that pass come first, and a binary
-    /// search finds where they stop.
+    /// The first row of `rows` whose key fails `passes`; see
+    /// [`Rows::first_failing`].
     pub fn first_failing(&self, rows: Range<usize>, passes: impl Fn(&[u8]) -> bool) -> usize {
-        let (mut lo, mut hi) = (rows.start, rows.end);
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if passes(self.key(mid)) {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        lo
+        self.rows().first_failing(rows, passes)
     }
 
     /// Every column of the table, as Arrow arrays that point into this

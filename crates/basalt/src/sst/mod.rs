@@ -20,5 +20,5 @@ mod test_fs;
 #[cfg(test)]
 mod tests;
 
-pub use iter::SstIter;
+pub use iter::{Blocks, SstIter};
 pub use writer::SstWriter;

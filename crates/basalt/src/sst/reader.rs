@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 
-use super::block::{Block, FixedShape, Rows};
+use super::block::{Block, FixedShape, MappedRows, Rows};
 use super::filter::BloomFilter;
 use super::format::{
     BLOCK_TRAILER_BYTES, BlockHandle, COMPRESSION_NONE, DATA_BLOCK_BUFFERS, FOOTER_BYTES, Footer,
@@ -429,6 +429,16 @@ impl SstReader {
                 None => Err(corrupt("rows run past the block".into())),
             },
         }
+    }
+
+    /// Data block `b` for an iterator, read where it lies in the file's
+    /// map when [`SstReader::rows_in_place`] allows it (its checksum and
+    /// directory were checked on this process's first read of it), held
+    /// with a share of the map; `None` where it must come through the
+    /// cache.
+    pub fn mapped_rows(&self, b: usize) -> Result<Option<MappedRows>> {
+        let Some(file) = &self.mapped else { return Ok(None) };
+        Ok(self.rows_in_place(b)?.map(|rows| MappedRows::new(file, &rows)))
     }
 
     /// Memory the open reader holds besides cached blocks: its fence

@@ -12,7 +12,7 @@ use super::format::{FOOTER_BYTES, FORMAT_VERSION, Footer};
 use super::reader::SstReader;
 use super::test_fs::TestFs;
 use super::writer::{SstSummary, SstWriterOptions};
-use super::{SstIter, SstWriter};
+use super::{Blocks, SstIter, SstWriter};
 use crate::codec::internal::{Kind, SEQNO_MAX, compare, pack_trailer, unpack_trailer};
 use crate::error::{Error, Result};
 use crate::io::{Fs, RealFs};
@@ -129,8 +129,8 @@ fn current(it: &SstIter) -> Entry {
     (it.user_key().to_vec(), it.trailer(), it.value().to_vec())
 }
 
-fn collect_forward(reader: &Arc<SstReader>) -> Result<Vec<Entry>> {
-    collect(SstIter::new(Arc::clone(reader)))
+fn collect_forward(reader: &Arc<SstReader>, blocks: Blocks) -> Result<Vec<Entry>> {
+    collect(SstIter::new(Arc::clone(reader), blocks))
 }
 
 /// Every entry of `it` from the first.
@@ -150,16 +150,22 @@ fn collect_ahead(reader: &Arc<SstReader>) -> Result<Vec<Entry>> {
     collect(SstIter::reading_ahead(Arc::clone(reader)))
 }
 
+/// Both ways a cursor takes blocks: through the cache, and in place in a
+/// mapped file's blocks where the reader allows it.
+const BLOCKS: [Blocks; 2] = [Blocks::Cached, Blocks::InPlace];
+
 fn check_scans(reader: &Arc<SstReader>, entries: &[Entry]) -> Result<()> {
-    assert_eq!(collect_forward(reader)?, entries);
     assert_eq!(collect_ahead(reader)?, entries);
-    let mut it = SstIter::new(Arc::clone(reader));
-    it.seek_to_last()?;
-    for e in entries.iter().rev() {
-        assert_eq!(&current(&it), e);
-        it.prev()?;
+    for blocks in BLOCKS {
+        assert_eq!(collect_forward(reader, blocks)?, entries, "{blocks:?}");
+        let mut it = SstIter::new(Arc::clone(reader), blocks);
+        it.seek_to_last()?;
+        for e in entries.iter().rev() {
+            assert_eq!(&current(&it), e, "{blocks:?}");
+            it.prev()?;
+        }
+        assert!(!it.valid());
     }
-    assert!(!it.valid());
     Ok(())
 }
 
@@ -183,7 +189,14 @@ fn targets(entries: &[Entry]) -> Vec<(Vec<u8>, u64)> {
 }
 
 fn check_seeks(reader: &Arc<SstReader>, entries: &[Entry]) -> Result<()> {
-    let mut it = SstIter::new(Arc::clone(reader));
+    for blocks in BLOCKS {
+        check_seeks_of(reader, entries, blocks)?;
+    }
+    Ok(())
+}
+
+fn check_seeks_of(reader: &Arc<SstReader>, entries: &[Entry], blocks: Blocks) -> Result<()> {
+    let mut it = SstIter::new(Arc::clone(reader), blocks);
     for (k, t) in targets(entries) {
         let at = entries.iter().position(|e| compare(&e.0, e.1, &k, t).is_ge());
         it.seek(&k, t)?;
@@ -349,9 +362,11 @@ fn blocks_come_from_the_cache() -> Result<()> {
     let reader = SstReader::open(&fs, Path::new("c.sst"), 42, Arc::clone(&cache), false)?;
     let blocks = reader.block_count() as u64;
     assert!(blocks > 5);
-    collect_forward(&reader)?;
+    // Without a map, a cursor asking for blocks in place reads them
+    // through the cache too.
+    collect_forward(&reader, Blocks::InPlace)?;
     assert_eq!((cache.misses(), cache.hits()), (blocks, 0));
-    collect_forward(&reader)?;
+    collect_forward(&reader, Blocks::Cached)?;
     assert_eq!((cache.misses(), cache.hits()), (blocks, blocks));
     assert!(get(&reader, &5u32.to_be_bytes(), 1)?.is_some());
     assert_eq!(cache.hits(), blocks + 1);
@@ -379,8 +394,14 @@ fn mapped_lookups_read_plain_blocks_in_place() -> Result<()> {
         let blocks = reader.block_count() as u64;
         let expected = if through_cache { (2 * 100 - blocks, blocks) } else { (0, 0) };
         assert_eq!((cache.hits(), cache.misses()), expected, "{compression:?}");
-        // Scans always go through the cache.
-        collect_forward(&reader)?;
+        // A scan in place reads plain blocks where they lie, as lookups
+        // do; compressed ones come from the cache (all hits now).
+        let before = (cache.hits(), cache.misses());
+        assert_eq!(collect_forward(&reader, Blocks::InPlace)?, entries);
+        let hits = if through_cache { blocks } else { 0 };
+        assert_eq!((cache.hits(), cache.misses()), (before.0 + hits, before.1), "{compression:?}");
+        // A scan through the cache puts every block there.
+        assert_eq!(collect_forward(&reader, Blocks::Cached)?, entries);
         assert!(cache.len() as u64 == blocks);
     }
     Ok(())
@@ -432,7 +453,12 @@ fn read_everything_with(fs: &TestFs, path: &Path, entries: &[Entry], map: bool) 
         Ok(reader) => reader,
         Err(e) => return ok_or_corrupt(Err(e)),
     };
-    let mut corrupt = false;
+    // A scan in place before any lookup: it makes the first check of
+    // every block it reads.
+    let mut corrupt = ok_or_corrupt(collect_forward(&reader, Blocks::InPlace).map(|got| {
+        assert_eq!(got, entries);
+        false
+    }));
     for key in probe_keys(entries) {
         for s in [0, 300, 700, SEQNO_MAX] {
             corrupt |= ok_or_corrupt(get(&reader, &key, s).map(|got| {
@@ -441,7 +467,7 @@ fn read_everything_with(fs: &TestFs, path: &Path, entries: &[Entry], map: bool) 
             }));
         }
     }
-    corrupt |= ok_or_corrupt(collect_forward(&reader).map(|got| {
+    corrupt |= ok_or_corrupt(collect_forward(&reader, Blocks::Cached).map(|got| {
         assert_eq!(got, entries);
         false
     }));
