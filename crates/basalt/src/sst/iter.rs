@@ -301,12 +301,13 @@ impl SstIter {
     }
 
     /// `Some(newest seqno)` when every row of the current block is a put of
-    /// its own key ([`Rows::plain`], worked out once per block); `None`
+    /// its own key ([`Rows::plain`], worked out once per block and file);
+    /// `None`
     /// otherwise or when invalid.
     pub fn plain_rows(&self) -> Option<u64> {
         match &self.block {
             Some((_, Held::Cached(block))) => block.plain_rows(),
-            Some((_, Held::Mapped(rows))) => rows.plain_rows(),
+            Some((b, Held::Mapped(rows))) => self.reader.plain_rows_in_place(*b, &rows.rows()),
             None => None,
         }
     }

@@ -3,7 +3,6 @@
 
 use std::cmp::Ordering;
 use std::ops::Range;
-use std::sync::OnceLock;
 
 use bytes::Bytes;
 
@@ -306,8 +305,6 @@ pub struct MappedRows {
     head: [(usize, usize); DATA_BLOCK_BUFFERS],
     key_width: Option<usize>,
     value_width: Option<usize>,
-    /// [`Rows::plain`], worked out on first use.
-    plain: OnceLock<Option<u64>>,
 }
 
 impl MappedRows {
@@ -322,7 +319,6 @@ impl MappedRows {
             head: rows.head,
             key_width: rows.key_width,
             value_width: rows.value_width,
-            plain: OnceLock::new(),
         }
     }
 
@@ -351,10 +347,5 @@ impl MappedRows {
     /// Value of row `i`, sharing the map.
     pub fn value_bytes(&self, i: usize) -> Bytes {
         self.bytes.slice_ref(self.rows().value(i))
-    }
-
-    /// [`Rows::plain`], once per block.
-    pub fn plain_rows(&self) -> Option<u64> {
-        *self.plain.get_or_init(|| self.rows().plain())
     }
 }
