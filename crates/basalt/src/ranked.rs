@@ -18,6 +18,8 @@ use parking_lot::{Condvar, Mutex, MutexGuard};
 pub(crate) enum Rank {
     /// One manual or background compaction at a time.
     Compaction,
+    /// The flush thread's job, from taking memtables to collecting.
+    Flush,
     /// One collection of obsolete files at a time.
     Collecting,
     // (The exclusive writer right — DDL, the memtable switch, close —

@@ -94,11 +94,15 @@ impl DbInner {
             .wait_while(Some(std::time::Duration::from_millis(50)), busy)
             .map_err(Interrupted::into_error)?;
         // A compaction that already installed its result may still be
-        // deleting its inputs, and a collection that ran while another
-        // thread held an older version left that version's files: wait for
-        // the compaction slot, then collect once more, so the caller finds
-        // only live files.
+        // deleting its inputs, a flush that installed its memtables may
+        // still hold the version it checked its new files in, and a
+        // collection that ran while another thread held an older version
+        // left that version's files: wait for both slots, then collect once
+        // more, so the caller finds only live files and no thread of ours
+        // holds an old version (CI saw a drop's collection keep the
+        // dropped table's file while the flush thread still checked it).
         drop(self.jobs.compaction_slot());
+        drop(self.jobs.flush_slot());
         self.delete_obsolete_files(false)
     }
 

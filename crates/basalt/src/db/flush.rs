@@ -33,6 +33,7 @@ fn flush_loop(inner: &DbInner) {
         if !inner.jobs.wait_for_work(|| !inner.state.load().imms.is_empty()) {
             return;
         }
+        let _flushing = inner.jobs.flush_slot();
         if let Err(e) = inner.flush_immutables() {
             inner.set_bg_error(e);
         }

@@ -50,6 +50,10 @@ pub(crate) struct Jobs {
     changed: Condvar,
     /// Held while a compaction runs: one at a time, automatic or manual.
     compaction: RankedMutex<()>,
+    /// Held by the flush thread through a whole flush, install and
+    /// collection included: a waiter for background work takes it once
+    /// to know the thread no longer holds a version it read.
+    flush: RankedMutex<()>,
     /// Memtable bytes flushed per second of flushing, recent flushes
     /// weighted most: what paces writers in the write buffer's soft zone.
     drain_bytes_per_sec: AtomicU64,
@@ -61,6 +65,7 @@ impl Jobs {
             state: RankedMutex::new(Rank::Jobs, State::default()),
             changed: Condvar::new(),
             compaction: RankedMutex::new(Rank::Compaction, ()),
+            flush: RankedMutex::new(Rank::Flush, ()),
             drain_bytes_per_sec: AtomicU64::new(0),
         }
     }
@@ -157,6 +162,11 @@ impl Jobs {
     /// The compaction slot if it comes free within `timeout`.
     pub(crate) fn try_compaction_slot(&self, timeout: Duration) -> Option<RankedGuard<'_, ()>> {
         self.compaction.try_lock_for(timeout)
+    }
+
+    /// The flush slot: the flush thread holds it through each flush.
+    pub(crate) fn flush_slot(&self) -> RankedGuard<'_, ()> {
+        self.flush.lock()
     }
 
     /// Memtable bytes the flushes drain per second (0 before the first).
