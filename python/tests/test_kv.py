@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import random
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
@@ -163,6 +164,28 @@ def test_iteration_order_matches_python_sort(pairs: dict[bytes, bytes]) -> None:
         assert list(db.items()) == sorted(pairs.items())
         assert list(db.items(reverse=True)) == sorted(pairs.items(), reverse=True)
         assert len(db) == len(pairs)
+
+
+def test_iteration_across_chunks_matches_model(db: basalt.Database) -> None:
+    # Iterators fetch 16, 32, ... up to 1024 entries at a time into one
+    # buffer: walk past several chunk ends, with empty and long values,
+    # before and after a flush, and interleave two iterators.
+    rng = random.Random(7)
+    pairs = {b"k%05d" % i: rng.randbytes(rng.choice([0, 1, 7, 100, 3000])) for i in range(0, 9000, 3)}
+    fill(db, pairs)
+    for flushed in (False, True):
+        if flushed:
+            db.flush()
+        expected = sorted(pairs.items())
+        assert list(db.keys()) == [k for k, _ in expected]
+        assert list(db.values()) == [v for _, v in expected]
+        assert list(db.items()) == expected
+        assert list(db.items(reverse=True)) == expected[::-1]
+        assert list(db.values(b"k01000", b"k05000")) == [v for k, v in expected if b"k01000" <= k < b"k05000"]
+        a, b = db.items(), db.keys(reverse=True)
+        walked = [(next(a), next(b)) for _ in range(len(expected))]
+        assert walked == list(zip(expected, [k for k, _ in reversed(expected)]))
+        assert next(a, None) is None and next(b, None) is None
 
 
 def test_range_start_inclusive_end_exclusive(db: basalt.Database) -> None:

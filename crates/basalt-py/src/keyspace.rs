@@ -70,7 +70,7 @@ fn byte_range(
 }
 
 /// What an iterator yields.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Yield {
     Keys,
     Values,
@@ -322,19 +322,40 @@ pub struct KeyIterator {
 
 struct IterState {
     iter: DbIterator,
-    buffered: VecDeque<(Bytes, Bytes)>,
+    /// The current chunk's bytes: each entry's key, then its value unless
+    /// only keys are wanted. Filled through `next_borrowed`, so a chunk
+    /// costs one growing buffer, not two reference-counted `Bytes` and a
+    /// queue slot per entry.
+    bytes: Vec<u8>,
+    /// Where each buffered entry's key and value end in `bytes`, oldest
+    /// first; the entry before it (or 0) is where its key starts.
+    ends: VecDeque<(usize, usize)>,
+    /// Where the entry at the front of `ends` starts in `bytes`.
+    front: usize,
     chunk: usize,
     done: bool,
 }
 
 impl IterState {
-    /// The next chunk of entries (the GIL released by the caller).
-    fn refill(&mut self) -> basalt::Result<()> {
+    /// The next chunk of entries (the GIL released by the caller), taken
+    /// when the last one is used up.
+    fn refill(&mut self, what: Yield) -> basalt::Result<()> {
         let chunk = self.chunk;
         self.chunk = (chunk * 2).min(1024);
+        self.bytes.clear();
+        self.front = 0;
         for _ in 0..chunk {
-            match self.iter.next() {
-                Some(Ok(kv)) => self.buffered.push_back(kv),
+            match self.iter.next_borrowed() {
+                Some(Ok((key, value))) => {
+                    if what != Yield::Values {
+                        self.bytes.extend_from_slice(key);
+                    }
+                    let key_end = self.bytes.len();
+                    if what != Yield::Keys {
+                        self.bytes.extend_from_slice(value);
+                    }
+                    self.ends.push_back((key_end, self.bytes.len()));
+                }
                 Some(Err(e)) => {
                     self.done = true;
                     return Err(e);
@@ -347,6 +368,27 @@ impl IterState {
         }
         Ok(())
     }
+
+    /// The next buffered entry's bytes as Python `bytes`, if one is
+    /// buffered: the key (or the value, for `Values`), and for `Items`
+    /// the value too. Only `bytes` are made here, under the caller's
+    /// lock: their allocation runs no Python code (a tuple's may start a
+    /// garbage collection, whose finalizers could call this iterator).
+    fn pop<'py>(
+        &mut self,
+        py: Python<'py>,
+        what: Yield,
+    ) -> Option<(Bound<'py, PyBytes>, Option<Bound<'py, PyBytes>>)> {
+        let (key_end, value_end) = self.ends.pop_front()?;
+        let key = &self.bytes[self.front..key_end];
+        let value = &self.bytes[key_end..value_end];
+        self.front = value_end;
+        Some(match what {
+            Yield::Keys => (PyBytes::new(py, key), None),
+            Yield::Values => (PyBytes::new(py, value), None),
+            Yield::Items => (PyBytes::new(py, key), Some(PyBytes::new(py, value))),
+        })
+    }
 }
 
 impl KeyIterator {
@@ -354,7 +396,14 @@ impl KeyIterator {
         KeyIterator {
             state,
             what,
-            inner: Mutex::new(IterState { iter, buffered: VecDeque::new(), chunk: 16, done: false }),
+            inner: Mutex::new(IterState {
+                iter,
+                bytes: Vec::new(),
+                ends: VecDeque::new(),
+                front: 0,
+                chunk: 16,
+                done: false,
+            }),
         }
     }
 }
@@ -373,26 +422,22 @@ impl KeyIterator {
         // thread holding the GIL and waiting for it would deadlock): the
         // buffered entry is taken with the GIL held, a refill takes the
         // lock with the GIL released.
-        let buffered = self.inner.lock().buffered.pop_front();
-        let entry = match buffered {
-            Some(entry) => Some(entry),
-            None => py
-                .detach(|| {
-                    let mut state = self.inner.lock();
-                    if state.buffered.is_empty() && !state.done {
-                        state.refill()?;
-                    }
-                    Ok(state.buffered.pop_front())
-                })
-                .py_err(py)?,
-        };
-        let Some((key, value)) = entry else {
-            return Ok(None);
-        };
-        Ok(Some(match self.what {
-            Yield::Keys => PyBytes::new(py, &key).into_any(),
-            Yield::Values => PyBytes::new(py, &value).into_any(),
-            Yield::Items => PyTuple::new(py, [PyBytes::new(py, &key), PyBytes::new(py, &value)])?.into_any(),
-        }))
+        let mut entry = self.inner.lock().pop(py, self.what);
+        if entry.is_none() {
+            py.detach(|| {
+                let mut state = self.inner.lock();
+                if state.ends.is_empty() && !state.done {
+                    state.refill(self.what)?;
+                }
+                Ok(())
+            })
+            .py_err(py)?;
+            entry = self.inner.lock().pop(py, self.what);
+        }
+        Ok(match entry {
+            None => None,
+            Some((one, None)) => Some(one.into_any()),
+            Some((key, Some(value))) => Some(PyTuple::new(py, [key, value])?.into_any()),
+        })
     }
 }
