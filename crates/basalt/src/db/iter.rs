@@ -250,12 +250,16 @@ impl RangeReader {
         let other = self.cursor.smallest_key_besides(i);
         let inside = |k: &[u8]| other.is_none_or(|o| k < o) && !past_end(&self.range, true, k);
         let last = rows.len() - 1;
-        let end = rows.first_failing(start..last, inside);
-        let whole = end == last && inside(rows.key(last));
-        if whole && self.cursor.block_ends_key(i)? {
+        // Keys ascend: when the last passes, every row from `start` does
+        // (the common case inside a range; one comparison instead of a
+        // search).
+        if !inside(rows.key(last)) {
+            return Ok((i, rows.first_failing(start..last, inside) - start));
+        }
+        if self.cursor.block_ends_key(i)? {
             return Ok((i, last + 1 - start));
         }
-        Ok((i, end - start))
+        Ok((i, last - start))
     }
 
     /// One step of the general path from source `i` (the one whose entry
