@@ -149,7 +149,20 @@ impl ColumnBuilder {
 
     /// The row bytes of row `i`, or `None` if it is null.
     pub fn value_at<'s>(&'s self, i: usize, scratch: &'s mut [u8; 1]) -> Option<&'s [u8]> {
-        if self.validity.get(i / 8).is_none_or(|b| b & (1 << (i % 8)) == 0) {
+        if let Width::Bool = self.width {
+            if !self.is_valid(i) {
+                return None;
+            }
+            scratch[0] = (self.values[i / 8] >> (i % 8)) & 1;
+            return Some(&scratch[..]);
+        }
+        self.bytes_at(i)
+    }
+
+    /// The row bytes of row `i` as they lie in the builder, `None` if it
+    /// is null or the column is boolean (bit-packed: see `value_at`).
+    pub fn bytes_at(&self, i: usize) -> Option<&[u8]> {
+        if !self.is_valid(i) {
             return None;
         }
         let off = |at: usize, wide: bool| -> usize {
@@ -168,13 +181,14 @@ impl ColumnBuilder {
         };
         Some(match self.width {
             Width::Fixed(w) => &self.values[i * w..(i + 1) * w],
-            Width::Bool => {
-                scratch[0] = (self.values[i / 8] >> (i % 8)) & 1;
-                &scratch[..]
-            }
+            Width::Bool => return None,
             Width::Var32 => &self.values[off(i, false)..off(i + 1, false)],
             Width::Var64 => &self.values[off(i, true)..off(i + 1, true)],
         })
+    }
+
+    fn is_valid(&self, i: usize) -> bool {
+        self.validity.get(i / 8).is_some_and(|b| b & (1 << (i % 8)) != 0)
     }
 
     /// The column's Arrow field.
