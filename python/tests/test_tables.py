@@ -8,6 +8,8 @@ import datetime as dt
 import operator
 import pathlib
 import random
+import struct
+import tempfile
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -15,6 +17,8 @@ import pandas as pd
 import polars as pl
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import basalt
 
@@ -229,6 +233,80 @@ def test_create_table_with_many_types_roundtrips(db: basalt.Database) -> None:
     for row in ALL_TYPES_ROWS:
         assert table.get(row["id"]) == row
     assert db.tables() == ["all_types"]
+
+
+SIMPLE_TYPES = pa.schema(
+    [
+        pa.field("id", pa.int64(), nullable=False),
+        pa.field("i8", pa.int8()),
+        pa.field("i16", pa.int16()),
+        pa.field("i32", pa.int32()),
+        pa.field("u8", pa.uint8()),
+        pa.field("u16", pa.uint16()),
+        pa.field("u32", pa.uint32()),
+        pa.field("u64", pa.uint64()),
+        pa.field("f32", pa.float32()),
+        pa.field("f64", pa.float64()),
+        pa.field("flag", pa.bool_()),
+        pa.field("text", pa.string()),
+        pa.field("big_text", pa.large_string()),
+        pa.field("raw", pa.binary()),
+        pa.field("big_raw", pa.large_binary()),
+    ]
+)
+
+
+def _edge(bits: int, signed: bool) -> st.SearchStrategy[int]:
+    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+    return st.one_of(st.sampled_from([lo, hi, 0, 1]), st.integers(lo, hi))
+
+
+_FLOATS = st.one_of(st.sampled_from([0.0, -0.0, float("inf"), float("-inf"), float("nan")]), st.floats())
+_SIMPLE_VALUES = {
+    "i8": _edge(8, True),
+    "i16": _edge(16, True),
+    "i32": _edge(32, True),
+    "u8": _edge(8, False),
+    "u16": _edge(16, False),
+    "u32": _edge(32, False),
+    "u64": _edge(64, False),
+    "f32": _FLOATS.map(lambda x: struct.unpack("f", struct.pack("f", x))[0] if abs(x) < 3e38 or x != x else x),
+    "f64": _FLOATS,
+    "flag": st.booleans(),
+    "text": st.text(max_size=20),
+    "big_text": st.text(max_size=20),
+    "raw": st.binary(max_size=20),
+    "big_raw": st.binary(max_size=20),
+}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.fixed_dictionaries({k: st.one_of(st.none(), v) for k, v in _SIMPLE_VALUES.items()}),
+        min_size=1,
+        max_size=5,
+    ),
+    st.lists(st.sampled_from(SIMPLE_TYPES.names), unique=True, max_size=4),
+)
+def test_get_gives_what_pyarrow_converts(rows: list[dict[str, Any]], columns: list[str]) -> None:
+    # Table.get builds the dict of a row of numbers, booleans, strings and
+    # bytes itself; it must be exactly pyarrow's to_pylist of that row, in
+    # column order, for every edge value, null and projection.
+    with tempfile.TemporaryDirectory() as d:
+        db = basalt.open(d)
+        table = db.create_table("simple", SIMPLE_TYPES, primary_key=["id"])
+        data = [dict(row, id=i) for i, row in enumerate(rows)]
+        table.write(pa.Table.from_pylist(data, schema=SIMPLE_TYPES))
+        for i in range(len(rows)):
+            for projection in (None, columns or None):
+                got = table.get(i, columns=projection)
+                want = table.get_many([i], columns=projection).to_pylist()[0]
+                assert got is not None
+                assert list(got) == list(want)
+                assert repr(got) == repr(want)
+                assert [type(v) for v in got.values()] == [type(v) for v in want.values()]
+        db.close()
 
 
 def test_tables_survive_reopen(path: pathlib.Path) -> None:
