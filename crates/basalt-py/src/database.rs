@@ -65,6 +65,7 @@ fn options(py: Python<'_>, create: bool, kwargs: Option<&Bound<'_, PyDict>>) -> 
             "block_cache_bytes" => o.block_cache_bytes = usize_of(&value)?,
             "row_cache_bytes" => o.row_cache_bytes = usize_of(&value)?,
             "mmap_reads" => o.mmap_reads = bool_of(&value)?,
+            "pack_integers" => o.pack_integers = bool_of(&value)?,
             "max_open_files" => o.max_open_files = usize_of(&value)?,
             "key_bytes_max" => o.key_bytes_max = usize_of(&value)?,
             "value_bytes_max" => o.value_bytes_max = usize_of(&value)?,

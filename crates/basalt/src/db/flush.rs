@@ -200,6 +200,7 @@ impl DbInner {
             layout,
             learned_index_epsilon: self.opts.learned_index.then_some(self.opts.learned_index_epsilon),
             file_number: number,
+            pack_integers: self.opts.pack_integers,
         };
         Ok((tree, number, SstWriter::new(file, path, &options)))
     }

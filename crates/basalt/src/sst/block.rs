@@ -9,9 +9,11 @@
 //! a key-value block's rows that point lookups read.
 
 mod builder;
+mod packed;
 mod rows;
 
 pub use builder::BlockBuilder;
+use packed::{IntColumn, Packed};
 pub use rows::{FixedShape, MappedRows, Rows};
 
 use std::ops::Range;
@@ -305,7 +307,16 @@ impl Block {
                 return Err(format!("column {c} is neither the key nor stored"));
             };
             let at = 3 + 3 * stored;
-            (buf(at), buf(at + 1), buf(at + 2))
+            match self.packed(column, at)? {
+                // Unpacked into a buffer of its own: Arrow reads plain
+                // values (the validity is the block's).
+                Some(packed) => (
+                    buf(at),
+                    Buffer::from_vec(Vec::<u8>::new()),
+                    Buffer::from_vec(packed.unpack(self.buffer(at + 2), self.rows)),
+                ),
+                None => (buf(at), buf(at + 1), buf(at + 2)),
+            }
         };
         array_from_buffers(&column.field, column.width, self.rows, validity, offsets, values)
             .map_err(|e| e.to_string())
@@ -350,7 +361,10 @@ impl Block {
             }
             let short = || format!("column {c}: row {i} past its buffers");
             match layout.columns()[c].width {
-                Width::Fixed(w) => builder.push(values.get(i * w..(i + 1) * w).ok_or_else(short)?),
+                Width::Fixed(w) => match self.packed(&layout.columns()[c], at)? {
+                    Some(packed) => builder.push(&packed.value(values, i)[..w]),
+                    None => builder.push(values.get(i * w..(i + 1) * w).ok_or_else(short)?),
+                },
                 Width::Bool => {
                     let byte = values.get(i / 8).ok_or_else(short)?;
                     builder.push(&[(byte >> (i % 8)) & 1]);
@@ -373,6 +387,48 @@ impl Block {
         Ok(())
     }
 
+    /// Bytes the packed columns take once unpacked: a packed column's
+    /// offsets buffer is its header, whose first byte is the packing tag
+    /// (a real offsets buffer starts with offset 0) and whose third is
+    /// the value width.
+    fn unpacked_bytes(&self) -> usize {
+        if self.is_key_value() {
+            return 0;
+        }
+        // Whole triples only: a directory of another shape is reported
+        // when its columns are read.
+        (3..self.buffer_count.saturating_sub(2))
+            .step_by(3)
+            .map(|at| self.buffer(at + 1))
+            .filter(|header| header.len() == packed::HEADER_BYTES && header[0] != 0)
+            .map(|header| self.rows * usize::from(header[2]))
+            .sum()
+    }
+
+    /// The stored column at buffer `at` (its validity; offsets and values
+    /// follow) when it is packed: a fixed-width column has no offsets
+    /// unless its offsets buffer holds a packing header (`packed.rs`),
+    /// checked here against the column and its values buffer.
+    fn packed(
+        &self,
+        column: &crate::row::layout::ColumnLayout,
+        at: usize,
+    ) -> std::result::Result<Option<Packed>, String> {
+        let header = self.buffer(at + 1);
+        if header.is_empty() || !matches!(column.width, Width::Fixed(_)) {
+            return Ok(None);
+        }
+        let Some(int) = IntColumn::of(column.field.data_type()) else {
+            return Err(format!(
+                "column {}: offsets for a fixed-width column that cannot be packed",
+                column.index
+            ));
+        };
+        Packed::read(header, int, self.rows, self.buffer(at + 2).len())
+            .map(Some)
+            .map_err(|e| format!("column {}: {e}", column.index))
+    }
+
     /// `Some(newest seqno)` when every row is a put and no two rows hold
     /// the same user key; `None` otherwise. Worked out once per block.
     pub fn plain_rows(&self) -> Option<u64> {
@@ -384,6 +440,9 @@ impl Block {
         std::mem::size_of::<Self>()
             + if self.data_is_mapped { 0 } else { self.data.len() }
             + self.more_buffers.len() * std::mem::size_of::<Range<usize>>()
+            // Packed columns are unpacked into buffers of their own when
+            // first read as arrays.
+            + self.unpacked_bytes()
             // A table block's Arrow arrays share its bytes; count their
             // bookkeeping.
             + if self.is_key_value() { 0 } else { self.buffer_count * 64 }

@@ -25,7 +25,11 @@ use crate::error::{Error, Result};
 /// Version 5 records in the properties how many distinct user keys the
 /// file holds: a file of puts only, whose keys no other source holds, then
 /// counts its rows from metadata (`count(*)` without reading a block).
-pub const FORMAT_VERSION: u32 = 5;
+/// Version 6 may store a table block's integer columns packed (frame of
+/// reference and bit packing, `block/packed.rs`); a version 5 reader would
+/// take a packed column's header for offsets, so it refuses the file by
+/// its footer instead.
+pub const FORMAT_VERSION: u32 = 6;
 
 /// The first version whose properties hold the count of distinct user keys.
 pub const FORMAT_VERSION_DISTINCT_KEYS: u32 = 5;

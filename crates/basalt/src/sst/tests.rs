@@ -31,6 +31,7 @@ fn options(block_bytes_target: usize, compression: Compression, bloom_bits_per_k
         layout: None,
         learned_index_epsilon: Some(4),
         file_number: 1,
+        pack_integers: true,
     }
 }
 
@@ -576,9 +577,7 @@ const V4_FIXTURE_HEX: &str = concat!(
     "00000000002b00000004000000000000000000000000000000457d058589424153414c540a",
 );
 
-/// The same file as this version writes it (the properties count its
-/// distinct keys). A change here is a format change: bump `FORMAT_VERSION`
-/// and keep this file readable.
+/// Version 5: the properties count the file's distinct keys.
 const V5_FIXTURE_HEX: &str = concat!(
     "010000000500000030000000000000003000000001000000380000000800000040000000000000004000000001000000",
     "6b00000000000000010100000000000076000000d22fd6ce010000000700000000000000000000204000000000000000",
@@ -589,6 +588,21 @@ const V5_FIXTURE_HEX: &str = concat!(
     "0000000000000101000000000000010100000000000001000000000000000100000000000000010000006b010000006b",
     "009878e41803000000014800000000000000480000000295000000000000004c00000003e6000000000000006a000000",
     "005e437cb555010000000000002b000000050000000000000000000000000000002963846489424153414c540a",
+);
+
+/// Version 6: the same file (a key-value block packs nothing; table blocks
+/// may pack integer columns). A change here is a format change: bump
+/// `FORMAT_VERSION` and keep this file readable.
+const V6_FIXTURE_HEX: &str = concat!(
+    "010000000500000030000000000000003000000001000000380000000800000040000000000000004000000001000000",
+    "6b00000000000000010100000000000076000000d22fd6ce010000000700000000000000000000204000000000000000",
+    "000000800000000000000000000000000000000000000000000000002000000020000000000200000000000000000001",
+    "00431fe43201000000050000003000000000000000300000000100000038000000080000004000000000000000400000",
+    "000c0000006b00000000000000010100000000000000000000000000004300000000b4fd28fe06000000030000000100",
+    "000000000000000000000000000001000000000000000100000000000000010000000000000001000000000000000100",
+    "0000000000000101000000000000010100000000000001000000000000000100000000000000010000006b010000006b",
+    "00c86bfd3e03000000014800000000000000480000000295000000000000004c00000003e6000000000000006a000000",
+    "005e437cb555010000000000002b00000006000000000000000000000000000000794a6aa689424153414c540a",
 );
 
 fn to_hex(bytes: &[u8]) -> String {
@@ -611,13 +625,14 @@ fn fixtures_of_every_version_read_and_this_one_is_stable() -> Result<()> {
     // files must stay byte-identical and readable.
     let no_model = SstWriterOptions { learned_index_epsilon: None, ..options(4096, Compression::None, 10) };
     write_sst(&fs, Path::new("new.sst"), &entries, &no_model)?;
-    assert_eq!(to_hex(&fs.get(Path::new("new.sst"))), V5_FIXTURE_HEX, "the SST format changed");
+    assert_eq!(to_hex(&fs.get(Path::new("new.sst"))), V6_FIXTURE_HEX, "the SST format changed");
     for (name, fixture) in [
         ("v1.sst", V1_FIXTURE_HEX),
         ("v2.sst", V2_FIXTURE_HEX),
         ("v3.sst", V3_FIXTURE_HEX),
         ("v4.sst", V4_FIXTURE_HEX),
         ("v5.sst", V5_FIXTURE_HEX),
+        ("v6.sst", V6_FIXTURE_HEX),
     ] {
         fs.put(Path::new(name), from_hex(fixture));
         check_all(&open(&fs, Path::new(name))?, &entries)?;

@@ -41,6 +41,8 @@ pub struct SstWriterOptions {
     /// The number the file is named by, recorded in its properties so a
     /// reader can tell the file from another under its name.
     pub file_number: u64,
+    /// Table blocks store integer columns packed where that saves.
+    pub pack_integers: bool,
 }
 
 /// What a finished SST holds, for the version edit that adds it.
@@ -99,7 +101,10 @@ impl SstWriter {
     /// A writer appending to `file`, which is at `path` (named in errors).
     pub fn new(file: Box<dyn WritableFile>, path: PathBuf, options: &SstWriterOptions) -> SstWriter {
         let mut options = options.clone();
-        let block = options.layout.clone().map_or_else(BlockBuilder::new, BlockBuilder::for_table);
+        let block = options
+            .layout
+            .clone()
+            .map_or_else(BlockBuilder::new, |layout| BlockBuilder::for_table(layout, options.pack_integers));
         options.block_bytes_target = options.block_bytes_target.clamp(1, BLOCK_BYTES_TARGET_MAX);
         let filter = (options.bloom_bits_per_key > 0).then(|| BloomBuilder::new(options.bloom_bits_per_key));
         let empty = InternalKey { user_key: Bytes::new(), trailer: 0 };

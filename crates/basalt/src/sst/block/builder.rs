@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef};
 
+use super::packed::{self, IntColumn};
 use super::{HEADER_BYTES, align_up, u32_at};
 use crate::codec::internal::{Kind, unpack_trailer};
 use crate::error::{Error, Result};
@@ -27,6 +28,8 @@ pub struct BlockBuilder {
     table: Option<(Arc<TableLayout>, Vec<ColumnBuilder>)>,
     /// Zones of the stored columns of the last finished table block.
     last_zones: Option<Vec<crate::row::zone::Zone>>,
+    /// Store integer columns packed where that saves (`packed.rs`).
+    pack_integers: bool,
 }
 
 impl Default for BlockBuilder {
@@ -47,14 +50,17 @@ impl BlockBuilder {
             rows: 0,
             table: None,
             last_zones: None,
+            pack_integers: false,
         }
     }
 
     /// A builder for a table tree's data blocks: each stored column of the
-    /// layout gets three buffers (validity, offsets, values).
-    pub fn for_table(layout: Arc<TableLayout>) -> Self {
+    /// layout gets three buffers (validity, offsets, values); with
+    /// `pack_integers`, an integer column whose values span a narrow range
+    /// is stored packed (`packed.rs`).
+    pub fn for_table(layout: Arc<TableLayout>, pack_integers: bool) -> Self {
         let builders = builders_for(&layout);
-        BlockBuilder { table: Some((layout, builders)), ..BlockBuilder::new() }
+        BlockBuilder { table: Some((layout, builders)), pack_integers, ..BlockBuilder::new() }
     }
 
     /// True when no row was added.
@@ -202,7 +208,14 @@ impl BlockBuilder {
                 self.last_zones = Some(zones);
                 let mut owned: Vec<Vec<u8>> = Vec::new();
                 for &i in layout.stored() {
-                    owned.extend(cols[i].take_buffers());
+                    let [validity, offsets, values] = cols[i].take_buffers();
+                    let packing =
+                        IntColumn::of(layout.columns()[i].field.data_type()).filter(|_| self.pack_integers);
+                    let is_null = |r: usize| validity.get(r / 8).is_some_and(|b| b & (1 << (r % 8)) == 0);
+                    match packing.and_then(|column| packed::pack(column, &values, self.rows, is_null)) {
+                        Some((header, bits)) => owned.extend([validity, header, bits]),
+                        None => owned.extend([validity, offsets, values]),
+                    }
                 }
                 let mut buffers: Vec<&[u8]> = vec![&self.key_offsets, &self.key_data, &self.trailers];
                 buffers.extend(owned.iter().map(Vec::as_slice));
@@ -211,9 +224,10 @@ impl BlockBuilder {
         };
         let table = self.table.take();
         let zones = self.last_zones.take();
+        let pack_integers = self.pack_integers;
         *self = BlockBuilder::new();
         if let Some((layout, _)) = table {
-            *self = BlockBuilder::for_table(layout);
+            *self = BlockBuilder::for_table(layout, pack_integers);
         }
         self.last_zones = zones;
         out
