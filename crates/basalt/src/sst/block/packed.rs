@@ -87,10 +87,13 @@ pub fn pack(
     if rows == 0 || values.len() != rows * w {
         return None;
     }
+    // Each value mapped once; a null row takes the smallest value's place.
+    let mut ordered: Vec<u64> = values.chunks_exact(w).map(|v| column.ordered(v)).collect();
     let mut range: Option<(u64, u64)> = None;
-    for r in (0..rows).filter(|&r| !is_null(r)) {
-        let v = column.ordered(&values[r * w..(r + 1) * w]);
-        range = Some(range.map_or((v, v), |(lo, hi)| (lo.min(v), hi.max(v))));
+    for (r, &v) in ordered.iter().enumerate() {
+        if !is_null(r) {
+            range = Some(range.map_or((v, v), |(lo, hi)| (lo.min(v), hi.max(v))));
+        }
     }
     let (reference, top) = range.unwrap_or((0, 0));
     let bits = 64 - (top - reference).leading_zeros() as usize;
@@ -100,13 +103,28 @@ pub fn pack(
     }
     let mut header = vec![TAG_PACKED, bits as u8, w as u8, 0, 0, 0, 0, 0];
     header.extend_from_slice(&reference.to_le_bytes());
-    let mut packed = vec![0u8; packed_bytes];
-    if bits > 0 {
-        for r in (0..rows).filter(|&r| !is_null(r)) {
-            let distance = column.ordered(&values[r * w..(r + 1) * w]) - reference;
+    for (r, v) in ordered.iter_mut().enumerate() {
+        *v = if is_null(r) { 0 } else { *v - reference };
+    }
+    // Eight bytes of slack, so that every value is one unaligned 8-byte
+    // read-modify-write (up to 57 bits fit one from the value's first
+    // byte); cut off at the end.
+    let mut packed = vec![0u8; packed_bytes + 8];
+    if bits > 57 {
+        for (r, &distance) in ordered.iter().enumerate() {
             put_bits(&mut packed, r * bits, bits, distance);
         }
+    } else if bits > 0 {
+        for (r, &distance) in ordered.iter().enumerate() {
+            let at = r * bits;
+            let start = at / 8;
+            let mut word = [0u8; 8];
+            word.copy_from_slice(&packed[start..start + 8]);
+            let merged = u64::from_le_bytes(word) | distance << (at % 8);
+            packed[start..start + 8].copy_from_slice(&merged.to_le_bytes());
+        }
     }
+    packed.truncate(packed_bytes);
     Some((header, packed))
 }
 
