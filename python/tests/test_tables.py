@@ -236,7 +236,8 @@ def test_create_table_with_many_types_roundtrips(db: basalt.Database) -> None:
 
 
 # ALL_TYPES' numbers, booleans, strings and bytes (the types Table.get
-# converts itself), and the large string and binary types.
+# converts itself), a date and a timestamp (which it hands to pyarrow
+# beside them), and the large string and binary types.
 SIMPLE_TYPES = pa.schema(
     [
         f
@@ -247,7 +248,7 @@ SIMPLE_TYPES = pa.schema(
             and (
                 pa.types.is_integer(f.type)
                 or pa.types.is_floating(f.type)
-                or f.type in (pa.bool_(), pa.utf8(), pa.binary())
+                or f.type in (pa.bool_(), pa.utf8(), pa.binary(), pa.date32(), pa.timestamp("us"))
             )
         )
     ]
@@ -276,6 +277,8 @@ _SIMPLE_VALUES = {
     "name": st.text(max_size=20),
     "big_text": st.text(max_size=20),
     "blob": st.binary(max_size=20),
+    "day": st.dates(),
+    "at": st.datetimes(min_value=dt.datetime(1, 1, 1), max_value=dt.datetime(9999, 12, 31)),
     "big_raw": st.binary(max_size=20),
 }
 
