@@ -313,7 +313,7 @@ impl Block {
                 Some(packed) => (
                     buf(at),
                     Buffer::from_vec(Vec::<u8>::new()),
-                    Buffer::from_vec(packed.unpack(self.buffer(at + 2), self.rows)),
+                    packed.unpack(self.buffer(at + 2), self.rows),
                 ),
                 None => (buf(at), buf(at + 1), buf(at + 2)),
             }

@@ -22,6 +22,8 @@
 //! `reference` is the smallest non-null value so mapped; a null row's
 //! distance is 0.
 
+use arrow_buffer::Buffer;
+
 /// Bytes of a packed column's header (its offsets buffer).
 pub const HEADER_BYTES: usize = 16;
 const TAG_PACKED: u8 = 1;
@@ -163,43 +165,44 @@ impl Packed {
         self.column.value_bytes(self.reference.wrapping_add(distance))
     }
 
-    /// Every row's plain little-endian bytes, `width` each: the values
-    /// buffer of the plain column. A scan unpacks a column through this
-    /// once per cached block: one unaligned 8-byte load per value, the
-    /// width fixed per loop.
-    pub fn unpack(&self, packed: &[u8], rows: usize) -> Vec<u8> {
+    /// Every row's plain little-endian values, `width` bytes each: the
+    /// values buffer of the plain column. A scan unpacks a column through
+    /// this once per cached block: one unaligned 8-byte load per value,
+    /// written as the column's native integer.
+    pub fn unpack(&self, packed: &[u8], rows: usize) -> Buffer {
+        // Truncating casts: a value of a `w`-byte column fits `w` bytes.
         match self.column.width {
-            1 => self.unpack_as::<1>(packed, rows),
-            2 => self.unpack_as::<2>(packed, rows),
-            4 => self.unpack_as::<4>(packed, rows),
-            _ => self.unpack_as::<8>(packed, rows),
+            1 => Buffer::from_vec(self.unpack_as(packed, rows, |v| v as u8)),
+            2 => Buffer::from_vec(self.unpack_as(packed, rows, |v| v as u16)),
+            4 => Buffer::from_vec(self.unpack_as(packed, rows, |v| v as u32)),
+            _ => Buffer::from_vec(self.unpack_as(packed, rows, |v| v)),
         }
     }
 
-    fn unpack_as<const W: usize>(&self, packed: &[u8], rows: usize) -> Vec<u8> {
-        let mut out = vec![0u8; rows * W];
+    fn unpack_as<T>(&self, packed: &[u8], rows: usize, native: impl Fn(u64) -> T) -> Vec<T> {
         let flip = if self.column.signed { 1u64 << 63 } else { 0 };
         let bits = self.bits;
+        if bits == 0 {
+            return (0..rows).map(|_| native(self.reference ^ flip)).collect();
+        }
         // Up to 57 bits lie within the 8 bytes from a value's first byte;
         // wider values, and those too near the buffer's end for an 8-byte
         // load, take `get_bits`.
-        let fast_bits = bits <= 57;
+        let fast = bits <= 57;
         let mask = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
-        for (r, slot) in out.chunks_exact_mut(W).enumerate() {
-            let at = r * bits;
-            let start = at / 8;
-            let distance = match packed.get(start..start + 8) {
-                _ if bits == 0 => 0,
-                Some(word) if fast_bits => {
-                    let word = u64::from_le_bytes(word.try_into().unwrap_or_default());
-                    (word >> (at % 8)) & mask
-                }
-                _ => get_bits(packed, at, bits),
-            };
-            let raw = self.reference.wrapping_add(distance) ^ flip;
-            slot.copy_from_slice(&raw.to_le_bytes()[..W]);
-        }
-        out
+        (0..rows)
+            .map(|r| {
+                let at = r * bits;
+                let start = at / 8;
+                let distance = match packed.get(start..start + 8) {
+                    Some(&[b0, b1, b2, b3, b4, b5, b6, b7]) if fast => {
+                        (u64::from_le_bytes([b0, b1, b2, b3, b4, b5, b6, b7]) >> (at % 8)) & mask
+                    }
+                    _ => get_bits(packed, at, bits),
+                };
+                native(self.reference.wrapping_add(distance) ^ flip)
+            })
+            .collect()
     }
 }
 
