@@ -422,8 +422,19 @@ impl KeyIterator {
         // thread holding the GIL and waiting for it would deadlock): the
         // buffered entry is taken with the GIL held, a refill takes the
         // lock with the GIL released.
-        let mut entry = self.inner.lock().pop(py, self.what);
-        if entry.is_none() {
+        // Another thread may take a refilled chunk between the refill and
+        // this thread's pop: refill again until an entry comes or the
+        // iterator is done (seen under one hold of the lock).
+        let entry = loop {
+            {
+                let mut state = self.inner.lock();
+                if let Some(entry) = state.pop(py, self.what) {
+                    break Some(entry);
+                }
+                if state.done {
+                    break None;
+                }
+            }
             py.detach(|| {
                 let mut state = self.inner.lock();
                 if state.ends.is_empty() && !state.done {
@@ -432,8 +443,7 @@ impl KeyIterator {
                 Ok(())
             })
             .py_err(py)?;
-            entry = self.inner.lock().pop(py, self.what);
-        }
+        };
         Ok(match entry {
             None => None,
             Some((one, None)) => Some(one.into_any()),

@@ -831,8 +831,10 @@ fn row_as_dict<'py>(py: Python<'py>, row: &RecordBatch) -> PyResult<Bound<'py, P
             )
     };
     let schema = row.schema();
-    let others: Vec<usize> =
-        (0..schema.fields().len()).filter(|&i| !simple(schema.field(i).data_type())).collect();
+    // An extension type (its name in the field's metadata) has pyarrow
+    // scalars of its own: pyarrow converts those columns too.
+    let made_here = |f: &Field| simple(f.data_type()) && !f.metadata().contains_key("ARROW:extension:name");
+    let others: Vec<usize> = (0..schema.fields().len()).filter(|&i| !made_here(schema.field(i))).collect();
     // pyarrow's values of the other columns, by position among them.
     let converted: Vec<Bound<'py, PyAny>> = if others.is_empty() || row.num_rows() == 0 {
         Vec::new()
@@ -849,7 +851,7 @@ fn row_as_dict<'py>(py: Python<'py>, row: &RecordBatch) -> PyResult<Bound<'py, P
     let dict = PyDict::new(py);
     for (field, column) in row.schema().fields().iter().zip(row.columns()) {
         let c = column.as_ref();
-        let value: Bound<'py, PyAny> = if !simple(c.data_type()) {
+        let value: Bound<'py, PyAny> = if !made_here(field) {
             match converted.next() {
                 Some(v) => v,
                 None => {

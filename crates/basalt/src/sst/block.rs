@@ -441,7 +441,10 @@ impl Block {
             + if self.data_is_mapped { 0 } else { self.data.len() }
             + self.more_buffers.len() * std::mem::size_of::<Range<usize>>()
             // Packed columns are unpacked into buffers of their own when
-            // first read as arrays.
+            // first read as arrays. Charged up front, whether a scan
+            // unpacks them or only point reads use the block: the cache
+            // weighs an entry once, when it is inserted, and an undercount
+            // would let scans overrun its budget.
             + self.unpacked_bytes()
             // A table block's Arrow arrays share its bytes; count their
             // bookkeeping.

@@ -143,12 +143,22 @@ impl Packed {
     /// Reads and checks a header: its tag, width, zero padding and that
     /// `packed_len` bytes hold `rows` values of its bits.
     pub fn read(header: &[u8], column: IntColumn, rows: usize, packed_len: usize) -> Result<Packed, String> {
-        if header.len() != HEADER_BYTES || header[0] != TAG_PACKED || header[3..8] != [0; 5] {
-            return Err(format!("packed column header of {} bytes is not one", header.len()));
+        if header.len() != HEADER_BYTES {
+            return Err(format!("packed column header of {} bytes, not {HEADER_BYTES}", header.len()));
+        }
+        if header[0] != TAG_PACKED || header[3..8] != [0; 5] {
+            return Err(format!(
+                "packed column header with tag {} and padding {:?}",
+                header[0],
+                &header[3..8]
+            ));
         }
         let bits = usize::from(header[1]);
-        if bits > 64 || usize::from(header[2]) != column.width {
-            return Err(format!("packed column of {bits} bits for {}-byte values", header[2]));
+        if usize::from(header[2]) != column.width || bits > 8 * column.width {
+            return Err(format!(
+                "packed column of {bits} bits for {}-byte values in a {}-byte column",
+                header[2], column.width
+            ));
         }
         if packed_len != (rows * bits).div_ceil(8) {
             return Err(format!("packed column of {packed_len} bytes for {rows} values of {bits} bits"));
@@ -296,5 +306,11 @@ mod tests {
         let mut bad = header;
         bad[0] = 2;
         assert!(Packed::read(&bad, column, 64, packed.len()).is_err());
+        // More bits than the value's width: refused, whatever the length.
+        let bytes = IntColumn { width: 1, signed: false };
+        let (mut header, packed) = pack(bytes, &[3; 64], 64, |_| false).expect("packs");
+        header[1] = 9;
+        assert!(Packed::read(&header, bytes, 64, (64 * 9) / 8).is_err());
+        assert!(packed.is_empty(), "64 equal values take no bits");
     }
 }
