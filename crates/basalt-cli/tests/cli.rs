@@ -151,6 +151,7 @@ fn every_input_format_loads_the_same_table() {
         assert!(out.stderr.is_empty(), "{}: stderr {}", file.display(), String::from_utf8_lossy(&out.stderr));
         let summary = String::from_utf8_lossy(&out.stdout);
         assert!(summary.starts_with(&format!("loaded 5 rows into {table}")), "{summary}");
+        assert!(summary.contains(" rows/s") && summary.contains("; the table takes "), "{summary}");
         assert_eq!(summary.lines().count(), 1, "{summary}");
         assert_eq!(scan_csv(&db, &table), SCANNED, "{}", file.display());
     }

@@ -289,8 +289,11 @@ pub fn run(args: &LoadArgs, create: bool) -> CliResult<()> {
     };
     db.sync_wal()?;
     drop(before);
+    // What the table takes once loaded (its files and memtables).
+    let stored = table.estimate().map(|e| e.bytes).ok();
+    drop(table);
     db.close()?;
-    out!("{}", summary(args, &plan, total_bytes, &loaded, &indexes, started.elapsed()));
+    out!("{}", summary(args, &plan, total_bytes, &loaded, &indexes, stored, started.elapsed()));
     Ok(())
 }
 
@@ -394,6 +397,7 @@ fn summary(
     total_bytes: u64,
     loaded: &Loaded,
     indexes: &[(String, Vec<String>)],
+    stored: Option<u64>,
     elapsed: std::time::Duration,
 ) -> String {
     let rate = loaded.rows as f64 / elapsed.as_secs_f64().max(1e-9);
@@ -413,6 +417,9 @@ fn summary(
     if !indexes.is_empty() {
         let names: Vec<&str> = indexes.iter().map(|(n, _)| n.as_str()).collect();
         let _ = write!(line, "; indexes {} created", names.join(", "));
+    }
+    if let Some(stored) = stored {
+        let _ = write!(line, "; the table takes {}", bytes(stored));
     }
     line
 }
