@@ -2,13 +2,16 @@
 ``load DIR 1|0`` bulk-loads the table (with ``pack_integers`` on or off)
 into a new database in DIR; ``scan DIR`` reads it 15 times each way —
 the whole table, one packed column, seven integer columns — through
-``Table.to_arrow`` and prints the medians. Run the scans of the two
+``Table.to_arrow`` and prints the medians; ``first DIR`` opens the
+database four times and prints the time of each first whole-table scan
+(its blocks read and, if packed, unpacked). Run the scans of the two
 databases in alternating processes::
 
     python python/bench/table_scan_ab.py load /tmp/packed 1
     python python/bench/table_scan_ab.py load /tmp/plain 0
     python python/bench/table_scan_ab.py scan /tmp/packed
     python python/bench/table_scan_ab.py scan /tmp/plain
+    python python/bench/table_scan_ab.py first /tmp/packed
 """
 
 from __future__ import annotations
@@ -47,6 +50,16 @@ def main() -> None:
         db = basalt.open(sys.argv[2], pack_integers=sys.argv[3] == "1")
         db.create_table("f", t.schema, ["row"]).bulk_load(t)
         db.close()
+        return
+    if sys.argv[1] == "first":
+        firsts = []
+        for _ in range(4):
+            db = basalt.open(sys.argv[2])
+            start = time.perf_counter()
+            db.table("f").to_arrow()
+            firsts.append(f"{(time.perf_counter() - start) * 1e3:.1f}")
+            db.close()
+        print("first scans, ms:", " ".join(firsts))
         return
     db = basalt.open(sys.argv[2])
     table = db.table("f")

@@ -112,9 +112,10 @@ pub fn zone_of(builder: &super::decode::ColumnBuilder) -> Zone {
 /// How a fixed-width type's value maps to a `u64` ordered as its zone
 /// bytes (`zone_bytes_of`) are: the key codec's sign-flipped big-endian
 /// integers, and the floats' total order. Types with none are compared as
-/// their bytes.
-#[derive(Debug, Clone, Copy)]
-enum OrderKey {
+/// their bytes. Packed integer columns (`sst/block/packed.rs`) store the
+/// same keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OrderKey {
     Bool,
     Signed(usize),
     Unsigned(usize),
@@ -123,7 +124,7 @@ enum OrderKey {
 }
 
 impl OrderKey {
-    fn of(data_type: &DataType) -> Option<OrderKey> {
+    pub(crate) fn of(data_type: &DataType) -> Option<OrderKey> {
         Some(match data_type {
             DataType::Boolean => OrderKey::Bool,
             DataType::Int8 => OrderKey::Signed(1),
@@ -141,7 +142,7 @@ impl OrderKey {
     }
 
     /// The key of a value's row bytes (little-endian, of the type's width).
-    fn key(self, v: &[u8]) -> u64 {
+    pub(crate) fn key(self, v: &[u8]) -> u64 {
         let le = |w: usize| {
             let mut a = [0u8; 8];
             let n = w.min(v.len());
@@ -502,6 +503,7 @@ mod tests {
         use super::super::decode::ColumnBuilder;
         use super::super::layout::width_of;
         use arrow_schema::{Field, TimeUnit};
+        use rand::{Rng, SeedableRng};
         use std::sync::Arc;
 
         let types = [
@@ -525,22 +527,11 @@ mod tests {
             DataType::Binary,
             DataType::LargeBinary,
         ];
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut seeds = rand::rngs::StdRng::seed_from_u64(0x9e37_79b9_7f4a_7c15);
         for case in 0..4000u64 {
-            let seed = next();
-            let mut rng = seed;
-            let mut rand = move || {
-                rng ^= rng << 13;
-                rng ^= rng >> 7;
-                rng ^= rng << 17;
-                rng
-            };
+            let seed: u64 = seeds.random();
+            let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+            let mut rand = move || rng.random::<u64>();
             let data_type = &types[(seed % types.len() as u64) as usize];
             let width = width_of(data_type).expect("supported");
             let mut builder = ColumnBuilder::new(Arc::new(Field::new("c", data_type.clone(), true)), width);
