@@ -45,12 +45,19 @@ pub struct BulkLoad {
     pub runs: u64,
 }
 
-/// The files of a load under way: until they are installed, dropping this
-/// gives their numbers back so the collector deletes them.
-struct Pending<'a> {
+/// The files of a load (or an index build) under way: until they are
+/// installed, dropping this gives their numbers back so the collector
+/// deletes them.
+pub(super) struct Pending<'a> {
     inner: &'a DbInner,
-    numbers: Vec<u64>,
-    installed: bool,
+    pub(super) numbers: Vec<u64>,
+    pub(super) installed: bool,
+}
+
+impl<'a> Pending<'a> {
+    pub(super) fn new(inner: &'a DbInner) -> Pending<'a> {
+        Pending { inner, numbers: Vec::new(), installed: false }
+    }
 }
 
 /// The caller's source, pulled with its panics caught: a panic there must
@@ -217,7 +224,7 @@ impl DbInner {
         self.check_writable()?;
         // Outside the writer right: its drop may run a collection, which
         // comes before the writer right in the lock order.
-        let mut pending = Pending { inner: self, numbers: Vec::new(), installed: false };
+        let mut pending = Pending::new(self);
         let mut source_panic = None;
         let result = self.with_exclusive_writer(|| {
             // Checked again now that no write, DDL or close can run: a
@@ -245,18 +252,8 @@ impl DbInner {
             // other way round, a load waited for a group leader that waited,
             // stalled on L0, for the compaction the load held off.
             let _no_compaction = self.jobs.compaction_slot();
-            let load = self.install_loaded(tree, outputs, seqno).inspect_err(|_| {
-                // A failed MANIFEST write stopped writes, and the MANIFEST
-                // may name the files after all: they stay (the next open
-                // collects them if it does not).
-                if self.check_writable().is_err() {
-                    pending.installed = true;
-                }
-            })?;
-            pending.installed = true;
-            self.check_new_ssts(&pending.numbers);
-            self.jobs.wake();
-            Ok(load)
+            let runs = seqno - outputs.iter().map(|f| f.min_seqno).min().unwrap_or(seqno) + 1;
+            self.install_pending(tree, outputs, runs, Some(seqno), &mut pending)
         });
         drop(pending);
         if let Some(payload) = source_panic {
@@ -408,14 +405,47 @@ impl DbInner {
         Ok(keys)
     }
 
-    /// Installs the loaded files in one MANIFEST edit and publishes
-    /// `seqno`, the last the load used. One sorted run goes to the deepest
-    /// level whose levels above (and itself) hold nothing in its key range;
-    /// several runs, which may overlap one another, go to L0 (newest run
-    /// first, by seqno), where compaction merges them. The caller owns the
-    /// write path and the compaction lock.
-    fn install_loaded(&self, tree: TreeId, outputs: Vec<FileMeta>, seqno: u64) -> Result<BulkLoad> {
-        let one_run = outputs.iter().all(|f| f.max_seqno == seqno);
+    /// Installs the files of `pending` (`outputs`, making `runs` sorted
+    /// runs) and wakes the background jobs; see [`DbInner::install_loaded`].
+    /// On a failed MANIFEST write that stopped writes the files stay, as
+    /// the MANIFEST may name them after all (the next open collects them
+    /// if it does not).
+    pub(super) fn install_pending(
+        &self,
+        tree: TreeId,
+        outputs: Vec<FileMeta>,
+        runs: u64,
+        last_seqno: Option<u64>,
+        pending: &mut Pending<'_>,
+    ) -> Result<BulkLoad> {
+        let load = self.install_loaded(tree, outputs, runs, last_seqno).inspect_err(|_| {
+            if self.check_writable().is_err() {
+                pending.installed = true;
+            }
+        })?;
+        pending.installed = true;
+        self.check_new_ssts(&pending.numbers);
+        self.jobs.wake();
+        Ok(load)
+    }
+
+    /// Installs loaded files, making `runs` sorted runs, in one MANIFEST
+    /// edit. With `last_seqno` (a load's rows, newer than every write) the
+    /// edit raises the MANIFEST's last seqno to it and publishes it; an
+    /// index build's entries carry an older seqno and raise nothing. One
+    /// sorted run goes to the deepest level whose levels above (and
+    /// itself) hold nothing in its key range; several runs, which may
+    /// overlap one another, go to L0 (newest run first, by seqno), where
+    /// compaction merges them. The caller owns the write path and the
+    /// compaction lock.
+    fn install_loaded(
+        &self,
+        tree: TreeId,
+        outputs: Vec<FileMeta>,
+        runs: u64,
+        last_seqno: Option<u64>,
+    ) -> Result<BulkLoad> {
+        let one_run = runs == 1;
         let lo = outputs.iter().map(|f| f.smallest.user_key.as_ref()).min();
         let hi = outputs.iter().map(|f| f.largest.user_key.as_ref()).max();
         let range = match (lo, hi) {
@@ -431,9 +461,8 @@ impl DbInner {
         };
         let free = |l: usize| !levels[l].iter().any(|f| file_overlaps(f, &range));
         let level = if one_run { (0..LEVELS).take_while(|&l| free(l)).last().unwrap_or(0) } else { 0 };
-        let first_seqno = outputs.iter().map(|f| f.min_seqno).min().unwrap_or(seqno);
         let load = BulkLoad {
-            runs: seqno - first_seqno + 1,
+            runs,
             rows: outputs.iter().map(|f| f.entries).sum(),
             files: outputs.len(),
             bytes: outputs.iter().map(|f| f.size).sum(),
@@ -441,7 +470,7 @@ impl DbInner {
         };
         let numbers: Vec<u64> = outputs.iter().map(|f| f.number).collect();
         let edit = VersionEdit {
-            last_seqno: Some(seqno),
+            last_seqno,
             files_added: outputs.into_iter().map(|f| (tree, level, f)).collect(),
             ..VersionEdit::default()
         };
@@ -450,7 +479,9 @@ impl DbInner {
         {
             self.files.release(&numbers);
         }
-        self.writer.publish(seqno);
+        if let Some(seqno) = last_seqno {
+            self.writer.publish(seqno);
+        }
         Ok(load)
     }
 }

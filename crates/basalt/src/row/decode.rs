@@ -142,8 +142,7 @@ impl ColumnBuilder {
             return Ok(());
         }
         let reader = ColumnReader::new(array, self.width)?;
-        let mut scratch = [0u8; 1];
-        self.push(reader.bytes(i, &mut scratch));
+        self.push(reader.bytes(i));
         Ok(())
     }
 

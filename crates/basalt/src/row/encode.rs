@@ -55,13 +55,11 @@ impl<'a> ColumnReader<'a> {
 
     /// The value's bytes: fixed-width little-endian, a bool byte, or the
     /// variable-width payload.
-    pub(super) fn bytes<'s>(&'s self, row: usize, scratch: &'s mut [u8; 1]) -> &'s [u8] {
+    pub(super) fn bytes(&self, row: usize) -> &'a [u8] {
+        const BOOLS: [[u8; 1]; 2] = [[0], [1]];
         match &self.values {
             ColumnValues::Fixed { bytes, width } => &bytes[row * width..(row + 1) * width],
-            ColumnValues::Bool(a) => {
-                scratch[0] = u8::from(a.value(row));
-                &scratch[..]
-            }
+            ColumnValues::Bool(a) => &BOOLS[usize::from(a.value(row))][..],
             ColumnValues::Var32 { offsets, data } => &data[offsets[row] as usize..offsets[row + 1] as usize],
             ColumnValues::Var64 { offsets, data } => &data[offsets[row] as usize..offsets[row + 1] as usize],
         }
@@ -126,14 +124,13 @@ impl<'a> RowEncoder<'a> {
 
     /// Appends the user key of `row` to `out`; the key columns hold no null.
     pub fn key(&self, row: usize, out: &mut Vec<u8>) {
-        let mut scratch = [0u8; 1];
         if self.layout.raw_key() {
-            out.extend_from_slice(self.columns[self.layout.primary_key[0]].bytes(row, &mut scratch));
+            out.extend_from_slice(self.columns[self.layout.primary_key[0]].bytes(row));
             return;
         }
         for &i in &self.layout.primary_key {
             let c = &self.columns[i];
-            let bytes = c.bytes(row, &mut scratch);
+            let bytes = c.bytes(row);
             let field = &self.layout.columns[i].field;
             key::put_value(out, &key_value_of(field.data_type(), bytes));
         }
@@ -143,20 +140,25 @@ impl<'a> RowEncoder<'a> {
     /// column, as a table block builds them), straight from the arrays:
     /// no row bytes on the way, and the arrays were cast once, in `new`.
     pub fn push_stored(&self, row: usize, builders: &mut [crate::row::decode::ColumnBuilder]) {
-        let mut scratch = [0u8; 1];
         for &i in &self.layout.stored {
             let c = &self.columns[i];
             if c.is_null(row) {
                 builders[i].push_null();
             } else {
-                builders[i].push(c.bytes(row, &mut scratch));
+                builders[i].push(c.bytes(row));
             }
         }
     }
 
+    /// Each column's value in `row` (`None`: null) by schema index, as
+    /// row bytes give them: fixed-width little-endian bytes, a bool byte,
+    /// variable-width payloads, and the user key for a key column.
+    pub fn values(&self, row: usize) -> Vec<Option<&'a [u8]>> {
+        self.columns.iter().map(|c| (!c.is_null(row)).then(|| c.bytes(row))).collect()
+    }
+
     /// Appends the row bytes of `row` to `out`.
     pub fn row(&self, row: usize, out: &mut Vec<u8>) {
-        let mut scratch = [0u8; 1];
         let stored = &self.layout.stored;
         if self.layout.nullable_stored {
             let start = out.len();
@@ -172,7 +174,7 @@ impl<'a> RowEncoder<'a> {
             if c.is_null(row) {
                 continue;
             }
-            let bytes = c.bytes(row, &mut scratch);
+            let bytes = c.bytes(row);
             let last = n + 1 == stored.len();
             match self.layout.columns[i].width {
                 Width::Var32 | Width::Var64 if !last => varint::put_bytes(out, bytes),
@@ -203,13 +205,12 @@ impl<'a> KeyEncoder<'a> {
 
     /// Appends the user key of `row` to `out`.
     pub fn key(&self, row: usize, out: &mut Vec<u8>) {
-        let mut scratch = [0u8; 1];
         if self.layout.raw_key() {
-            out.extend_from_slice(self.columns[0].bytes(row, &mut scratch));
+            out.extend_from_slice(self.columns[0].bytes(row));
             return;
         }
         for (n, &i) in self.layout.primary_key.iter().enumerate() {
-            let bytes = self.columns[n].bytes(row, &mut scratch);
+            let bytes = self.columns[n].bytes(row);
             key::put_value(out, &key_value_of(self.layout.columns[i].field.data_type(), bytes));
         }
     }
@@ -223,8 +224,7 @@ pub fn key_bytes_of(data_type: &DataType, bytes: &[u8], out: &mut Vec<u8>) {
 /// Appends the row bytes of element `i` of `array` (non-null).
 pub fn value_bytes(array: &ArrayRef, width: Width, i: usize, out: &mut Vec<u8>) -> Result<()> {
     let reader = ColumnReader::new(array, width)?;
-    let mut scratch = [0u8; 1];
-    out.extend_from_slice(reader.bytes(i, &mut scratch));
+    out.extend_from_slice(reader.bytes(i));
     Ok(())
 }
 

@@ -59,6 +59,26 @@ impl<'r> RowValues<'r> {
         }
         Ok(RowValues { values })
     }
+
+    /// The values of one row of a batch, read from its arrays by `encoder`
+    /// (no row bytes on the way): what [`RowValues::parse`] gives for the
+    /// row's encoding.
+    pub fn of_batch_row(encoder: &super::encode::RowEncoder<'r>, row: usize) -> RowValues<'r> {
+        RowValues { values: encoder.values(row) }
+    }
+}
+
+/// Where the parts of an entry written by [`IndexLayout::entry_into`] end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EntryShape {
+    /// Bytes of the key; the value follows.
+    pub key_len: usize,
+    /// Bytes of the key before the primary key.
+    pub prefix_len: usize,
+    /// Some indexed value is null.
+    pub has_null: bool,
+    /// Bytes of the value.
+    pub value_len: usize,
 }
 
 /// One index entry of one row.
@@ -129,35 +149,44 @@ impl IndexLayout {
 
     /// The entry of a row.
     pub fn entry(&self, user_key: &[u8], row: &RowValues<'_>) -> IndexEntry {
-        let mut key = Vec::with_capacity(user_key.len() + 16);
+        let mut out = Vec::with_capacity(user_key.len() + 16);
+        let shape = self.entry_into(user_key, row, &mut out);
+        let value = out.split_off(shape.key_len);
+        IndexEntry { key: out, prefix_len: shape.prefix_len, has_null: shape.has_null, value }
+    }
+
+    /// Appends the entry of a row to `out`, its key and then its value
+    /// (an index build sorts many entries kept in one buffer).
+    pub fn entry_into(&self, user_key: &[u8], row: &RowValues<'_>, out: &mut Vec<u8>) -> EntryShape {
+        let start = out.len();
         let mut has_null = false;
         for (&i, &(_, nullable)) in self.columns.iter().zip(&self.parts) {
             let v = row.values[i];
             has_null |= v.is_none();
             let data_type = self.table.schema().field(i).data_type();
             match (nullable, v) {
-                (false, Some(b)) => key::put_value(&mut key, &key_value_of(data_type, b)),
-                (true, v) => key::put_nullable(&mut key, v.map(|b| key_value_of(data_type, b)).as_ref()),
+                (false, Some(b)) => key::put_value(out, &key_value_of(data_type, b)),
+                (true, v) => key::put_nullable(out, v.map(|b| key_value_of(data_type, b)).as_ref()),
                 // A non-nullable column holds no null (the write was checked).
-                (false, None) => key.push(key::NULL_MARKER),
+                (false, None) => out.push(key::NULL_MARKER),
             }
         }
-        let prefix_len = key.len();
-        key.extend_from_slice(user_key);
-        let mut value = Vec::new();
+        let prefix_len = out.len() - start;
+        out.extend_from_slice(user_key);
+        let key_len = out.len() - start;
         for &i in &self.include {
             match row.values[i] {
-                None => value.push(key::NULL_MARKER),
+                None => out.push(key::NULL_MARKER),
                 Some(b) => {
-                    value.push(key::PRESENT_MARKER);
+                    out.push(key::PRESENT_MARKER);
                     match self.table.columns()[i].width {
-                        Width::Var32 | Width::Var64 => varint::put_bytes(&mut value, b),
-                        Width::Fixed(_) | Width::Bool => value.extend_from_slice(b),
+                        Width::Var32 | Width::Var64 => varint::put_bytes(out, b),
+                        Width::Fixed(_) | Width::Bool => out.extend_from_slice(b),
                     }
                 }
             }
         }
-        IndexEntry { key, prefix_len, has_null, value }
+        EntryShape { key_len, prefix_len, has_null, value_len: out.len() - start - key_len }
     }
 
     /// Encodes leading indexed values (a prefix of the columns) as a key

@@ -1,33 +1,37 @@
 //! Creating an index while writes go on. The index tree is created first,
 //! marked as being built: from then on every write keeps it (upkeep) and
 //! notes the primary keys it touched. The rows as of that moment are then
-//! read from a snapshot and their entries written in steps, each under
-//! the exclusive writer, skipping rows a later write touched (upkeep
-//! already gave those their current entry; the snapshot's would be
-//! stale). A last MANIFEST edit marks the index built. A crash before it
-//! leaves a building index, which the next open drops: creation is all or
-//! nothing.
+//! read from a snapshot, their entries sorted in memory-bounded runs and
+//! written straight into SSTs (as a bulk load writes rows), which one
+//! MANIFEST edit installs under the exclusive writer. The entries carry
+//! the snapshot's seqno, older than any upkeep entry; in the same
+//! exclusive section, a batch written through the WAL gives every row a
+//! write touched since the snapshot its current entry and deletes its
+//! snapshot one, so neither stale entries nor the order of seqnos across
+//! levels can show through. A unique index is then checked by one pass
+//! over its entries. A last MANIFEST edit marks the index built. A crash
+//! before it leaves a building index, which the next open drops: creation
+//! is all or nothing.
 
-use std::collections::BTreeMap;
+use std::ops::Bound;
 
-use arrow_array::RecordBatch;
 use bytes::Bytes;
 
 use super::super::ddl::check_name;
+use super::super::flush::finish_sst;
+use super::super::ingest::Pending;
+use super::super::iter::{Direction, RangeReader};
 use super::super::{DbInner, ScanOptions, Snapshot, Table};
 use super::IndexOptions;
-use super::upkeep::GroupOverlay;
 use crate::catalog::{Namespace, TreeKind, TreeKindRecord};
+use crate::codec::internal::{Kind, pack_trailer};
 use crate::error::{Error, Result};
 use crate::ids::TreeId;
 use crate::row::encode::RowEncoder;
 use crate::row::index::{IndexEntry, IndexLayout, RowValues};
 use crate::version::VersionEdit;
+use crate::version::edit::FileMeta;
 use crate::wal::batch::WriteBatch;
-
-/// Entries written per backfill step: each step holds the write path, so
-/// writers wait at most one step.
-const BACKFILL_STEP_ENTRIES: usize = 4096;
 
 /// `Table::create_index`.
 pub(super) fn create(table: &Table, name: &str, columns: &[&str], opts: &IndexOptions) -> Result<()> {
@@ -109,7 +113,8 @@ pub(super) fn create(table: &Table, name: &str, columns: &[&str], opts: &IndexOp
     Ok(())
 }
 
-/// Writes the entries of the snapshot's rows, in steps.
+/// Writes the entries of the snapshot's rows into the index: sorted into
+/// SSTs, installed, then brought up to date with the writes made since.
 fn backfill(
     table: &Table,
     index: TreeId,
@@ -118,84 +123,237 @@ fn backfill(
     layout: &IndexLayout,
     snapshot: &Snapshot,
 ) -> Result<()> {
-    let scan = table.scan(ScanOptions::default().snapshot(Some(snapshot)))?;
-    let mut step: Vec<(Bytes, IndexEntry)> = Vec::new();
-    for batch in scan {
-        entries_of(table, layout, &batch?, &mut step)?;
-        if step.len() >= BACKFILL_STEP_ENTRIES {
-            write_step(table.inner(), index, name, unique, layout, std::mem::take(&mut step))?;
+    let inner = table.inner();
+    let mut pending = Pending::new(inner);
+    let (outputs, runs) = write_sorted_runs(table, index, layout, snapshot, &mut pending)?;
+    #[cfg(test)]
+    before_install::run();
+    if !outputs.is_empty() {
+        // The files' names must be durable before the MANIFEST names them.
+        inner.fs.sync_dir(&inner.dir)?;
+    }
+    let check_at = inner.with_exclusive_writer(|| -> Result<Option<Snapshot>> {
+        inner.check_writable()?;
+        let dropped =
+            || Error::InvalidArgument(format!("index {name} was dropped while it was being created"));
+        let sv = inner.state.load_full();
+        if sv.version.catalog.tree(index).is_none() {
+            return Err(dropped());
+        }
+        if !outputs.is_empty() {
+            // As a bulk load: the compaction lock only to choose the level
+            // and install (see `DbInner::bulk_load` on the lock order).
+            let _no_compaction = inner.jobs.compaction_slot();
+            inner.install_pending(index, outputs, runs, None, &mut pending)?;
+        }
+        bring_touched_up_to_date(table, index, layout, snapshot)?;
+        // Every later write checks its entries against the whole index.
+        Ok(unique.then(|| Snapshot::new(inner.clone())))
+    });
+    drop(pending);
+    let check_at = check_at?;
+    if runs > 1 {
+        // Several overlapping runs in L0: merged now, as a bulk load's are.
+        inner.compact_range(index, &(Bound::Unbounded, Bound::Unbounded))?;
+    }
+    match check_at {
+        Some(at) => check_unique(inner, index, name, layout, &at),
+        None => Ok(()),
+    }
+}
+
+/// One entry of a sorted run: its key's first 8 bytes (big-endian, zero
+/// padded, so most comparisons never reach the bytes) and where its key
+/// and value lie in the run's buffer.
+struct RunEntry {
+    head: u64,
+    start: usize,
+    key_len: u32,
+    value_len: u32,
+}
+
+/// Entries gathered for one sorted run, in one buffer.
+#[derive(Default)]
+struct Run {
+    bytes: Vec<u8>,
+    entries: Vec<RunEntry>,
+}
+
+impl Run {
+    fn key(&self, e: &RunEntry) -> &[u8] {
+        &self.bytes[e.start..e.start + e.key_len as usize]
+    }
+
+    fn value(&self, e: &RunEntry) -> &[u8] {
+        let at = e.start + e.key_len as usize;
+        &self.bytes[at..at + e.value_len as usize]
+    }
+
+    fn memory(&self) -> usize {
+        self.bytes.len() + self.entries.len() * std::mem::size_of::<RunEntry>()
+    }
+
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.entries.clear();
+    }
+}
+
+/// Reads the snapshot's rows, makes their entries (refusing one over the
+/// key or value limits, as upkeep would), and writes them in sorted runs
+/// of at most `Options::memtable_bytes_max` into SSTs of `index`, each
+/// cut at `Options::sst_bytes`, every entry at the snapshot's seqno.
+/// Returns the files and how many runs they make.
+fn write_sorted_runs(
+    table: &Table,
+    index: TreeId,
+    layout: &IndexLayout,
+    snapshot: &Snapshot,
+    pending: &mut Pending<'_>,
+) -> Result<(Vec<FileMeta>, u64)> {
+    let inner = table.inner();
+    let budget = inner.opts.memtable_bytes_max;
+    let trailer = pack_trailer(snapshot.seqno(), Kind::Put);
+    let (mut outputs, mut runs) = (Vec::new(), 0);
+    let mut run = Run::default();
+    let mut pk = Vec::new();
+    let name = inner.state.load().version.catalog.tree(index).map(|t| t.name.clone()).unwrap_or_default();
+    for batch in table.scan(ScanOptions::default().snapshot(Some(snapshot)))? {
+        let batch = batch?;
+        let encoder = RowEncoder::new(table.layout(), &batch)?;
+        for r in 0..batch.num_rows() {
+            pk.clear();
+            encoder.key(r, &mut pk);
+            let start = run.bytes.len();
+            let shape = layout.entry_into(&pk, &RowValues::of_batch_row(&encoder, r), &mut run.bytes);
+            inner.check_entry_limits(&name, shape.key_len, shape.value_len)?;
+            let key = &run.bytes[start..start + shape.key_len];
+            let mut head = [0u8; 8];
+            let n = key.len().min(8);
+            head[..n].copy_from_slice(&key[..n]);
+            run.entries.push(RunEntry {
+                head: u64::from_be_bytes(head),
+                start,
+                key_len: shape.key_len as u32,
+                value_len: shape.value_len as u32,
+            });
+        }
+        if run.memory() >= budget {
+            outputs.extend(write_run(inner, index, trailer, &mut run, pending)?);
+            runs += 1;
         }
     }
-    write_step(table.inner(), index, name, unique, layout, step)
-}
-
-/// Appends the (primary key, entry) of every row of `batch`.
-fn entries_of(
-    table: &Table,
-    layout: &IndexLayout,
-    batch: &RecordBatch,
-    out: &mut Vec<(Bytes, IndexEntry)>,
-) -> Result<()> {
-    let encoder = RowEncoder::new(table.layout(), batch)?;
-    let (mut key, mut row) = (Vec::new(), Vec::new());
-    for r in 0..batch.num_rows() {
-        key.clear();
-        row.clear();
-        encoder.key(r, &mut key);
-        encoder.row(r, &mut row);
-        let values = RowValues::parse(table.layout(), &key, &row)?;
-        out.push((Bytes::copy_from_slice(&key), layout.entry(&key, &values)));
+    if !run.entries.is_empty() {
+        outputs.extend(write_run(inner, index, trailer, &mut run, pending)?);
+        runs += 1;
     }
-    Ok(())
+    Ok((outputs, runs))
 }
 
-/// Writes one step of entries under the exclusive writer, leaving out rows
-/// written since the build began.
-fn write_step(
+/// Sorts the run's entries (every key is distinct: it ends with the row's
+/// primary key) and writes them into new SSTs; empties the run.
+fn write_run(
+    inner: &DbInner,
+    index: TreeId,
+    trailer: u64,
+    run: &mut Run,
+    pending: &mut Pending<'_>,
+) -> Result<Vec<FileMeta>> {
+    let mut entries = std::mem::take(&mut run.entries);
+    entries.sort_unstable_by(|a, b| a.head.cmp(&b.head).then_with(|| run.key(a).cmp(run.key(b))));
+    let mut outputs = Vec::new();
+    let mut current: Option<(TreeId, u64, crate::sst::writer::SstWriter)> = None;
+    for e in &entries {
+        let writer = match &mut current {
+            Some((_, _, w)) if w.estimated_file_bytes() < inner.opts.sst_bytes() => w,
+            _ => {
+                outputs.extend(current.take().map(finish_sst).transpose()?.map(|(_, f)| f));
+                let started = inner.start_sst(index, None)?;
+                pending.numbers.push(started.1);
+                &mut current.insert(started).2
+            }
+        };
+        writer.add(run.key(e), trailer, run.value(e))?;
+    }
+    outputs.extend(current.map(finish_sst).transpose()?.map(|(_, f)| f));
+    run.entries = entries;
+    run.clear();
+    Ok(outputs)
+}
+
+/// Gives each row a write touched since the build began its current entry
+/// (or none, if it was deleted) and deletes the entry the snapshot gave it,
+/// in one batch through the WAL, newer than every entry of the index. The
+/// upkeep of those writes already shadows the stale entries by seqno (the
+/// build's snapshot keeps its deletes from being compacted away), but the
+/// installed files may sit in a level above that upkeep; this batch makes
+/// the newest version of each such entry the one nearest the top, whatever
+/// the levels. The caller owns the write path, so the set of touched rows
+/// is final: every later write keeps the whole index.
+fn bring_touched_up_to_date(
+    table: &Table,
+    index: TreeId,
+    layout: &IndexLayout,
+    snapshot: &Snapshot,
+) -> Result<()> {
+    let inner = table.inner();
+    let touched: Vec<Bytes> =
+        inner.indexes.builds.lock().get(&index).map(|t| t.iter().cloned().collect()).unwrap_or_default();
+    if touched.is_empty() {
+        return Ok(());
+    }
+    let sv = inner.state.load_full();
+    let now = inner.writer.last_seqno();
+    let table_layout = table.layout();
+    let mut batch = WriteBatch::new();
+    for pk in &touched {
+        let entry_at = |seqno| -> Result<Option<IndexEntry>> {
+            let row = inner.current_row(&sv, seqno, table.tree(), pk, table_layout)?;
+            row.map(|row| Ok(layout.entry(pk, &RowValues::parse(table_layout, pk, &row)?))).transpose()
+        };
+        let old = entry_at(snapshot.seqno())?;
+        let new = entry_at(now)?;
+        if let Some(old) = old
+            && new.as_ref().is_none_or(|n| n.key != old.key)
+        {
+            batch.delete_raw(index, &old.key);
+        }
+        if let Some(new) = new {
+            batch.put_raw(index, &new.key, &new.value);
+        }
+    }
+    inner.commit_owned(batch)
+}
+
+/// Fails with [`Error::UniqueViolation`] if two entries of the index at
+/// `at` share their indexed values with no null among them.
+fn check_unique(
     inner: &DbInner,
     index: TreeId,
     name: &str,
-    unique: bool,
     layout: &IndexLayout,
-    step: Vec<(Bytes, IndexEntry)>,
+    at: &Snapshot,
 ) -> Result<()> {
-    if step.is_empty() {
-        return Ok(());
+    let (seqno, sv) = inner.read_view(Some(at.seqno()));
+    let all = (Bound::Unbounded, Bound::Unbounded);
+    let mut entries = RangeReader::open(inner, &sv, seqno, index, all, Direction::Forward)?;
+    let mut last: Option<Vec<u8>> = None;
+    while let Some((key, _)) = entries.next_entry()? {
+        let (parts, pk) = layout.split_key(&key)?;
+        let prefix = &key[..key.len() - pk.len()];
+        if parts.iter().any(Option::is_none) {
+            last = None;
+            continue;
+        }
+        if last.as_deref() == Some(prefix) {
+            return Err(Error::UniqueViolation {
+                index: name.to_string(),
+                value: layout.describe_prefix(&key),
+            });
+        }
+        last = Some(prefix.to_vec());
     }
-    inner.with_exclusive_writer(|| {
-        inner.check_writable()?;
-        let sv = inner.state.load_full();
-        let Some(tree) = sv.version.catalog.tree(index) else {
-            return Err(Error::InvalidArgument(format!(
-                "index {name} was dropped while it was being created"
-            )));
-        };
-        let builds = inner.indexes.builds.lock();
-        let touched = builds.get(&index);
-        let fresh: Vec<IndexEntry> = step
-            .into_iter()
-            .filter(|(pk, _)| touched.is_none_or(|t| !t.contains(pk)))
-            .map(|(_, entry)| entry)
-            .collect();
-        drop(builds);
-        if unique {
-            let seqno = inner.writer.last_seqno();
-            let mut own = GroupOverlay::default();
-            let entries: BTreeMap<Vec<u8>, bool> = fresh.iter().map(|e| (e.key.clone(), true)).collect();
-            own.set_entries(index, entries);
-            for entry in fresh.iter().filter(|e| !e.has_null) {
-                inner.check_unique_entry(&sv, seqno, index, tree, layout, entry, &[&own])?;
-            }
-        }
-        let mut batch = WriteBatch::new();
-        for entry in &fresh {
-            // The limits upkeep holds every entry to: an index that took
-            // an entry over them would refuse every later write of its row.
-            inner.check_index_entry(&tree.name, entry)?;
-            batch.put_raw(index, &entry.key, &entry.value);
-        }
-        inner.commit_owned(batch)
-    })
+    Ok(())
 }
 
 impl DbInner {
@@ -219,5 +377,80 @@ impl DbInner {
             version,
         });
         Ok(())
+    }
+}
+
+/// A test hook run by an index build between writing its sorted runs and
+/// installing them, so a test can make writes, flushes and compactions
+/// land exactly there.
+#[cfg(test)]
+mod before_install {
+    use std::cell::RefCell;
+
+    thread_local! {
+        static HOOK: RefCell<Option<Box<dyn FnOnce()>>> = const { RefCell::new(None) };
+    }
+
+    /// Runs `f` in the next index build of this thread.
+    pub(super) fn set(f: impl FnOnce() + 'static) {
+        HOOK.with(|h| *h.borrow_mut() = Some(Box::new(f)));
+    }
+
+    pub(super) fn run() {
+        if let Some(f) = HOOK.with(|h| h.borrow_mut().take()) {
+            f();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ops::Bound;
+    use std::sync::Arc;
+
+    use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+    use arrow_schema::{DataType, Field, Schema};
+
+    use crate::catalog::Namespace;
+    use crate::io::MemFs;
+    use crate::{Db, IndexOptions, IndexPredicate, KeyValue, Options, TableOptions};
+
+    fn rows(ids: &[i64], city: &str) -> RecordBatch {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int64, false),
+            Field::new("city", DataType::Utf8, false),
+        ]));
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from(ids.to_vec())),
+            Arc::new(StringArray::from(vec![city; ids.len()])),
+        ];
+        RecordBatch::try_new(schema, columns).expect("batch")
+    }
+
+    /// A row changed after the build's snapshot, its upkeep (the delete of
+    /// the snapshot's entry, the new entry) flushed and compacted to the
+    /// bottom of the index tree before the build installs the stale entry
+    /// above it: the row is found under its new value only. (The build's
+    /// snapshot keeps that delete through the compaction, and the batch of
+    /// touched rows deletes the stale entry again: either alone suffices.)
+    #[test]
+    fn a_row_changed_during_a_build_and_compacted_before_the_install_keeps_only_its_new_entry() {
+        let opts = Options { fs: Arc::new(MemFs::new()), auto_compaction: false, ..Options::default() };
+        let db = Arc::new(Db::open("/db", opts).expect("open"));
+        let schema = rows(&[], "").schema();
+        let table = db.create_table("t", schema, &["id"], TableOptions::default()).expect("create");
+        table.write(&rows(&[1, 2, 3], "old")).expect("write");
+        let (db2, t2) = (db.clone(), table.clone());
+        super::before_install::set(move || {
+            t2.write(&rows(&[2], "new")).expect("rewrite");
+            let catalog = db2.inner().state.load().version.catalog.clone();
+            let (index, _) = catalog.find(Namespace::IndexesOf(t2.tree()), "by_city").expect("index tree");
+            db2.inner().compact_range(index, &(Bound::Unbounded, Bound::Unbounded)).expect("compact");
+        });
+        table.create_index("by_city", &["city"], IndexOptions::default()).expect("index");
+        let count = |city: &str| {
+            table.count("by_city", IndexPredicate::Eq(vec![Some(KeyValue::Str(city))])).expect("count")
+        };
+        assert_eq!((count("old"), count("new")), (2, 1));
     }
 }

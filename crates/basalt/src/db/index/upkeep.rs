@@ -111,29 +111,25 @@ impl<'c> BatchUpkeep<'c> {
     }
 }
 
-impl GroupOverlay {
-    /// Sets the entries of one index (a backfill step's own).
-    pub(super) fn set_entries(&mut self, index: TreeId, entries: BTreeMap<Vec<u8>, bool>) {
-        self.entries.insert(index, entries);
-    }
-}
-
 impl DbInner {
     /// Refuses an entry of index `name` over the limits every write is
     /// held to (`key_bytes_max`, `value_bytes_max`): upkeep and the
     /// backfill of `create_index` both check here.
     pub(crate) fn check_index_entry(&self, name: &str, entry: &IndexEntry) -> Result<()> {
-        if entry.key.len() > self.opts.key_bytes_max {
+        self.check_entry_limits(name, entry.key.len(), entry.value.len())
+    }
+
+    /// [`DbInner::check_index_entry`] on an entry's lengths.
+    pub(super) fn check_entry_limits(&self, name: &str, key_len: usize, value_len: usize) -> Result<()> {
+        if key_len > self.opts.key_bytes_max {
             return Err(Error::InvalidArgument(format!(
-                "an entry of index {name} takes {} bytes, over key_bytes_max ({})",
-                entry.key.len(),
+                "an entry of index {name} takes {key_len} bytes, over key_bytes_max ({})",
                 self.opts.key_bytes_max
             )));
         }
-        if entry.value.len() > self.opts.value_bytes_max {
+        if value_len > self.opts.value_bytes_max {
             return Err(Error::InvalidArgument(format!(
-                "an entry of index {name} holds {} bytes of included columns, over value_bytes_max ({})",
-                entry.value.len(),
+                "an entry of index {name} holds {value_len} bytes of included columns, over value_bytes_max ({})",
                 self.opts.value_bytes_max
             )));
         }
@@ -215,7 +211,7 @@ impl DbInner {
     }
 
     /// The row bytes of `user_key` in `table` at `seqno`, if it exists.
-    fn current_row(
+    pub(super) fn current_row(
         &self,
         sv: &SuperVersion,
         seqno: SeqNo,
