@@ -22,27 +22,10 @@ flights=target/demo/flights.csv
 [ -s "$flights" ] || { echo "run scripts/demo.sh first (it unpacks $flights)"; exit 2; }
 [ -x "$basalt" ] || { echo "build $basalt first: cargo build --release -p basalt-cli"; exit 2; }
 
-# The generated table: a key, two numbers, a 16-character string, a date
-# and a timestamp; made by DuckDB once per size.
+# The generated table (scripts/gen-table.py), made once per size.
 gen_csv=$work/gen-$rows.csv
 gen_parquet=$work/gen-$rows.parquet
-if [ ! -s "$gen_parquet" ]; then
-  "$py" - "$rows" "$gen_csv" "$gen_parquet" <<'PY'
-import sys, duckdb
-rows, csv, parquet = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-con = duckdb.connect()
-con.execute(f"""CREATE TABLE g AS SELECT
-  i AS id,
-  (i * 7919) % 1000003 AS amount,
-  ((i * 104729) % 100000) / 100.0 AS price,
-  substr(md5(i::VARCHAR), 1, 16) AS tag,
-  DATE '2020-01-01' + ((i % 1500)::INTEGER) AS day,
-  TIMESTAMP '2020-01-01 00:00:00' + to_seconds(i) AS at
-FROM range({rows}) t(i) ORDER BY hash(i)""")
-con.execute(f"COPY g TO '{csv}' (HEADER)")
-con.execute(f"COPY g TO '{parquet}' (FORMAT parquet)")
-PY
-fi
+[ -s "$gen_parquet" ] || "$py" scripts/gen-table.py "$rows" "$gen_csv" "$gen_parquet"
 
 flights_cols="year INTEGER, month INTEGER, day INTEGER, dep_time INTEGER, sched_dep_time INTEGER, dep_delay INTEGER, arr_time INTEGER, sched_arr_time INTEGER, arr_delay INTEGER, carrier TEXT, flight INTEGER, tailnum TEXT, origin TEXT, dest TEXT, air_time INTEGER, distance INTEGER, hour INTEGER, minute INTEGER, time_hour TEXT"
 gen_cols="id INTEGER PRIMARY KEY, amount INTEGER, price REAL, tag TEXT, day TEXT, at TEXT"

@@ -424,7 +424,10 @@ fn run_case(seed: u64) {
     let spec = TableSpec::random(&mut rng, Shape { columns: (2, 7), key_only: false });
     let pools = value_pools(&mut rng, &spec);
     let fs = MemFs::new();
-    let opts = common::small_options(&fs, &mut rng);
+    // A small write buffer also makes index builds sort in several runs
+    // (each takes up to that much).
+    let write_buffer = rng.random_range(2_000..200_000);
+    let opts = common::small_options(&fs, &mut rng).write_buffer_bytes_max(write_buffer);
     let db = Db::open("/db", opts.clone()).expect("open");
     let table = db
         .create_table(

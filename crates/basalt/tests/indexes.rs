@@ -52,8 +52,12 @@ fn key_batch(ids: impl Iterator<Item = i64>) -> RecordBatch {
 }
 
 fn open(fs: &MemFs) -> (Db, Table) {
-    let opts =
-        Options::default().fs(Arc::new(fs.clone())).bloom_bits_per_key(10).memtable_bytes_max(64 << 10);
+    // Index builds sort in runs of the write buffer's size: several here.
+    let opts = Options::default()
+        .fs(Arc::new(fs.clone()))
+        .bloom_bits_per_key(10)
+        .memtable_bytes_max(64 << 10)
+        .write_buffer_bytes_max(512 << 10);
     let db = Db::open("/db", opts).expect("open");
     let table = match db.table("t") {
         Ok(t) => t,

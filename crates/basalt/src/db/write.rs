@@ -341,7 +341,8 @@ impl DbInner {
     }
 
     /// Commits `batch` as a group of its own; the caller owns the write
-    /// path (`with_exclusive_writer`), as an index backfill step does.
+    /// path (`with_exclusive_writer`), as an index build bringing touched rows
+    /// up to date does.
     pub(crate) fn commit_owned(&self, batch: WriteBatch) -> Result<()> {
         let mut group = [Request { id: 0, batch, sync: false, rejected: None }];
         self.commit_group(&mut group)?;

@@ -2,7 +2,7 @@
 //! are `enc(indexed values) | primary key` (`row/index.rs`); the engine
 //! keeps it: the group-commit leader reads each written row's old image
 //! and adds the index deletes and puts to the same WAL record as the row
-//! (`upkeep.rs`), creation backfills existing rows while writes go on
+//! (`upkeep.rs`), creation sorts the existing rows' entries into SSTs while writes go on
 //! (`build.rs`), and lookups, counts and planned scans read it
 //! (`query.rs`). Nothing outside the engine has to know an index exists
 //! for it to be right.
@@ -63,8 +63,8 @@ pub struct IndexInfo {
 #[derive(Debug)]
 pub(crate) struct IndexState {
     /// Index tree → primary keys written since its build began. Only the
-    /// write path's owner (the group-commit leader, or a backfill step
-    /// under the exclusive writer) touches it.
+    /// write path's owner (the group-commit leader, or a build installing
+    /// its entries under the exclusive writer) touches it.
     builds: RankedMutex<HashMap<TreeId, HashSet<Bytes>>>,
     /// Index tree → the first seqno it answers for. Set when a build ends
     /// in this process; an index recovered at open answers at any seqno a

@@ -73,9 +73,10 @@ impl<'c> BatchUpkeep<'c> {
     /// Records what one row's change (from `old` to `new` values; `None`
     /// for absent) does to one index: its old entry deleted, its new one
     /// put (checked against the key limits), a unique one kept for the
-    /// check. An index being built may not hold the old entry yet, and its
-    /// backfill skips this row from now on: it gets its entry here even
-    /// when the indexed values did not change.
+    /// check. An index being built may not hold the old entry yet: the row
+    /// gets its entry here even when the indexed values did not change
+    /// (newer than the one the build installs from its snapshot), and the
+    /// build notes it as touched.
     fn change_entry(
         &mut self,
         db: &DbInner,
