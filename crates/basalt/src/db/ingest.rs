@@ -149,28 +149,67 @@ impl RunWriter<'_, '_> {
     }
 
     /// Sorts the rows of the held batches together (of two rows with one
-    /// key, the later batch's stays) and writes them as one run.
+    /// key, the later batch's stays) and writes them as one run. The rows
+    /// are sorted by a 16-byte head of their key (the bytes compared only
+    /// on a tie), then gathered into batches in key order a chunk at a
+    /// time by Arrow's `interleave`, column by column: taken row by row
+    /// from the held batches, each value's copy waited on a cache miss
+    /// (13% of a 3M-row load of rows in random order).
     fn write_held(&mut self, held: &[(RecordBatch, BatchKeys)]) -> Result<()> {
-        let encoders = held
-            .iter()
-            .map(|(batch, _)| row::encode::RowEncoder::new(self.layout, batch))
-            .collect::<Result<Vec<_>>>()?;
-        let key = |&(b, r): &(usize, usize)| held[b].1.key(r);
-        let mut order: Vec<(usize, usize)> = held
+        /// Rows gathered into one batch at a time (fewer under the
+        /// `testing` feature, so that tests cross chunks).
+        const GATHER_ROWS: usize = if cfg!(feature = "testing") { 61 } else { 16 * 1024 };
+        let Some((first, _)) = held.first() else { return Ok(()) };
+        let key = |e: &HeldRow| held[e.batch as usize].1.key(e.row as usize);
+        let mut order: Vec<HeldRow> = held
             .iter()
             .enumerate()
-            .flat_map(|(b, (_, keys))| keys.order.iter().map(move |&r| (b, r)))
+            .flat_map(|(b, (_, keys))| {
+                keys.order.iter().map(move |&r| HeldRow {
+                    head: key_head(keys.key(r)),
+                    batch: b as u32,
+                    row: r as u32,
+                })
+            })
             .collect();
-        // Stable: of rows with one key, the later batch's comes last.
-        order.sort_by(|x, y| key(x).cmp(key(y)));
-        let mut kept: Vec<(usize, usize)> = Vec::with_capacity(order.len());
+        // Of rows with one key (from different batches: a batch's keys are
+        // distinct), the later batch's comes last.
+        order.sort_unstable_by(|x, y| {
+            x.head.cmp(&y.head).then_with(|| key(x).cmp(key(y))).then_with(|| x.batch.cmp(&y.batch))
+        });
+        let mut kept: Vec<HeldRow> = Vec::with_capacity(order.len());
         for entry in order {
             match kept.last_mut() {
-                Some(last) if key(last) == key(&entry) => *last = entry,
+                // Heads first: reading the keys is a cache miss each.
+                Some(last) if last.head == entry.head && key(last) == key(&entry) => *last = entry,
                 _ => kept.push(entry),
             }
         }
-        self.write_sorted(kept.iter().map(|e| (key(e), &encoders[e.0], e.1)))
+        let schema = first.schema();
+        let mut keys = Vec::new();
+        let mut ends = Vec::with_capacity(GATHER_ROWS.min(kept.len()));
+        let columns: Vec<Vec<&dyn arrow_array::Array>> = (0..schema.fields().len())
+            .map(|c| held.iter().map(|(batch, _)| batch.column(c).as_ref()).collect())
+            .collect();
+        for chunk in kept.chunks(GATHER_ROWS) {
+            let at: Vec<(usize, usize)> = chunk.iter().map(|e| (e.batch as usize, e.row as usize)).collect();
+            let arrays = columns
+                .iter()
+                .map(|arrays| arrow_select::interleave::interleave(arrays, &at))
+                .collect::<std::result::Result<Vec<_>, _>>()?;
+            let batch = RecordBatch::try_new(schema.clone(), arrays)?;
+            let encoder = row::encode::RowEncoder::new(self.layout, &batch)?;
+            // The chunk's keys in order in one buffer, as its values are.
+            keys.clear();
+            ends.clear();
+            for e in chunk {
+                keys.extend_from_slice(key(e));
+                ends.push(keys.len());
+            }
+            let key_at = |i: usize| &keys[if i == 0 { 0 } else { ends[i - 1] }..ends[i]];
+            self.write_sorted((0..chunk.len()).map(|i| (key_at(i), &encoder, i)))?;
+        }
+        Ok(())
     }
 
     /// Finishes the SST being written, if any.
@@ -178,6 +217,24 @@ impl RunWriter<'_, '_> {
         self.outputs.extend(self.current.take().map(finish_sst).transpose()?.map(|(_, f)| f));
         Ok(())
     }
+}
+
+/// A held row in the sort of a run: its key's first 16 bytes (big-endian,
+/// zero padded) and where it is.
+struct HeldRow {
+    head: u128,
+    batch: u32,
+    row: u32,
+}
+
+/// The first 16 bytes of a key as a number that orders as the bytes do
+/// (zero padded: a shorter key that is a prefix of a longer one ties, and
+/// the bytes decide).
+pub(super) fn key_head(key: &[u8]) -> u128 {
+    let mut head = [0u8; 16];
+    let n = key.len().min(16);
+    head[..n].copy_from_slice(&key[..n]);
+    u128::from_be_bytes(head)
 }
 
 /// The encoded keys of one batch and the order to load its rows in.

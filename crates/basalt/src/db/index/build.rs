@@ -19,7 +19,7 @@ use bytes::Bytes;
 
 use super::super::ddl::check_name;
 use super::super::flush::finish_sst;
-use super::super::ingest::Pending;
+use super::super::ingest::{Pending, key_head};
 use super::super::iter::{Direction, RangeReader};
 use super::super::{DbInner, ScanOptions, Snapshot, Table};
 use super::IndexOptions;
@@ -226,12 +226,8 @@ fn write_sorted_runs(
             let start = run.bytes.len();
             let shape = layout.entry_into(&pk, &RowValues::of_batch_row(&encoder, r), &mut run.bytes);
             inner.check_entry_limits(&name, shape.key_len, shape.value_len)?;
-            let key = &run.bytes[start..start + shape.key_len];
-            let mut head = [0u8; 16];
-            let n = key.len().min(16);
-            head[..n].copy_from_slice(&key[..n]);
             run.entries.push(RunEntry {
-                head: u128::from_be_bytes(head),
+                head: key_head(&run.bytes[start..start + shape.key_len]),
                 start,
                 key_len: shape.key_len as u32,
                 value_len: shape.value_len as u32,
