@@ -159,7 +159,9 @@ impl RunWriter<'_, '_> {
         /// Rows gathered into one batch at a time (fewer under the
         /// `testing` feature, so that tests cross chunks).
         const GATHER_ROWS: usize = if cfg!(feature = "testing") { 61 } else { 16 * 1024 };
-        let Some((first, _)) = held.first() else { return Ok(()) };
+        if held.is_empty() {
+            return Ok(());
+        }
         let key = |e: &HeldRow| held[e.batch as usize].1.key(e.row as usize);
         let mut order: Vec<HeldRow> = held
             .iter()
@@ -185,12 +187,28 @@ impl RunWriter<'_, '_> {
                 _ => kept.push(entry),
             }
         }
-        let schema = first.schema();
+        // The table's schema, and each array as its column's type: held
+        // batches may differ in what `check_batch` lets through (a field's
+        // nullability, a timestamp zone of "" or none), which `interleave`
+        // and `RecordBatch::try_new` would refuse.
+        let schema = self.layout.schema().clone();
         let mut keys = Vec::new();
         let mut ends = Vec::with_capacity(GATHER_ROWS.min(kept.len()));
-        let columns: Vec<Vec<&dyn arrow_array::Array>> = (0..schema.fields().len())
-            .map(|c| held.iter().map(|(batch, _)| batch.column(c).as_ref()).collect())
-            .collect();
+        let cast: Vec<Vec<arrow_array::ArrayRef>> = schema
+            .fields()
+            .iter()
+            .enumerate()
+            .map(|(c, field)| {
+                held.iter()
+                    .map(|(batch, _)| match batch.column(c) {
+                        a if a.data_type() == field.data_type() => Ok(a.clone()),
+                        a => arrow_cast::cast(a, field.data_type()),
+                    })
+                    .collect::<std::result::Result<Vec<_>, _>>()
+            })
+            .collect::<std::result::Result<_, _>>()?;
+        let columns: Vec<Vec<&dyn arrow_array::Array>> =
+            cast.iter().map(|arrays| arrays.iter().map(AsRef::as_ref).collect()).collect();
         for chunk in kept.chunks(GATHER_ROWS) {
             let at: Vec<(usize, usize)> = chunk.iter().map(|e| (e.batch as usize, e.row as usize)).collect();
             let arrays = columns

@@ -373,7 +373,7 @@ fn write_files(
 
 /// Gives each row a write touched since the build began its current entry
 /// (or none, if it was deleted) and deletes the entry the snapshot gave it,
-/// in one batch through the WAL, newer than every entry of the index. The
+/// in batches through the WAL, newer than every entry of the index. The
 /// upkeep of those writes already shadows the stale entries by seqno (the
 /// build's snapshot keeps its deletes from being compacted away), but the
 /// installed files may sit in a level above that upkeep; this batch makes
@@ -411,6 +411,14 @@ fn bring_touched_up_to_date(
         if let Some(new) = new {
             batch.put_raw(index, &new.key, &new.value);
         }
+        // Committed in parts well within `batch_bytes_max`: one record of
+        // every touched row could outgrow what the WAL can read back.
+        if batch.encoded_len() >= inner.opts.batch_bytes_max / 2 {
+            inner.commit_owned(std::mem::take(&mut batch))?;
+        }
+    }
+    if batch.is_empty() {
+        return Ok(());
     }
     inner.commit_owned(batch)
 }
