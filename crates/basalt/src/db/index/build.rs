@@ -89,18 +89,18 @@ pub(super) fn create(table: &Table, name: &str, columns: &[&str], opts: &IndexOp
             let mut versions = inner.versions.lock();
             let edit = VersionEdit { tree_kinds: vec![(index, record)], ..VersionEdit::default() };
             let version = inner.log_and_apply(&mut versions, edit)?;
+            // Ready before it is seen built: a reader whose snapshot is
+            // older than the build's entries must not take it.
+            inner.indexes.ready.lock().insert(index, inner.writer.last_seqno());
             inner.state.replace(|s| super::super::SuperVersion {
                 mem: s.mem.clone(),
                 imms: s.imms.clone(),
                 version,
             });
-            let ready = inner.writer.last_seqno();
-            inner.indexes.ready.lock().insert(index, ready);
             Ok(())
         })
     });
     drop(snapshot);
-    inner.indexes.builds.lock().remove(&index);
     if let Err(e) = built {
         // Nothing of the index may stay; if even the drop fails, the next
         // open drops the building index.
@@ -108,8 +108,11 @@ pub(super) fn create(table: &Table, name: &str, columns: &[&str], opts: &IndexOp
             let still_there = inner.state.load().version.tree(index).is_some();
             Ok(if still_there { vec![index] } else { Vec::new() })
         });
+        // Only now: until the drop, writes keep noting the rows they touch.
+        inner.indexes.builds.lock().remove(&index);
         return Err(e);
     }
+    inner.indexes.builds.lock().remove(&index);
     Ok(())
 }
 
@@ -226,11 +229,14 @@ fn write_sorted_runs(
             let start = run.bytes.len();
             let shape = layout.entry_into(&pk, &RowValues::of_batch_row(&encoder, r), &mut run.bytes);
             inner.check_entry_limits(&name, shape.key_len, shape.value_len)?;
+            // The limits are options a caller may raise past what a run's
+            // entry records.
+            let over = |_| Error::InvalidArgument(format!("an entry of index {name} takes over 4 GiB"));
             run.entries.push(RunEntry {
                 head: key_head(&run.bytes[start..start + shape.key_len]),
                 start,
-                key_len: shape.key_len as u32,
-                value_len: shape.value_len as u32,
+                key_len: u32::try_from(shape.key_len).map_err(over)?,
+                value_len: u32::try_from(shape.value_len).map_err(over)?,
             });
         }
         if run.memory() >= budget {
@@ -274,32 +280,31 @@ fn write_run(
     }
     let parts = if entries.len() < SPLIT_ENTRIES_MIN { 1 } else { threads };
     let slices: Vec<&[RunEntry]> = entries.chunks(entries.len().div_ceil(parts).max(1)).collect();
-    let written: Vec<(Vec<u64>, Result<Vec<FileMeta>>)> = std::thread::scope(|s| {
+    // Each thread notes the numbers of the files it starts where they
+    // outlive it, even if it panics: every file started is the build's to
+    // delete if it fails.
+    let mut numbers: Vec<Vec<u64>> = slices.iter().map(|_| Vec::new()).collect();
+    let written: Vec<Result<Vec<FileMeta>>> = std::thread::scope(|s| {
         let handles: Vec<_> = slices
             .iter()
-            .map(|slice| {
+            .zip(numbers.iter_mut())
+            .map(|(slice, numbers)| {
                 let run = &run;
-                s.spawn(move || {
-                    let mut numbers = Vec::new();
-                    let files = write_files(inner, index, trailer, run, slice, &mut numbers);
-                    (numbers, files)
-                })
+                s.spawn(move || write_files(inner, index, trailer, run, slice, numbers))
             })
             .collect();
         handles
             .into_iter()
             .map(|h| {
-                h.join().unwrap_or_else(|_| {
-                    (Vec::new(), Err(Error::InvalidArgument("an index build thread panicked".into())))
-                })
+                h.join()
+                    .unwrap_or_else(|_| Err(Error::InvalidArgument("an index build thread panicked".into())))
             })
             .collect()
     });
+    pending.numbers.extend(numbers.into_iter().flatten());
     let mut outputs = Vec::new();
     let mut failed = None;
-    for (numbers, files) in written {
-        // Every file started is the build's to delete if it fails.
-        pending.numbers.extend(numbers);
+    for files in written {
         match files {
             Ok(files) => outputs.extend(files),
             Err(e) => failed = failed.or(Some(e)),
