@@ -67,7 +67,8 @@ def open(
     """Opens (and with ``create``, creates) the database in directory ``path``.
 
     Options are keywords named as the engine's ``Options`` fields
-    (``block_cache_bytes=...``, ``compression="lz4"``, ``auto_compaction=False``...).
+    (``block_cache_bytes=...``, ``compression="lz4"``, ``index_compression="lz4"``,
+    ``auto_compaction=False``...).
     """
 
 @final

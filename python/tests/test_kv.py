@@ -665,12 +665,21 @@ def test_unknown_open_option_is_typeerror(path: pathlib.Path) -> None:
         basalt.open(path, auto_compaction="yes")
     with pytest.raises(basalt.InvalidArgumentError):
         basalt.open(path, compression="zstd")
+    with pytest.raises(basalt.InvalidArgumentError):
+        basalt.open(path, index_compression="zstd")
+    with pytest.raises(TypeError):
+        basalt.open(path, index_compression=True)
     assert not path.exists()
 
 
 def test_known_open_options_are_accepted(path: pathlib.Path) -> None:
     with basalt.open(
-        path, compression="lz4", block_cache_bytes=1 << 20, auto_compaction=False, memtable_bytes_max=1 << 20
+        path,
+        compression="lz4",
+        index_compression="lz4",
+        block_cache_bytes=1 << 20,
+        auto_compaction=False,
+        memtable_bytes_max=1 << 20,
     ) as db:
         db[b"k"] = b"v" * 1000
         db.flush()

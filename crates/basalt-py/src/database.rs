@@ -73,21 +73,8 @@ fn options(py: Python<'_>, create: bool, kwargs: Option<&Bound<'_, PyDict>>) -> 
             "blob_gc_garbage_percent" => o.blob_gc_garbage_percent = u32_of(&value)?,
             "batch_bytes_max" => o.batch_bytes_max = usize_of(&value)?,
             "group_commit_bytes_max" => o.group_commit_bytes_max = usize_of(&value)?,
-            "compression" => {
-                let text: String = value
-                    .extract()
-                    .map_err(|_| errors::wrong_type("compression takes \"none\" or \"lz4\"".into()))?;
-                o.compression = match text.as_str() {
-                    "none" => Compression::None,
-                    "lz4" => Compression::Lz4,
-                    other => {
-                        return Err(errors::invalid(
-                            py,
-                            format!("compression {other:?}: use \"none\" or \"lz4\""),
-                        ));
-                    }
-                };
-            }
+            "compression" => o.compression = compression_of(py, "compression", &value)?,
+            "index_compression" => o.index_compression = compression_of(py, "index_compression", &value)?,
             other => {
                 return Err(errors::wrong_type(format!(
                     "open() got an unexpected option {other:?} (options are Options' field names)"
@@ -96,6 +83,17 @@ fn options(py: Python<'_>, create: bool, kwargs: Option<&Bound<'_, PyDict>>) -> 
         }
     }
     Ok(o)
+}
+
+/// The block compression named by option `name`'s value.
+fn compression_of(py: Python<'_>, name: &str, value: &Bound<'_, PyAny>) -> PyResult<Compression> {
+    let text: String =
+        value.extract().map_err(|_| errors::wrong_type(format!("{name} takes \"none\" or \"lz4\"")))?;
+    match text.as_str() {
+        "none" => Ok(Compression::None),
+        "lz4" => Ok(Compression::Lz4),
+        other => Err(errors::invalid(py, format!("{name} {other:?}: use \"none\" or \"lz4\""))),
+    }
 }
 
 /// Opens (and with `create`, creates) the database in directory `path`.

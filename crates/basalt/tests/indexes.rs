@@ -659,3 +659,47 @@ fn reads_over_stacked_sources_see_every_overwrite_and_delete() {
     table.compact().expect("compact");
     check_reads("compacted", &table, &model, None);
 }
+
+/// `index_compression` compresses the index trees' blocks, and only
+/// theirs: the same rows and index take fewer bytes with it, the table's
+/// files are the same size, and every lookup answers the same.
+#[test]
+fn index_compression_shrinks_the_index_alone_and_changes_no_answer() {
+    use basalt::Compression;
+    const ROWS: i64 = 30_000;
+    let sst_bytes = |dir: &std::path::Path| -> u64 {
+        std::fs::read_dir(dir)
+            .expect("list")
+            .map(|e| e.expect("entry"))
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".sst"))
+            .map(|e| e.metadata().expect("size").len())
+            .sum()
+    };
+    let mut measured = Vec::new();
+    for compression in [Compression::None, Compression::Lz4] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let opts = Options::default().index_compression(compression);
+        let db = Db::open(dir.path(), opts).expect("open");
+        let table = db.create_table("t", schema(), &["id"], TableOptions::default()).expect("create");
+        table.write(&rows(0..ROWS, city_of)).expect("write");
+        db.flush().expect("flush");
+        let table_bytes = sst_bytes(dir.path());
+        table.create_index("by_city", &["city"], IndexOptions::default()).expect("index");
+        let index_bytes = sst_bytes(dir.path()) - table_bytes;
+        let answers: Vec<usize> = (0..50)
+            .map(|c| {
+                let city = format!("c\0{c}");
+                let eq = IndexPredicate::Eq(vec![Some(KeyValue::Str(&city))]);
+                table.lookup("by_city", eq, LookupOptions::default()).expect("lookup").num_rows()
+            })
+            .collect();
+        assert_eq!(answers.iter().sum::<usize>() as i64, ROWS - (ROWS + 6) / 7, "{compression:?}");
+        drop(table);
+        db.close().expect("close");
+        measured.push((table_bytes, index_bytes, answers));
+    }
+    let (plain, lz4) = (&measured[0], &measured[1]);
+    assert_eq!(plain.0, lz4.0, "the table's files are not compressed");
+    assert!(lz4.1 * 2 < plain.1, "index bytes: {} compressed, {} plain", lz4.1, plain.1);
+    assert_eq!(plain.2, lz4.2, "the same answers");
+}

@@ -195,7 +195,7 @@ impl DbInner {
                 self.opts.block_bytes_target
             },
             bloom_bits_per_key: self.opts.bloom_bits_per_key,
-            compression: self.opts.compression,
+            compression: self.compression_of(tree),
             tree_id: tree,
             layout,
             learned_index_epsilon: self.opts.learned_index.then_some(self.opts.learned_index_epsilon),
@@ -203,6 +203,17 @@ impl DbInner {
             pack_integers: self.opts.pack_integers,
         };
         Ok((tree, number, SstWriter::new(file, path, &options)))
+    }
+
+    /// How the data blocks of `tree` are compressed: `index_compression`
+    /// for a secondary index (being built or not), `compression` for any
+    /// other tree, and for one dropped while a compaction wrote it.
+    fn compression_of(&self, tree: TreeId) -> crate::options::Compression {
+        let state = self.state.load();
+        match state.version.catalog.tree(tree).map(|t| &t.kind) {
+            Some(TreeKind::Index(_)) => self.opts.index_compression,
+            _ => self.opts.compression,
+        }
     }
 }
 

@@ -58,6 +58,7 @@ pub fn small_options(fs: &MemFs, rng: &mut StdRng) -> Options {
         .table_block_bytes_target(rng.random_range(32..4_096))
         .bloom_bits_per_key([0, 4, 10][rng.random_range(0..3)])
         .compression(if rng.random_bool(0.5) { Compression::Lz4 } else { Compression::None })
+        .index_compression(if rng.random_bool(0.5) { Compression::Lz4 } else { Compression::None })
         .block_cache_bytes(rng.random_range(0..256 << 10))
         .l0_compaction_trigger(rng.random_range(2..5))
         .level1_bytes_target(rng.random_range(4_000..40_000))
