@@ -1193,7 +1193,30 @@ fn table_rows_over_the_size_limits_are_refused() {
     assert_invalid(raw.write(&raw_batch(&short, &long)), "a 2 KiB row");
     assert_invalid(composite.write(&composite_batch(&long, &short)), "a 2 KiB composite key");
     assert_invalid(composite.write(&composite_batch(&short, &long)), "a 2 KiB row of a composite key");
+    assert_invalid(raw.bulk_load([raw_batch(&long, &short)]), "a 2 KiB key, bulk-loaded");
+    assert_invalid(raw.bulk_load([raw_batch(&short, &long)]), "a 2 KiB row, bulk-loaded");
+    assert_invalid(
+        composite.bulk_load([composite_batch(&short, &long)]),
+        "a 2 KiB row of a composite key, bulk-loaded",
+    );
     assert_eq!(state(&db), want, "refused rows changed the database");
+    // Rows over the limit together but not one by one load.
+    let keys: Vec<String> = (0..100).map(|i| format!("k{i:03}")).collect();
+    let values = vec!["v".repeat(900); 100];
+    let under = RecordBatch::try_new(
+        s.clone(),
+        vec![Arc::new(StringArray::from(keys)), Arc::new(StringArray::from(values))],
+    )
+    .expect("batch");
+    raw.bulk_load([under]).expect("rows each within the limit");
+    assert_eq!(
+        raw.scan(basalt::ScanOptions::default())
+            .expect("scan")
+            .map(|b| b.expect("batch").num_rows())
+            .sum::<usize>(),
+        100
+    );
+    let want = state(&db);
     drop((raw, composite));
     db.close().expect("close");
     let db = Db::open(DB, o).expect("reopen");

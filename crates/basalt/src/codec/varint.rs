@@ -13,6 +13,14 @@ pub fn put_u64(buf: &mut Vec<u8>, mut v: u64) {
     buf.push(v as u8);
 }
 
+/// The most bytes `put_u64` takes.
+pub const U64_LEN_MAX: usize = 10;
+
+/// How many bytes `put_u64` takes for `v`.
+pub fn u64_len(v: u64) -> usize {
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
+}
+
 /// Appends a length-prefixed byte string.
 pub fn put_bytes(buf: &mut Vec<u8>, b: &[u8]) {
     put_u64(buf, b.len() as u64);
@@ -159,9 +167,11 @@ mod tests {
     #[test]
     fn varints_round_trip_and_reject_overflow() {
         let path = Path::new("t");
-        for v in [0, 1, 127, 128, 300, u64::from(u32::MAX), u64::MAX] {
+        for v in [0, 1, 127, 128, 300, 16_383, 16_384, u64::from(u32::MAX), u64::MAX >> 1, u64::MAX] {
             let mut buf = Vec::new();
             put_u64(&mut buf, v);
+            assert_eq!(u64_len(v), buf.len(), "{v}");
+            assert!(buf.len() <= U64_LEN_MAX);
             let mut r = Reader::new(&buf, path, 0);
             assert_eq!(r.varint().expect("decodes"), v);
             assert!(r.is_empty());

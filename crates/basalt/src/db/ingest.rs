@@ -443,21 +443,22 @@ impl DbInner {
     fn sorted_keys(&self, encoder: &row::encode::RowEncoder<'_>, n: usize) -> Result<BatchKeys> {
         let mut keys =
             BatchKeys { bytes: Vec::new(), ends: Vec::with_capacity(n), order: Vec::with_capacity(n) };
-        let mut row_bytes = Vec::new();
+        // Most batches are far below the limit as a whole: then no row's
+        // length needs finding.
+        let rows_fit = encoder.rows_len_bound(n) <= self.opts.value_bytes_max;
         for r in 0..n {
             let start = keys.bytes.len();
             encoder.key(r, &mut keys.bytes);
             keys.ends.push(keys.bytes.len());
-            row_bytes.clear();
-            encoder.row(r, &mut row_bytes);
             let key_len = keys.bytes.len() - start;
-            if key_len > self.opts.key_bytes_max || row_bytes.len() > self.opts.value_bytes_max {
+            if key_len > self.opts.key_bytes_max
+                || (!rows_fit && encoder.row_len(r) > self.opts.value_bytes_max)
+            {
+                let row_len = encoder.row_len(r);
                 return Err(Error::InvalidArgument(format!(
-                    "row {r} encodes to a {key_len}-byte key and {} bytes, over key_bytes_max ({}) or \
+                    "row {r} encodes to a {key_len}-byte key and {row_len} bytes, over key_bytes_max ({}) or \
                      value_bytes_max ({})",
-                    row_bytes.len(),
-                    self.opts.key_bytes_max,
-                    self.opts.value_bytes_max
+                    self.opts.key_bytes_max, self.opts.value_bytes_max
                 )));
             }
         }

@@ -157,6 +157,49 @@ impl<'a> RowEncoder<'a> {
         self.columns.iter().map(|c| (!c.is_null(row)).then(|| c.bytes(row))).collect()
     }
 
+    /// The length of the row bytes of `row` (what `row` appends), found
+    /// without writing them: a bulk load checks it against
+    /// `value_bytes_max` for every row but stores no row bytes.
+    pub fn row_len(&self, row: usize) -> usize {
+        let stored = &self.layout.stored;
+        let mut len = if self.layout.nullable_stored { stored.len().div_ceil(8) } else { 0 };
+        for (n, &i) in stored.iter().enumerate() {
+            let c = &self.columns[i];
+            if c.is_null(row) {
+                continue;
+            }
+            let bytes = c.bytes(row).len();
+            let last = n + 1 == stored.len();
+            len += match self.layout.columns[i].width {
+                Width::Var32 | Width::Var64 if !last => varint::u64_len(bytes as u64) + bytes,
+                _ => bytes,
+            };
+        }
+        len
+    }
+
+    /// An upper bound of the row bytes of the first `rows` rows together
+    /// (every value whole, every length prefix taken as 10 bytes): when it
+    /// is within a limit, so is every row, and none needs `row_len`.
+    pub fn rows_len_bound(&self, rows: usize) -> usize {
+        let stored = &self.layout.stored;
+        let bitmap = if self.layout.nullable_stored { stored.len().div_ceil(8) } else { 0 };
+        let values: usize = stored
+            .iter()
+            .map(|&i| match &self.columns[i].values {
+                ColumnValues::Fixed { width, .. } => width * rows,
+                ColumnValues::Bool(_) => rows,
+                ColumnValues::Var32 { offsets, .. } => {
+                    (offsets[rows] - offsets[0]) as usize + varint::U64_LEN_MAX * rows
+                }
+                ColumnValues::Var64 { offsets, .. } => {
+                    (offsets[rows] - offsets[0]) as usize + varint::U64_LEN_MAX * rows
+                }
+            })
+            .sum();
+        bitmap * rows + values
+    }
+
     /// Appends the row bytes of `row` to `out`.
     pub fn row(&self, row: usize, out: &mut Vec<u8>) {
         let stored = &self.layout.stored;
