@@ -14,6 +14,7 @@
 mod dml;
 mod error;
 mod exec;
+mod in_lists;
 mod insert;
 mod prepared;
 mod pushdown;
@@ -60,6 +61,7 @@ pub fn session_with_config(db: Arc<Db>, config: SessionConfig) -> SessionContext
         .with_extension(Arc::new(prepared::PlanCache::default()));
     config.options_mut().sql_parser.map_string_types_to_utf8view = false;
     let ctx = SessionContext::new_with_config(config);
+    ctx.add_analyzer_rule(Arc::new(in_lists::NullSafeInLists));
     if let Some(catalog) = ctx.catalog(CATALOG) {
         // Replaces the default in-memory schema.
         let _ = catalog.register_schema(SCHEMA, Arc::new(BasaltSchema::new(db)));
