@@ -352,7 +352,8 @@ fn write_files(
     for chunk in entries.chunks(GATHER_ENTRIES) {
         gathered.clear();
         for e in chunk {
-            gathered.extend_from_slice(&run.bytes[e.start..e.start + (e.key_len + e.value_len) as usize]);
+            gathered
+                .extend_from_slice(&run.bytes[e.start..e.start + e.key_len as usize + e.value_len as usize]);
         }
         let mut at = 0;
         for e in chunk {
