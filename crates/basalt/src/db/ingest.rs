@@ -159,6 +159,8 @@ impl RunWriter<'_, '_> {
         /// Rows gathered into one batch at a time (fewer under the
         /// `testing` feature, so that tests cross chunks).
         const GATHER_ROWS: usize = if cfg!(feature = "testing") { 61 } else { 16 * 1024 };
+        /// Below this many rows one thread writes the run.
+        const SPLIT_ROWS_MIN: usize = if cfg!(feature = "testing") { 100 } else { 128 * 1024 };
         if held.is_empty() {
             return Ok(());
         }
@@ -192,8 +194,6 @@ impl RunWriter<'_, '_> {
         // nullability, a timestamp zone of "" or none), which `interleave`
         // and `RecordBatch::try_new` would refuse.
         let schema = self.layout.schema().clone();
-        let mut keys = Vec::new();
-        let mut ends = Vec::with_capacity(GATHER_ROWS.min(kept.len()));
         let cast: Vec<Vec<arrow_array::ArrayRef>> = schema
             .fields()
             .iter()
@@ -209,14 +209,89 @@ impl RunWriter<'_, '_> {
             .collect::<std::result::Result<_, _>>()?;
         let columns: Vec<Vec<&dyn arrow_array::Array>> =
             cast.iter().map(|arrays| arrays.iter().map(AsRef::as_ref).collect()).collect();
-        for chunk in kept.chunks(GATHER_ROWS) {
+        let held_rows = HeldRows { held, columns, schema, gather_rows: GATHER_ROWS };
+        let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        if threads == 1 || kept.len() < SPLIT_ROWS_MIN {
+            return held_rows.write(self, &kept);
+        }
+        // The run in two halves by key, each gathered and written as files
+        // of its own on a thread of its own (the files of a run never
+        // overlap). The run's seqno is chosen first: the upper half's
+        // writer then starts above everything, as the lower half's does.
+        let (lower, upper) = kept.split_at(kept.len() / 2);
+        if !self.is_above_all(key(&lower[0])) {
+            self.finish_file()?;
+            self.seqno += 1;
+            if self.seqno > SEQNO_MAX {
+                return Err(Error::InvalidArgument("sequence numbers exhausted".into()));
+            }
+            self.last_key = None;
+        }
+        let mut upper_pending = Pending::new(self.inner);
+        let mut upper_writer = RunWriter {
+            inner: self.inner,
+            tree: self.tree,
+            layout: self.layout,
+            seqno: self.seqno,
+            outputs: Vec::new(),
+            current: None,
+            last_key: None,
+            pending: &mut upper_pending,
+        };
+        let (lower_written, upper_written) = std::thread::scope(|s| {
+            let upper_thread = s.spawn(|| held_rows.write(&mut upper_writer, upper));
+            let lower_written = held_rows.write(self, lower);
+            let upper_written = upper_thread
+                .join()
+                .unwrap_or_else(|_| Err(Error::InvalidArgument("a bulk load thread panicked".into())));
+            (lower_written, upper_written)
+        });
+        // Every file the upper half started is the load's to delete if it
+        // fails, whichever half failed.
+        let RunWriter { outputs, current, last_key, .. } = upper_writer;
+        self.pending.numbers.append(&mut upper_pending.numbers);
+        lower_written?;
+        upper_written?;
+        // The lower half's last file is done; the upper half's stays open
+        // for the rows that come next, above all of them.
+        self.finish_file()?;
+        self.outputs.extend(outputs);
+        self.current = current;
+        self.last_key = last_key;
+        Ok(())
+    }
+
+    /// Finishes the SST being written, if any.
+    fn finish_file(&mut self) -> Result<()> {
+        self.outputs.extend(self.current.take().map(finish_sst).transpose()?.map(|(_, f)| f));
+        Ok(())
+    }
+}
+
+/// The held batches of a run, their columns cast to the table's types,
+/// ready to be gathered into key order a chunk at a time.
+struct HeldRows<'h> {
+    held: &'h [(RecordBatch, BatchKeys)],
+    columns: Vec<Vec<&'h dyn arrow_array::Array>>,
+    schema: arrow_schema::SchemaRef,
+    gather_rows: usize,
+}
+
+impl HeldRows<'_> {
+    /// Gathers `rows` (in key order) into batches by Arrow's `interleave`
+    /// and writes them through `writer`.
+    fn write(&self, writer: &mut RunWriter<'_, '_>, rows: &[HeldRow]) -> Result<()> {
+        let key = |e: &HeldRow| self.held[e.batch as usize].1.key(e.row as usize);
+        let (mut keys, mut ends) = (Vec::new(), Vec::with_capacity(self.gather_rows.min(rows.len())));
+        for chunk in rows.chunks(self.gather_rows) {
             let at: Vec<(usize, usize)> = chunk.iter().map(|e| (e.batch as usize, e.row as usize)).collect();
-            let arrays = columns
+            let arrays = self
+                .columns
                 .iter()
                 .map(|arrays| arrow_select::interleave::interleave(arrays, &at))
                 .collect::<std::result::Result<Vec<_>, _>>()?;
-            let batch = RecordBatch::try_new(schema.clone(), arrays)?;
-            let encoder = row::encode::RowEncoder::new(self.layout, &batch)?;
+            let batch = RecordBatch::try_new(self.schema.clone(), arrays)?;
+            let encoder = row::encode::RowEncoder::new(writer.layout, &batch)?;
             // The chunk's keys in order in one buffer, as its values are.
             keys.clear();
             ends.clear();
@@ -225,14 +300,8 @@ impl RunWriter<'_, '_> {
                 ends.push(keys.len());
             }
             let key_at = |i: usize| &keys[if i == 0 { 0 } else { ends[i - 1] }..ends[i]];
-            self.write_sorted((0..chunk.len()).map(|i| (key_at(i), &encoder, i)))?;
+            writer.write_sorted((0..chunk.len()).map(|i| (key_at(i), &encoder, i)))?;
         }
-        Ok(())
-    }
-
-    /// Finishes the SST being written, if any.
-    fn finish_file(&mut self) -> Result<()> {
-        self.outputs.extend(self.current.take().map(finish_sst).transpose()?.map(|(_, f)| f));
         Ok(())
     }
 }
