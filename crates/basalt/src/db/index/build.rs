@@ -72,7 +72,17 @@ pub(super) fn create(table: &Table, name: &str, columns: &[&str], opts: &IndexOp
         // one sees the index and keeps it.
         Ok((index, Snapshot::new(inner.clone())))
     })?;
-    let built = backfill(table, index, name, opts.unique, &layout, &snapshot).and_then(|()| {
+    // A panic in the backfill (on this thread, outside the writer right)
+    // still drops the half-built index below, then goes on unwinding:
+    // otherwise writes would keep noting the rows they touch for it.
+    let backfilled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        backfill(table, index, name, opts.unique, &layout, &snapshot)
+    }));
+    let (backfilled, panicked) = match backfilled {
+        Ok(result) => (result, None),
+        Err(payload) => (Err(Error::InvalidArgument("an index build panicked".into())), Some(payload)),
+    };
+    let built = backfilled.and_then(|()| {
         inner.with_exclusive_writer(|| {
             inner.check_writable()?;
             // The backfill's entries were logged unsynced: they must be
@@ -110,6 +120,9 @@ pub(super) fn create(table: &Table, name: &str, columns: &[&str], opts: &IndexOp
         });
         // Only now: until the drop, writes keep noting the rows they touch.
         inner.indexes.builds.lock().remove(&index);
+        if let Some(payload) = panicked {
+            std::panic::resume_unwind(payload);
+        }
         return Err(e);
     }
     inner.indexes.builds.lock().remove(&index);
@@ -556,5 +569,30 @@ mod tests {
             table.count("by_city", IndexPredicate::Eq(vec![Some(KeyValue::Str(city))])).expect("count")
         };
         assert_eq!((count("old"), count("new")), (2, 1));
+    }
+
+    /// A panic during the backfill leaves no index and no build state:
+    /// the panic goes on to the caller, the index is gone, and later
+    /// writes note no touched rows for it.
+    #[test]
+    fn a_panic_during_a_build_leaves_no_index_behind() {
+        let opts = Options { fs: Arc::new(MemFs::new()), ..Options::default() };
+        let db = Db::open("/db", opts).expect("open");
+        let schema = rows(&[], "").schema();
+        let table = db.create_table("t", schema, &["id"], TableOptions::default()).expect("create");
+        table.write(&rows(&[1, 2, 3], "old")).expect("write");
+        super::before_install::set(|| panic!("injected"));
+        let build = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            table.create_index("by_city", &["city"], IndexOptions::default())
+        }));
+        assert!(build.is_err(), "the panic reaches the caller");
+        let catalog = db.inner().state.load().version.catalog.clone();
+        assert!(catalog.find(Namespace::IndexesOf(table.tree()), "by_city").is_none(), "index left");
+        table.write(&rows(&[4], "new")).expect("write after");
+        assert!(db.inner().indexes.builds.lock().is_empty(), "build state left");
+        table.create_index("by_city", &["city"], IndexOptions::default()).expect("index again");
+        let count =
+            table.count("by_city", IndexPredicate::Eq(vec![Some(KeyValue::Str("old"))])).expect("count");
+        assert_eq!(count, 3);
     }
 }
