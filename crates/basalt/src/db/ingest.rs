@@ -105,6 +105,21 @@ impl RunWriter<'_, '_> {
         self.last_key.as_deref().is_none_or(|last| key > last)
     }
 
+    /// Goes on with the current run if `first` sorts above everything
+    /// written, else starts a new one at the next seqno (its files may
+    /// overlap the earlier runs').
+    fn continue_or_start_run(&mut self, first: &[u8]) -> Result<()> {
+        if self.is_above_all(first) {
+            return Ok(());
+        }
+        self.finish_file()?;
+        self.seqno += 1;
+        if self.seqno > SEQNO_MAX {
+            return Err(Error::InvalidArgument("sequence numbers exhausted".into()));
+        }
+        Ok(())
+    }
+
     /// Writes rows given in strictly increasing key order, each as
     /// `(key, encoder of its batch, row)`: into the current run when the
     /// first sorts above everything written, else into a new run.
@@ -114,14 +129,7 @@ impl RunWriter<'_, '_> {
     ) -> Result<()> {
         let mut rows = rows.into_iter().peekable();
         let Some(&(first, _, _)) = rows.peek() else { return Ok(()) };
-        if !self.is_above_all(first) {
-            // A new run: its files may overlap the earlier runs'.
-            self.finish_file()?;
-            self.seqno += 1;
-            if self.seqno > SEQNO_MAX {
-                return Err(Error::InvalidArgument("sequence numbers exhausted".into()));
-            }
-        }
+        self.continue_or_start_run(first)?;
         let trailer = pack_trailer(self.seqno, Kind::Put);
         let mut last: &[u8] = first;
         for (key, encoder, row) in rows {
@@ -219,14 +227,8 @@ impl RunWriter<'_, '_> {
         // overlap). The run's seqno is chosen first: the upper half's
         // writer then starts above everything, as the lower half's does.
         let (lower, upper) = kept.split_at(kept.len() / 2);
-        if !self.is_above_all(key(&lower[0])) {
-            self.finish_file()?;
-            self.seqno += 1;
-            if self.seqno > SEQNO_MAX {
-                return Err(Error::InvalidArgument("sequence numbers exhausted".into()));
-            }
-            self.last_key = None;
-        }
+        self.continue_or_start_run(key(&lower[0]))?;
+        self.last_key = None;
         let mut upper_pending = Pending::new(self.inner);
         let mut upper_writer = RunWriter {
             inner: self.inner,
