@@ -346,17 +346,32 @@ def test_create_table_composite_key(db: basalt.Database) -> None:
 @pytest.mark.parametrize(
     ("schema", "key"),
     [
-        (pa.schema([pa.field("id", pa.int64())]), ["id"]),  # nullable key column
         (SIMPLE, ["nope"]),  # not a column
         (SIMPLE, []),  # no key
         (SIMPLE, ["id", "id"]),  # twice
     ],
-    ids=["nullable-key", "unknown-column", "empty-key", "repeated-column"],
+    ids=["unknown-column", "empty-key", "repeated-column"],
 )
 def test_create_table_bad_key_is_invalid_argument(db: basalt.Database, schema: pa.Schema, key: list[str]) -> None:
     with pytest.raises(basalt.InvalidArgumentError):
         db.create_table("bad", schema, primary_key=key)
     assert db.tables() == []
+
+
+def test_key_columns_are_not_null_whatever_the_schema_says(db: basalt.Database) -> None:
+    # pyarrow makes every field nullable unless told otherwise: the first
+    # schema a Python user writes. As SQL's PRIMARY KEY implies NOT NULL,
+    # the key column is stored non-nullable and a null in it is refused.
+    schema = pa.schema([("id", pa.int64()), ("name", pa.string())])
+    table = db.create_table("people", schema, primary_key=["id"])
+    assert not table.schema.field("id").nullable
+    assert table.schema.field("name").nullable
+    table.write(pa.table({"id": [1, 2], "name": ["a", None]}))
+    with pytest.raises(basalt.SchemaError, match="id"):
+        table.write(pa.table({"id": [3, None], "name": ["c", "d"]}))
+    with pytest.raises(basalt.SchemaError, match="id"):
+        table.bulk_load(pa.table({"id": [None], "name": ["e"]}))
+    assert table.to_arrow().column("id").to_pylist() == [1, 2]
 
 
 def test_create_table_twice_and_missing_table(db: basalt.Database) -> None:

@@ -833,7 +833,6 @@ fn refused_schemas() -> Vec<(String, SchemaRef, Vec<String>)> {
     let key = |k: &[&str]| k.iter().map(ToString::to_string).collect::<Vec<_>>();
     let id = || Field::new("id", DataType::Int64, false);
     let mut cases = vec![
-        ("nullable key".into(), fields_schema(vec![Field::new("id", DataType::Int64, true)]), key(&["id"])),
         ("key column not in the schema".into(), schema(), key(&["nope"])),
         ("empty key".into(), schema(), key(&[])),
         ("no columns".into(), fields_schema(vec![]), key(&[])),

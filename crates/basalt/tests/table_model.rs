@@ -978,8 +978,6 @@ fn unsupported_schemas_are_refused() {
     }
     let dec = Field::new("d", DataType::Decimal128(10, 2), false);
     assert!(matches!(create(vec![dec, id()], &["d"]), Err(Error::InvalidArgument(_))), "a decimal key");
-    let nullable = Field::new("k", DataType::Utf8, true);
-    assert!(matches!(create(vec![nullable], &["k"]), Err(Error::InvalidArgument(_))), "a nullable key");
     assert!(matches!(create(vec![id()], &[]), Err(Error::InvalidArgument(_))), "no key");
     assert!(matches!(create(vec![id(), id()], &["id"]), Err(Error::InvalidArgument(_))), "a column twice");
     assert!(

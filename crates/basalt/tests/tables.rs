@@ -241,7 +241,34 @@ fn bad_input_is_refused_and_changes_nothing() {
     // Unknown table; duplicate table; bad key columns.
     assert!(matches!(db.table("nope"), Err(Error::InvalidArgument(_))));
     assert!(db.create_table("items", schema(), &["id"], TableOptions::default()).is_err());
-    assert!(db.create_table("other", schema(), &["name"], TableOptions::default()).is_err(), "nullable key");
+    // A key column is stored non-nullable whatever its field says (SQL's
+    // PRIMARY KEY implies NOT NULL; pyarrow makes every field nullable).
+    let other =
+        db.create_table("other", schema(), &["name"], TableOptions::default()).expect("nullable key field");
+    assert!(!other.schema().field_with_name("name").expect("name").is_nullable());
+    assert!(other.schema().field_with_name("tag").expect("tag").is_nullable(), "other columns as given");
+    let null_name = RecordBatch::try_new(
+        schema(),
+        vec![
+            Arc::new(Int64Array::from(vec![1, 2])),
+            Arc::new(StringArray::from(vec![Some("a"), None])),
+            Arc::new(Float64Array::from(vec![1.0, 2.0])),
+            Arc::new(Int32Array::from(vec![None, None])),
+        ],
+    )
+    .expect("b");
+    let refused = other.write(&null_name).expect_err("a null key");
+    assert!(refused.to_string().contains("name"), "the error names the key column: {refused}");
+    assert!(matches!(other.bulk_load([null_name.clone()]), Err(e) if e.to_string().contains("name")));
+    let stored = |t: &Table| -> usize {
+        t.scan(ScanOptions::default()).expect("scan").map(|b| b.expect("b").num_rows()).sum()
+    };
+    assert_eq!(stored(&other), 0, "nothing of the refused writes landed");
+    let fine = null_name.slice(0, 1);
+    other.write(&fine).expect("a batch of nullable fields without nulls");
+    assert_eq!(stored(&other), 1);
+    drop(other);
+    db.drop_table("other").expect("drop other");
     assert!(db.create_table("other", schema(), &["missing"], TableOptions::default()).is_err());
     // Dropping a table in use is Busy; after the handles go, it drops.
     assert!(matches!(db.drop_table("items"), Err(Error::Busy(_))));

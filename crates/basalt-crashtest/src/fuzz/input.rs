@@ -113,13 +113,16 @@ pub fn column_type(i: usize) -> DataType {
 /// A generated table: its schema (as given to `create_table`) and its key.
 #[derive(Debug, Clone)]
 pub struct TableSpec {
-    /// Columns `c0`, `c1`, …; key columns are never nullable.
+    /// Columns `c0`, `c1`, …, as the table stores them: key columns are
+    /// never nullable.
     pub schema: SchemaRef,
+    /// The schema given to `create_table`: key columns as generated,
+    /// nullable or not (the table stores them non-nullable either way).
+    pub given: SchemaRef,
     /// Schema indices of the key columns, in key order.
     pub key: Vec<usize>,
-    /// The same schema before key columns were made valid, when that
-    /// differed (a nullable or Decimal128 key column): `create_table` must
-    /// refuse it.
+    /// The given schema before Decimal128 key columns were made Int64, when
+    /// there was one: `create_table` must refuse it.
     pub invalid: Option<SchemaRef>,
 }
 
@@ -149,18 +152,18 @@ pub fn table_spec(inp: &mut Input<'_>) -> TableSpec {
         }
         key.push(p);
     }
-    let invalid = key
-        .iter()
-        .any(|&i| fields[i].is_nullable() || matches!(fields[i].data_type(), DataType::Decimal128(_, _)));
+    let invalid = key.iter().any(|&i| matches!(fields[i].data_type(), DataType::Decimal128(_, _)));
     let invalid = invalid.then(|| Arc::new(Schema::new(fields.clone())));
     for &i in &key {
-        let ty = match fields[i].data_type() {
-            DataType::Decimal128(_, _) => DataType::Int64,
-            other => other.clone(),
-        };
-        fields[i] = Field::new(fields[i].name(), ty, false);
+        if let DataType::Decimal128(_, _) = fields[i].data_type() {
+            fields[i] = Field::new(fields[i].name(), DataType::Int64, fields[i].is_nullable());
+        }
     }
-    TableSpec { schema: Arc::new(Schema::new(fields)), key, invalid }
+    let given = Arc::new(Schema::new(fields.clone()));
+    for &i in &key {
+        fields[i] = fields[i].clone().with_nullable(false);
+    }
+    TableSpec { schema: Arc::new(Schema::new(fields)), given, key, invalid }
 }
 
 /// A value of type `ty`, its first byte already read.

@@ -6,7 +6,7 @@
 
 use std::sync::{Arc, Weak};
 
-use arrow_schema::SchemaRef;
+use arrow_schema::{Schema, SchemaRef};
 
 use super::keyspace::Keyspace;
 use super::table::{Table, TableOptions};
@@ -34,8 +34,12 @@ pub(crate) struct TreeShared {
 
 impl Db {
     /// Creates a table with `schema` and a primary key of the named columns.
-    /// The key columns must not be nullable in the schema; the schema and
-    /// key are checked before anything is written.
+    /// As SQL's `PRIMARY KEY` implies `NOT NULL`, the key columns are
+    /// stored non-nullable whatever their fields say (pyarrow and most
+    /// schema builders make every field nullable unless told otherwise):
+    /// [`Table::schema`] shows them so, and a write with a null in one is
+    /// refused naming the column. The schema and key are checked before
+    /// anything is written.
     #[expect(clippy::needless_pass_by_value, reason = "a SchemaRef is an Arc; Arrow APIs take it by value")]
     pub fn create_table(
         &self,
@@ -105,13 +109,21 @@ fn table_record(schema: &SchemaRef, primary_key: &[&str]) -> Result<TreeKindReco
         let i = schema
             .index_of(col)
             .map_err(|_| Error::InvalidArgument(format!("primary key column {col} is not in the schema")))?;
-        if schema.field(i).is_nullable() {
-            return Err(Error::InvalidArgument(format!("primary key column {col} must not be nullable")));
-        }
         key.push(i);
     }
+    let fields: Vec<_> = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .map(
+            |(i, f)| {
+                if key.contains(&i) { Arc::new(f.as_ref().clone().with_nullable(false)) } else { f.clone() }
+            },
+        )
+        .collect();
+    let schema = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
     TableLayout::new(schema.clone(), &key)?;
-    let ipc = schema_to_ipc(schema)?;
+    let ipc = schema_to_ipc(&schema)?;
     if ipc.len() > SCHEMA_BYTES_MAX {
         return Err(Error::InvalidArgument(format!(
             "the schema takes {} bytes (Arrow IPC), more than the {SCHEMA_BYTES_MAX} a table may have",
