@@ -145,8 +145,17 @@ impl From<basalt_datafusion::datafusion::error::DataFusionError> for CliError {
         {
             return CliError::new(exit_of(basalt), basalt.to_string());
         }
+        // A statement that fails while it runs on the user's values (a
+        // division by zero, a cast that cannot hold a value) is as much a
+        // SQL error as one that does not plan: docs/cli.md gives both
+        // exit code 2. I/O, resources and DataFusion's own bugs stay 1.
         let exit = match root {
-            E::SQL(..) | E::Plan(_) | E::SchemaError(..) | E::NotImplemented(_) => Exit::Usage,
+            E::SQL(..) | E::Plan(_) | E::SchemaError(..) | E::NotImplemented(_) | E::Execution(_) => {
+                Exit::Usage
+            }
+            E::ArrowError(arrow, _) if !matches!(**arrow, arrow_schema::ArrowError::IoError(..)) => {
+                Exit::Usage
+            }
             _ => Exit::Failure,
         };
         CliError::new(exit, e.strip_backtrace())

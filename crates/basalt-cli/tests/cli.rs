@@ -533,6 +533,86 @@ fn exit_codes_are_as_documented() {
     basalt().args(["load", "--help"]).assert().success().stdout(predicate::str::contains("Examples:"));
 }
 
+/// The mistakes a new user makes first, each told as docs/cli.md says:
+/// its exit code, a message naming what is wrong, and the data as it was.
+#[test]
+fn a_new_users_mistakes_are_told_as_documented() {
+    let (dir, db) = people();
+    let before = scan_csv(&db, "people");
+    // SQL that fails while it runs is a SQL error: exit 2, one line.
+    for statement in ["SELECT CAST(name AS INT) FROM people", "SELECT id / (id - id) FROM people"] {
+        basalt()
+            .arg("sql")
+            .arg(&db)
+            .arg(statement)
+            .assert()
+            .code(2)
+            .stderr(predicate::function(|s: &str| s.lines().count() == 1));
+    }
+    // A null key through INSERT … VALUES names the key column, not
+    // DataFusion's name for the VALUES column.
+    basalt()
+        .arg("sql")
+        .arg(&db)
+        .arg("INSERT INTO people VALUES (NULL, 'nobody', 1.0, 'Rome')")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("id").and(predicate::str::contains("column1").not()));
+    // A ragged CSV line is a bad row: exit 7, the table as it was.
+    let ragged = dir.path().join("ragged.csv");
+    std::fs::write(&ragged, "id,name,score,city\n1,ALICE,1,Rome\n9,zed,3,Rome\n10,yan,4\n").expect("write");
+    load_into(&db, "people", &ragged).args(["--batch-rows", "1"]).assert().code(7).stderr(
+        predicate::str::contains("ragged.csv").and(predicate::str::contains("as it was before the load")),
+    );
+    assert_eq!(scan_csv(&db, "people"), before);
+    // A stray value inside the inference window: the column is text, and
+    // the load says so.
+    let stray = dir.path().join("stray.csv");
+    std::fs::write(&stray, "id,score\n1,1.5\n2,2\n3,-3e2\n4,4\n5,lots\n").expect("write");
+    load_into(&db, "stray", &stray)
+        .args(["--primary-key", "id"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("note: column score is loaded as text: 4 of its first 5 values"))
+        .stderr(predicate::str::contains("row 5 holds \"lots\""));
+    // No note where the text is text.
+    load_into(&db, "names", &dir.path().join("people.csv"))
+        .args(["--primary-key", "id", "--null", "NA"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("note").not());
+    // A primary key given twice: the summary says what the table holds.
+    let repeated = dir.path().join("repeated.csv");
+    std::fs::write(&repeated, "id,name\n1,a\n2,b\n1,c\n3,d\n2,e\n").expect("write");
+    load_into(&db, "repeated", &repeated)
+        .args(["--primary-key", "id"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("loaded 5 rows into repeated from 1 file"))
+        .stdout(predicate::str::contains(
+            "2 rows repeated the key of an earlier row and replaced it: the table holds 3 rows",
+        ));
+    assert_eq!(scan_csv(&db, "repeated"), "id,name\n1,c\n2,e\n3,d\n");
+    // A JSON array is not JSON lines: refused, saying how to convert it.
+    let array = dir.path().join("array.json");
+    std::fs::write(&array, "[{\"id\": 1, \"name\": \"a\"},\n {\"id\": 2, \"name\": \"b\"}]\n")
+        .expect("write");
+    load_into(&db, "array", &array)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("holds a JSON array").and(predicate::str::contains("jq -c")));
+    let tables = stdout_of(basalt().arg("tables").arg(&db).args(["--format", "csv"]));
+    assert!(!tables.contains("array"), "{tables}");
+    // `--timer` prints the statement's time on stderr.
+    basalt()
+        .arg("sql")
+        .arg(&db)
+        .args(["SELECT count(*) FROM people", "--timer"])
+        .assert()
+        .success()
+        .stderr(predicate::str::starts_with("time: "));
+}
+
 #[test]
 fn a_second_load_appends_and_upserts() {
     let (dir, db) = people();

@@ -10,8 +10,10 @@ use async_trait::async_trait;
 use basalt::Table;
 use datafusion::common::{Result, exec_err};
 use datafusion::datasource::sink::DataSink;
+use datafusion::execution::context::SessionContext;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType};
+use datafusion::sql::sqlparser::ast::{Expr, SetExpr, Statement, TableObject, Value};
 use futures::StreamExt;
 
 use crate::error::to_df;
@@ -76,9 +78,44 @@ pub(crate) fn conform(schema: &SchemaRef, batch: &RecordBatch) -> Result<RecordB
     use basalt::conform::{Casts, Columns, ConformError};
     match basalt::conform::conform(batch, schema, Columns::ByPosition, Casts::Arrow) {
         Ok((batch, _)) => Ok(batch),
-        Err(ConformError::Null { column }) => {
-            exec_err!("column {column} cannot be null (a primary-key column, or declared NOT NULL)")
-        }
+        Err(ConformError::Null { column }) => null_in(&column),
         Err(e) => exec_err!("{e}"),
     }
+}
+
+/// The error of a null where `column` takes none.
+fn null_in<T>(column: &str) -> Result<T> {
+    exec_err!("column {column} cannot be null (a primary-key column, or declared NOT NULL)")
+}
+
+/// Refuses an `INSERT … VALUES` with a literal `NULL` where the table's
+/// column takes none, naming the column. DataFusion plans the VALUES under
+/// the table's nullability with its own column names, and such a row would
+/// fail as "Column 'column1' is declared as non-nullable" — a name the
+/// user never wrote. A NULL reached any other way (an expression, a
+/// SELECT) still meets [`conform`] or DataFusion's own check.
+pub(crate) fn check_literal_nulls(ctx: &SessionContext, statement: &Statement) -> Result<()> {
+    let Statement::Insert(insert) = statement else { return Ok(()) };
+    let (TableObject::TableName(name), Some(source)) = (&insert.table, &insert.source) else {
+        return Ok(());
+    };
+    let SetExpr::Values(values) = source.body.as_ref() else { return Ok(()) };
+    // An unknown table or column is DataFusion's to report, as always.
+    let Ok(db) = crate::database(ctx) else { return Ok(()) };
+    let Ok(table) = db.table(&crate::last_ident(name)?) else { return Ok(()) };
+    let schema = table.schema();
+    let targets: Vec<String> = if insert.columns.is_empty() {
+        schema.fields().iter().map(|f| f.name().clone()).collect()
+    } else {
+        insert.columns.iter().map(crate::last_ident).collect::<Result<_>>()?
+    };
+    for row in &values.rows {
+        for (value, column) in row.content.iter().zip(&targets) {
+            let null = matches!(value, Expr::Value(v) if v.value == Value::Null);
+            if null && schema.field_with_name(column).is_ok_and(|f| !f.is_nullable()) {
+                return null_in(column);
+            }
+        }
+    }
+    Ok(())
 }

@@ -10,6 +10,30 @@
 //! [`sql`] adds the statements DataFusion does not plan (`CREATE INDEX`,
 //! `DROP INDEX`) or plans unsafely for a table provider (`DELETE`,
 //! `UPDATE`: `dml.rs`). `docs/sql.md` lists what works.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use basalt_datafusion::datafusion::scalar::ScalarValue;
+//! use basalt_datafusion::{query, session, sql};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let db = Arc::new(basalt::Db::open(dir.path(), basalt::Options::default())?);
+//! let ctx = session(db);
+//! tokio::runtime::Runtime::new()?.block_on(async {
+//!     sql(&ctx, "CREATE TABLE t (id BIGINT PRIMARY KEY, city TEXT)").await?.collect().await?;
+//!     sql(&ctx, "INSERT INTO t VALUES (1, 'Oslo'), (2, 'Lima'), (3, 'Oslo')").await?.collect().await?;
+//!     sql(&ctx, "CREATE INDEX by_city ON t (city)").await?.collect().await?;
+//!     // Answered through the index.
+//!     let oslo = sql(&ctx, "SELECT id FROM t WHERE city = 'Oslo'").await?.collect().await?;
+//!     assert_eq!(oslo.iter().map(|b| b.num_rows()).sum::<usize>(), 2);
+//!     // Prepared once per session and text, run with its parameters.
+//!     let row = query(&ctx, "SELECT city FROM t WHERE id = $1", &[ScalarValue::Int64(Some(2))]).await?;
+//!     assert_eq!(row.batches.iter().map(|b| b.num_rows()).sum::<usize>(), 1);
+//!     Ok::<_, basalt_datafusion::datafusion::error::DataFusionError>(())
+//! })?;
+//! # Ok(())
+//! # }
+//! ```
 
 mod dml;
 mod error;
@@ -99,6 +123,9 @@ pub(crate) async fn sql_parsed(
     text: &str,
     statements: Option<Vec<Statement>>,
 ) -> Result<DataFrame> {
+    if let Some([statement]) = statements.as_deref() {
+        insert::check_literal_nulls(ctx, statement)?;
+    }
     match statements {
         Some(mut statements) if statements.len() == 1 && runs_here(&statements[0]) => {
             let statement = statements.remove(0);
@@ -113,6 +140,7 @@ pub(crate) async fn sql_parsed(
 /// [`sql`] for a statement its caller parsed already (the PostgreSQL
 /// server parses with its own dialect).
 pub async fn sql_statement(ctx: &SessionContext, statement: Statement) -> Result<DataFrame> {
+    insert::check_literal_nulls(ctx, &statement)?;
     if runs_here(&statement) {
         return run_here(ctx, &statement).await;
     }
@@ -171,7 +199,7 @@ async fn run_here(ctx: &SessionContext, statement: &Statement) -> Result<DataFra
 }
 
 /// The database behind a session made by [`session`].
-fn database(ctx: &SessionContext) -> Result<Arc<Db>> {
+pub(crate) fn database(ctx: &SessionContext) -> Result<Arc<Db>> {
     let schema = ctx.catalog(CATALOG).and_then(|c| c.schema(SCHEMA));
     let Some(basalt) = schema.as_ref().and_then(|s| s.downcast_ref::<BasaltSchema>()) else {
         return plan_err!("this session has no Basalt database: make it with basalt_datafusion::session");

@@ -302,9 +302,19 @@ pub fn run(args: &LoadArgs, create: bool) -> CliResult<()> {
     drop(before);
     // What the table takes once loaded (its files and memtables).
     let stored = table.estimate().map(|e| e.bytes).ok();
+    // Into a new table keyed by --primary-key, a row whose key came again
+    // later in the input was replaced by it: the table holds fewer rows
+    // than were read, and the summary says so (counted from SST metadata
+    // where it tells, as after this load).
+    let held = if existing || plan.row_id.is_some() {
+        None
+    } else {
+        Some(table.count_rows(&(std::ops::Bound::Unbounded, std::ops::Bound::Unbounded), None)?)
+    };
     drop(table);
     db.close()?;
-    out!("{}", summary(args, &plan, total_bytes, &loaded, &indexes, stored, started.elapsed()));
+    let report = Report { stored, held, elapsed: started.elapsed() };
+    out!("{}", summary(args, &plan, total_bytes, &loaded, &indexes, &report));
     Ok(())
 }
 
@@ -376,7 +386,13 @@ fn new_table(
     text: &TextOptions,
     typed: Option<&Schema>,
 ) -> CliResult<(Table, Vec<String>, Option<String>)> {
-    let file_schema = Source::open(path, *format, text)?.schema;
+    let mut source = Source::open(path, *format, text)?;
+    let file_schema = source.schema.clone();
+    if typed.is_none() && matches!(format, InputFormat::Csv | InputFormat::Tsv | InputFormat::Jsonl) {
+        for note in source.stray_values_in_text_columns(text.infer_rows) {
+            eprintln!("basalt: note: {note}");
+        }
+    }
     let (key, row_id) = match &args.primary_key {
         Some(k) => (value::names(k)?, None),
         None => (vec![ROW_ID.to_owned()], Some(ROW_ID.to_owned())),
@@ -409,9 +425,9 @@ fn summary(
     total_bytes: u64,
     loaded: &Loaded,
     indexes: &[(String, Vec<String>)],
-    stored: Option<u64>,
-    elapsed: std::time::Duration,
+    report: &Report,
 ) -> String {
+    let elapsed = report.elapsed;
     let rate = loaded.rows as f64 / elapsed.as_secs_f64().max(1e-9);
     let mut line = format!(
         "loaded {} rows into {} from {} file{} ({}) in {:.2} s: {} rows/s",
@@ -426,14 +442,36 @@ fn summary(
     if loaded.bad > 0 {
         let _ = write!(line, "; {} bad rows skipped", grouped(loaded.bad));
     }
+    if let Some(held) = report.held
+        && held < loaded.rows
+    {
+        let replaced = loaded.rows - held;
+        let _ = write!(
+            line,
+            "; {} {} the key of an earlier row and replaced it: the table holds {} rows",
+            grouped(replaced),
+            if replaced == 1 { "row repeated" } else { "rows repeated" },
+            grouped(held)
+        );
+    }
     if !indexes.is_empty() {
         let names: Vec<&str> = indexes.iter().map(|(n, _)| n.as_str()).collect();
         let _ = write!(line, "; indexes {} created", names.join(", "));
     }
-    if let Some(stored) = stored {
+    if let Some(stored) = report.stored {
         let _ = write!(line, "; the table takes {}", bytes(stored));
     }
     line
+}
+
+/// What the finished load found of the table.
+struct Report {
+    /// Bytes it takes.
+    stored: Option<u64>,
+    /// Rows it holds, where that can differ from the rows read (a new
+    /// table keyed by `--primary-key`).
+    held: Option<u64>,
+    elapsed: std::time::Duration,
 }
 
 struct Loaded {

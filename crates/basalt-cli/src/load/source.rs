@@ -11,11 +11,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use arrow_array::RecordBatch;
+use arrow_array::cast::AsArray;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use clap::ValueEnum;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-use crate::error::{CliError, CliResult};
+use crate::error::{CliError, CliResult, Exit};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum InputFormat {
@@ -149,12 +150,15 @@ impl Source {
         let mut file = open_file(path)?;
         let size = file.metadata()?.len();
         let context = |e: arrow_schema::ArrowError| CliError::from(e).context(path.display());
+        // Inference reads the first rows: a line it cannot take there is
+        // bad data, as it would be further on (see `next_batch`).
+        let bad_text = |e: arrow_schema::ArrowError| bad_data(CliError::from(e)).context(path.display());
         let count = Arc::new(AtomicU64::new(0));
         let counting = |file: File| Counting { inner: file, count: count.clone() };
         let (schema, batches, progress): (SchemaRef, Batches, Progress) = match format {
             InputFormat::Csv | InputFormat::Tsv => {
                 let csv = csv_format(format, text)?;
-                let (inferred, _) = csv.infer_schema(&mut file, Some(text.infer_rows)).map_err(context)?;
+                let (inferred, _) = csv.infer_schema(&mut file, Some(text.infer_rows)).map_err(bad_text)?;
                 let typed = storable_schema(&inferred);
                 file.seek(SeekFrom::Start(0))?;
                 let reader = arrow_csv::ReaderBuilder::new(as_text(&typed))
@@ -165,9 +169,10 @@ impl Source {
                 (typed, Box::new(reader), Progress::Bytes(count.clone()))
             }
             InputFormat::Jsonl => {
+                refuse_json_array(&mut file, path)?;
                 let (inferred, _) =
                     arrow_json::reader::infer_json_schema(BufReader::new(&mut file), Some(text.infer_rows))
-                        .map_err(context)?;
+                        .map_err(bad_text)?;
                 file.seek(SeekFrom::Start(0))?;
                 let typed = storable_schema(&in_written_order(&inferred, &first_object_keys(&mut file)));
                 file.seek(SeekFrom::Start(0))?;
@@ -217,9 +222,11 @@ impl Source {
     pub fn next_batch(&mut self) -> CliResult<Option<RecordBatch>> {
         match self.batches.next() {
             None => Ok(None),
-            Some(Err(e)) => {
-                Err(CliError::from(e).context(format!("{} after row {}", self.path.display(), self.rows)))
-            }
+            Some(Err(e)) => Err(bad_data(CliError::from(e)).context(format!(
+                "{} after row {}",
+                self.path.display(),
+                self.rows
+            ))),
             Some(Ok(batch)) => {
                 self.rows += batch.num_rows() as u64;
                 if let Progress::Batches(done, _) = &mut self.progress {
@@ -228,6 +235,58 @@ impl Source {
                 Ok(Some(batch))
             }
         }
+    }
+
+    /// Notes on the text columns of an inferred schema that nearly all
+    /// values of the inference window would have typed: one stray value
+    /// ("n/a", "lots") among numbers makes the whole column text, and the
+    /// load would succeed without a word. Reads the window's rows (text,
+    /// as batches come); a line the reader cannot take ends the look (the
+    /// load itself reports it).
+    pub fn stray_values_in_text_columns(&mut self, window_rows: usize) -> Vec<String> {
+        #[derive(Default)]
+        struct Seen {
+            typed: u64,
+            other: u64,
+            first_other: Option<(u64, String)>,
+        }
+        let text_columns: Vec<usize> = (0..self.schema.fields().len())
+            .filter(|&i| self.schema.field(i).data_type() == &DataType::Utf8)
+            .collect();
+        let mut seen: Vec<Seen> = text_columns.iter().map(|_| Seen::default()).collect();
+        while !text_columns.is_empty() && self.rows < window_rows as u64 {
+            let first_row = self.rows;
+            let Ok(Some(batch)) = self.next_batch() else { break };
+            for (&i, seen) in text_columns.iter().zip(&mut seen) {
+                let Some(values) = batch.column(i).as_string_opt::<i32>() else { continue };
+                for (row, value) in values.iter().enumerate() {
+                    let Some(value) = value else { continue };
+                    if looks_typed(value) {
+                        seen.typed += 1;
+                    } else {
+                        seen.other += 1;
+                        seen.first_other
+                            .get_or_insert_with(|| (first_row + row as u64 + 1, value.to_owned()));
+                    }
+                }
+            }
+        }
+        let mut notes = Vec::new();
+        for (&i, seen) in text_columns.iter().zip(&seen) {
+            if let Some((row, value)) = &seen.first_other
+                && seen.typed >= 2 * seen.other
+            {
+                notes.push(format!(
+                    "column {} is loaded as text: {} of its first {} values are numbers, booleans or \
+                     dates, but row {row} holds {value:?} (give its type with --schema, or the \
+                     stray values with --null)",
+                    self.schema.field(i).name(),
+                    seen.typed,
+                    seen.typed + seen.other,
+                ));
+            }
+        }
+        notes
     }
 
     /// Bytes of the file read so far (estimated from rows or batches for
@@ -242,6 +301,54 @@ impl Source {
             Progress::Batches(done, total) => fraction(*done, *total),
         }
     }
+}
+
+/// A line the reader cannot take (a ragged CSV row, broken JSON) is bad
+/// data in the file, as a value that does not parse is: exit code 7, and
+/// the load undone. I/O errors stay what they are.
+fn bad_data(e: CliError) -> CliError {
+    if e.exit == Exit::Usage { CliError::new(Exit::BadData, e.message) } else { e }
+}
+
+/// Whether inference would have typed this text alone: an integer or
+/// decimal number, `true`/`false`, or an ISO date (with or without time).
+fn looks_typed(value: &str) -> bool {
+    let v = value.trim();
+    if v.eq_ignore_ascii_case("true") || v.eq_ignore_ascii_case("false") {
+        return true;
+    }
+    let number = v.strip_prefix(['-', '+']).unwrap_or(v);
+    if number.starts_with(|c: char| c.is_ascii_digit() || c == '.') && v.parse::<f64>().is_ok() {
+        return true;
+    }
+    let b = v.as_bytes();
+    b.len() >= 10
+        && b[..4].iter().all(u8::is_ascii_digit)
+        && b[4] == b'-'
+        && b[5..7].iter().all(u8::is_ascii_digit)
+        && b[7] == b'-'
+        && b[8..10].iter().all(u8::is_ascii_digit)
+}
+
+/// JSON lines hold one object per line; a file that is one JSON array
+/// (what many tools export as `.json`) would be read as a single odd row
+/// and fail with its contents in the message, so it is refused first,
+/// saying what to do.
+fn refuse_json_array(file: &mut File, path: &Path) -> CliResult<()> {
+    let mut head = [0u8; 4096];
+    let n = file.read(&mut head)?;
+    file.seek(SeekFrom::Start(0))?;
+    let text = head[..n].strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&head[..n]);
+    if text.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+        return Err(CliError::usage(format!(
+            "{} holds a JSON array; basalt loads JSON lines, one object per line \
+             (convert it with: jq -c '.[]' {} > {})",
+            path.display(),
+            path.display(),
+            path.with_extension("lines.jsonl").display()
+        )));
+    }
+    Ok(())
 }
 
 /// The keys of the file's first JSON object, in the order written.
