@@ -12,7 +12,6 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 "$venv/bin/pip" install --quiet --disable-pip-version-check maturin==1.16.0 pyarrow==26.0.1 -r python/bench/requirements.txt
 venv_dir=$(cd "$venv" && pwd)
-rm -rf target/wheels
-(cd python && "$venv_dir/bin/maturin" build --release --locked --quiet -o ../target/wheels)
-"$venv/bin/pip" install --quiet --disable-pip-version-check --force-reinstall --no-deps target/wheels/basalt-*.whl
+wheel=$(MATURIN="$venv_dir/bin/maturin" bash scripts/build-wheel.sh)
+"$venv/bin/pip" install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheel"
 exec "$venv/bin/python" python/bench/kv_bench.py "$@"

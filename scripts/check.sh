@@ -20,7 +20,7 @@ trap 'rc=$?; echo "== $stage_name took $((SECONDS - stage_started)) s; check.sh 
 stage "fmt"
 cargo fmt --all -- --check
 stage "feature drift"
-# maturin develop must reuse what cargo test builds (no second DataFusion).
+# maturin must reuse what cargo test builds (no second DataFusion).
 python3 scripts/feature_drift.py
 stage "clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
@@ -44,11 +44,12 @@ echo "basalt-crashtest seed $crash_seed in $crash_dir"
 rm -rf "$crash_dir"
 stage "python"
 # The Python package: a virtual environment with python/requirements-dev.txt,
-# the extension built by `maturin develop` with the artifacts `cargo test`
-# just built (the same settings: see Cargo.toml's profiles), then pytest
-# and mypy --strict on the examples.
+# the package's wheel built with the artifacts `cargo test` just built (the
+# same settings: see Cargo.toml's profiles) and installed, then pytest —
+# from the repository's root, so `import basalt` is the installed wheel and
+# not the python/ tree — and mypy --strict on the examples.
 venv=$(bash scripts/python-env.sh)
-(cd python && "$venv/bin/python" -m pytest -q -p no:cacheprovider tests)
+"$venv/bin/python" -m pytest -q -p no:cacheprovider python/tests
 (cd python && "$venv/bin/mypy" --strict --no-incremental examples basalt)
 stage "fuzz"
 # Each libFuzzer target for a few seconds, built unoptimized (a cold build

@@ -1,7 +1,7 @@
-"""Fails when `maturin develop` would compile a dependency again.
+"""Fails when `maturin build` would compile a dependency again.
 
 `cargo test --workspace` resolves every dependency's features over all
-members and their dev-dependencies; `maturin develop` builds basalt-py
+members and their dev-dependencies; `maturin build` builds basalt-py
 alone. A dependency whose features differ between the two is a second
 artifact: a second build of it and of everything above it (DataFusion took
 11 minutes in CI). basalt-py's Cargo.toml lists the features that make the
@@ -44,7 +44,7 @@ drift = [
 ]
 if drift:
     print("basalt-py alone resolves these dependencies with other features than the workspace;")
-    print("maturin develop would compile them (and all above them) again. Add the features to")
+    print("maturin build would compile them (and all above them) again. Add the features to")
     print("crates/basalt-py/Cargo.toml's unification list:")
     print("\n".join("  " + d for d in drift))
     sys.exit(1)

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Makes the Python virtual environment the Python package is built and
 # tested in (.venv, or $BASALT_VENV), with python/requirements-dev.txt
-# installed, then builds the extension into it with `maturin develop` in
-# the `dev` profile — the one `cargo test --profile dev` uses, so nothing
-# is compiled twice. Prints the venv's path.
+# installed, then builds the package as a wheel (scripts/build-wheel.sh)
+# in the `dev` profile — the one `cargo test --profile dev` uses, so
+# nothing is compiled twice — and installs that wheel: the tests run
+# against what a user installs, not an editable tree. Prints the venv's
+# path.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,5 +19,6 @@ if ! cmp -s python/requirements-dev.txt "$stamp"; then
   cp python/requirements-dev.txt "$stamp"
 fi
 venv_dir=$(cd "$venv" && pwd)
-(cd python && VIRTUAL_ENV="$venv_dir" PATH="$venv_dir/bin:$PATH" maturin develop --locked --quiet >&2)
+wheel=$(BASALT_WHEEL_PROFILE=dev MATURIN="$venv_dir/bin/maturin" bash scripts/build-wheel.sh)
+"$venv/bin/pip" install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheel" >&2
 echo "$venv_dir"
