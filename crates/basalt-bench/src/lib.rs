@@ -1,6 +1,6 @@
 //! `basalt-bench`: the benchmark suite that decides whether Basalt is
 //! winning. Every engine gets the same data, the same durability, the same
-//! cache memory and release builds; see docs/BENCHMARKS.md for the method.
+//! cache memory and release builds; see docs/BENCHMARKS-history.md for the method.
 
 pub mod cli;
 pub mod datagen;

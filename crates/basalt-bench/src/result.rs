@@ -40,7 +40,7 @@ pub struct Record {
     pub distribution: String,
     /// Client threads.
     pub threads: usize,
-    /// Stable metric name (docs/BENCHMARKS.md lists them all).
+    /// Stable metric name (docs/BENCHMARKS-history.md lists them all).
     pub metric: String,
     /// The value.
     pub value: f64,

@@ -13,7 +13,7 @@
 //! no runtime hand-off and no coalescing. Everything else runs the stored
 //! logical plan through DataFusion's optimizer and executor, skipping only
 //! the parse and the SQL planning. Where the time of a small query went
-//! before: docs/BENCHMARKS.md, issue 38.
+//! before: docs/BENCHMARKS-history.md, issue 38.
 //!
 //! [`query`] runs text through a per-session cache of prepared queries,
 //! keyed by the text, so repeating a statement costs what executing a

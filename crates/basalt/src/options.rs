@@ -133,13 +133,13 @@ pub struct Options {
     /// Target uncompressed size of a data block. 4 KiB: a point lookup that
     /// misses the block cache reads and checksums one block, and the tour
     /// measured 1.5x more random reads/s than with 16 KiB blocks for a 3%
-    /// slower scan (docs/BENCHMARKS.md).
+    /// slower scan (docs/BENCHMARKS-history.md).
     pub block_bytes_target: usize,
     /// Target uncompressed size of a table's data block (key-value trees
     /// and index trees use `block_bytes_target`). 64 KiB: a table scan
     /// hands out one Arrow batch per block, and per-block costs dominate
     /// small blocks — a one-column sum scanned 106M rows/s with 4 KiB
-    /// blocks and 824M with 64 KiB (docs/BENCHMARKS.md, issue 19).
+    /// blocks and 824M with 64 KiB (docs/BENCHMARKS-history.md, issue 19).
     pub table_block_bytes_target: usize,
     /// Values of key-value trees (keyspaces) at least this long, in bytes,
     /// are written by the flush to a blob file and the SST keeps a pointer
@@ -149,7 +149,7 @@ pub struct Options {
     /// its blob file (one `pread`). Tables keep their columns in their
     /// SSTs. 0 (the default, as in `RocksDB` and fjall) turns separation
     /// off: it is a trade for large values. Measured with 2 KiB
-    /// (docs/BENCHMARKS.md, "Blob files"): with 4 KiB values loads
+    /// (docs/BENCHMARKS-history.md, "Blob files"): with 4 KiB values loads
     /// including their compactions ran 1.58x faster and lookups 1.12x;
     /// with 16 KiB values loads 1.64x faster but lookups 0.84x (a `pread`
     /// and a checksum of the value per read).
@@ -173,7 +173,7 @@ pub struct Options {
     /// (four indexes of a 3M-row table: 332 -> 137 MiB), but index queries
     /// then read blocks through the block cache rather than in place:
     /// 0.24-0.80x the queries per second of uncompressed indexes
-    /// (docs/BENCHMARKS.md, "Compressed index trees"). Off by default.
+    /// (docs/BENCHMARKS-history.md, "Compressed index trees"). Off by default.
     pub index_compression: Compression,
     /// Store a table block's integer, date and timestamp columns packed
     /// (each value as its distance from the block's smallest, in as few

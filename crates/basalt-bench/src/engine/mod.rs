@@ -2,7 +2,7 @@
 //! rows, the same durability (each batch is one atomic write handed to the
 //! OS without an fsync; `settle` makes everything durable), the same cache
 //! budget where the engine has one, and is tuned as its own documentation
-//! advises (docs/BENCHMARKS.md lists every setting).
+//! advises (docs/BENCHMARKS-history.md lists every setting).
 
 mod basalt;
 mod fjall;

@@ -137,7 +137,7 @@ pub fn basalt(args: &TpchArgs, tables: &[Table], dir: &Path) -> Result<Measured>
     // 64 KiB blocks, not the default 4 KiB: a zero-copy scan hands out one
     // block per batch and pays a few µs per block, and a 4 KiB block holds
     // 17 lineitem rows (35,498 blocks at sf 0.1: 160 ms to scan one column,
-    // 23 ms with 64 KiB blocks; docs/BENCHMARKS.md, issue 16).
+    // 23 ms with 64 KiB blocks; docs/BENCHMARKS-history.md, issue 16).
     let opts = Options::default().block_cache_bytes(args.cache_mib << 20).block_bytes_target(BLOCK_BYTES);
     let db = Arc::new(Db::open(dir, opts)?);
     let started = Instant::now();

@@ -211,6 +211,50 @@ pub(crate) struct DbInner {
 
 /// An open database. `Send + Sync`: share it between threads by reference or
 /// in an `Arc`.
+///
+/// Key-value writes, atomic batches, snapshots, keyspaces and a checkpoint:
+///
+/// ```
+/// use basalt::{Db, Options, WriteBatch};
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let dir = tempfile::tempdir()?;
+/// let db = Db::open(dir.path().join("db"), Options::default())?;
+/// db.put(b"user:1", b"ada")?;
+///
+/// let mut batch = WriteBatch::new(); // applied all or nothing
+/// batch.put(b"user:2", b"grace");
+/// batch.delete(b"user:1");
+/// db.write(batch)?;
+///
+/// let before = db.snapshot(); // reads pinned to this moment
+/// db.put(b"user:3", b"linus")?;
+/// assert_eq!(db.get(b"user:2")?.as_deref(), Some(&b"grace"[..]));
+/// assert_eq!(before.get(b"user:3")?, None);
+///
+/// let mut users = Vec::new();
+/// for entry in db.prefix(b"user:") {
+///     let (key, _value) = entry?;
+///     users.push(key);
+/// }
+/// assert_eq!(users, [&b"user:2"[..], &b"user:3"[..]]);
+///
+/// // A keyspace: keys of its own, atomic with the others in one batch.
+/// let sessions = db.create_keyspace("sessions")?;
+/// let mut batch = WriteBatch::new();
+/// batch.put(b"user:4", b"barbara");
+/// batch.put_keyspace(&sessions, b"s:9", b"user:4")?;
+/// db.write(batch)?;
+/// assert_eq!(sessions.get(b"s:9")?.as_deref(), Some(&b"user:4"[..]));
+///
+/// // A consistent copy that opens as a database of its own.
+/// db.checkpoint(dir.path().join("copy"))?;
+/// drop(sessions);
+/// db.close()?;
+/// let copy = Db::open(dir.path().join("copy"), Options::default())?;
+/// assert_eq!(copy.get(b"user:4")?.as_deref(), Some(&b"barbara"[..]));
+/// # Ok(())
+/// # }
+/// ```
 pub struct Db {
     inner: Arc<DbInner>,
     threads: RankedMutex<Vec<JoinHandle<()>>>,

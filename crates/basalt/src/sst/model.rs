@@ -74,7 +74,7 @@ pub struct Model {
 /// then reads one slot pair and the one to three values between them,
 /// instead of the `log2(n)` dependent cache misses of a binary search over
 /// the whole column (the model's two searches had made it slower than the
-/// fence keys it replaces; docs/BENCHMARKS.md, "Read path and learned index").
+/// fence keys it replaces; docs/BENCHMARKS-history.md, "Read path and learned index").
 #[derive(Debug, Clone)]
 struct RadixTable {
     base: u64,

@@ -224,7 +224,7 @@ impl<'a> Rows<'a> {
     /// value column or else its offsets. The loads do not depend on each other,
     /// so the CPU overlaps their misses, where the binary search that
     /// follows would take them one after another (measured with the other
-    /// changes of commit c23e6a8: docs/BENCHMARKS.md, "Read path and learned
+    /// changes of commit c23e6a8: docs/BENCHMARKS-history.md, "Read path and learned
     /// index"). Safe Rust's stand-in for prefetch instructions; only
     /// worth it for a short range of a block that may be cold.
     pub fn warm_rows(&self, range: Range<usize>) {

@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+"""Turns the results of one benchmark run into the tables that open
+docs/BENCHMARKS.md, so the page is refreshed by a command, not edited.
+
+    python3 scripts/bench_page.py bench-results/page > /tmp/page.md
+    python3 scripts/bench_page.py bench-results/page --write docs/BENCHMARKS.md
+
+Reads every `results.jsonl` under the directory (each `basalt-bench`
+invocation writes one, medians of its runs) and prints, per workload
+family, one table: a row per measurement, a column per engine, and
+Basalt's ratio to the best peer and to each named peer (above 1: Basalt is
+better, whether the metric is a rate or a latency). Goals the open issues
+set are checked where they name a metric and a peer. With `--write FILE`
+the generated part of FILE (between its two markers) is replaced and the
+rest of the file kept.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+BEGIN = "<!-- bench_page.py: generated from here; edit the script, not this -->"
+END = "<!-- bench_page.py: generated up to here -->"
+
+# Workload family of each workload name (a prefix before `-` or `@`).
+FAMILIES = [
+    ("Key-value", ["quick", "omendb", "ycsb", "marbledb"]),
+    ("Tables and indexes", ["arrow", "resilientdb"]),
+    ("SQL", ["tpch", "sql"]),
+]
+
+# The peers, in the order their columns appear.
+PEER_ORDER = ["lmdb", "sqlite", "duckdb", "redb", "fjall", "rocksdb", "leveldb", "parquet", "datafusion"]
+
+# Families measured by scripts of their own, not by this run: (family,
+# script, where the history has their latest figures).
+HISTORY = "BENCHMARKS-history.md"
+SEPARATE = [
+    ("Loads", "scripts/bench-load.sh", '"Loading files (issue 17)" and the sections of issue 41'),
+    ("Python", "scripts/bench-python.sh", '"From Python (issue 18)"'),
+    ("Ray", "python/bench/ray_bench.py", '"Ray Data (issue 21)"'),
+]
+
+# Goals the issues set that name a metric and a peer: (workload
+# prefix, metric, peer, ratio Basalt must reach, issue).
+GOALS = [
+    ("ycsb-c", "ops_per_s", "lmdb", 1.2, 40),
+    ("ycsb-e", "ops_per_s", "lmdb", 1.0, 40),
+    ("arrow", "bulk_load_rows_per_s", "lmdb", 2.0, 41),
+    ("marbledb", "throughput_kept_ratio", None, 0.9, 41),
+]
+
+
+def higher_is_better(metric: str) -> bool | None:
+    """As the bench crate's `result::higher_is_better`."""
+    if metric.endswith("_per_s") or metric == "throughput_kept_ratio":
+        return True
+    if metric.endswith(("_ns", "_us", "_ms", "_bytes")):
+        return False
+    return None
+
+
+def family_of(workload: str) -> str | None:
+    base = workload.split("@")[0].split("-")[0]
+    for name, prefixes in FAMILIES:
+        if base in prefixes:
+            return name
+    return None
+
+
+def load(run_dir: Path) -> list[dict]:
+    records = []
+    for path in sorted(run_dir.rglob("results.jsonl")):
+        for line in path.read_text().splitlines():
+            if line.strip():
+                records.append(json.loads(line))
+    return records
+
+
+def fmt(value: float, unit: str) -> str:
+    if unit in ("rows/s", "ops/s", "queries/s") or unit.endswith("/s"):
+        if value >= 1e6:
+            return f"{value / 1e6:.2f}M"
+        if value >= 1e3:
+            return f"{value / 1e3:.1f}K"
+        return f"{value:.0f}"
+    if unit == "bytes":
+        return f"{value / 2**20:.1f} MiB"
+    if value >= 100:
+        return f"{value:.0f}"
+    if value >= 10:
+        return f"{value:.1f}"
+    return f"{value:.2f}"
+
+
+def ratio(basalt: float, peer: float, higher: bool) -> float | None:
+    if basalt <= 0 or peer <= 0:
+        return None
+    return basalt / peer if higher else peer / basalt
+
+
+def page(records: list[dict], run_dir: Path) -> str:
+    # The latency breakdowns and the engine's own memory accounting are
+    # Basalt's alone, for profiling: the history has them.
+    measured = [
+        r
+        for r in records
+        if "speedup" not in r["metric"]
+        and "breakdown" not in r["metric"]
+        and "engine_memory" not in r["metric"]
+        and higher_is_better(r["metric"]) is not None
+    ]
+    if not measured:
+        raise SystemExit(f"bench_page.py: no results.jsonl with measurements under {run_dir}")
+    envs = [r["env"] for r in measured]
+    dates = sorted(e.get("date", "") for e in envs)
+    commits = sorted({e.get("git_commit", "?") for e in envs})
+    builds = sorted({e.get("build", "?") for e in envs})
+    machine = envs[0]
+    out = [BEGIN, ""]
+    out.append(
+        f"Run of {dates[0][:16].replace('T', ' ')} to {dates[-1][:16].replace('T', ' ')} UTC on "
+        f"{machine.get('cpu', '?')}, {machine.get('cores', '?')} cores, "
+        f"{machine.get('memory_bytes', 0) / 2**30:.0f} GiB; commit {', '.join(commits)}; "
+        f"{', '.join(builds)} build; medians of {max(e.get('runs', 1) for e in envs)} runs, "
+        "engines in rotated order. Made by `bash scripts/bench-page.sh` "
+        f"(the commands it ran are in `{run_dir}/*/report.md`), tables by `python3 scripts/bench_page.py`. "
+        "A ratio above 1 means Basalt is better (faster, or smaller), whatever the metric."
+    )
+    out.append("")
+    if any(b != "release" for b in builds):
+        out.append("**Not a release build: these figures are not to be quoted.**")
+        out.append("")
+    by_family: dict[str, list[dict]] = defaultdict(list)
+    for r in measured:
+        fam = family_of(r["workload"])
+        if fam is not None:
+            by_family[fam].append(r)
+    goals_out = []
+    for fam, _ in FAMILIES:
+        rows = by_family.get(fam)
+        out.append(f"### {fam}")
+        out.append("")
+        if not rows:
+            out.append("Not in this run.")
+            out.append("")
+            continue
+        engines = sorted({r["engine"] for r in rows})
+        peers = [e for e in PEER_ORDER if e in engines] + sorted(
+            e for e in engines if e not in PEER_ORDER and not e.startswith("basalt")
+        )
+        ours = ["basalt"] + sorted(e for e in engines if e.startswith("basalt") and e != "basalt")
+        ours = [e for e in ours if e in engines]
+        cells: dict[tuple, dict[str, dict]] = defaultdict(dict)
+        for r in rows:
+            key = (r["workload"], r["scale"], r["distribution"], r["threads"], r["metric"], r.get("query") or "")
+            cells[key][r["engine"]] = r
+        header = ["workload", "scale", "keys", "threads", "metric", *ours, *peers, "Basalt ÷ best peer"]
+        out.append("| " + " | ".join(header) + " |")
+        out.append("| " + " | ".join(["---"] * 5 + ["---:"] * (len(ours) + len(peers) + 1)) + " |")
+        for key in sorted(cells):
+            workload, scale, dist, threads, metric, query = key
+            row = cells[key]
+            higher = bool(higher_is_better(metric))
+            unit = next(iter(row.values()))["unit"]
+            values = [fmt(row[e]["value"], unit) if e in row else "" for e in ours + peers]
+            best = None
+            basalt = row.get("basalt")
+            if basalt is not None:
+                ratios = [ratio(basalt["value"], row[p]["value"], higher) for p in peers if p in row]
+                ratios = [x for x in ratios if x is not None]
+                best = min(ratios) if ratios else None
+                for wl, gm, gp, target, issue in GOALS:
+                    if not workload.startswith(wl) or metric != gm:
+                        continue
+                    got = basalt["value"] if gp is None else (
+                        ratio(basalt["value"], row[gp]["value"], higher) if gp in row else None
+                    )
+                    if got is not None:
+                        what = f"{workload} {metric}" + (f" vs {gp}" if gp else "")
+                        where = f"scale {scale}, {dist}, {threads} thread{'s' if threads != 1 else ''}"
+                        verdict = "met" if got >= target else "not met"
+                        goals_out.append(f"| {what} ({where}) | ≥ {target} | {got:.2f} | {verdict} | {issue} |")
+            name = metric + (f" ({query})" if query else "")
+            out.append(
+                "| "
+                + " | ".join(
+                    [workload, f"{scale:,}", dist, str(threads), name, *values, f"{best:.2f}×" if best else ""]
+                )
+                + " |"
+            )
+        out.append("")
+    for fam, script, section in SEPARATE:
+        out.append(f"### {fam}")
+        out.append("")
+        out.append(
+            f"Not part of the generated run: `{script}` writes its own tables; the latest figures are in "
+            f"[the history]({HISTORY}), {section}."
+        )
+        out.append("")
+    if goals_out:
+        out.append("### Goals the issues set")
+        out.append("")
+        out.append("| goal | target | measured | | issue |")
+        out.append("| --- | ---: | ---: | --- | ---: |")
+        out.extend(goals_out)
+        out.append("")
+    out.append(END)
+    return "\n".join(out) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("run_dir", type=Path, help="the directory one scripts/bench-page.sh run wrote")
+    parser.add_argument("--write", type=Path, help="replace the generated part of this file")
+    args = parser.parse_args()
+    text = page(load(args.run_dir), args.run_dir)
+    if args.write is None:
+        sys.stdout.write(text)
+        return
+    doc = args.write.read_text()
+    if BEGIN not in doc or END not in doc:
+        raise SystemExit(f"bench_page.py: {args.write} lacks the markers {BEGIN!r} and {END!r}")
+    head, rest = doc.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    args.write.write_text(head + text.rstrip("\n") + tail)
+
+
+if __name__ == "__main__":
+    main()
