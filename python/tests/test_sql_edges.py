@@ -83,6 +83,23 @@ def test_transaction_statements_are_refused_not_answered(db: basalt.Database, st
     assert keys(db, "SELECT k FROM t") == [1]
 
 
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "INSERT INTO t VALUES (NULL, 'x')",
+        "INSERT INTO t (name, k) VALUES ('x', 1), ('y', NULL)",
+        "INSERT INTO t (name) VALUES ('x')",
+    ],
+)
+def test_null_key_through_sql_names_the_key_column(db: basalt.Database, statement: str) -> None:
+    # DataFusion's own message names its VALUES column (`column1`).
+    db.sql("CREATE TABLE t (k BIGINT, name TEXT, PRIMARY KEY (k))")
+    with pytest.raises(Exception, match="column k cannot be null") as refused:
+        db.sql(statement)
+    assert "column1" not in str(refused.value)
+    assert db.sql("SELECT count(*) FROM t").column(0).to_pylist() == [0]
+
+
 def test_key_value_face_reads_values_kept_in_blob_files(path: pathlib.Path) -> None:
     """The default keyspace seen as a table, with large values moved to
     blob files by the flush: every read face returns them."""

@@ -153,7 +153,14 @@ impl From<basalt_datafusion::datafusion::error::DataFusionError> for CliError {
             E::SQL(..) | E::Plan(_) | E::SchemaError(..) | E::NotImplemented(_) | E::Execution(_) => {
                 Exit::Usage
             }
-            E::ArrowError(arrow, _) if !matches!(**arrow, arrow_schema::ArrowError::IoError(..)) => {
+            E::ArrowError(arrow, _)
+                if !matches!(
+                    **arrow,
+                    arrow_schema::ArrowError::IoError(..)
+                        | arrow_schema::ArrowError::ExternalError(_)
+                        | arrow_schema::ArrowError::MemoryError(_)
+                ) =>
+            {
                 Exit::Usage
             }
             _ => Exit::Failure,

@@ -109,13 +109,29 @@ pub(crate) fn check_literal_nulls(ctx: &SessionContext, statement: &Statement) -
     } else {
         insert.columns.iter().map(crate::last_ident).collect::<Result<_>>()?
     };
+    // A column list that leaves out a column taking no null fills it with
+    // nulls: refused the same way, before DataFusion names it by position.
+    if !insert.columns.is_empty()
+        && let Some(left_out) =
+            schema.fields().iter().find(|f| !f.is_nullable() && !targets.contains(f.name()))
+    {
+        return null_in(left_out.name());
+    }
     for row in &values.rows {
         for (value, column) in row.content.iter().zip(&targets) {
-            let null = matches!(value, Expr::Value(v) if v.value == Value::Null);
-            if null && schema.field_with_name(column).is_ok_and(|f| !f.is_nullable()) {
+            if is_null_literal(value) && schema.field_with_name(column).is_ok_and(|f| !f.is_nullable()) {
                 return null_in(column);
             }
         }
     }
     Ok(())
+}
+
+/// `NULL`, `(NULL)` or `CAST(NULL AS …)`.
+fn is_null_literal(expr: &Expr) -> bool {
+    match expr {
+        Expr::Value(v) => v.value == Value::Null,
+        Expr::Nested(inner) | Expr::Cast { expr: inner, .. } => is_null_literal(inner),
+        _ => false,
+    }
 }

@@ -148,6 +148,7 @@ pub async fn prepare(ctx: &SessionContext, text: &str) -> Result<PreparedStateme
         return plan_err!("prepare takes one statement, not {}", statements.len());
     }
     let statement = statements.remove(0);
+    crate::insert::check_literal_nulls(ctx, &statement)?;
     if crate::runs_here(&statement) {
         let body = Body::Statement(Box::new(statement));
         return Ok(PreparedStatement { ctx: ctx.clone(), text: text.to_string(), body });

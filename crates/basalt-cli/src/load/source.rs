@@ -243,7 +243,7 @@ impl Source {
     /// load would succeed without a word. Reads the window's rows (text,
     /// as batches come); a line the reader cannot take ends the look (the
     /// load itself reports it).
-    pub fn stray_values_in_text_columns(&mut self, window_rows: usize) -> Vec<String> {
+    pub fn stray_values_in_text_columns(&mut self, window_rows: usize, format: InputFormat) -> Vec<String> {
         #[derive(Default)]
         struct Seen {
             typed: u64,
@@ -257,6 +257,9 @@ impl Source {
         while !text_columns.is_empty() && self.rows < window_rows as u64 {
             let first_row = self.rows;
             let Ok(Some(batch)) = self.next_batch() else { break };
+            // The window's rows only: the last batch may reach past it.
+            let in_window = (window_rows as u64).saturating_sub(first_row).min(batch.num_rows() as u64);
+            let batch = batch.slice(0, in_window as usize);
             for (&i, seen) in text_columns.iter().zip(&mut seen) {
                 let Some(values) = batch.column(i).as_string_opt::<i32>() else { continue };
                 for (row, value) in values.iter().enumerate() {
@@ -271,6 +274,12 @@ impl Source {
                 }
             }
         }
+        // `--null` names a CSV field's null token; JSON has its own null.
+        let remedy = if format == InputFormat::Jsonl {
+            "give its type with --schema"
+        } else {
+            "give its type with --schema, or the stray values with --null"
+        };
         let mut notes = Vec::new();
         for (&i, seen) in text_columns.iter().zip(&seen) {
             if let Some((row, value)) = &seen.first_other
@@ -278,8 +287,7 @@ impl Source {
             {
                 notes.push(format!(
                     "column {} is loaded as text: {} of its first {} values are numbers, booleans or \
-                     dates, but row {row} holds {value:?} (give its type with --schema, or the \
-                     stray values with --null)",
+                     dates, but row {row} holds {value:?} ({remedy})",
                     self.schema.field(i).name(),
                     seen.typed,
                     seen.typed + seen.other,
@@ -342,7 +350,7 @@ fn refuse_json_array(file: &mut File, path: &Path) -> CliResult<()> {
     if text.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
         return Err(CliError::usage(format!(
             "{} holds a JSON array; basalt loads JSON lines, one object per line \
-             (convert it with: jq -c '.[]' {} > {})",
+             (convert it with: jq -c '.[]' '{}' > '{}')",
             path.display(),
             path.display(),
             path.with_extension("lines.jsonl").display()
