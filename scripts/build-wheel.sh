@@ -15,6 +15,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 profile=${BASALT_WHEEL_PROFILE:-release}
+# A wheel leaves out what only unifies features with the rest of the
+# workspace (crates/basalt-py/Cargo.toml, `workspace-features`; off in
+# python/pyproject.toml); the test-profile wheel keeps it, to reuse what
+# `cargo test` compiled.
+features=()
+if [ "$profile" = dev ]; then
+  features=(--features workspace-features)
+fi
 maturin=${MATURIN:-maturin}
 if ! command -v "$maturin" >/dev/null 2>&1; then
   echo "build-wheel.sh: maturin not found: pip install maturin==1.16.0 (or set MATURIN)" >&2
@@ -23,7 +31,7 @@ fi
 out=target/wheels/$profile
 rm -rf "$out"
 started=$SECONDS
-(cd python && "$maturin" build --locked --quiet --profile "$profile" -o "../$out" >&2)
+(cd python && "$maturin" build --locked --quiet --profile "$profile" "${features[@]}" -o "../$out" >&2)
 wheel=$(ls "$out"/basalt-*.whl)
 echo "== wheel built in $((SECONDS - started)) s: $(du -h "$wheel" | cut -f1)" >&2
 echo "$wheel"

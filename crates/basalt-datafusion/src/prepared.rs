@@ -51,7 +51,9 @@ const PLAN_CACHE_ENTRIES: usize = 512;
 /// and its batches.
 #[derive(Debug, Clone)]
 pub struct QueryOutput {
+    /// The result's columns.
     pub schema: SchemaRef,
+    /// The rows, in the order the statement gave them.
     pub batches: Vec<RecordBatch>,
 }
 

@@ -52,6 +52,7 @@ pub struct BadRow {
     pub row: usize,
     /// The table column whose value did not fit.
     pub column: String,
+    /// What was wrong with the value.
     pub problem: RowProblem,
 }
 
@@ -59,9 +60,19 @@ pub struct BadRow {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RowProblem {
     /// The value (as the input shows it) does not parse as the type.
-    NotA { value: String, data_type: DataType },
+    NotA {
+        /// The value as the input shows it.
+        value: String,
+        /// The column's type.
+        data_type: DataType,
+    },
     /// The value would change in the cast.
-    Inexact { value: String, data_type: DataType },
+    Inexact {
+        /// The value as the input shows it.
+        value: String,
+        /// The column's type.
+        data_type: DataType,
+    },
     /// A null in a column that takes none; `key` when it is a key column.
     Null,
 }
@@ -71,17 +82,49 @@ pub enum RowProblem {
 #[non_exhaustive]
 pub enum ConformError {
     /// By name: the batch has a column the table does not.
-    ExtraColumn { name: String },
+    ExtraColumn {
+        /// The batch's column.
+        name: String,
+    },
     /// By name: the batch lacks a column that takes no null.
-    MissingColumn { name: String },
+    MissingColumn {
+        /// The table's column.
+        name: String,
+    },
     /// By position: the batch has another number of columns.
-    ColumnCount { given: usize, table: usize },
+    ColumnCount {
+        /// Columns of the batch.
+        given: usize,
+        /// Columns of the table.
+        table: usize,
+    },
     /// The policy allows no cast between the two types (or Arrow has none).
-    Uncastable { column: String, from: DataType, to: DataType, why: Option<String> },
+    Uncastable {
+        /// The table's column.
+        column: String,
+        /// The batch's type.
+        from: DataType,
+        /// The column's type.
+        to: DataType,
+        /// Arrow's reason, when it gave one.
+        why: Option<String>,
+    },
     /// [`Casts::Lossless`]: a value the cast would change.
-    Inexact { column: String, value: String, became: String, to: DataType },
+    Inexact {
+        /// The table's column.
+        column: String,
+        /// The value as given.
+        value: String,
+        /// What the cast made of it.
+        became: String,
+        /// The column's type.
+        to: DataType,
+    },
     /// A null in a column that takes none ([`Casts::Lossless`], [`Casts::Arrow`]).
-    Null { column: String },
+    Null {
+        /// The table's column.
+        column: String,
+    },
     /// Arrow refused the batch it was given back (a bug, not the input).
     Arrow(String),
 }

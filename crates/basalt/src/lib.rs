@@ -7,6 +7,12 @@
 //! modules for tools rather than applications: `testing` (an in-memory file
 //! system that simulates crashes, fault injection) and `inspect` (dumping
 //! and checking the on-disk formats).
+//!
+//! `Db`'s and `Table`'s pages have examples that run (doc tests); the
+//! README and `docs/` explain the design.
+
+// Every public item says what it is: the crate is depended on.
+#![warn(missing_docs)]
 
 mod blob;
 mod catalog;

@@ -98,7 +98,7 @@ impl KeyType {
 /// Equality and order are the key order, the one the encoding preserves: floats
 /// compare by `total_cmp` after `-0.0` becomes `0.0` and every NaN the
 /// canonical NaN (so `NaN == NaN` and `-0.0 == 0.0` here). Parts of different
-/// types order by [`KeyType`]; that order has no meaning on disk.
+/// types order by `KeyType`; that order has no meaning on disk.
 #[derive(Debug, Clone, Copy)]
 pub enum KeyValue<'a> {
     /// A boolean; `false` sorts first.

@@ -27,7 +27,9 @@ pub use format::FILE as SHARD_MAP_FILE;
 /// the keys from its bound up to the next shard's.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Shard {
+    /// The shard's database directory, relative to the store.
     pub path: String,
+    /// The smallest key tuple the shard holds; `None` for the first.
     pub lower: Option<Vec<OwnedKeyValue>>,
 }
 
