@@ -61,7 +61,7 @@ impl BasaltSchema {
                 f.name()
             );
         }
-        let schema = stored_schema(&planned_schema, primary_key);
+        let schema = stored_schema(&planned_schema);
         let names = |columns: &[usize]| -> Vec<String> {
             columns.iter().map(|&i| schema.field(i).name().clone()).collect()
         };
@@ -69,6 +69,9 @@ impl BasaltSchema {
         let key_refs: Vec<&str> = key_names.iter().map(String::as_str).collect();
         let table =
             self.db.create_table(name, schema.clone(), &key_refs, TableOptions::default()).map_err(to_df)?;
+        // The schema as stored: `create_table` makes the key columns
+        // non-nullable.
+        let schema = table.schema();
         let filled = (|| -> Result<()> {
             for columns in &unique {
                 let cols = names(columns);
@@ -98,20 +101,20 @@ impl BasaltSchema {
     }
 }
 
-/// The schema a table is stored with: view types (DataFusion's default
-/// for strings) as their plain forms, and key columns non-nullable.
-fn stored_schema(planned: &SchemaRef, primary_key: &[usize]) -> SchemaRef {
+/// The schema a table is created with: view types (DataFusion's default
+/// for strings) as their plain forms (`create_table` makes the key
+/// columns non-nullable).
+fn stored_schema(planned: &SchemaRef) -> SchemaRef {
     let fields: Vec<Field> = planned
         .fields()
         .iter()
-        .enumerate()
-        .map(|(i, f)| {
+        .map(|f| {
             let data_type = match f.data_type() {
                 DataType::Utf8View => DataType::Utf8,
                 DataType::BinaryView => DataType::Binary,
                 other => other.clone(),
             };
-            Field::new(f.name(), data_type, f.is_nullable() && !primary_key.contains(&i))
+            Field::new(f.name(), data_type, f.is_nullable())
         })
         .collect();
     Arc::new(Schema::new(fields))

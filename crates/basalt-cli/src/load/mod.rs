@@ -164,7 +164,7 @@ fn parse_index_spec(spec: &str) -> CliResult<(String, Vec<String>)> {
 }
 
 /// The schema of a new table: the file's columns (typed by `--schema` if
-/// given), key columns not null, `row_id` first when the load numbers rows.
+/// given; `create_table` makes the key columns not null), `row_id` first when the load numbers rows.
 fn new_table_schema(
     file: &Schema,
     typed: Option<&Schema>,
@@ -191,7 +191,8 @@ fn new_table_schema(
                 .clone(),
             None => f.data_type().clone(),
         };
-        fields.push(Field::new(f.name(), data_type, !key.contains(f.name())));
+        // Nullable: `create_table` makes the key columns non-nullable.
+        fields.push(Field::new(f.name(), data_type, true));
     }
     for k in key {
         if !fields.iter().any(|f| f.name() == k) {
