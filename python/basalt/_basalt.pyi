@@ -348,7 +348,7 @@ class Table:
         reverse: bool = False,
         snapshot: Snapshot | None = None,
     ) -> pyarrow.Table:
-        """Rows an index selects: ``eq=`` (``None`` inside a tuple matches null: ``eq=(None,)``), ``prefix=`` or ``range=(low, high)``."""
+        """Rows an index selects: ``eq=`` (``None`` inside a tuple matches null: ``eq=(None,)``), ``prefix=`` (values of the index's leading columns, ``("LGA",)``; not a string prefix: use ``range=("L", "M")``) or ``range=(low, high)``."""
     def count(
         self,
         index: str,

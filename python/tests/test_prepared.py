@@ -105,3 +105,26 @@ def test_a_read_only_database_prepares_queries_only(tmp_path: object) -> None:
         assert db.prepare("SELECT v FROM t WHERE id = $1").execute([1]).num_rows == 1
         with pytest.raises(basalt.ReadOnlyError):
             db.prepare("DELETE FROM t WHERE id = 1")
+
+
+def test_a_read_only_database_says_a_typo_is_a_syntax_error(tmp_path: object) -> None:
+    # Text that does not parse is not a write: the user is told what is
+    # wrong with it, as on a writable handle.
+    path = str(tmp_path) + "/db"
+    with basalt.open(path) as db:
+        db.sql("CREATE TABLE t (id BIGINT PRIMARY KEY, v VARCHAR)")
+    with basalt.open(path, read_only=True) as db:
+        for call in (db.sql, db.prepare):
+            with pytest.raises(basalt.InvalidArgumentError, match="SQL: .*SELEC"):
+                call("SELEC 1")
+        assert db.sql("EXPLAIN SELECT * FROM t").num_rows > 0
+        assert db.sql("SHOW TABLES").num_rows > 0
+        # Statements only DataFusion's parser knows still count as writes.
+        for text in (
+            "COPY t TO '/tmp/never-written.csv'",
+            "CREATE EXTERNAL TABLE x STORED AS CSV LOCATION '/tmp/x.csv'",
+            "EXPLAIN ANALYZE INSERT INTO t VALUES (2, 'b')",
+            "INSERT INTO t VALUES (2, 'b')",
+        ):
+            with pytest.raises(basalt.ReadOnlyError):
+                db.sql(text)

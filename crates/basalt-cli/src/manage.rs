@@ -25,6 +25,11 @@ pub struct DbArgs {
 pub struct TablesArgs {
     /// The database directory.
     db: PathBuf,
+    /// One line per table, however long its column and index lists (by
+    /// default a table printed to a terminal, or with COLUMNS set, wraps
+    /// them to fit its width).
+    #[arg(long)]
+    wide: bool,
     #[command(flatten)]
     output: OutputArgs,
 }
@@ -97,6 +102,84 @@ fn number_column(name: &str, values: Vec<u64>) -> (Field, ArrayRef) {
     (Field::new(name, DataType::UInt64, false), Arc::new(UInt64Array::from(values)))
 }
 
+/// The width `basalt tables` fits: the terminal's, or `COLUMNS` when set
+/// (`None`: printed whole, as to a pipe or file).
+fn terminal_width() -> Option<usize> {
+    if let Some(columns) = std::env::var("COLUMNS").ok().and_then(|c| c.trim().parse().ok()) {
+        return Some(columns);
+    }
+    console::Term::stdout().size_checked().map(|(_rows, columns)| usize::from(columns))
+}
+
+/// Wraps the column and index lists so that the printed table fits
+/// `width`: the other cells keep their width, the index lists take up to a
+/// third of what is left.
+fn fit_lists(
+    width: usize,
+    names: &[String],
+    schemas: &mut [Vec<String>],
+    keys: &[String],
+    indexes: &mut [Vec<String>],
+    rows: &[u64],
+    sizes: &[u64],
+) {
+    let widest = |header: &str, cells: &mut dyn Iterator<Item = usize>| cells.fold(header.len(), usize::max);
+    let fixed = widest("table", &mut names.iter().map(|s| s.chars().count()))
+        + widest("primary_key", &mut keys.iter().map(|s| s.chars().count()))
+        + widest("rows_stored", &mut rows.iter().map(|n| n.to_string().len()))
+        + widest("bytes", &mut sizes.iter().map(|n| n.to_string().len()));
+    // "| " before each of the six cells, " " after it, and the last "|".
+    let borders = 6 * 3 + 1;
+    let left = width.saturating_sub(fixed + borders);
+    let natural = widest("indexes", &mut indexes.iter().map(|l| l.join("; ").chars().count()));
+    let index_width = natural.min((left / 3).max("indexes".len()));
+    for list in indexes.iter_mut() {
+        *list = vec![wrap_list(list, ';', index_width)];
+    }
+    // A name longer than its share widens the index cell: the columns take
+    // what it really left.
+    let index_width =
+        widest("indexes", &mut indexes.iter().flatten().flat_map(|s| s.lines()).map(|l| l.chars().count()));
+    let column_width = left.saturating_sub(index_width).max(16);
+    for list in schemas.iter_mut() {
+        *list = vec![wrap_list(list, ',', column_width)];
+    }
+}
+
+/// `items` joined by `separator` as lines of at most `width` characters,
+/// broken between items; an item longer than a line is broken at its own
+/// spaces and after its opening parentheses (a type's parameters, an
+/// index's column list). A single name longer than `width` keeps its line.
+fn wrap_list(items: &[String], separator: char, width: usize) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    // Appends `word` (after a space when `spaced`), on a new line if it
+    // would not fit.
+    let mut place = |word: &str, spaced: bool, line: &mut String| {
+        let space = usize::from(spaced && !line.is_empty());
+        if !line.is_empty() && line.chars().count() + space + word.chars().count() > width {
+            lines.push(std::mem::take(line));
+        } else if space == 1 {
+            line.push(' ');
+        }
+        line.push_str(word);
+    };
+    for (i, item) in items.iter().enumerate() {
+        let item = if i + 1 < items.len() { format!("{item}{separator}") } else { item.clone() };
+        if item.chars().count() <= width {
+            place(&item, true, &mut line);
+            continue;
+        }
+        for (w, word) in item.split(' ').enumerate() {
+            for (p, piece) in word.split_inclusive('(').enumerate() {
+                place(piece, w == 0 || p == 0, &mut line);
+            }
+        }
+    }
+    lines.push(line);
+    lines.join("\n")
+}
+
 pub fn tables(args: &TablesArgs, create: bool) -> CliResult<()> {
     let db = open::open(&args.db, create)?;
     let (mut names, mut schemas, mut keys, mut indexes, mut rows, mut sizes) =
@@ -126,17 +209,24 @@ pub fn tables(args: &TablesArgs, create: bool) -> CliResult<()> {
             })
             .collect();
         names.push(name);
-        schemas.push(columns.join(", "));
+        schemas.push(columns);
         keys.push(table.primary_key().join(", "));
-        indexes.push(index_list.join("; "));
+        indexes.push(index_list);
         rows.push(estimate.rows);
         sizes.push(estimate.bytes);
     }
+    if !args.wide
+        && args.output.format == Format::Table
+        && args.output.output.is_none()
+        && let Some(width) = terminal_width()
+    {
+        fit_lists(width, &names, &mut schemas, &keys, &mut indexes, &rows, &sizes);
+    }
     let columns = vec![
         text_column("table", names),
-        text_column("columns", schemas),
+        text_column("columns", schemas.iter().map(|l| l.join(", ")).collect()),
         text_column("primary_key", keys),
-        text_column("indexes", indexes),
+        text_column("indexes", indexes.iter().map(|l| l.join("; ")).collect()),
         // Stored row versions: overwritten and deleted rows count until
         // compaction drops them.
         number_column("rows_stored", rows),

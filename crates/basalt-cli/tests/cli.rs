@@ -533,6 +533,85 @@ fn exit_codes_are_as_documented() {
     basalt().args(["load", "--help"]).assert().success().stdout(predicate::str::contains("Examples:"));
 }
 
+/// `basalt tables` fits the width it is given (COLUMNS, or the terminal's),
+/// wrapping column and index lists between items (a name longer than its
+/// share keeps its line: 80 columns do not hold this table); `--wide` and
+/// the machine formats keep one line per table.
+#[test]
+fn tables_fit_the_terminal_unless_wide() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("db");
+    let names: Vec<String> = (0..12).map(|i| format!("measurement_number_{i}")).collect();
+    let csv = dir.path().join("wide.csv");
+    std::fs::write(&csv, format!("id,{}\n1,{}\n", names.join(","), ["2.5"; 12].join(","))).expect("csv");
+    create_from(&db, "readings", &csv);
+    basalt()
+        .arg("create-index")
+        .arg(&db)
+        .args(["readings", "by_first_two", "measurement_number_0", "measurement_number_1"])
+        .assert()
+        .success();
+    for width in [100, 140] {
+        let out = stdout_of(basalt().env("COLUMNS", width.to_string()).arg("tables").arg(&db));
+        let longest = out.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+        assert!(longest <= width, "wider than {width}:\n{out}");
+        // Every column is there, each name whole on one line.
+        for name in &names {
+            assert!(out.lines().any(|l| l.contains(&format!("{name} "))), "{name} missing:\n{out}");
+        }
+    }
+    let wide = stdout_of(basalt().env("COLUMNS", "80").arg("tables").arg(&db).arg("--wide"));
+    assert_eq!(wide.lines().count(), 5, "a header, a row and three rules:\n{wide}");
+    let csv_out = stdout_of(basalt().env("COLUMNS", "80").arg("tables").arg(&db).args(["--format", "csv"]));
+    assert_eq!(csv_out.lines().count(), 2, "{csv_out}");
+}
+
+/// ISO timestamps with `Z` or an offset are instants: the new column is a
+/// UTC timestamp holding each one, not the naive wall-clock time of UTC.
+#[test]
+fn timestamps_with_an_offset_load_as_utc_instants() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("db");
+    let csv = dir.path().join("events.csv");
+    std::fs::write(
+        &csv,
+        "id,at\n1,2024-01-02T03:04:05Z\n2,2024-01-02T03:04:05+02:00\n3,2024-01-02T03:04:05-0130\n",
+    )
+    .expect("csv");
+    create_from(&db, "events", &csv);
+    let tables = stdout_of(basalt().arg("tables").arg(&db).args(["--format", "csv"]));
+    assert!(tables.contains(r#"events,"id Int64, at Timestamp(s, ""UTC"")""#), "{tables}");
+    let out = stdout_of(
+        basalt()
+            .arg("sql")
+            .arg(&db)
+            .arg(
+                "SELECT id FROM events WHERE at = TIMESTAMP '2024-01-02T03:04:05Z' \
+           OR at = TIMESTAMP '2024-01-02T01:04:05Z' OR at = TIMESTAMP '2024-01-02T04:34:05Z' ORDER BY id",
+            )
+            .args(["--format", "csv"]),
+    );
+    assert_eq!(out, "id\n1\n2\n3\n");
+    // Naive timestamps stay naive; a mix is read as UTC, and said so.
+    let naive = dir.path().join("naive.csv");
+    std::fs::write(&naive, "id,at\n1,2024-01-02T03:04:05\n").expect("csv");
+    create_from(&db, "naive", &naive);
+    let mixed = dir.path().join("mixed.csv");
+    std::fs::write(&mixed, "id,at\n1,2024-01-02T03:04:05Z\n2,2024-01-02T03:04:05\n").expect("csv");
+    basalt()
+        .args(["load", "--create"])
+        .arg(&db)
+        .arg("mixed")
+        .arg(&mixed)
+        .args(["--primary-key", "id"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("1 of its first 2 values have no offset and are read as UTC"));
+    let tables = stdout_of(basalt().arg("tables").arg(&db).args(["--format", "csv"]));
+    assert!(tables.contains("naive,\"id Int64, at Timestamp(s)\""), "{tables}");
+    assert!(tables.contains("mixed,\"id Int64, at Timestamp(s, \"\"UTC\"\")\""), "{tables}");
+}
+
 /// The mistakes a new user makes first, each told as docs/cli.md says:
 /// its exit code, a message naming what is wrong, and the data as it was.
 #[test]

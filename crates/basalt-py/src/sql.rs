@@ -28,9 +28,7 @@ pub fn run<'py>(
     query: &str,
     params: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    if state.read_only && !reads_only(query) {
-        return Err(errors::read_only(py, "sql (only SELECT, EXPLAIN of a SELECT and SHOW run)"));
-    }
+    refuse_writes(py, state, query, "sql")?;
     let params = scalars(params)?;
     let ctx = state.session(py)?;
     let rt = runtime(py)?;
@@ -63,9 +61,7 @@ pub struct Statement {
 
 impl Statement {
     pub fn prepare(py: Python<'_>, state: Shared, query: &str) -> PyResult<Statement> {
-        if state.read_only && !reads_only(query) {
-            return Err(errors::read_only(py, "prepare (only SELECT, EXPLAIN of a SELECT and SHOW run)"));
-        }
+        refuse_writes(py, &state, query, "prepare")?;
         let ctx = state.session(py)?;
         let rt = runtime(py)?;
         let prepared = py
@@ -181,24 +177,38 @@ fn date_or_time(value: &Bound<'_, PyAny>, n: usize) -> PyResult<Option<ScalarVal
     Ok(Some(ScalarValue::TimestampMicrosecond(Some(seconds * 1_000_000 + part("microsecond")?), None)))
 }
 
-/// Whether every statement of `query` only reads: a query, an `EXPLAIN`
-/// of one (not `EXPLAIN ANALYZE INSERT`, which runs it), `SHOW`, or a
-/// table's description. Anything unparsable counts as a write.
-fn reads_only(query: &str) -> bool {
+/// Refuses `query` on a read-only handle unless every statement of it
+/// only reads: a query, an `EXPLAIN` of one (not `EXPLAIN ANALYZE INSERT`,
+/// which runs it), `SHOW`, or a table's description. Text that does not
+/// parse is a syntax error (as on a writable handle), not a write.
+/// DataFusion's own parser decides, as it is the one that runs the text
+/// (it knows `COPY` and `CREATE EXTERNAL TABLE`, which write files).
+fn refuse_writes(py: Python<'_>, state: &DbState, query: &str, call: &str) -> PyResult<()> {
+    use basalt_datafusion::datafusion::sql::parser::{DFParser, Statement as DfStatement};
     use basalt_datafusion::datafusion::sql::sqlparser::ast::Statement;
-    use basalt_datafusion::datafusion::sql::sqlparser::dialect::GenericDialect;
-    use basalt_datafusion::datafusion::sql::sqlparser::parser::Parser;
-    Parser::parse_sql(&GenericDialect {}, query).is_ok_and(|statements| {
-        statements.iter().all(|s| match s {
-            Statement::Query(_)
-            | Statement::ShowTables { .. }
-            | Statement::ShowColumns { .. }
-            | Statement::ShowVariable { .. }
-            | Statement::ExplainTable { .. } => true,
-            Statement::Explain { statement, .. } => matches!(**statement, Statement::Query(_)),
-            _ => false,
-        })
-    })
+    if !state.read_only {
+        return Ok(());
+    }
+    let statements = DFParser::parse_sql(query).map_err(|e| errors::invalid(py, format!("SQL: {e}")))?;
+    let reads = |s: &Statement| match s {
+        Statement::Query(_)
+        | Statement::ShowTables { .. }
+        | Statement::ShowColumns { .. }
+        | Statement::ShowVariable { .. }
+        | Statement::ExplainTable { .. } => true,
+        Statement::Explain { statement, .. } => matches!(**statement, Statement::Query(_)),
+        _ => false,
+    };
+    let only_reads = statements.iter().all(|s| match s {
+        DfStatement::Statement(s) => reads(s),
+        DfStatement::Explain(explain) => matches!(&*explain.statement, DfStatement::Statement(s) if reads(s)),
+        _ => false,
+    });
+    if only_reads {
+        Ok(())
+    } else {
+        Err(errors::read_only(py, &format!("{call} (only SELECT, EXPLAIN of a SELECT and SHOW run)")))
+    }
 }
 
 /// The FFI codec of a `datafusion` session: the capsule its

@@ -389,12 +389,12 @@ fn new_table(
     typed: Option<&Schema>,
 ) -> CliResult<(Table, Vec<String>, Option<String>)> {
     let mut source = Source::open(path, *format, text)?;
-    let file_schema = source.schema.clone();
     if typed.is_none() && matches!(format, InputFormat::Csv | InputFormat::Tsv | InputFormat::Jsonl) {
-        for note in source.stray_values_in_text_columns(text.infer_rows, *format) {
+        for note in source.look_at_window(text.infer_rows, *format) {
             eprintln!("basalt: note: {note}");
         }
     }
+    let file_schema = source.schema.clone();
     let (key, row_id) = match &args.primary_key {
         Some(k) => (value::names(k)?, None),
         None => (vec![ROW_ID.to_owned()], Some(ROW_ID.to_owned())),

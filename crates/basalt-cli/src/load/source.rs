@@ -237,13 +237,20 @@ impl Source {
         }
     }
 
-    /// Notes on the text columns of an inferred schema that nearly all
-    /// values of the inference window would have typed: one stray value
-    /// ("n/a", "lots") among numbers makes the whole column text, and the
-    /// load would succeed without a word. Reads the window's rows (text,
-    /// as batches come); a line the reader cannot take ends the look (the
-    /// load itself reports it).
-    pub fn stray_values_in_text_columns(&mut self, window_rows: usize, format: InputFormat) -> Vec<String> {
+    /// Reads the inference window's rows (text, as batches come) to settle
+    /// what inference alone gets wrong, and returns notes for the user:
+    ///
+    /// - a timestamp column whose values carry `Z` or an offset holds
+    ///   instants: it becomes a UTC timestamp column (inference types it
+    ///   naive, and the cast would shift every value to UTC wall-clock
+    ///   time while dropping the zone);
+    /// - one stray value ("n/a", "lots") among numbers makes the whole
+    ///   column text, and the load would succeed without a word: a note
+    ///   says so.
+    ///
+    /// A line the reader cannot take ends the look (the load itself
+    /// reports it).
+    pub fn look_at_window(&mut self, window_rows: usize, format: InputFormat) -> Vec<String> {
         #[derive(Default)]
         struct Seen {
             typed: u64,
@@ -253,8 +260,13 @@ impl Source {
         let text_columns: Vec<usize> = (0..self.schema.fields().len())
             .filter(|&i| self.schema.field(i).data_type() == &DataType::Utf8)
             .collect();
+        let naive_timestamps: Vec<usize> = (0..self.schema.fields().len())
+            .filter(|&i| matches!(self.schema.field(i).data_type(), DataType::Timestamp(_, None)))
+            .collect();
         let mut seen: Vec<Seen> = text_columns.iter().map(|_| Seen::default()).collect();
-        while !text_columns.is_empty() && self.rows < window_rows as u64 {
+        // Per naive timestamp column: values with an offset, values without.
+        let mut zoned: Vec<(u64, u64)> = vec![(0, 0); naive_timestamps.len()];
+        while !(text_columns.is_empty() && naive_timestamps.is_empty()) && self.rows < window_rows as u64 {
             let first_row = self.rows;
             let Ok(Some(batch)) = self.next_batch() else { break };
             // The window's rows only: the last batch may reach past it.
@@ -273,14 +285,42 @@ impl Source {
                     }
                 }
             }
+            for (&i, (with, without)) in naive_timestamps.iter().zip(&mut zoned) {
+                let Some(values) = batch.column(i).as_string_opt::<i32>() else { continue };
+                for value in values.iter().flatten() {
+                    if has_utc_offset(value) {
+                        *with += 1;
+                    } else {
+                        *without += 1;
+                    }
+                }
+            }
         }
+        let mut notes = Vec::new();
+        let mut fields: Vec<Field> = self.schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+        for (&i, &(with, without)) in naive_timestamps.iter().zip(&zoned) {
+            if with == 0 {
+                continue;
+            }
+            let DataType::Timestamp(unit, None) = fields[i].data_type() else { continue };
+            let zoned_type = DataType::Timestamp(*unit, Some("UTC".into()));
+            fields[i] = fields[i].clone().with_data_type(zoned_type);
+            if without > 0 {
+                notes.push(format!(
+                    "column {} holds instants (UTC): {without} of its first {} values have no \
+                     offset and are read as UTC",
+                    fields[i].name(),
+                    with + without,
+                ));
+            }
+        }
+        self.schema = Arc::new(Schema::new(fields));
         // `--null` names a CSV field's null token; JSON has its own null.
         let remedy = if format == InputFormat::Jsonl {
             "give its type with --schema"
         } else {
             "give its type with --schema, or the stray values with --null"
         };
-        let mut notes = Vec::new();
         for (&i, seen) in text_columns.iter().zip(&seen) {
             if let Some((row, value)) = &seen.first_other
                 && seen.typed >= 2 * seen.other
@@ -316,6 +356,14 @@ impl Source {
 /// the load undone. I/O errors stay what they are.
 fn bad_data(e: CliError) -> CliError {
     if e.exit == Exit::Usage { CliError::new(Exit::BadData, e.message) } else { e }
+}
+
+/// Whether an ISO timestamp's text names its offset from UTC: `Z`, or
+/// `+hh:mm` / `-hhmm` / `+hh` after the time of day (the date's own
+/// dashes come before it).
+fn has_utc_offset(value: &str) -> bool {
+    let Some(time) = value.trim().get(11..) else { return false };
+    time.ends_with(['Z', 'z']) || time.contains(['+', '-'])
 }
 
 /// Whether inference would have typed this text alone: an integer or
