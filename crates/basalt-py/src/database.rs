@@ -176,6 +176,12 @@ impl Database {
         Ok(WriteBatch::new(self.state.clone()))
     }
 
+    /// A new transaction reading at a snapshot taken now (see
+    /// `Transaction`): `with db.transaction() as tx: ...`.
+    fn transaction(&self, py: Python<'_>) -> PyResult<crate::transaction::Transaction> {
+        crate::transaction::Transaction::begin(py, self.state.clone())
+    }
+
     /// Keyspace `name`; with `create` (the default) made if missing.
     #[pyo3(signature = (name, *, create=true))]
     fn keyspace(&self, py: Python<'_>, name: &str, create: bool) -> PyResult<Keyspace> {

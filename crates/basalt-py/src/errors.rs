@@ -20,6 +20,7 @@ pub struct Exceptions {
     pub invalid_argument: Py<PyType>,
     pub unique_violation: Py<PyType>,
     pub busy: Py<PyType>,
+    pub conflict: Py<PyType>,
     pub io: Py<PyType>,
     pub read_only: Py<PyType>,
 }
@@ -78,6 +79,12 @@ pub fn exceptions(py: Python<'_>) -> PyResult<&Exceptions> {
                  written. `index` and `value` say which.",
             )?,
             busy: sub("BusyError", None, "The operation cannot run now (a table in use); retry later.")?,
+            conflict: sub(
+                "ConflictError",
+                None,
+                "A transaction's commit lost to another commit that wrote one of its keys since it \
+                 began; nothing of it was written. Run it again (`basalt.run_transaction` does).",
+            )?,
             io: sub(
                 "DiskError",
                 Some(py.get_type::<PyOSError>()),
@@ -123,6 +130,7 @@ pub fn to_py(py: Python<'_>, error: basalt::Error) -> PyErr {
         basalt::Error::Closed(_) => raise(&classes.closed, py, message),
         basalt::Error::InvalidArgument(_) => raise(&classes.invalid_argument, py, message),
         basalt::Error::Busy(_) => raise(&classes.busy, py, message),
+        basalt::Error::Conflict(_) => raise(&classes.conflict, py, message),
         basalt::Error::ReadOnly(_) => raise(&classes.read_only, py, message),
         basalt::Error::Io { .. } => raise(&classes.io, py, message),
         _ => raise(&classes.error, py, message),
@@ -215,6 +223,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ("BusyError", &c.busy),
         ("DiskError", &c.io),
         ("ReadOnlyError", &c.read_only),
+        ("ConflictError", &c.conflict),
     ] {
         m.add(name, class.bind(py))?;
     }

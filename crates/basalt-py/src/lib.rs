@@ -24,6 +24,7 @@ mod snapshot;
 mod sql;
 mod state;
 mod table;
+mod transaction;
 
 use pyo3::prelude::*;
 
@@ -36,6 +37,7 @@ fn _basalt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<keyspace::KeyIterator>()?;
     m.add_class::<snapshot::Snapshot>()?;
     m.add_class::<batch::WriteBatch>()?;
+    m.add_class::<transaction::Transaction>()?;
     m.add_class::<table::Table>()?;
     m.add_class::<scan::Scan>()?;
     m.add_class::<sql::Statement>()?;

@@ -45,6 +45,11 @@ impl Table {
     }
 
     /// The engine's handle, or `ClosedError`.
+    /// The database state this handle belongs to.
+    pub(crate) fn state(&self) -> &Shared {
+        &self.state
+    }
+
     pub(crate) fn handle(&self, py: Python<'_>) -> PyResult<&basalt::Table> {
         if self.state.is_closed() {
             return Err(errors::closed(py));
@@ -52,7 +57,7 @@ impl Table {
         Ok(&self.table)
     }
 
-    fn key_fields(&self) -> Vec<Field> {
+    pub(crate) fn key_fields(&self) -> Vec<Field> {
         let schema = self.table.schema();
         self.table
             .primary_key()
@@ -809,7 +814,7 @@ fn project(py: Python<'_>, row: &RecordBatch, names: &[String]) -> PyResult<Reco
 /// (dates, timestamps, decimals) go to pyarrow, in one batch: handing the
 /// whole row to pyarrow and back cost about 10 µs of a 16 µs `Table.get`,
 /// and 100 µs of a 19-column row's.
-fn row_as_dict<'py>(py: Python<'py>, row: &RecordBatch) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn row_as_dict<'py>(py: Python<'py>, row: &RecordBatch) -> PyResult<Bound<'py, PyDict>> {
     use arrow_array::cast::AsArray;
     use arrow_array::types::{
         Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type, UInt16Type,

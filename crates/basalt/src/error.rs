@@ -50,6 +50,11 @@ pub enum Error {
     /// The operation cannot run now (for example a table in use); retry later.
     #[error("busy: {0}")]
     Busy(String),
+    /// A transaction's commit lost to another: a key it wrote or read for
+    /// update was written by a commit after its snapshot. Nothing of the
+    /// transaction was written; run it again.
+    #[error("transaction conflict: {0}")]
+    Conflict(String),
     /// A write (or a unique index's creation) would give two rows the
     /// same value in a unique index; nothing was changed.
     #[error("unique index {index} already holds {value}")]
@@ -106,6 +111,7 @@ impl Error {
             Error::Closed(s) => Error::Closed(s.clone()),
             Error::Busy(s) => Error::Busy(s.clone()),
             Error::ReadOnly(s) => Error::ReadOnly(s.clone()),
+            Error::Conflict(s) => Error::Conflict(s.clone()),
             Error::UniqueViolation { index, value } => {
                 Error::UniqueViolation { index: index.clone(), value: value.clone() }
             }

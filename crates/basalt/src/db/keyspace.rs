@@ -17,8 +17,8 @@ use crate::wal::batch::WriteBatch;
 /// (or an iterator from it) is alive, the keyspace cannot be dropped.
 #[derive(Clone)]
 pub struct Keyspace {
-    inner: Arc<DbInner>,
-    shared: Arc<TreeShared>,
+    pub(super) inner: Arc<DbInner>,
+    pub(super) shared: Arc<TreeShared>,
 }
 
 impl std::fmt::Debug for Keyspace {

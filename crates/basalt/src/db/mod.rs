@@ -23,6 +23,7 @@ mod snapshot;
 mod sst_readers;
 mod stats;
 mod table;
+mod transaction;
 mod write;
 mod write_buffer;
 
@@ -45,6 +46,7 @@ pub use scan::{KeyValueRange, ScanOptions, ScanPlan, TableScan};
 pub use snapshot::{ReadOptions, Snapshot};
 pub use stats::{GetLatency, LevelStats, Stats};
 pub use table::{Table, TableOptions};
+pub use transaction::Transaction;
 
 use crate::codec::internal::SeqNo;
 use crate::error::{Error, Result};
@@ -428,6 +430,12 @@ impl Db {
     /// A consistent, read-only view of the database as of now.
     pub fn snapshot(&self) -> Snapshot {
         Snapshot::new(self.inner.clone())
+    }
+
+    /// Starts an optimistic transaction reading at a snapshot taken now
+    /// (see [`Transaction`] for its isolation and an example).
+    pub fn transaction(&self) -> Transaction {
+        Transaction::new(self.inner.clone())
     }
 
     /// Writes the active memtable to an SST and waits until every memtable

@@ -349,7 +349,12 @@ impl Table {
 
     /// The newest visible version of `user_key` as a one-row batch,
     /// through the point-read path every tree shares (`read.rs`).
-    fn row_at(&self, user_key: &[u8], seqno: SeqNo, sv: &SuperVersion) -> Result<Option<RecordBatch>> {
+    pub(super) fn row_at(
+        &self,
+        user_key: &[u8],
+        seqno: SeqNo,
+        sv: &SuperVersion,
+    ) -> Result<Option<RecordBatch>> {
         self.check_readable(sv)?;
         let layout = &self.shared.layout;
         let mut row = None;

@@ -2,7 +2,7 @@
 //! the whole group to the WAL in one write, fsyncs at most once, inserts it
 //! into the memtable and publishes the new seqno (group commit).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Instant;
@@ -12,9 +12,10 @@ use super::jobs::Interrupted;
 use super::write_buffer::{self, StallAction, WriteBufferState};
 use super::{DbInner, SuperVersion};
 use crate::catalog::TreeKind;
-use crate::codec::internal::{Kind, SEQNO_MAX, SeqNo, pack_trailer};
+use crate::codec::internal::{Kind, SEQNO_MAX, SeqNo, pack_trailer, unpack_trailer};
 use crate::error::{Error, Result};
 use crate::files;
+use crate::ids::TreeId;
 use crate::log::writer::LogWriter;
 use crate::memtable::{ENTRY_OVERHEAD_BYTES, MemInserter, Memtable};
 use crate::ranked::{Rank, RankedMutex};
@@ -40,9 +41,21 @@ struct Request {
     id: u64,
     batch: WriteBatch,
     sync: bool,
-    /// Why the leader refused this batch alone (a unique index violation):
-    /// it is not logged, and its writer gets this error.
+    /// Why the leader refused this batch alone (a unique index violation,
+    /// a transaction's conflict): it is not logged, and its writer gets
+    /// this error.
     rejected: Option<Error>,
+    /// A transaction's commit: the keys whose newest version must still be
+    /// the one its snapshot read.
+    check: Option<ConflictCheck>,
+}
+
+/// What a transaction's commit checks before its batch is logged: no
+/// version of any of `keys` newer than `snapshot` (committed since it
+/// began, or earlier in the same group).
+pub(crate) struct ConflictCheck {
+    pub snapshot: SeqNo,
+    pub keys: Vec<(TreeId, Vec<u8>)>,
 }
 
 /// The write path's state: the group-commit queue whose leader alone
@@ -127,6 +140,17 @@ impl DbInner {
     /// Commits `batch`; returns once it is in the memtable (and durable, if
     /// `sync`).
     pub(crate) fn write(&self, batch: WriteBatch, sync: bool) -> Result<()> {
+        self.write_checked(batch, sync, None)
+    }
+
+    /// [`DbInner::write`] of a transaction's batch, refused with
+    /// [`Error::Conflict`] (nothing written) when `check` fails at commit.
+    pub(crate) fn write_checked(
+        &self,
+        batch: WriteBatch,
+        sync: bool,
+        check: Option<ConflictCheck>,
+    ) -> Result<()> {
         if self.read_only {
             return self.check_writable();
         }
@@ -139,7 +163,7 @@ impl DbInner {
         let mut q = self.writer.queue.lock();
         let id = q.next_id;
         q.next_id += 1;
-        q.pending.push_back(Request { id, batch, sync, rejected: None });
+        q.pending.push_back(Request { id, batch, sync, rejected: None, check });
         let mut spinning_since: Option<Instant> = None;
         loop {
             if let Some(result) = q.results.remove(&id) {
@@ -259,6 +283,9 @@ impl DbInner {
             // Index upkeep reads the state every earlier group left (the
             // leader published it before handing over).
             let sv = self.state.load_full();
+            if group.iter().any(|r| r.check.is_some()) {
+                self.check_conflicts(&sv, group);
+            }
             let mut overlay = GroupOverlay::default();
             for r in group.iter_mut() {
                 if let Err(e) = self.add_index_upkeep(&sv, last, &mut r.batch, &mut overlay) {
@@ -291,6 +318,69 @@ impl DbInner {
         self.writer.publish(seqno - 1);
         self.counters.record_group(group.len() as u64, wal_bytes, sync);
         Ok(())
+    }
+
+    /// Refuses each transaction of the group that read-for-update or wrote
+    /// a key written after its snapshot: by a commit before this group
+    /// (its newest version in `sv` is newer), or by a batch accepted
+    /// earlier in this group (not in `sv` yet). First committer wins.
+    fn check_conflicts(&self, sv: &SuperVersion, group: &mut [Request]) {
+        let mut written: HashSet<(TreeId, Vec<u8>)> = HashSet::new();
+        for r in group.iter_mut() {
+            if let Some(check) = r.check.take() {
+                for (tree, key) in &check.keys {
+                    let outcome = if written.contains(&(*tree, key.clone())) {
+                        Ok(true)
+                    } else {
+                        self.written_since(sv, *tree, key, check.snapshot)
+                    };
+                    match outcome {
+                        Ok(false) => continue,
+                        Ok(true) => r.rejected = Some(conflict(&sv.version, *tree, key)),
+                        Err(e) => r.rejected = Some(e),
+                    }
+                    break;
+                }
+            }
+            if r.rejected.is_none() {
+                written.extend(written_keys(&r.batch).map(|(tree, key)| (tree, key.to_vec())));
+            }
+        }
+    }
+
+    /// Whether `tree` holds a version of `key` newer than `seqno` in `sv`:
+    /// the newest version is looked up in each memtable, then in each SST,
+    /// newest first, skipping those that hold nothing newer than `seqno`.
+    /// Compaction keeps the newest version of a key with its seqno (and
+    /// the transaction's snapshot keeps the versions it read), so a write
+    /// since `seqno` is found wherever it has moved.
+    fn written_since(&self, sv: &SuperVersion, tree: TreeId, key: &[u8], seqno: SeqNo) -> Result<bool> {
+        for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
+            if mem.max_seqno() <= seqno {
+                continue;
+            }
+            if let Some((trailer, _)) = mem.get(tree, key, SEQNO_MAX) {
+                return Ok(unpack_trailer(trailer).is_some_and(|(s, _)| s > seqno));
+            }
+        }
+        let Some(tree_version) = sv.version.tree(tree) else {
+            return Err(Error::InvalidArgument(format!("a transaction wrote to tree {tree}, dropped since")));
+        };
+        let hash = crate::sst::filter::key_hash(key);
+        for file in tree_version.files_for_key(key) {
+            if file.max_seqno <= seqno {
+                continue;
+            }
+            let reader = self.sst_readers.reader(tree, file)?;
+            let mut trace = crate::sst::reader::LookupTrace::default();
+            if !reader.filter_hash_traced(hash, &mut trace) {
+                continue;
+            }
+            if let Some((block, i)) = reader.find(key, SEQNO_MAX, &mut trace)? {
+                return Ok(unpack_trailer(block.rows().trailer(i)).is_some_and(|(s, _)| s > seqno));
+            }
+        }
+        Ok(false)
     }
 
     /// Appends the group's accepted batches to the WAL in one write, synced
@@ -344,7 +434,7 @@ impl DbInner {
     /// path (`with_exclusive_writer`), as an index build bringing touched rows
     /// up to date does.
     pub(crate) fn commit_owned(&self, batch: WriteBatch) -> Result<()> {
-        let mut group = [Request { id: 0, batch, sync: false, rejected: None }];
+        let mut group = [Request { id: 0, batch, sync: false, rejected: None, check: None }];
         self.commit_group(&mut group)?;
         match group[0].rejected.take() {
             Some(e) => Err(e),
@@ -607,6 +697,29 @@ fn decode_arrow_entry(layout: &TableLayout, ipc: &[u8], delete: bool, rows: u32)
 /// The error a write gets once `e` stopped writes.
 fn stopped_by(e: &Error) -> Error {
     Error::Closed(format!("writes stopped after an earlier error: {e}"))
+}
+
+/// The keys a batch writes: its key-value entries' and its rows'.
+fn written_keys(batch: &WriteBatch) -> impl Iterator<Item = (TreeId, &[u8])> {
+    let single = batch.entries().filter(|e| e.arrow_rows == 0).map(|e| (e.tree, e.key));
+    let rows = batch
+        .table_writes()
+        .flat_map(|(tree, _, rows)| rows.rows.iter().map(move |(key, _)| (tree, key.as_ref())));
+    single.chain(rows)
+}
+
+/// The [`Error::Conflict`] of a transaction that lost `key` of `tree`.
+fn conflict(version: &Version, tree: TreeId, key: &[u8]) -> Error {
+    let (what, shown) = match version.catalog.tree(tree) {
+        Some(def) => match &def.kind {
+            TreeKind::Table(t) => (format!("table {}", def.name), row::describe_key(&t.layout, key)),
+            _ => (format!("keyspace {}", def.name), format!("{:?}", key.escape_ascii().to_string())),
+        },
+        None => (format!("tree {tree}"), format!("{:?}", key.escape_ascii().to_string())),
+    };
+    Error::Conflict(format!(
+        "{what}, key {shown}: written by another commit since this transaction's snapshot"
+    ))
 }
 
 #[cfg(test)]

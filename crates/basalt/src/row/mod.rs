@@ -134,3 +134,24 @@ pub(crate) fn batch_from_ipc(bytes: &[u8]) -> Result<arrow_array::RecordBatch> {
         }
     })
 }
+
+/// A table's user key as text, for errors: its key columns' values, or
+/// the escaped bytes of a key that does not decode.
+pub(crate) fn describe_key(layout: &layout::TableLayout, key: &[u8]) -> String {
+    let escaped = || format!("{:?}", key.escape_ascii().to_string());
+    if layout.raw_key() {
+        return escaped();
+    }
+    let types: Option<Vec<_>> = layout
+        .primary_key()
+        .iter()
+        .map(|&i| layout::key_type_of(layout.schema().field(i).data_type()))
+        .collect();
+    match types.and_then(|types| crate::codec::key::decode(key, &types).ok()) {
+        Some(values) => {
+            let shown: Vec<String> = values.iter().map(|v| format!("{:?}", v.as_value())).collect();
+            format!("({})", shown.join(", "))
+        }
+        None => escaped(),
+    }
+}

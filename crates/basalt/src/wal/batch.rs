@@ -158,6 +158,30 @@ impl WriteBatch {
         *self.db.get_or_insert(db) == db
     }
 
+    /// Appends every entry of `other` after this batch's own, in order (a
+    /// transaction gathers its writes this way, each checked alone first).
+    /// False, and nothing appended, when the two are bound to different
+    /// databases or would hold more than 2^32 - 1 seqnos together.
+    pub(crate) fn append(&mut self, other: WriteBatch) -> bool {
+        if other.db.is_some_and(|db| self.db.is_some_and(|mine| mine != db))
+            || self.count.checked_add(other.count).is_none()
+        {
+            return false;
+        }
+        if let Some(db) = other.db {
+            self.bind_database(db);
+        }
+        self.rep.extend_from_slice(&other.rep[BATCH_HEADER_BYTES..]);
+        self.count += other.count;
+        self.encoded.extend(other.encoded);
+        self.kv_key_max = self.kv_key_max.max(other.kv_key_max);
+        self.kv_value_max = self.kv_value_max.max(other.kv_value_max);
+        for (tree, arrow) in other.trees {
+            self.note_tree(tree, arrow);
+        }
+        true
+    }
+
     /// Appends Arrow rows of a table: `ipc` is the Arrow IPC stream the WAL
     /// keeps; `rows` the pre-encoded (key, row bytes) of each row.
     pub(crate) fn put_rows(&mut self, tree: TreeId, ipc: &[u8], rows: EncodedRows, delete: bool) {

@@ -1,0 +1,606 @@
+//! Optimistic transactions: own writes and snapshot reads, first committer
+//! wins on written and read-for-update keys (also once the winner moved to
+//! SSTs), tables with their indexes, the size limit, and two concurrent
+//! workloads checked from their recorded histories alone: random
+//! read-append transactions against snapshot isolation's rules, and bank
+//! transfers whose total never changes.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use arrow_array::{Array, Int64Array, RecordBatch, StringArray};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use basalt::testing::MemFs;
+use basalt::{Db, Error, IndexOptions, KeyValue, Options, TableOptions, WriteOptions};
+use rand::Rng;
+
+fn open(dir: &std::path::Path) -> Db {
+    Db::open(dir, Options::default()).expect("open")
+}
+
+fn text(v: Option<basalt::Bytes>) -> Option<String> {
+    v.map(|b| String::from_utf8(b.to_vec()).expect("utf-8"))
+}
+
+#[test]
+fn reads_see_the_snapshot_and_the_transactions_own_writes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = open(dir.path());
+    db.put(b"a", b"1").expect("put");
+    db.put(b"b", b"2").expect("put");
+    let mut tx = db.transaction();
+    db.put(b"a", b"changed outside").expect("put");
+    assert_eq!(text(tx.get(b"a").expect("get")).as_deref(), Some("1"), "the snapshot's value");
+    tx.put(b"b", b"20").expect("put");
+    tx.delete(b"a").expect("delete");
+    tx.put(b"c", b"3").expect("put");
+    assert_eq!(tx.get(b"a").expect("get"), None, "its own delete");
+    assert_eq!(text(tx.get(b"b").expect("get")).as_deref(), Some("20"), "its own write");
+    assert_eq!(tx.len(), 3);
+    // Nothing is visible outside before the commit.
+    assert_eq!(db.get(b"c").expect("get"), None);
+    // `a` was written outside since the snapshot, and this transaction
+    // wrote it: it loses, and nothing of it is written.
+    assert!(matches!(tx.commit(), Err(Error::Conflict(_))));
+    assert_eq!(text(db.get(b"a").expect("get")).as_deref(), Some("changed outside"));
+    assert_eq!(text(db.get(b"b").expect("get")).as_deref(), Some("2"));
+    assert_eq!(db.get(b"c").expect("get"), None);
+
+    // Without the outside write it commits, all at once.
+    let mut tx = db.transaction();
+    tx.put(b"b", b"20").expect("put");
+    tx.put(b"c", b"3").expect("put");
+    tx.commit_opt(&WriteOptions::default().sync(true)).expect("commit");
+    assert_eq!(text(db.get(b"b").expect("get")).as_deref(), Some("20"));
+    assert_eq!(text(db.get(b"c").expect("get")).as_deref(), Some("3"));
+
+    // Dropped or rolled back: nothing written.
+    let mut tx = db.transaction();
+    tx.put(b"d", b"4").expect("put");
+    drop(tx);
+    let mut tx = db.transaction();
+    tx.put(b"d", b"4").expect("put");
+    tx.rollback();
+    assert_eq!(db.get(b"d").expect("get"), None);
+    // A transaction that wrote nothing commits, whatever changed.
+    let mut tx = db.transaction();
+    tx.get_for_update(b"b").expect("get");
+    db.put(b"b", b"x").expect("put");
+    tx.commit().expect("a read-only transaction commits");
+}
+
+#[test]
+fn first_committer_wins_on_written_and_read_for_update_keys() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = open(dir.path());
+    db.put(b"x", b"0").expect("put");
+    db.put(b"y", b"0").expect("put");
+
+    // Two transactions write one key: the second to commit loses.
+    let mut first = db.transaction();
+    let mut second = db.transaction();
+    first.put(b"x", b"first").expect("put");
+    second.put(b"x", b"second").expect("put");
+    second.put(b"z", b"second's other key").expect("put");
+    first.commit().expect("first commits");
+    let err = second.commit().expect_err("second conflicts");
+    assert!(err.to_string().contains("keyspace default") && err.to_string().contains('x'), "{err}");
+    assert_eq!(text(db.get(b"x").expect("get")).as_deref(), Some("first"));
+    assert_eq!(db.get(b"z").expect("get"), None, "nothing of the loser is written");
+
+    // Write skew: each reads both and writes the other's key. Plain reads
+    // are not checked, so both commit (snapshot isolation allows it)...
+    let mut t1 = db.transaction();
+    let mut t2 = db.transaction();
+    let _ = (t1.get(b"x").expect("get"), t1.get(b"y").expect("get"));
+    let _ = (t2.get(b"x").expect("get"), t2.get(b"y").expect("get"));
+    t1.put(b"x", b"t1").expect("put");
+    t2.put(b"y", b"t2").expect("put");
+    t1.commit().expect("commit");
+    t2.commit().expect("write skew commits with plain reads");
+    // ...and with get_for_update the second one conflicts.
+    let mut t1 = db.transaction();
+    let mut t2 = db.transaction();
+    let _ = (t1.get_for_update(b"x").expect("get"), t1.get_for_update(b"y").expect("get"));
+    let _ = (t2.get_for_update(b"x").expect("get"), t2.get_for_update(b"y").expect("get"));
+    t1.put(b"x", b"t1 again").expect("put");
+    t2.put(b"y", b"t2 again").expect("put");
+    t1.commit().expect("commit");
+    assert!(matches!(t2.commit(), Err(Error::Conflict(_))));
+    assert_eq!(text(db.get(b"y").expect("get")).as_deref(), Some("t2"));
+
+    // A plain write batch counts as a commit too.
+    let mut tx = db.transaction();
+    tx.get_for_update(b"x").expect("get");
+    tx.put(b"w", b"1").expect("put");
+    let mut batch = basalt::WriteBatch::new();
+    batch.put(b"x", b"batch");
+    db.write(batch).expect("write");
+    assert!(matches!(tx.commit(), Err(Error::Conflict(_))));
+}
+
+#[test]
+fn conflicts_are_found_where_the_winner_moved_and_only_then() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), Options::default().memtable_bytes_max(64 << 10)).expect("open");
+    let ks = db.create_keyspace("ks").expect("keyspace");
+    for i in 0..2_000u32 {
+        db.put(format!("k{i:05}"), b"old").expect("put");
+        ks.put(format!("k{i:05}"), b"old").expect("put");
+    }
+    db.flush().expect("flush");
+    // Written before the snapshot, then flushed and compacted: no conflict.
+    let mut tx = db.transaction();
+    db.compact_range::<&[u8]>(..).expect("compact");
+    tx.get_for_update(b"k00007").expect("get");
+    tx.put_keyspace(&ks, b"k00008", b"tx").expect("put");
+    tx.commit().expect("nothing was written since the snapshot");
+    // Written after the snapshot, then flushed into L0, or compacted down.
+    for compact in [false, true] {
+        let key = format!("k{:05}", 100 + u32::from(compact));
+        let mut tx = db.transaction();
+        assert_eq!(text(tx.get_keyspace_for_update(&ks, &key).expect("get")).as_deref(), Some("old"));
+        tx.put(b"unrelated", b"1").expect("put");
+        ks.put(&key, format!("winner {compact}")).expect("put");
+        db.flush().expect("flush");
+        if compact {
+            ks.compact_range::<&[u8]>(..).expect("compact");
+        }
+        let err = tx.commit().expect_err("the winner is in an SST now");
+        assert!(matches!(err, Error::Conflict(_)) && err.to_string().contains("keyspace ks"), "{err}");
+    }
+    // A delete since the snapshot is a write too.
+    let mut tx = db.transaction();
+    tx.put(b"k00200", b"tx").expect("put");
+    db.delete(b"k00200").expect("delete");
+    db.flush().expect("flush");
+    assert!(matches!(tx.commit(), Err(Error::Conflict(_))));
+}
+
+fn accounts_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("owner", DataType::Utf8, true),
+        Field::new("balance", DataType::Int64, false),
+    ]))
+}
+
+fn account_rows(ids: &[i64], owners: &[Option<&str>], balances: &[i64]) -> RecordBatch {
+    RecordBatch::try_new(
+        accounts_schema(),
+        vec![
+            Arc::new(Int64Array::from(ids.to_vec())),
+            Arc::new(StringArray::from(owners.to_vec())),
+            Arc::new(Int64Array::from(balances.to_vec())),
+        ],
+    )
+    .expect("rows")
+}
+
+fn balance_of(row: &RecordBatch) -> i64 {
+    row.column(2).as_any().downcast_ref::<Int64Array>().expect("balance").value(0)
+}
+
+#[test]
+fn table_rows_and_unique_indexes_in_a_transaction() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = open(dir.path());
+    let accounts =
+        db.create_table("accounts", accounts_schema(), &["id"], TableOptions::default()).expect("table");
+    accounts.create_index("by_owner", &["owner"], IndexOptions::default().unique(true)).expect("index");
+    accounts.write(&account_rows(&[1, 2], &[Some("ann"), Some("bob")], &[100, 50])).expect("write");
+
+    let mut tx = db.transaction();
+    let one = tx.get_table_for_update(&accounts, &[KeyValue::I64(1)]).expect("get").expect("row 1");
+    assert_eq!(balance_of(&one), 100);
+    tx.put_table(&accounts, &account_rows(&[1, 3], &[Some("ann"), Some("cid")], &[60, 40])).expect("put");
+    tx.delete_table(
+        &accounts,
+        &RecordBatch::try_new(
+            Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false)])),
+            vec![Arc::new(Int64Array::from(vec![2]))],
+        )
+        .expect("keys"),
+    )
+    .expect("delete");
+    // Its own writes, row by row; the table outside is unchanged.
+    assert_eq!(balance_of(&tx.get_table(&accounts, &[KeyValue::I64(1)]).expect("get").expect("own")), 60);
+    assert!(tx.get_table(&accounts, &[KeyValue::I64(2)]).expect("get").is_none(), "own delete");
+    assert_eq!(balance_of(&tx.get_table(&accounts, &[KeyValue::I64(3)]).expect("get").expect("own")), 40);
+    assert!(accounts.get(&[KeyValue::I64(3)]).expect("get").is_none());
+    tx.commit().expect("commit");
+    assert_eq!(balance_of(&accounts.get(&[KeyValue::I64(1)]).expect("get").expect("row")), 60);
+    assert!(accounts.get(&[KeyValue::I64(2)]).expect("get").is_none());
+    // The index was kept: cid is found, bob is gone.
+    let by = |owner: &'static str| {
+        accounts
+            .lookup(
+                "by_owner",
+                basalt::IndexPredicate::Eq(vec![Some(KeyValue::Str(owner))]),
+                basalt::LookupOptions::default(),
+            )
+            .expect("lookup")
+            .num_rows()
+    };
+    assert_eq!((by("cid"), by("bob"), by("ann")), (1, 0, 1));
+
+    // A unique value taken by a commit since the snapshot: refused at
+    // commit, though the transaction's snapshot did not hold it.
+    let mut tx = db.transaction();
+    tx.put_table(&accounts, &account_rows(&[7], &[Some("dee")], &[1])).expect("put");
+    accounts.write(&account_rows(&[8], &[Some("dee")], &[1])).expect("write");
+    assert!(matches!(tx.commit(), Err(Error::UniqueViolation { .. })));
+    assert!(accounts.get(&[KeyValue::I64(7)]).expect("get").is_none());
+
+    // A row written since the snapshot conflicts, naming the table and key.
+    let mut tx = db.transaction();
+    tx.get_table_for_update(&accounts, &[KeyValue::I64(3)]).expect("get");
+    tx.put(b"audit", b"moved").expect("put");
+    accounts.write(&account_rows(&[3], &[Some("cid")], &[41])).expect("write");
+    let err = tx.commit().expect_err("conflict");
+    assert!(err.to_string().contains("table accounts, key (I64(3))"), "{err}");
+    assert_eq!(db.get(b"audit").expect("get"), None);
+
+    // A table of another database is refused, and the transaction unchanged.
+    let other_dir = tempfile::tempdir().expect("tempdir");
+    let other = open(other_dir.path());
+    let elsewhere =
+        other.create_table("accounts", accounts_schema(), &["id"], TableOptions::default()).expect("t");
+    let mut tx = db.transaction();
+    assert!(matches!(
+        tx.put_table(&elsewhere, &account_rows(&[1], &[None], &[0])),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(tx.get_table(&elsewhere, &[KeyValue::I64(1)]).is_err());
+    assert!(tx.is_empty());
+}
+
+#[test]
+fn a_transaction_past_the_size_limit_refuses_the_write_and_keeps_the_rest() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), Options::default().batch_bytes_max(4_096)).expect("open");
+    let mut tx = db.transaction();
+    for i in 0..10 {
+        tx.put(format!("k{i}"), vec![b'v'; 200]).expect("fits");
+    }
+    let held = tx.len();
+    let err = tx.put(b"big", vec![b'v'; 3_000]).expect_err("over the limit");
+    assert!(matches!(err, Error::InvalidArgument(ref m) if m.contains("batch_bytes_max")), "{err}");
+    assert_eq!(tx.len(), held);
+    assert_eq!(tx.get(b"big").expect("get"), None);
+    tx.commit().expect("commit");
+    assert!(db.get(b"k9").expect("get").is_some());
+    assert_eq!(db.get(b"big").expect("get"), None);
+}
+
+/// One transaction of the concurrent workload, as recorded.
+#[derive(Debug, Clone)]
+struct Recorded {
+    id: u64,
+    /// Clock ticks: before the transaction began, after its snapshot was
+    /// taken, before its commit was called, after it returned.
+    start: u64,
+    snapshot_taken: u64,
+    commit_called: u64,
+    commit_returned: u64,
+    /// Each key read (once) and the list of appenders it held.
+    reads: BTreeMap<usize, Vec<u64>>,
+    /// Keys it appended its id to (each read first).
+    appended: BTreeSet<usize>,
+    committed: bool,
+}
+
+fn parse_list(v: Option<basalt::Bytes>) -> Vec<u64> {
+    match v {
+        None => Vec::new(),
+        Some(b) if b.is_empty() => Vec::new(),
+        Some(b) => {
+            std::str::from_utf8(&b).expect("utf-8").split(',').map(|n| n.parse().expect("id")).collect()
+        }
+    }
+}
+
+fn list_key(k: usize) -> String {
+    format!("list/{k}")
+}
+
+/// Checks a history of read-append transactions against snapshot
+/// isolation, from the recorded reads and the final lists alone (each
+/// committed append adds its transaction's id to a key's list, so a list
+/// is the order of the key's committed writes, and a read says which
+/// prefix of it the reader saw).
+fn check_snapshot_isolation(history: &[Recorded], finals: &BTreeMap<usize, Vec<u64>>) -> Result<(), String> {
+    let by_id: BTreeMap<u64, &Recorded> = history.iter().map(|t| (t.id, t)).collect();
+    // Atomic commits, nothing else: each committed append is in its list
+    // exactly once, and every id in a list is a committed append.
+    for (&k, list) in finals {
+        let mut seen = BTreeSet::new();
+        for id in list {
+            let t = by_id.get(id).ok_or(format!("key {k}: unknown id {id}"))?;
+            if !t.committed || !t.appended.contains(&k) {
+                return Err(format!("key {k}: {id} is there but did not commit an append to it: {t:?}"));
+            }
+            if !seen.insert(*id) {
+                return Err(format!("key {k}: {id} twice"));
+            }
+        }
+    }
+    for t in history.iter().filter(|t| t.committed) {
+        for k in &t.appended {
+            if !finals[k].contains(&t.id) {
+                return Err(format!("committed {} lost its append to key {k}", t.id));
+            }
+        }
+    }
+    for t in history {
+        // Each read is a prefix of the key's committed writes.
+        for (k, read) in &t.reads {
+            if !finals[k].starts_with(read) {
+                return Err(format!("{} read {read:?} of key {k}, not a prefix of {:?}", t.id, finals[k]));
+            }
+        }
+        // One snapshot: a commit seen on one key read is seen on every key
+        // read that it wrote (no fractured reads); every commit that ended
+        // before the transaction began is seen; none that began committing
+        // after its snapshot was taken is.
+        let seen: BTreeSet<u64> = t.reads.values().flatten().copied().collect();
+        for (k, read) in &t.reads {
+            for w in finals[k].iter().map(|id| by_id[id]) {
+                let visible = read.contains(&w.id);
+                if seen.contains(&w.id) && !visible {
+                    return Err(format!("{} saw {} on one key but not on key {k}", t.id, w.id));
+                }
+                if w.commit_called > t.snapshot_taken && visible {
+                    return Err(format!("{} saw {}, which committed after its snapshot", t.id, w.id));
+                }
+            }
+        }
+        for w in history.iter().filter(|w| w.committed) {
+            // `start` is ticked before the snapshot; a commit that returned
+            // before it is in the snapshot.
+            if w.id == t.id || w.commit_returned > t.start {
+                continue;
+            }
+            for k in w.appended.intersection(&t.reads.keys().copied().collect()) {
+                if !t.reads[k].contains(&w.id) {
+                    return Err(format!("{} missed {} on key {k}, committed before it began", t.id, w.id));
+                }
+            }
+        }
+        // First committer wins: a committed append follows exactly what
+        // its transaction read (no other commit of the key in between).
+        if t.committed {
+            for k in &t.appended {
+                let at = finals[k].iter().position(|&id| id == t.id).expect("checked above");
+                if at != t.reads[k].len() {
+                    return Err(format!(
+                        "{} appended to key {k} after reading {:?}, but the list is {:?}: a lost update",
+                        t.id, t.reads[k], finals[k]
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One transaction of the concurrent workload: reads one to three keys
+/// (half of them for update), appends its id to some of them, then
+/// commits, or rolls back one time in ten; what it saw and did, recorded
+/// with the clock's ticks.
+fn read_append_transaction(
+    db: &Db,
+    clock: &AtomicU64,
+    id: u64,
+    keys: usize,
+    rng: &mut rand::rngs::StdRng,
+) -> Recorded {
+    let start = clock.fetch_add(1, Ordering::SeqCst);
+    let mut tx = db.transaction();
+    let snapshot_taken = clock.fetch_add(1, Ordering::SeqCst);
+    let mut t = Recorded {
+        id,
+        start,
+        snapshot_taken,
+        commit_called: 0,
+        commit_returned: u64::MAX,
+        reads: BTreeMap::new(),
+        appended: BTreeSet::new(),
+        committed: false,
+    };
+    for _ in 0..rng.random_range(1..4) {
+        let k = rng.random_range(0..keys);
+        if t.reads.contains_key(&k) {
+            continue;
+        }
+        let for_update = rng.random_bool(0.5);
+        let value = if for_update {
+            tx.get_for_update(list_key(k)).expect("get")
+        } else {
+            tx.get(list_key(k)).expect("get")
+        };
+        t.reads.insert(k, parse_list(value));
+    }
+    let readable: Vec<usize> = t.reads.keys().copied().collect();
+    for &k in &readable {
+        if rng.random_bool(0.6) {
+            let mut list = t.reads[&k].clone();
+            list.push(id);
+            let joined: Vec<String> = list.iter().map(u64::to_string).collect();
+            tx.put(list_key(k), joined.join(",")).expect("put");
+            t.appended.insert(k);
+        }
+    }
+    // Let others run between the reads and the commit.
+    if rng.random_bool(0.3) {
+        std::thread::sleep(std::time::Duration::from_micros(rng.random_range(0..300)));
+    } else {
+        std::thread::yield_now();
+    }
+    if rng.random_bool(0.1) {
+        tx.rollback();
+        t.appended.clear();
+    } else {
+        t.commit_called = clock.fetch_add(1, Ordering::SeqCst);
+        let sync = rng.random_bool(0.1);
+        match tx.commit_opt(&WriteOptions::default().sync(sync)) {
+            Ok(()) => {
+                t.committed = true;
+                t.commit_returned = clock.fetch_add(1, Ordering::SeqCst);
+            }
+            Err(Error::Conflict(_)) => {}
+            Err(e) => panic!("commit of {id}: {e}"),
+        }
+    }
+    if !t.committed {
+        t.appended.clear();
+        t.commit_called = u64::MAX;
+    }
+    t
+}
+
+#[test]
+fn concurrent_transactions_keep_snapshot_isolation() {
+    common::run_seeded("concurrent_transactions_keep_snapshot_isolation", 3, |seed| {
+        const KEYS: usize = 6;
+        const THREADS: u64 = 4;
+        const PER_THREAD: usize = 120;
+        let fs = MemFs::new();
+        let mut rng = common::rng(seed);
+        let opts = common::small_options(&fs, &mut rng);
+        let db = Arc::new(Db::open("/db", opts).expect("open"));
+        let clock = Arc::new(AtomicU64::new(1));
+        let next_id = Arc::new(AtomicU64::new(1));
+        let history = Arc::new(Mutex::new(Vec::new()));
+        let threads: Vec<_> = (0..THREADS)
+            .map(|n| {
+                let (db, clock, next_id, history) =
+                    (db.clone(), clock.clone(), next_id.clone(), history.clone());
+                std::thread::spawn(move || {
+                    let mut rng = common::rng(seed ^ (n + 1));
+                    for _ in 0..PER_THREAD {
+                        let id = next_id.fetch_add(1, Ordering::SeqCst);
+                        let t = read_append_transaction(&db, &clock, id, KEYS, &mut rng);
+                        history.lock().expect("history").push(t);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().expect("thread");
+        }
+        let history = history.lock().expect("history").clone();
+        let finals: BTreeMap<usize, Vec<u64>> =
+            (0..KEYS).map(|k| (k, parse_list(db.get(list_key(k)).expect("get")))).collect();
+        if let Err(e) = check_snapshot_isolation(&history, &finals) {
+            panic!("snapshot isolation broken: {e}");
+        }
+        let committed = history.iter().filter(|t| t.committed && !t.appended.is_empty()).count();
+        let conflicts = history.iter().filter(|t| !t.committed && t.commit_called == u64::MAX).count();
+        assert!(committed > 50, "only {committed} committed appends");
+        assert!(conflicts > 0, "no transaction conflicted or rolled back");
+        // The lists survive a reopen whole.
+        drop(db);
+        let db = Db::open("/db", Options::default().fs(Arc::new(fs.clone()))).expect("reopen");
+        for (k, list) in &finals {
+            assert_eq!(&parse_list(db.get(list_key(*k)).expect("get")), list, "key {k} after reopen");
+        }
+    });
+}
+
+#[test]
+fn bank_transfers_keep_the_total_under_contention() {
+    common::run_seeded("bank_transfers_keep_the_total_under_contention", 2, |seed| {
+        const ACCOUNTS: i64 = 12;
+        const TOTAL: i64 = ACCOUNTS * 100;
+        let fs = MemFs::new();
+        let mut rng = common::rng(seed);
+        let db = Arc::new(Db::open("/db", common::small_options(&fs, &mut rng)).expect("open"));
+        let table =
+            db.create_table("accounts", accounts_schema(), &["id"], TableOptions::default()).expect("t");
+        let ids: Vec<i64> = (0..ACCOUNTS).collect();
+        let owners: Vec<Option<&str>> = ids.iter().map(|_| None).collect();
+        table.write(&account_rows(&ids, &owners, &vec![100; ACCOUNTS as usize])).expect("write");
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let audits = {
+            let (db, table, done) = (db.clone(), table.clone(), done.clone());
+            std::thread::spawn(move || {
+                let mut audits = 0;
+                while !done.load(Ordering::Relaxed) {
+                    let tx = db.transaction();
+                    let total: i64 = (0..ACCOUNTS)
+                        .map(|i| {
+                            balance_of(&tx.get_table(&table, &[KeyValue::I64(i)]).expect("get").expect("row"))
+                        })
+                        .sum();
+                    assert_eq!(total, TOTAL, "a snapshot saw half a transfer");
+                    audits += 1;
+                }
+                audits
+            })
+        };
+        let committed = Arc::new(AtomicU64::new(0));
+        let conflicts = Arc::new(AtomicU64::new(0));
+        let movers: Vec<_> = (0..3u64)
+            .map(|n| {
+                let (db, table, committed, conflicts) =
+                    (db.clone(), table.clone(), committed.clone(), conflicts.clone());
+                std::thread::spawn(move || {
+                    let mut rng = common::rng(seed ^ (n + 7));
+                    for _ in 0..150 {
+                        let from = rng.random_range(0..ACCOUNTS);
+                        let to = (from + rng.random_range(1..ACCOUNTS)) % ACCOUNTS;
+                        let mut tx = db.transaction();
+                        let a = balance_of(
+                            &tx.get_table_for_update(&table, &[KeyValue::I64(from)])
+                                .expect("get")
+                                .expect("row"),
+                        );
+                        let b = balance_of(
+                            &tx.get_table_for_update(&table, &[KeyValue::I64(to)])
+                                .expect("get")
+                                .expect("row"),
+                        );
+                        let amount = rng.random_range(0..=a.min(30));
+                        tx.put_table(
+                            &table,
+                            &account_rows(&[from, to], &[None, None], &[a - amount, b + amount]),
+                        )
+                        .expect("put");
+                        if rng.random_bool(0.1) {
+                            continue; // dropped: rolled back
+                        }
+                        std::thread::yield_now();
+                        match tx.commit() {
+                            Ok(()) => committed.fetch_add(1, Ordering::Relaxed),
+                            Err(Error::Conflict(_)) => conflicts.fetch_add(1, Ordering::Relaxed),
+                            Err(e) => panic!("transfer: {e}"),
+                        };
+                    }
+                })
+            })
+            .collect();
+        for m in movers {
+            m.join().expect("mover");
+        }
+        done.store(true, Ordering::Relaxed);
+        assert!(audits.join().expect("auditor") > 0);
+        let total: i64 = (0..ACCOUNTS)
+            .map(|i| balance_of(&table.get(&[KeyValue::I64(i)]).expect("get").expect("row")))
+            .sum();
+        assert_eq!(total, TOTAL);
+        assert!(
+            committed.load(Ordering::Relaxed) > 100,
+            "{} transfers committed",
+            committed.load(Ordering::Relaxed)
+        );
+        eprintln!(
+            "seed {seed}: {} transfers committed, {} conflicted",
+            committed.load(Ordering::Relaxed),
+            conflicts.load(Ordering::Relaxed)
+        );
+    });
+}
