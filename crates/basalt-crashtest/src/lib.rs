@@ -18,6 +18,7 @@ pub mod indexed;
 pub mod kv;
 pub mod options;
 pub mod tables;
+pub mod transfers;
 pub mod workload;
 pub mod writer;
 

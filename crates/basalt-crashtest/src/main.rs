@@ -31,8 +31,8 @@ struct Cli {
     /// the expected-state logs go there, and stay for inspection.
     #[arg(long)]
     dir: Option<PathBuf>,
-    /// Workloads, comma-separated (kv, tables, indexed).
-    #[arg(long, default_value = "kv,tables,indexed", value_delimiter = ',')]
+    /// Workloads, comma-separated (kv, tables, indexed, transfers).
+    #[arg(long, default_value = "kv,tables,indexed,transfers", value_delimiter = ',')]
     workloads: Vec<String>,
     /// Writer threads per workload.
     #[arg(long, default_value_t = 2)]

@@ -133,7 +133,7 @@ impl TablesWorkload {
 }
 
 /// Opens the table `name`, creating it if missing.
-fn open_or_create(db: &Db, name: &str, schema: SchemaRef, key: &[&str]) -> basalt::Result<Table> {
+pub(crate) fn open_or_create(db: &Db, name: &str, schema: SchemaRef, key: &[&str]) -> basalt::Result<Table> {
     match db.table(name) {
         Ok(t) => Ok(t),
         Err(_) => db.create_table(name, schema, key, TableOptions::default()),

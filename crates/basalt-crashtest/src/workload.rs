@@ -41,7 +41,7 @@ pub trait Model: Send {
 }
 
 /// The names of every workload.
-pub const ALL: [&str; 3] = ["kv", "tables", "indexed"];
+pub const ALL: [&str; 4] = ["kv", "tables", "indexed", "transfers"];
 
 /// The workload called `name`, seeded with `seed`.
 pub fn by_name(name: &str, seed: u64) -> Option<Box<dyn Workload>> {
@@ -49,6 +49,7 @@ pub fn by_name(name: &str, seed: u64) -> Option<Box<dyn Workload>> {
         "kv" => Some(Box::new(crate::kv::KvWorkload::new(seed))),
         "tables" => Some(Box::new(crate::tables::TablesWorkload::new(seed))),
         "indexed" => Some(Box::new(crate::indexed::IndexedWorkload::new(seed))),
+        "transfers" => Some(Box::new(crate::transfers::TransfersWorkload::new(seed))),
         _ => None,
     }
 }
