@@ -50,6 +50,11 @@ enum Cmd {
     /// gets, equality, range, covering and count queries (Basalt and
     /// SQLite; Basalt also by filtered scans).
     Resilientdb(Common),
+    /// Issue 43: read-modify-write transactions (one account, and a
+    /// transfer between two) at low and high contention, 1 and 2 threads,
+    /// with each engine's own transactions (Basalt, SQLite, LMDB, redb,
+    /// fjall).
+    Transactions(Common),
     /// Issue 16: TPC-H's 22 queries through DataFusion over Basalt, over
     /// Parquet, DuckDB and SQLite (`--scale` is the scale factor); then
     /// SQL point, range and indexed queries against SQLite's.
@@ -144,6 +149,10 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Arrow(c) => {
             let jobs = plan_arrow(&c, &c.scale_or(&[100_000]))?;
             ("arrow", c, jobs)
+        }
+        Cmd::Transactions(c) => {
+            let jobs = plan_transactions(&c, &c.scale_or(&[100_000]))?;
+            ("transactions", c, jobs)
         }
         Cmd::Resilientdb(c) => {
             let jobs = plan_resilientdb(&c, &c.scale_or(&[1_000, 10_000, 100_000, 1_000_000]))?;
@@ -255,6 +264,25 @@ fn plan_marbledb(c: &Common, scales: &[u64]) -> Result<Vec<Job>> {
                 jobs.push(job);
                 jobs.push(bp);
             }
+        }
+    }
+    Ok(jobs)
+}
+
+fn plan_transactions(c: &Common, scales: &[u64]) -> Result<Vec<Job>> {
+    let engines = if c.engines.is_empty() {
+        vec![Kind::Basalt, Kind::Sqlite, Kind::Lmdb, Kind::Redb, Kind::Fjall]
+    } else {
+        c.engines()?
+    };
+    let mut jobs = Vec::new();
+    for &scale in scales {
+        for &engine in &engines {
+            let mut job = c.job(Workload::Transactions, engine, scale, Distribution::Random);
+            job.ops = c.ops.unwrap_or(100_000);
+            job.value_bytes = c.value_bytes.unwrap_or(100);
+            job.threads = vec![1, 2];
+            jobs.push(job);
         }
     }
     Ok(jobs)

@@ -14,7 +14,7 @@ use std::path::Path;
 
 use basalt::{Db, GetLatency, Options, WriteBatch, WriteOptions};
 
-use super::{Config, Engine, Kind, Reader, Result, Row};
+use super::{Config, Engine, Kind, Reader, Result, Row, Update};
 
 /// The `basalt-blobs` variant's separation threshold.
 const BLOB_VALUE_BYTES_MIN: usize = 2 << 10;
@@ -86,6 +86,21 @@ impl Engine for BasaltEngine {
 
     fn reader(&self) -> Result<Box<dyn Reader + '_>> {
         Ok(Box::new(BasaltReader { db: &self.db, borrow: self.borrow }))
+    }
+
+    fn transact(&self, keys: &[&[u8]], update: &mut Update<'_>) -> Result<bool> {
+        // Plain reads: every key read is written, and written keys are
+        // checked at commit.
+        let mut tx = self.db.transaction();
+        let read = keys.iter().map(|k| tx.get(k)).collect::<basalt::Result<Vec<_>>>()?;
+        for (i, (k, old)) in keys.iter().zip(&read).enumerate() {
+            tx.put(k, update(i, old.as_deref()))?;
+        }
+        match tx.commit() {
+            Ok(()) => Ok(true),
+            Err(basalt::Error::Conflict(_)) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
     }
 
     fn settle(&self) -> Result<()> {

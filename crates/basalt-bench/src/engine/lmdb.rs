@@ -9,7 +9,7 @@ use std::path::Path;
 use heed::types::Bytes;
 use heed::{CommitOrAbort, Database, Env, EnvFlags, EnvOpenOptions, RoTxn, WithTls};
 
-use super::{Config, Engine, Reader, Result, Row};
+use super::{Config, Engine, Reader, Result, Row, Update};
 
 /// The settings, for the report.
 pub const OPTIONS: &str = "map size 64 GiB, NO_SYNC (force_sync on settle), read transactions with TLS; \
@@ -51,6 +51,18 @@ impl LmdbEngine {
 }
 
 impl Engine for LmdbEngine {
+    fn transact(&self, keys: &[&[u8]], update: &mut Update<'_>) -> Result<bool> {
+        // LMDB's one write transaction at a time: never a conflict.
+        let mut wtxn = self.env.write_txn()?;
+        let read: Vec<Option<Vec<u8>>> =
+            keys.iter().map(|k| Ok(self.db.get(&wtxn, k)?.map(<[u8]>::to_vec))).collect::<Result<_>>()?;
+        for (i, (k, old)) in keys.iter().zip(&read).enumerate() {
+            self.db.put(&mut wtxn, k, &update(i, old.as_deref()))?;
+        }
+        wtxn.commit()?;
+        Ok(true)
+    }
+
     fn write(&self, rows: &[Row]) -> Result<()> {
         let mut wtxn = self.env.write_txn()?;
         for (k, v) in rows {

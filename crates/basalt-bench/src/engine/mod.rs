@@ -26,6 +26,9 @@ pub type Result<T> = std::result::Result<T, Error>;
 /// One row: key and value.
 pub type Row = (Vec<u8>, Vec<u8>);
 
+/// A transaction's update of its `i`-th key, given the value it read.
+pub type Update<'a> = dyn FnMut(usize, Option<&[u8]>) -> Vec<u8> + 'a;
+
 /// What the harness asks of every engine.
 #[derive(Debug, Clone, Copy)]
 pub struct Config {
@@ -53,6 +56,16 @@ pub trait Engine: Send + Sync {
     /// Makes every write durable and waits for background work (memtable
     /// flushes, compactions), so reads run against a settled store.
     fn settle(&self) -> Result<()>;
+
+    /// One read-modify-write transaction: reads every key of `keys` (each
+    /// at most once), then writes `update(i, value read)` to key `i`,
+    /// atomically against every other writer, with the engine's own
+    /// transactions. `Ok(true)`: committed; `Ok(false)`: an optimistic
+    /// engine refused the commit for a conflict and wrote nothing (the
+    /// caller runs it again).
+    fn transact(&self, _keys: &[&[u8]], _update: &mut Update<'_>) -> Result<bool> {
+        Err("this engine has no transactions in the harness".into())
+    }
 
     /// Whether `Config::write_buffer_budget_bytes` is honoured.
     fn has_write_buffer_budget(&self) -> bool {

@@ -5,9 +5,9 @@
 
 use std::path::Path;
 
-use redb::{Database, Durability, ReadOnlyTable, ReadableDatabase, TableDefinition};
+use redb::{Database, Durability, ReadOnlyTable, ReadableDatabase, ReadableTable, TableDefinition};
 
-use super::{Config, Engine, Reader, Result, Row};
+use super::{Config, Engine, Reader, Result, Row, Update};
 
 const TABLE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("kv");
 
@@ -43,6 +43,24 @@ impl RedbEngine {
 impl Engine for RedbEngine {
     fn write(&self, rows: &[Row]) -> Result<()> {
         self.commit(rows, Durability::None)
+    }
+
+    fn transact(&self, keys: &[&[u8]], update: &mut Update<'_>) -> Result<bool> {
+        // redb's one write transaction at a time: never a conflict.
+        let mut txn = self.db.begin_write()?;
+        txn.set_durability(Durability::None)?;
+        {
+            let mut table = txn.open_table(TABLE)?;
+            let mut read = Vec::with_capacity(keys.len());
+            for k in keys {
+                read.push(table.get(*k)?.map(|v| v.value().to_vec()));
+            }
+            for (i, (k, old)) in keys.iter().zip(&read).enumerate() {
+                table.insert(*k, update(i, old.as_deref()).as_slice())?;
+            }
+        }
+        txn.commit()?;
+        Ok(true)
     }
 
     fn reader(&self) -> Result<Box<dyn Reader + '_>> {

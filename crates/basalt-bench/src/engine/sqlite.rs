@@ -17,9 +17,9 @@ use std::path::{Path, PathBuf};
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
-use super::{Config, Engine, Reader, Result, Row};
+use super::{Config, Engine, Reader, Result, Row, Update};
 
 /// Locks `m`, ignoring poisoning: the harness stops at the first error.
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -133,6 +133,37 @@ impl Engine for SqliteEngine {
         }
         tx.commit()?;
         Ok(())
+    }
+
+    fn transact(&self, keys: &[&[u8]], update: &mut Update<'_>) -> Result<bool> {
+        // BEGIN IMMEDIATE: the write lock from the start, as SQLite's docs
+        // advise for a read-then-write transaction (a deferred one can fail
+        // with SQLITE_BUSY when it upgrades).
+        let mut conn = lock(&self.writer);
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        {
+            let mut get = tx.prepare_cached("SELECT v FROM kv WHERE k = ?1")?;
+            let mut put = tx.prepare_cached("INSERT OR REPLACE INTO kv (k, v) VALUES (?1, ?2)")?;
+            let mut read = Vec::with_capacity(keys.len());
+            for k in keys {
+                let old: Option<Vec<u8>> = if self.cfg.int_keys {
+                    get.query_row(params![int_key(k)?], |r| r.get(0)).optional()?
+                } else {
+                    get.query_row(params![k], |r| r.get(0)).optional()?
+                };
+                read.push(old);
+            }
+            for (i, (k, old)) in keys.iter().zip(&read).enumerate() {
+                let new = update(i, old.as_deref());
+                if self.cfg.int_keys {
+                    put.execute(params![int_key(k)?, new])?;
+                } else {
+                    put.execute(params![k, new])?;
+                }
+            }
+        }
+        tx.commit()?;
+        Ok(true)
     }
 
     fn reader(&self) -> Result<Box<dyn Reader + '_>> {

@@ -9,6 +9,7 @@ pub mod arrow;
 pub mod marbledb;
 pub mod omendb;
 pub mod resilientdb;
+pub mod transactions;
 pub mod ycsb;
 
 use std::path::PathBuf;
@@ -43,6 +44,8 @@ pub enum Workload {
     Arrow,
     /// Seed 000: secondary-index queries, index upkeep.
     Resilientdb,
+    /// Issue 43: read-modify-write transactions.
+    Transactions,
 }
 
 /// Everything a child process needs to run one job.
@@ -100,6 +103,7 @@ impl Job {
             Workload::Ycsb => "ycsb",
             Workload::Arrow => "arrow",
             Workload::Resilientdb => "resilientdb",
+            Workload::Transactions => "transactions",
         }
     }
 
@@ -302,6 +306,7 @@ pub fn run_on(job: &Job, open: &Opener<'_>, dir: &std::path::Path) -> Result<Vec
         Workload::Ycsb => ycsb::run(job, open, dir, &mut sink)?,
         Workload::Arrow => arrow::run(job, open, dir, &mut sink)?,
         Workload::Resilientdb => resilientdb::run(job, dir, &mut sink)?,
+        Workload::Transactions => transactions::run(job, open, dir, &mut sink)?,
     }
     Ok(sink.records)
 }
