@@ -4,7 +4,7 @@
 # with the engines' order rotated, into one directory; then the page's
 # generated part rewritten from it (scripts/bench_page.py).
 #
-#   bash scripts/bench-page.sh            # all of it: 20 minutes on 2 cores
+#   bash scripts/bench-page.sh            # all of it: 22 minutes on 2 cores
 #   BENCH=target/release/basalt-bench bash scripts/bench-page.sh
 #
 # Nothing else should run on the machine meanwhile: the machines here have
@@ -38,6 +38,7 @@ step ycsb --scale 100000 --workloads a,b,c,d,e,f --threads 1,2
 step marbledb --scale 100000
 step arrow --scale 1000000,10000000
 step resilientdb --scale 1000000
+step transactions --scale 100000
 # DuckDB runs from Python: the venv scripts/check.sh makes has it.
 step tpch --scale 0.1 --python "$python"
 

@@ -85,6 +85,7 @@ pub fn higher_is_better(metric: &str) -> Option<bool> {
         || metric.ends_with("_us")
         || metric.ends_with("_ms")
         || metric.ends_with("_bytes")
+        || metric.ends_with("_per_commit")
     {
         Some(false)
     } else {

@@ -63,7 +63,7 @@ pub fn run(job: &Job, open: &Opener<'_>, dir: &Path, sink: &mut Sink) -> Result<
                     increments += commits;
                 }
                 let name = format!("{op}-{contention}");
-                sink.put_in("transactions", &name, threads, "txn_per_sec", rate(commits, took), "txn/s");
+                sink.put_in("transactions", &name, threads, "txn_per_s", rate(commits, took), "txn/s");
                 sink.put_in(
                     "transactions",
                     &name,
