@@ -48,10 +48,12 @@ def run_transaction(
     """Runs ``work(tx)`` in a new transaction of ``db`` and commits it; when
     the commit raises :class:`ConflictError` (another commit wrote one of
     its keys since it began), runs it again in a fresh transaction, up to
-    ``attempts`` times in all, then raises the last conflict. ``work`` must
-    do nothing outside the transaction that cannot be repeated. Any other
-    exception rolls the transaction back and is raised at once. Returns
-    what ``work`` returned in the attempt that committed::
+    ``attempts`` times in all, then raises the last conflict (also one
+    raised by a ``tx.commit()`` inside ``work``). ``work`` must do nothing
+    outside the transaction that cannot be repeated. Any other exception
+    rolls the transaction back and is raised at once. Returns what
+    ``work`` returned in the attempt that ended it (a ``work`` that rolls
+    back on its own ends it too)::
 
         def move(tx):
             a = int(tx.get_for_update(b"alice") or 0)
@@ -66,16 +68,17 @@ def run_transaction(
         tx = db.transaction()
         try:
             result = work(tx)
-        except BaseException:
-            tx.rollback()
-            raise
-        try:
+            # `work` may have ended the transaction itself: that stands.
             if tx.active:
                 tx.commit(sync=sync)
             return result
         except ConflictError:
+            tx.rollback()
             if attempt + 1 == attempts:
                 raise
+        except BaseException:
+            tx.rollback()
+            raise
     raise AssertionError("unreachable")  # pragma: no cover
 
 __all__ = [

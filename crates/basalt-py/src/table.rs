@@ -44,12 +44,12 @@ impl Table {
         Table { state, table }
     }
 
-    /// The engine's handle, or `ClosedError`.
     /// The database state this handle belongs to.
     pub(crate) fn state(&self) -> &Shared {
         &self.state
     }
 
+    /// The engine's handle, or `ClosedError`.
     pub(crate) fn handle(&self, py: Python<'_>) -> PyResult<&basalt::Table> {
         if self.state.is_closed() {
             return Err(errors::closed(py));

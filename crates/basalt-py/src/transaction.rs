@@ -225,7 +225,14 @@ impl Transaction {
         let table = self.table(py, table)?;
         let handle = table.handle(py)?;
         let batches = table.conformed_batches(py, data)?;
-        self.open(py, |tx| batches.iter().try_for_each(|b| tx.put_table(handle, b)))
+        // All of `data` or none of it: the chunks go into one batch first.
+        self.open(py, |tx| {
+            let mut part = basalt::WriteBatch::new();
+            for b in &batches {
+                part.put_table(handle, b)?;
+            }
+            tx.write(part)
+        })
     }
 
     /// Deletes the rows of `table` whose keys are `keys` (as `Table.delete`

@@ -65,11 +65,16 @@ fn reads_see_the_snapshot_and_the_transactions_own_writes() {
     tx.put(b"d", b"4").expect("put");
     tx.rollback();
     assert_eq!(db.get(b"d").expect("get"), None);
-    // A transaction that wrote nothing commits, whatever changed.
+    // A transaction that wrote nothing: its reads for update are still
+    // checked; plain reads are not.
     let mut tx = db.transaction();
     tx.get_for_update(b"b").expect("get");
     db.put(b"b", b"x").expect("put");
-    tx.commit().expect("a read-only transaction commits");
+    assert!(matches!(tx.commit(), Err(Error::Conflict(_))), "a key read for update changed");
+    let tx = db.transaction();
+    tx.get(b"b").expect("get");
+    db.put(b"b", b"y").expect("put");
+    tx.commit().expect("plain reads are not checked");
 }
 
 #[test]
@@ -274,6 +279,61 @@ fn a_transaction_past_the_size_limit_refuses_the_write_and_keeps_the_rest() {
     tx.commit().expect("commit");
     assert!(db.get(b"k9").expect("get").is_some());
     assert_eq!(db.get(b"big").expect("get"), None);
+
+    // A key or value over its own limit is refused when written, not at
+    // commit, and the transaction keeps its other writes.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), Options::default().key_bytes_max(16).value_bytes_max(64)).expect("open");
+    let mut tx = db.transaction();
+    tx.put(b"kept", b"1").expect("put");
+    assert!(
+        matches!(tx.put(b"k", vec![b'v'; 65]), Err(Error::InvalidArgument(ref m)) if m.contains("value_bytes_max"))
+    );
+    assert!(
+        matches!(tx.put(vec![b'k'; 17], b"v"), Err(Error::InvalidArgument(ref m)) if m.contains("key_bytes_max"))
+    );
+    assert_eq!(tx.len(), 1);
+    tx.commit().expect("the rest commits");
+    assert!(db.get(b"kept").expect("get").is_some());
+}
+
+#[test]
+fn a_closed_or_read_only_database_refuses_transaction_work() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = open(dir.path());
+    db.put(b"a", b"1").expect("put");
+    let mut tx = db.transaction();
+    tx.put(b"b", b"2").expect("put");
+    db.close().expect("close");
+    assert!(matches!(tx.get(b"b"), Err(Error::Closed(_))), "an own write read after close");
+    assert!(matches!(tx.get(b"a"), Err(Error::Closed(_))));
+    assert!(matches!(tx.put(b"c", b"3"), Err(Error::Closed(_))));
+    assert!(matches!(tx.commit(), Err(Error::Closed(_))));
+    drop(db);
+    let ro = Db::open_read_only(dir.path(), Options::default()).expect("read-only");
+    let mut tx = ro.transaction();
+    assert_eq!(text(tx.get(b"a").expect("get")).as_deref(), Some("1"));
+    assert!(matches!(tx.put(b"c", b"3"), Err(Error::ReadOnly(_))));
+    assert!(tx.is_empty());
+}
+
+#[test]
+fn a_bulk_load_since_the_snapshot_conflicts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = open(dir.path());
+    let accounts =
+        db.create_table("accounts", accounts_schema(), &["id"], TableOptions::default()).expect("t");
+    accounts.write(&account_rows(&[1, 2], &[None, None], &[10, 20])).expect("write");
+    let mut tx = db.transaction();
+    tx.get_table_for_update(&accounts, &[KeyValue::I64(2)]).expect("get");
+    tx.put(b"note", b"read account 2").expect("put");
+    accounts.bulk_load([account_rows(&[2, 3], &[None, None], &[21, 30])]).expect("bulk load");
+    assert!(matches!(tx.commit(), Err(Error::Conflict(_))), "the loaded row is newer than the snapshot");
+    // One that began after the load commits.
+    let mut tx = db.transaction();
+    tx.get_table_for_update(&accounts, &[KeyValue::I64(2)]).expect("get");
+    tx.put(b"note", b"read account 2").expect("put");
+    tx.commit().expect("commit");
 }
 
 /// One transaction of the concurrent workload, as recorded.
@@ -288,9 +348,18 @@ struct Recorded {
     commit_returned: u64,
     /// Each key read (once) and the list of appenders it held.
     reads: BTreeMap<usize, Vec<u64>>,
-    /// Keys it appended its id to (each read first).
+    /// The keys of `reads` read with `get_for_update`.
+    for_update: BTreeSet<usize>,
+    /// Keys it appended its id to (each read first); emptied unless it
+    /// committed.
     appended: BTreeSet<usize>,
+    /// Keys it wrote, whatever became of it.
+    wrote: BTreeSet<usize>,
     committed: bool,
+    /// Its commit was refused for a conflict.
+    refused: bool,
+    /// Tick after its commit returned (committed or refused).
+    commit_ended: u64,
 }
 
 fn parse_list(v: Option<basalt::Bytes>) -> Vec<u64> {
@@ -370,6 +439,39 @@ fn check_snapshot_isolation(history: &[Recorded], finals: &BTreeMap<usize, Vec<u
                 }
             }
         }
+        // A read for update is checked at commit: no other commit of the
+        // key may land between the snapshot and the commit.
+        if t.committed {
+            for k in &t.for_update {
+                if let Some(w) = history.iter().find(|w| {
+                    w.id != t.id
+                        && w.committed
+                        && w.appended.contains(k)
+                        && w.commit_called > t.snapshot_taken
+                        && w.commit_returned < t.commit_called
+                }) {
+                    return Err(format!(
+                        "{} committed although {} wrote key {k}, read for update, meanwhile",
+                        t.id, w.id
+                    ));
+                }
+            }
+        }
+        // No false conflicts: a refused commit lost to a commit of a key it
+        // tracked that landed after its snapshot and before its check.
+        if t.refused {
+            let tracked: BTreeSet<usize> = t.for_update.union(&t.wrote).copied().collect();
+            let winner = history.iter().any(|w| {
+                w.id != t.id
+                    && w.committed
+                    && w.appended.iter().any(|k| tracked.contains(k))
+                    && w.commit_returned > t.start
+                    && w.commit_called < t.commit_ended
+            });
+            if !winner {
+                return Err(format!("{} was refused, but no commit wrote its keys meanwhile: {t:?}", t.id));
+            }
+        }
         // First committer wins: a committed append follows exactly what
         // its transaction read (no other commit of the key in between).
         if t.committed {
@@ -408,8 +510,12 @@ fn read_append_transaction(
         commit_called: 0,
         commit_returned: u64::MAX,
         reads: BTreeMap::new(),
+        for_update: BTreeSet::new(),
         appended: BTreeSet::new(),
+        wrote: BTreeSet::new(),
         committed: false,
+        refused: false,
+        commit_ended: u64::MAX,
     };
     for _ in 0..rng.random_range(1..4) {
         let k = rng.random_range(0..keys);
@@ -423,6 +529,9 @@ fn read_append_transaction(
             tx.get(list_key(k)).expect("get")
         };
         t.reads.insert(k, parse_list(value));
+        if for_update {
+            t.for_update.insert(k);
+        }
     }
     let readable: Vec<usize> = t.reads.keys().copied().collect();
     for &k in &readable {
@@ -432,6 +541,7 @@ fn read_append_transaction(
             let joined: Vec<String> = list.iter().map(u64::to_string).collect();
             tx.put(list_key(k), joined.join(",")).expect("put");
             t.appended.insert(k);
+            t.wrote.insert(k);
         }
     }
     // Let others run between the reads and the commit.
@@ -451,9 +561,10 @@ fn read_append_transaction(
                 t.committed = true;
                 t.commit_returned = clock.fetch_add(1, Ordering::SeqCst);
             }
-            Err(Error::Conflict(_)) => {}
+            Err(Error::Conflict(_)) => t.refused = true,
             Err(e) => panic!("commit of {id}: {e}"),
         }
+        t.commit_ended = clock.fetch_add(1, Ordering::SeqCst);
     }
     if !t.committed {
         t.appended.clear();

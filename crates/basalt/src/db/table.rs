@@ -383,7 +383,7 @@ impl Table {
     }
 
     /// Refuses reads of a closed database or a dropped table.
-    fn check_readable(&self, sv: &SuperVersion) -> Result<()> {
+    pub(super) fn check_readable(&self, sv: &SuperVersion) -> Result<()> {
         self.inner.check_open()?;
         if sv.version.tree(self.shared.id).is_none() {
             return Err(Error::InvalidArgument(format!("table {} was dropped", self.shared.name)));

@@ -16,12 +16,17 @@ use bytes::Bytes;
 use super::read::Value;
 use super::write::ConflictCheck;
 use super::{DbInner, Keyspace, Snapshot, Table};
+use crate::codec::internal::Kind;
 use crate::codec::key::KeyValue;
 use crate::error::{Error, Result};
 use crate::ids::{DEFAULT_TREE, TreeId};
 use crate::options::WriteOptions;
 use crate::row::decode::{ColumnBuilder, builders_for};
 use crate::wal::batch::WriteBatch;
+
+/// A key of a tree, as the transaction's own writes and tracked reads
+/// keep it.
+type OwnKey = (TreeId, Vec<u8>);
 
 /// A read-modify-write unit of work: reads see the database as of the
 /// transaction's start (its snapshot) with its own writes on top; its
@@ -82,9 +87,9 @@ pub struct Transaction {
     batch: WriteBatch,
     /// The newest own write of each key (`None`: deleted): what reads see
     /// before the snapshot. A table's rows are kept as row bytes.
-    own: BTreeMap<(TreeId, Vec<u8>), Option<Bytes>>,
+    own: BTreeMap<OwnKey, Option<Bytes>>,
     /// Keys read for update: checked at commit as written keys are.
-    read_for_update: BTreeSet<(TreeId, Vec<u8>)>,
+    read_for_update: BTreeSet<OwnKey>,
     /// Bytes of `read_for_update`'s keys, counted against the size limit.
     tracked_bytes: usize,
 }
@@ -148,18 +153,14 @@ impl Transaction {
     pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
         let mut part = WriteBatch::new();
         part.put(key.as_ref(), value.as_ref());
-        self.add(part)?;
-        self.own.insert((DEFAULT_TREE, key.as_ref().to_vec()), Some(Bytes::copy_from_slice(value.as_ref())));
-        Ok(())
+        self.write(part)
     }
 
     /// Deletes `key` from the default keyspace.
     pub fn delete(&mut self, key: impl AsRef<[u8]>) -> Result<()> {
         let mut part = WriteBatch::new();
         part.delete(key.as_ref());
-        self.add(part)?;
-        self.own.insert((DEFAULT_TREE, key.as_ref().to_vec()), None);
-        Ok(())
+        self.write(part)
     }
 
     /// [`Transaction::get`] in `keyspace`.
@@ -188,21 +189,14 @@ impl Transaction {
     ) -> Result<()> {
         let mut part = WriteBatch::new();
         part.put_keyspace(keyspace, key.as_ref(), value.as_ref())?;
-        self.add(part)?;
-        self.own.insert(
-            (keyspace.shared.id, key.as_ref().to_vec()),
-            Some(Bytes::copy_from_slice(value.as_ref())),
-        );
-        Ok(())
+        self.write(part)
     }
 
     /// [`Transaction::delete`] in `keyspace`.
     pub fn delete_keyspace(&mut self, keyspace: &Keyspace, key: impl AsRef<[u8]>) -> Result<()> {
         let mut part = WriteBatch::new();
         part.delete_keyspace(keyspace, key.as_ref())?;
-        self.add(part)?;
-        self.own.insert((keyspace.shared.id, key.as_ref().to_vec()), None);
-        Ok(())
+        self.write(part)
     }
 
     // -------------------------------------------------------------- tables
@@ -233,7 +227,7 @@ impl Transaction {
     pub fn put_table(&mut self, table: &Table, batch: &RecordBatch) -> Result<()> {
         let mut part = WriteBatch::new();
         part.put_table(table, batch)?;
-        self.add_rows(table, part)
+        self.write(part)
     }
 
     /// Deletes the rows of `table` whose keys are in `keys` (a batch of the
@@ -241,15 +235,63 @@ impl Transaction {
     pub fn delete_table(&mut self, table: &Table, keys: &RecordBatch) -> Result<()> {
         let mut part = WriteBatch::new();
         part.delete_table(table, keys)?;
-        self.add_rows(table, part)
+        self.write(part)
+    }
+
+    /// Adds every write of `batch` (key-value entries in any keyspace,
+    /// table rows) to the transaction, all or none: a batch over a limit
+    /// (`key_bytes_max`, `value_bytes_max`, the transaction's size past
+    /// `batch_bytes_max`), of another database, or a database that takes
+    /// no writes (read-only, closed, stopped by an I/O error) is refused
+    /// and the transaction keeps what it had.
+    pub fn write(&mut self, batch: WriteBatch) -> Result<()> {
+        self.inner.check_writable()?;
+        if batch.database().is_some_and(|db| db != self.inner.id) {
+            return Err(Error::InvalidArgument("the keyspace or table belongs to another database".into()));
+        }
+        let opts = &self.inner.opts;
+        let (key_max, value_max) = batch.kv_lengths_max();
+        if key_max > opts.key_bytes_max {
+            return Err(Error::InvalidArgument(format!(
+                "key of {key_max} bytes exceeds key_bytes_max ({})",
+                opts.key_bytes_max
+            )));
+        }
+        if value_max > opts.value_bytes_max {
+            return Err(Error::InvalidArgument(format!(
+                "value of {value_max} bytes exceeds value_bytes_max ({})",
+                opts.value_bytes_max
+            )));
+        }
+        self.check_size(batch.encoded_len())?;
+        let own: Vec<(OwnKey, Option<Bytes>)> = batch
+            .entries()
+            .filter(|e| e.arrow_rows == 0)
+            .map(|e| {
+                ((e.tree, e.key.to_vec()), (e.kind != Kind::Delete).then(|| Bytes::copy_from_slice(e.value)))
+            })
+            .chain(batch.table_writes().flat_map(|(tree, kind, rows)| {
+                rows.rows
+                    .iter()
+                    .map(move |(k, v)| ((tree, k.to_vec()), (kind != Kind::Delete).then(|| v.clone())))
+            }))
+            .collect();
+        if !self.batch.append(batch) {
+            return Err(Error::InvalidArgument("a transaction holds at most 2^32 - 1 writes".into()));
+        }
+        // In batch order: a key written twice keeps its later write.
+        self.own.extend(own);
+        Ok(())
     }
 
     // -------------------------------------------------------------- ending
 
     /// Commits every write atomically, in one WAL record (see
     /// [`Transaction`] for when it is refused with [`Error::Conflict`]).
-    /// A transaction that wrote nothing commits at once: its reads were
-    /// of one snapshot, and there is nothing to make visible.
+    /// A transaction that wrote nothing is still refused when a key it
+    /// read for update was written since its snapshot (its reads are
+    /// checked as RocksDB's optimistic transactions check them); one that
+    /// neither wrote nor read for update commits at once.
     pub fn commit(self) -> Result<()> {
         self.commit_opt(&WriteOptions::default())
     }
@@ -257,10 +299,10 @@ impl Transaction {
     /// [`Transaction::commit`] with write options (`sync`: durable before
     /// it returns).
     pub fn commit_opt(self, opts: &WriteOptions) -> Result<()> {
-        if self.batch.is_empty() {
+        if self.batch.is_empty() && self.read_for_update.is_empty() {
             return self.inner.check_open();
         }
-        let mut keys: BTreeSet<(TreeId, Vec<u8>)> = self.read_for_update;
+        let mut keys: BTreeSet<OwnKey> = self.read_for_update;
         keys.extend(self.own.into_keys());
         let check = ConflictCheck { snapshot: self.snapshot.seqno(), keys: keys.into_iter().collect() };
         let result = self.inner.write_checked(self.batch, opts.sync, Some(check));
@@ -296,37 +338,6 @@ impl Transaction {
         Ok(())
     }
 
-    /// Appends `part` (checked on its own) to the transaction's writes,
-    /// or refuses it and keeps the transaction as it was.
-    fn add(&mut self, part: WriteBatch) -> Result<()> {
-        self.inner.check_open()?;
-        if part.database().is_some_and(|db| db != self.inner.id) {
-            return Err(Error::InvalidArgument("the keyspace or table belongs to another database".into()));
-        }
-        self.check_size(part.encoded_len())?;
-        if !self.batch.append(part) {
-            return Err(Error::InvalidArgument("a transaction holds at most 2^32 - 1 writes".into()));
-        }
-        Ok(())
-    }
-
-    /// [`Transaction::add`] for a table write, noting each row as the
-    /// transaction's own.
-    fn add_rows(&mut self, table: &Table, part: WriteBatch) -> Result<()> {
-        let rows: Vec<(Vec<u8>, Option<Bytes>)> = part
-            .table_writes()
-            .flat_map(|(_, kind, rows)| {
-                let deleted = kind == crate::codec::internal::Kind::Delete;
-                rows.rows.iter().map(move |(k, v)| (k.to_vec(), (!deleted).then(|| v.clone())))
-            })
-            .collect();
-        self.add(part)?;
-        for (key, row) in rows {
-            self.own.insert((table.shared.id, key), row);
-        }
-        Ok(())
-    }
-
     fn track(&mut self, tree: TreeId, key: &[u8]) -> Result<()> {
         if self.read_for_update.contains(&(tree, key.to_vec())) {
             return Ok(());
@@ -338,6 +349,7 @@ impl Transaction {
     }
 
     fn read(&self, tree: TreeId, key: &[u8]) -> Result<Option<Bytes>> {
+        self.inner.check_open()?;
         if let Some(own) = self.own.get(&(tree, key.to_vec())) {
             return Ok(own.clone());
         }
@@ -345,8 +357,9 @@ impl Transaction {
     }
 
     fn read_row(&self, table: &Table, user_key: &[u8]) -> Result<Option<RecordBatch>> {
+        let (seqno, sv) = self.inner.read_view(Some(self.snapshot.seqno()));
+        table.check_readable(&sv)?;
         let Some(own) = self.own.get(&(table.shared.id, user_key.to_vec())) else {
-            let (seqno, sv) = self.inner.read_view(Some(self.snapshot.seqno()));
             return table.row_at(user_key, seqno, &sv);
         };
         let Some(row) = own else { return Ok(None) };

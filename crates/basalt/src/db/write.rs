@@ -155,7 +155,9 @@ impl DbInner {
             return self.check_writable();
         }
         self.validate(&batch)?;
-        if batch.is_empty() {
+        // A transaction that wrote nothing but read keys for update still
+        // has its reads checked, in the queue like any commit.
+        if batch.is_empty() && check.as_ref().is_none_or(|c| c.keys.is_empty()) {
             // Nothing to log, but a synced empty write still promises that
             // every earlier write is durable.
             return if sync { self.sync_wal() } else { self.check_writable() };
@@ -283,13 +285,24 @@ impl DbInner {
             // Index upkeep reads the state every earlier group left (the
             // leader published it before handing over).
             let sv = self.state.load_full();
-            if group.iter().any(|r| r.check.is_some()) {
-                self.check_conflicts(&sv, group);
-            }
+            // The keys written by the group's accepted batches so far, kept
+            // only when a transaction in it needs them.
+            let mut written: Option<HashSet<(TreeId, Vec<u8>)>> =
+                group.iter().any(|r| r.check.is_some()).then(HashSet::new);
             let mut overlay = GroupOverlay::default();
             for r in group.iter_mut() {
+                if let (Some(check), Some(written)) = (r.check.take(), &written)
+                    && let Err(e) = self.check_conflicts(&sv, &check, written)
+                {
+                    r.rejected = Some(e);
+                    continue;
+                }
                 if let Err(e) = self.add_index_upkeep(&sv, last, &mut r.batch, &mut overlay) {
                     r.rejected = Some(e);
+                    continue;
+                }
+                if let Some(written) = &mut written {
+                    written.extend(written_keys(&r.batch).map(|(tree, key)| (tree, key.to_vec())));
                 }
             }
         }
@@ -320,32 +333,25 @@ impl DbInner {
         Ok(())
     }
 
-    /// Refuses each transaction of the group that read-for-update or wrote
-    /// a key written after its snapshot: by a commit before this group
-    /// (its newest version in `sv` is newer), or by a batch accepted
-    /// earlier in this group (not in `sv` yet). First committer wins.
-    fn check_conflicts(&self, sv: &SuperVersion, group: &mut [Request]) {
-        let mut written: HashSet<(TreeId, Vec<u8>)> = HashSet::new();
-        for r in group.iter_mut() {
-            if let Some(check) = r.check.take() {
-                for (tree, key) in &check.keys {
-                    let outcome = if written.contains(&(*tree, key.clone())) {
-                        Ok(true)
-                    } else {
-                        self.written_since(sv, *tree, key, check.snapshot)
-                    };
-                    match outcome {
-                        Ok(false) => continue,
-                        Ok(true) => r.rejected = Some(conflict(&sv.version, *tree, key)),
-                        Err(e) => r.rejected = Some(e),
-                    }
-                    break;
-                }
-            }
-            if r.rejected.is_none() {
-                written.extend(written_keys(&r.batch).map(|(tree, key)| (tree, key.to_vec())));
+    /// Refuses a transaction's commit (`Error::Conflict`) when it read for
+    /// update or wrote a key written after its snapshot: by a commit
+    /// before this group (its newest version in `sv` is newer), or by a
+    /// batch accepted earlier in this group (in `written`, not in `sv`
+    /// yet). First committer wins.
+    fn check_conflicts(
+        &self,
+        sv: &SuperVersion,
+        check: &ConflictCheck,
+        written: &HashSet<(TreeId, Vec<u8>)>,
+    ) -> Result<()> {
+        for (tree, key) in &check.keys {
+            if written.contains(&(*tree, key.clone()))
+                || self.written_since(sv, *tree, key, check.snapshot)?
+            {
+                return Err(conflict(&sv.version, *tree, key));
             }
         }
+        Ok(())
     }
 
     /// Whether `tree` holds a version of `key` newer than `seqno` in `sv`:
@@ -355,6 +361,11 @@ impl DbInner {
     /// the transaction's snapshot keeps the versions it read), so a write
     /// since `seqno` is found wherever it has moved.
     fn written_since(&self, sv: &SuperVersion, tree: TreeId, key: &[u8], seqno: SeqNo) -> Result<bool> {
+        let Some(tree_version) = sv.version.tree(tree) else {
+            return Err(Error::InvalidArgument(format!(
+                "the transaction read or wrote tree {tree}, a keyspace or table dropped since"
+            )));
+        };
         for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
             if mem.max_seqno() <= seqno {
                 continue;
@@ -363,9 +374,6 @@ impl DbInner {
                 return Ok(unpack_trailer(trailer).is_some_and(|(s, _)| s > seqno));
             }
         }
-        let Some(tree_version) = sv.version.tree(tree) else {
-            return Err(Error::InvalidArgument(format!("a transaction wrote to tree {tree}, dropped since")));
-        };
         let hash = crate::sst::filter::key_hash(key);
         for file in tree_version.files_for_key(key) {
             if file.max_seqno <= seqno {
