@@ -76,8 +76,10 @@ def test_order_by_kept_after_flush_when_a_filter_casts_lossily(db: basalt.Databa
 
 @pytest.mark.parametrize("statement", ["BEGIN", "START TRANSACTION", "COMMIT", "ROLLBACK", "SAVEPOINT s"])
 def test_transaction_statements_are_refused_not_answered(db: basalt.Database, statement: str) -> None:
+    # db.sql's one session serves every thread: blocks go through
+    # db.transaction(); a savepoint has nothing to name.
     db.sql("CREATE TABLE t (k BIGINT, PRIMARY KEY (k))")
-    with pytest.raises(Exception, match="no transactions spanning statements"):
+    with pytest.raises(Exception, match="db.transaction|savepoints"):
         db.sql(statement)
     db.sql("INSERT INTO t VALUES (1)")
     assert keys(db, "SELECT k FROM t") == [1]

@@ -165,6 +165,16 @@ def test_run_transaction_retries_transfers_under_threads(db: basalt.Database) ->
     assert len(attempts_seen) > 200
 
 
+def test_sql_blocks_are_refused_in_favour_of_db_transaction(db: basalt.Database) -> None:
+    # One SQL session serves every thread of a Database: a block there
+    # would take in other threads' statements.
+    for text in ("BEGIN", "COMMIT", "ROLLBACK", "START TRANSACTION"):
+        with pytest.raises(basalt.InvalidArgumentError, match="db.transaction"):
+            db.sql(text)
+        with pytest.raises(basalt.InvalidArgumentError, match="db.transaction"):
+            db.prepare(text)
+
+
 def test_run_transaction_gives_up_and_raises_other_errors(db: basalt.Database) -> None:
     def always_loses(tx: basalt.Transaction) -> int:
         tx.get_for_update(b"k")

@@ -59,6 +59,9 @@ pub fn run(args: &SqlArgs, create: bool) -> CliResult<()> {
         }
         None => shell(&runtime, &ctx, &db, args),
     };
+    if basalt_datafusion::in_transaction(&ctx) {
+        eprintln!("basalt: the open transaction was rolled back (no COMMIT before the end)");
+    }
     drop(ctx);
     drop(runtime);
     if let Ok(db) = Arc::try_unwrap(db) {

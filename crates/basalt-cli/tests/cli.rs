@@ -300,23 +300,29 @@ fn sql_statements_and_the_shell() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("2 statements of the script failed"));
-    // No transaction blocks: BEGIN and ROLLBACK are refused with a reason,
-    // never answered as if the INSERT between them were undone.
-    basalt()
-        .arg("sql")
-        .arg(&db)
-        .env("HOME", home.path())
-        .write_stdin("BEGIN;\nINSERT INTO people VALUES (9, 'zed', 1.0, 'Rome');\nROLLBACK;\n")
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("no transactions spanning statements"))
-        .stderr(predicate::str::contains("2 statements of the script failed"));
-    let out = stdout_of(basalt().arg("sql").arg(&db).args([
-        "SELECT name FROM people WHERE id = 9",
-        "--format",
-        "csv",
-    ]));
-    assert_eq!(out, "name\nzed\n", "the INSERT committed on its own, as the refusals said");
+    // A transaction block: ROLLBACK undoes the INSERT between, COMMIT
+    // applies it; a block left open at the end is rolled back, and said so.
+    let script = |end: &str| {
+        let mut cmd = basalt();
+        cmd.arg("sql")
+            .arg(&db)
+            .env("HOME", home.path())
+            .write_stdin(format!("BEGIN;\nINSERT INTO people VALUES (9, 'zed', 1.0, 'Rome');\n{end}"));
+        cmd
+    };
+    let find_zed = || {
+        stdout_of(basalt().arg("sql").arg(&db).args([
+            "SELECT name FROM people WHERE id = 9",
+            "--format",
+            "csv",
+        ]))
+    };
+    script("ROLLBACK;\n").assert().success();
+    assert_eq!(find_zed(), "name\n", "rolled back");
+    script("").assert().success().stderr(predicate::str::contains("the open transaction was rolled back"));
+    assert_eq!(find_zed(), "name\n", "never committed");
+    script("COMMIT;\n").assert().success();
+    assert_eq!(find_zed(), "name\nzed\n", "committed");
 }
 
 #[test]

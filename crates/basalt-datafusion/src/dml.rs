@@ -158,6 +158,14 @@ async fn commit(
     moves_keys: bool,
 ) -> Result<DataFrame> {
     let rows = changes.rows;
+    let block =
+        crate::txn::SessionTransaction::of(ctx.state_ref().read().config()).filter(|slot| slot.is_open());
+    if block.is_some() && moves_keys {
+        return not_impl_err!(
+            "UPDATE of a key column inside BEGIN … COMMIT: its new keys are checked against the rows \
+             committed now, not the transaction's; COMMIT first"
+        );
+    }
     tokio::task::spawn_blocking(move || -> Result<()> {
         if moves_keys {
             check_new_keys(&table, &changes)?;
@@ -169,7 +177,13 @@ async fn commit(
         for new_rows in &changes.puts {
             batch.put_table(&table, new_rows).map_err(to_df)?;
         }
-        db.write(batch).map_err(to_df)
+        // Inside `BEGIN … COMMIT`, into the transaction (`txn.rs`).
+        match block {
+            Some(slot) => slot
+                .write(table.name(), batch)
+                .unwrap_or_else(|| exec_err!("the transaction ended while the statement ran")),
+            None => db.write(batch).map_err(to_df),
+        }
     })
     .await
     .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))??;

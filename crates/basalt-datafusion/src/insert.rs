@@ -52,9 +52,25 @@ impl DataSink for BasaltSink {
     async fn write_all(
         &self,
         mut data: SendableRecordBatchStream,
-        _context: &Arc<TaskContext>,
+        context: &Arc<TaskContext>,
     ) -> Result<u64> {
         let mut rows = 0u64;
+        if let Some(slot) = crate::txn::SessionTransaction::of(context.session_config())
+            && slot.is_open()
+        {
+            // Inside `BEGIN … COMMIT`: every row of the statement into the
+            // transaction at once, or none of them.
+            let mut part = basalt::WriteBatch::new();
+            while let Some(batch) = data.next().await {
+                let batch = conform(&self.schema, &batch?)?;
+                rows += batch.num_rows() as u64;
+                part.put_table(&self.table, &batch).map_err(to_df)?;
+            }
+            let Some(written) = slot.write(self.table.name(), part) else {
+                return exec_err!("the transaction ended while INSERT ran");
+            };
+            return written.map(|()| rows);
+        }
         while let Some(batch) = data.next().await {
             let batch = conform(&self.schema, &batch?)?;
             rows += batch.num_rows() as u64;

@@ -47,6 +47,7 @@ mod pushdown;
 mod schema;
 mod stats;
 mod table;
+mod txn;
 
 use std::sync::Arc;
 
@@ -84,7 +85,8 @@ pub fn session_with_config(db: Arc<Db>, config: SessionConfig) -> SessionContext
     let mut config = config
         .with_information_schema(true)
         .with_default_catalog_and_schema(CATALOG, SCHEMA)
-        .with_extension(Arc::new(prepared::PlanCache::default()));
+        .with_extension(Arc::new(prepared::PlanCache::default()))
+        .with_extension(Arc::new(txn::SessionTransaction::default()));
     config.options_mut().sql_parser.map_string_types_to_utf8view = false;
     let ctx = SessionContext::new_with_config(config);
     ctx.add_analyzer_rule(Arc::new(in_lists::NullSafeInLists));
@@ -126,6 +128,7 @@ pub(crate) async fn sql_parsed(
     statements: Option<Vec<Statement>>,
 ) -> Result<DataFrame> {
     if let Some([statement]) = statements.as_deref() {
+        refuse_in_block(ctx, statement)?;
         insert::check_literal_nulls(ctx, statement)?;
     }
     match statements {
@@ -142,6 +145,7 @@ pub(crate) async fn sql_parsed(
 /// [`sql`] for a statement its caller parsed already (the PostgreSQL
 /// server parses with its own dialect).
 pub async fn sql_statement(ctx: &SessionContext, statement: Statement) -> Result<DataFrame> {
+    refuse_in_block(ctx, &statement)?;
     insert::check_literal_nulls(ctx, &statement)?;
     if runs_here(&statement) {
         return run_here(ctx, &statement).await;
@@ -184,20 +188,67 @@ async fn run_here(ctx: &SessionContext, statement: &Statement) -> Result<DataFra
             "CREATE OR REPLACE TABLE: DataFusion drops the old table before the new one's query runs, \
              which would lose it; DROP TABLE first"
         ),
-        // Refused, not answered: a ROLLBACK that reported success would
-        // tell the caller its changes were undone when each had committed.
-        Statement::StartTransaction { .. }
-        | Statement::Commit { .. }
-        | Statement::Rollback { .. }
-        | Statement::Savepoint { .. }
-        | Statement::ReleaseSavepoint { .. } => not_impl_err!(
-            "{statement}: Basalt has no transactions spanning statements yet; each statement is atomic \
-             and commits on its own when it returns, so there is no block to begin, commit or roll back"
-        ),
+        Statement::StartTransaction { .. } => {
+            transaction(ctx)?.begin(database(ctx)?.as_ref())?;
+            empty(ctx)
+        }
+        Statement::Commit { .. } => {
+            let slot = transaction(ctx)?;
+            // A commit waits for its group's WAL append: not on an async worker.
+            tokio::task::spawn_blocking(move || slot.commit())
+                .await
+                .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))??;
+            empty(ctx)
+        }
+        Statement::Rollback { savepoint: None, .. } => {
+            transaction(ctx)?.rollback()?;
+            empty(ctx)
+        }
+        Statement::Rollback { .. } | Statement::Savepoint { .. } | Statement::ReleaseSavepoint { .. } => {
+            not_impl_err!("{statement}: Basalt's transactions have no savepoints")
+        }
         Statement::Delete(delete) => dml::delete(ctx, &database(ctx)?, delete).await,
         Statement::Update(update) => dml::update(ctx, &database(ctx)?, update).await,
         other => internal_err!("{other} does not run in basalt_datafusion"),
     }
+}
+
+/// Whether `ctx` is inside `BEGIN … COMMIT`: the statements since `BEGIN`
+/// read its snapshot and write into one transaction, which `COMMIT`
+/// applies at once or refuses with a conflict, and `ROLLBACK` (or dropping
+/// the session) discards.
+pub fn in_transaction(ctx: &SessionContext) -> bool {
+    txn::SessionTransaction::open_in(ctx)
+}
+
+/// The transaction slot of a session made by [`session`].
+fn transaction(ctx: &SessionContext) -> Result<Arc<txn::SessionTransaction>> {
+    let Some(slot) = txn::SessionTransaction::of(ctx.state_ref().read().config()) else {
+        return plan_err!("this session has no Basalt database: make it with basalt_datafusion::session");
+    };
+    Ok(slot)
+}
+
+/// Refuses `statement` inside `BEGIN … COMMIT` when the block cannot hold
+/// it: DDL would commit on its own, outside the block, whatever the block
+/// did next.
+fn refuse_in_block(ctx: &SessionContext, statement: &Statement) -> Result<()> {
+    let open = txn::SessionTransaction::open_in(ctx);
+    let ddl = matches!(
+        statement,
+        Statement::CreateTable(_)
+            | Statement::CreateIndex(_)
+            | Statement::CreateView { .. }
+            | Statement::Drop { .. }
+            | Statement::AlterTable { .. }
+            | Statement::Truncate { .. }
+    );
+    if open && ddl {
+        return not_impl_err!(
+            "{statement}: DDL inside BEGIN … COMMIT would commit on its own; COMMIT or ROLLBACK first"
+        );
+    }
+    Ok(())
 }
 
 /// The database behind a session made by [`session`].

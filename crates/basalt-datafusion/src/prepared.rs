@@ -179,7 +179,7 @@ impl PreparedStatement {
     /// [`PreparedStatement::execute`] runs it through DataFusion).
     pub fn execute_direct(&self, params: &[ScalarValue]) -> Result<Option<QueryOutput>> {
         match &self.body {
-            Body::Plan { parameters, direct: Some(direct), .. } => {
+            Body::Plan { parameters, direct: Some(direct), .. } if !in_block(&self.ctx) => {
                 run_direct(direct, &bind(parameters, params)?)?.map(Ran::output).transpose()
             }
             _ => Ok(None),
@@ -251,7 +251,10 @@ impl PreparedStatement {
             }
             Body::Plan { plan, parameters, direct } => {
                 let values = bind(parameters, params)?;
+                // Inside `BEGIN … COMMIT` reads go through DataFusion's
+                // scans, which read the transaction's snapshot.
                 if let Some(direct) = direct
+                    && !in_block(&self.ctx)
                     && let Some(ran) = run_direct(direct, &values)?
                 {
                     return Ok(ran);
@@ -721,6 +724,11 @@ impl Route {
 
 /// Runs a direct query with its parameters' values; `None` when these
 /// values take it to DataFusion ([`Route::DataFusion`]).
+/// Whether `ctx` is inside `BEGIN … COMMIT` (`txn.rs`).
+fn in_block(ctx: &SessionContext) -> bool {
+    crate::txn::SessionTransaction::open_in(ctx)
+}
+
 fn run_direct(direct: &Direct, values: &[ScalarValue]) -> Result<Option<Ran>> {
     let Some(provider) = table_of(direct) else { return Ok(None) };
     let table = provider.table()?;

@@ -80,6 +80,7 @@ impl BasaltTable {
     /// The plan of a scan, as [`TableProvider::scan`] makes it.
     pub(crate) fn scan_plan(
         &self,
+        state: &dyn Session,
         partitions: usize,
         projection: Option<&Vec<usize>>,
         filters: &[Expr],
@@ -98,8 +99,13 @@ impl BasaltTable {
         let table = self.table()?;
         let parts = table.split_range(&borrowed(&pushed.range), parts).map_err(to_df)?;
         // The snapshot first: the estimate's exact row count is the
-        // snapshot's, which the scan reads.
-        let snapshot = Arc::new(self.db.snapshot());
+        // snapshot's, which the scan reads. Inside `BEGIN … COMMIT`, the
+        // transaction's (`txn.rs`).
+        let in_block = match crate::txn::SessionTransaction::of(state.config()) {
+            Some(slot) => slot.snapshot_for_read(&self.name)?,
+            None => None,
+        };
+        let snapshot = Arc::new(in_block.unwrap_or_else(|| self.db.snapshot()));
         let estimate = table.estimate_opt(Some(&snapshot)).ok();
         let column_stats = column_statistics(&table, &schema);
         let spec = ScanSpec {
@@ -143,7 +149,7 @@ impl BasaltTable {
             }
         }
         // No limit: rows the filter drops would count against it.
-        let scan = Arc::new(self.scan_plan(partitions, Some(&read), exact, None)?);
+        let scan = Arc::new(self.scan_plan(state, partitions, Some(&read), exact, None)?);
         let schema = DFSchema::try_from(scan.schema().as_ref().clone())?;
         let unqualified = rewritten.into_iter().map(|f| {
             f.transform(|e| {
@@ -193,7 +199,7 @@ impl TableProvider for BasaltTable {
         let (exact, rewritten): (Vec<Expr>, Vec<Expr>) =
             filters.iter().cloned().partition(|f| predicates_of(&self.schema, f).is_some());
         if rewritten.is_empty() {
-            return Ok(Arc::new(self.scan_plan(partitions, projection, &exact, limit)?));
+            return Ok(Arc::new(self.scan_plan(state, partitions, projection, &exact, limit)?));
         }
         self.scan_filtered(state, partitions, projection, &exact, rewritten)
     }

@@ -755,3 +755,92 @@ mod differential {
         assert!(base.is_some() || direct > 0, "no prepared query took the direct path");
     }
 }
+
+/// `BEGIN … COMMIT` in a session: one Basalt transaction.
+mod transactions {
+    use super::*;
+
+    async fn fails(ctx: &SessionContext, query: &str) -> String {
+        let result = match basalt_datafusion::sql(ctx, query).await {
+            Ok(df) => df.collect().await.map(|_| ()),
+            Err(e) => Err(e),
+        };
+        result.expect_err(query).to_string()
+    }
+
+    async fn setup() -> (tempfile::TempDir, Arc<Db>, SessionContext) {
+        let (dir, db, ctx) = open();
+        run(&ctx, "CREATE TABLE acct (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL)").await;
+        run(&ctx, "CREATE TABLE log (id BIGINT PRIMARY KEY, note VARCHAR)").await;
+        run(&ctx, "INSERT INTO acct VALUES (1, 100), (2, 50)").await;
+        (dir, db, ctx)
+    }
+
+    async fn balances(ctx: &SessionContext) -> Vec<String> {
+        rows(&run(ctx, "SELECT id, balance FROM acct ORDER BY id").await)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_block_commits_at_once_or_rolls_back() {
+        let (_dir, db, ctx) = setup().await;
+        let other = basalt_datafusion::session(db.clone());
+        run(&ctx, "BEGIN").await;
+        run(&ctx, "UPDATE acct SET balance = balance - 30 WHERE id = 1").await;
+        run(&ctx, "INSERT INTO log VALUES (1, 'moved 30')").await;
+        // Another session sees nothing yet.
+        assert_eq!(balances(&other).await, vec!["1|100", "2|50"]);
+        assert!(rows(&run(&other, "SELECT * FROM log").await).is_empty());
+        run(&ctx, "COMMIT").await;
+        assert_eq!(balances(&other).await, vec!["1|70", "2|50"]);
+        assert_eq!(rows(&run(&other, "SELECT note FROM log").await), vec!["moved 30"]);
+
+        run(&ctx, "BEGIN").await;
+        run(&ctx, "DELETE FROM acct WHERE id = 2").await;
+        run(&ctx, "INSERT INTO log VALUES (2, 'deleted 2')").await;
+        run(&ctx, "ROLLBACK").await;
+        assert_eq!(balances(&ctx).await, vec!["1|70", "2|50"]);
+        assert_eq!(rows(&run(&ctx, "SELECT count(*) FROM log").await), vec!["1"]);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_block_reads_its_snapshot_and_loses_to_an_earlier_commit() {
+        let (_dir, db, ctx) = setup().await;
+        let other = basalt_datafusion::session(db.clone());
+        run(&ctx, "BEGIN").await;
+        assert_eq!(balances(&ctx).await, vec!["1|100", "2|50"]);
+        run(&other, "UPDATE acct SET balance = 0 WHERE id = 2").await;
+        // The block still reads BEGIN's moment, through a prepared point
+        // query too.
+        assert_eq!(balances(&ctx).await, vec!["1|100", "2|50"]);
+        let point = basalt_datafusion::prepare(&ctx, "SELECT balance FROM acct WHERE id = $1")
+            .await
+            .expect("prepare");
+        let out = point.execute(&[datafusion::common::ScalarValue::Int64(Some(2))]).await.expect("execute");
+        assert_eq!(rows(&out.batches), vec!["50"]);
+        run(&ctx, "UPDATE acct SET balance = balance + 10 WHERE id = 2").await;
+        let err = fails(&ctx, "COMMIT").await;
+        assert!(err.contains("transaction conflict") && err.contains("rolled back"), "{err}");
+        assert_eq!(balances(&ctx).await, vec!["1|100", "2|0"], "the later commit's value stands");
+        // The block is over: COMMIT again has nothing to commit.
+        assert!(fails(&ctx, "COMMIT").await.contains("without BEGIN"));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn what_a_block_cannot_do_is_refused_and_changes_nothing() {
+        let (_dir, _db, ctx) = setup().await;
+        assert!(fails(&ctx, "ROLLBACK").await.contains("without BEGIN"));
+        run(&ctx, "BEGIN").await;
+        assert!(fails(&ctx, "BEGIN").await.contains("inside a transaction"));
+        run(&ctx, "INSERT INTO log VALUES (1, 'x')").await;
+        // Its own writes are not visible to scans yet: refused, not hidden.
+        assert!(fails(&ctx, "SELECT * FROM log").await.contains("which this transaction wrote"));
+        assert!(fails(&ctx, "CREATE TABLE t2 (id BIGINT PRIMARY KEY)").await.contains("DDL inside BEGIN"));
+        assert!(fails(&ctx, "CREATE INDEX by_note ON log (note)").await.contains("DDL inside BEGIN"));
+        assert!(fails(&ctx, "UPDATE acct SET id = 9 WHERE id = 1").await.contains("key column"));
+        assert!(fails(&ctx, "SAVEPOINT s").await.contains("savepoints"));
+        run(&ctx, "ROLLBACK").await;
+        assert_eq!(rows(&run(&ctx, "SELECT count(*) FROM log").await), vec!["0"]);
+        assert!(rows(&run(&ctx, "SHOW TABLES").await).iter().all(|r| !r.contains("t2")));
+        assert_eq!(balances(&ctx).await, vec!["1|100", "2|50"]);
+    }
+}

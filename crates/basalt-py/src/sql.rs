@@ -186,10 +186,35 @@ fn date_or_time(value: &Bound<'_, PyAny>, n: usize) -> PyResult<Option<ScalarVal
 fn refuse_writes(py: Python<'_>, state: &DbState, query: &str, call: &str) -> PyResult<()> {
     use basalt_datafusion::datafusion::sql::parser::{DFParser, Statement as DfStatement};
     use basalt_datafusion::datafusion::sql::sqlparser::ast::Statement;
+    let statements = match DFParser::parse_sql(query) {
+        Ok(statements) => statements,
+        // Not parsable: the SQL layer says why (a read-only handle here,
+        // as a writable one would).
+        Err(e) if state.read_only => return Err(errors::invalid(py, format!("SQL: {e}"))),
+        Err(_) => return Ok(()),
+    };
+    // One session serves every thread of a `Database`: a block there would
+    // take in other threads' statements.
+    let block = statements.iter().any(|s| {
+        matches!(
+            s,
+            DfStatement::Statement(s) if matches!(
+                **s,
+                Statement::StartTransaction { .. } | Statement::Commit { .. } | Statement::Rollback { .. }
+            )
+        )
+    });
+    if block {
+        return Err(errors::invalid(
+            py,
+            format!(
+                "{call}: BEGIN, COMMIT and ROLLBACK do not run through db.sql; use `with db.transaction() as tx:`"
+            ),
+        ));
+    }
     if !state.read_only {
         return Ok(());
     }
-    let statements = DFParser::parse_sql(query).map_err(|e| errors::invalid(py, format!("SQL: {e}")))?;
     let reads = |s: &Statement| match s {
         Statement::Query(_)
         | Statement::ShowTables { .. }

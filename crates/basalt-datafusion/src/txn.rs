@@ -1,0 +1,110 @@
+//! `BEGIN … COMMIT` in a session: the statements between read the
+//! database as of `BEGIN` (one `basalt::Transaction`'s snapshot) and write
+//! into that transaction, which `COMMIT` applies at once — or refuses with
+//! a conflict when another commit wrote a row it wrote since `BEGIN` —
+//! and `ROLLBACK` drops. Outside a block every statement commits on its
+//! own, as before.
+//!
+//! What a block does not do yet, refused with an error rather than
+//! answered wrongly: read a table it has written (scans do not see the
+//! transaction's own writes), run DDL, or UPDATE a key column.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use basalt::{Db, Snapshot, WriteBatch};
+use datafusion::common::{Result, exec_err, not_impl_err, plan_err};
+use datafusion::execution::config::SessionConfig;
+use parking_lot::Mutex;
+
+use crate::error::to_df;
+
+/// The open transaction of a session, if any (a session extension).
+#[derive(Default)]
+pub(crate) struct SessionTransaction {
+    open: Mutex<Option<Open>>,
+}
+
+struct Open {
+    tx: basalt::Transaction,
+    /// Tables the transaction has written (by name).
+    written: BTreeSet<String>,
+}
+
+impl SessionTransaction {
+    /// The session's transaction slot (`None`: a session not made by
+    /// `basalt_datafusion::session`).
+    pub(crate) fn of(config: &SessionConfig) -> Option<Arc<SessionTransaction>> {
+        config.get_extension::<SessionTransaction>()
+    }
+
+    /// Whether `ctx` is inside a block, without cloning its state (the
+    /// prepared statements' hot path asks before every run).
+    pub(crate) fn open_in(ctx: &datafusion::prelude::SessionContext) -> bool {
+        let state = ctx.state_ref();
+        let slot = state.read().config().get_extension::<SessionTransaction>();
+        slot.is_some_and(|slot| slot.is_open())
+    }
+
+    /// Whether a block is open.
+    pub(crate) fn is_open(&self) -> bool {
+        self.open.lock().is_some()
+    }
+
+    /// `BEGIN`.
+    pub(crate) fn begin(&self, db: &Db) -> Result<()> {
+        let mut open = self.open.lock();
+        if open.is_some() {
+            return plan_err!("BEGIN inside a transaction: COMMIT or ROLLBACK the open one first");
+        }
+        *open = Some(Open { tx: db.transaction(), written: BTreeSet::new() });
+        Ok(())
+    }
+
+    /// `COMMIT`: applies the block's writes at once (blocking: the caller
+    /// runs it off the async workers). The block ends whatever happens.
+    pub(crate) fn commit(&self) -> Result<()> {
+        let Some(open) = self.open.lock().take() else {
+            return plan_err!("COMMIT without BEGIN: no transaction is open");
+        };
+        match open.tx.commit() {
+            Err(e @ basalt::Error::Conflict(_)) => {
+                exec_err!("{e}; the transaction was rolled back: run it again")
+            }
+            other => other.map_err(to_df),
+        }
+    }
+
+    /// `ROLLBACK`.
+    pub(crate) fn rollback(&self) -> Result<()> {
+        if self.open.lock().take().is_none() {
+            return plan_err!("ROLLBACK without BEGIN: no transaction is open");
+        }
+        Ok(())
+    }
+
+    /// The snapshot a read of `table` takes inside the block: `None`
+    /// outside one; an error when the block wrote the table (its scans
+    /// would not see those writes).
+    pub(crate) fn snapshot_for_read(&self, table: &str) -> Result<Option<Snapshot>> {
+        let open = self.open.lock();
+        let Some(open) = open.as_ref() else { return Ok(None) };
+        if open.written.contains(table) {
+            return not_impl_err!(
+                "reading table {table}, which this transaction wrote: reads inside BEGIN … COMMIT do not \
+                 see the transaction's own writes yet; COMMIT first"
+            );
+        }
+        Ok(Some(open.tx.snapshot().clone()))
+    }
+
+    /// Writes `batch` (rows of `table`) into the open block; `None` when
+    /// no block is open (the caller writes it on its own).
+    pub(crate) fn write(&self, table: &str, batch: WriteBatch) -> Option<Result<()>> {
+        let mut open = self.open.lock();
+        let open = open.as_mut()?;
+        Some(open.tx.write(batch).map_err(to_df).map(|()| {
+            open.written.insert(table.to_string());
+        }))
+    }
+}
