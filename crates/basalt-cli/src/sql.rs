@@ -34,6 +34,17 @@ pub struct SqlArgs {
 }
 
 async fn run_statement(ctx: &SessionContext, text: &str, output: &OutputArgs) -> CliResult<u64> {
+    let result = run_one(ctx, text, output).await;
+    // A statement that fails inside BEGIN … COMMIT fails its block: the
+    // COMMIT rolls back (as in PostgreSQL), so a script that goes on after
+    // an error never commits half of it.
+    if let Err(e) = &result {
+        basalt_datafusion::fail_transaction(ctx, &e.to_string());
+    }
+    result
+}
+
+async fn run_one(ctx: &SessionContext, text: &str, output: &OutputArgs) -> CliResult<u64> {
     let frame = basalt_datafusion::sql(ctx, text).await?;
     let schema: SchemaRef = Arc::new(frame.schema().as_arrow().clone());
     let mut stream = frame.execute_stream().await?;

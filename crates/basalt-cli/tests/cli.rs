@@ -321,6 +321,12 @@ fn sql_statements_and_the_shell() {
     assert_eq!(find_zed(), "name\n", "rolled back");
     script("").assert().success().stderr(predicate::str::contains("the open transaction was rolled back"));
     assert_eq!(find_zed(), "name\n", "never committed");
+    // A failed statement fails the block: its COMMIT rolls back and says so.
+    script("INSERT INTO people VALUES (NULL, 'nobody', 1.0, 'Rome');\nCOMMIT;\n")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("a statement failed").and(predicate::str::contains("rolled back")));
+    assert_eq!(find_zed(), "name\n", "nothing of the failed block");
     script("COMMIT;\n").assert().success();
     assert_eq!(find_zed(), "name\nzed\n", "committed");
 }

@@ -188,6 +188,12 @@ async fn run_here(ctx: &SessionContext, statement: &Statement) -> Result<DataFra
             "CREATE OR REPLACE TABLE: DataFusion drops the old table before the new one's query runs, \
              which would lose it; DROP TABLE first"
         ),
+        Statement::StartTransaction { modes, .. } if !modes.is_empty() => not_impl_err!(
+            "{statement}: Basalt's transactions take no modes (they are read-write, snapshot isolation)"
+        ),
+        Statement::Commit { chain: true, .. } | Statement::Rollback { chain: true, .. } => {
+            not_impl_err!("{statement}: AND CHAIN is not supported; BEGIN again after it")
+        }
         Statement::StartTransaction { .. } => {
             transaction(ctx)?.begin(database(ctx)?.as_ref())?;
             empty(ctx)
@@ -221,6 +227,16 @@ pub fn in_transaction(ctx: &SessionContext) -> bool {
     txn::SessionTransaction::open_in(ctx)
 }
 
+/// Marks the open block of `ctx` as failed (a statement in it failed):
+/// its `COMMIT` then rolls it back and says why, as PostgreSQL does, so
+/// a script that goes on after an error never commits half of its block.
+/// Does nothing outside a block.
+pub fn fail_transaction(ctx: &SessionContext, reason: &str) {
+    if let Some(slot) = txn::SessionTransaction::of(ctx.state_ref().read().config()) {
+        slot.fail(reason);
+    }
+}
+
 /// The transaction slot of a session made by [`session`].
 fn transaction(ctx: &SessionContext) -> Result<Arc<txn::SessionTransaction>> {
     let Some(slot) = txn::SessionTransaction::of(ctx.state_ref().read().config()) else {
@@ -232,7 +248,7 @@ fn transaction(ctx: &SessionContext) -> Result<Arc<txn::SessionTransaction>> {
 /// Refuses `statement` inside `BEGIN … COMMIT` when the block cannot hold
 /// it: DDL would commit on its own, outside the block, whatever the block
 /// did next.
-fn refuse_in_block(ctx: &SessionContext, statement: &Statement) -> Result<()> {
+pub(crate) fn refuse_in_block(ctx: &SessionContext, statement: &Statement) -> Result<()> {
     let open = txn::SessionTransaction::open_in(ctx);
     let ddl = matches!(
         statement,

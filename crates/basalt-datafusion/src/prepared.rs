@@ -28,7 +28,9 @@ use arrow_schema::{DataType, Schema, SchemaRef};
 use basalt::{KeyValue, OwnedKeyValue, ScanOptions, ScanPlan};
 use datafusion::common::config::SqlParserOptions;
 use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode, TreeNodeRecursion};
-use datafusion::common::{DataFusionError, ParamValues, Result, ScalarValue, exec_err, plan_err};
+use datafusion::common::{
+    DataFusionError, ParamValues, Result, ScalarValue, exec_err, not_impl_err, plan_err,
+};
 use datafusion::datasource::source_as_provider;
 use datafusion::execution::context::SessionContext;
 use datafusion::logical_expr::utils::split_conjunction;
@@ -150,6 +152,7 @@ pub async fn prepare(ctx: &SessionContext, text: &str) -> Result<PreparedStateme
         return plan_err!("prepare takes one statement, not {}", statements.len());
     }
     let statement = statements.remove(0);
+    crate::refuse_in_block(ctx, &statement)?;
     crate::insert::check_literal_nulls(ctx, &statement)?;
     if crate::runs_here(&statement) {
         let body = Body::Statement(Box::new(statement));
@@ -250,6 +253,13 @@ impl PreparedStatement {
                 collect(frame).await.map(Ran::Output)
             }
             Body::Plan { plan, parameters, direct } => {
+                // DDL planned before a block began would commit on its own.
+                if in_block(&self.ctx) && matches!(plan.as_ref(), LogicalPlan::Ddl(_)) {
+                    return not_impl_err!(
+                        "{}: DDL inside BEGIN … COMMIT would commit on its own; COMMIT or ROLLBACK first",
+                        self.text
+                    );
+                }
                 let values = bind(parameters, params)?;
                 // Inside `BEGIN … COMMIT` reads go through DataFusion's
                 // scans, which read the transaction's snapshot.

@@ -29,6 +29,9 @@ struct Open {
     tx: basalt::Transaction,
     /// Tables the transaction has written (by name).
     written: BTreeSet<String>,
+    /// Why a statement of the block failed, if one did: its COMMIT rolls
+    /// back.
+    failed: Option<String>,
 }
 
 impl SessionTransaction {
@@ -57,7 +60,7 @@ impl SessionTransaction {
         if open.is_some() {
             return plan_err!("BEGIN inside a transaction: COMMIT or ROLLBACK the open one first");
         }
-        *open = Some(Open { tx: db.transaction(), written: BTreeSet::new() });
+        *open = Some(Open { tx: db.transaction(), written: BTreeSet::new(), failed: None });
         Ok(())
     }
 
@@ -67,11 +70,21 @@ impl SessionTransaction {
         let Some(open) = self.open.lock().take() else {
             return plan_err!("COMMIT without BEGIN: no transaction is open");
         };
+        if let Some(reason) = open.failed {
+            return exec_err!("COMMIT of a block in which a statement failed ({reason}): it was rolled back");
+        }
         match open.tx.commit() {
             Err(e @ basalt::Error::Conflict(_)) => {
                 exec_err!("{e}; the transaction was rolled back: run it again")
             }
             other => other.map_err(to_df),
+        }
+    }
+
+    /// Marks the open block failed (see `fail_transaction`).
+    pub(crate) fn fail(&self, reason: &str) {
+        if let Some(open) = self.open.lock().as_mut() {
+            open.failed.get_or_insert_with(|| reason.to_string());
         }
     }
 
@@ -103,8 +116,15 @@ impl SessionTransaction {
     pub(crate) fn write(&self, table: &str, batch: WriteBatch) -> Option<Result<()>> {
         let mut open = self.open.lock();
         let open = open.as_mut()?;
-        Some(open.tx.write(batch).map_err(to_df).map(|()| {
-            open.written.insert(table.to_string());
-        }))
+        let written = open.tx.write(batch).map_err(to_df);
+        match &written {
+            Ok(()) => {
+                open.written.insert(table.to_string());
+            }
+            Err(e) => {
+                open.failed.get_or_insert_with(|| e.to_string());
+            }
+        }
+        Some(written)
     }
 }

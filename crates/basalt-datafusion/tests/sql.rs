@@ -838,7 +838,30 @@ mod transactions {
         assert!(fails(&ctx, "CREATE INDEX by_note ON log (note)").await.contains("DDL inside BEGIN"));
         assert!(fails(&ctx, "UPDATE acct SET id = 9 WHERE id = 1").await.contains("key column"));
         assert!(fails(&ctx, "SAVEPOINT s").await.contains("savepoints"));
+        assert!(fails(&ctx, "COMMIT AND CHAIN").await.contains("AND CHAIN"));
+        // DDL through a prepared statement or query() is refused too.
+        let err =
+            basalt_datafusion::prepare(&ctx, "CREATE TABLE u (id BIGINT PRIMARY KEY) AS SELECT 1").await;
+        assert!(err.expect_err("DDL prepared in a block").to_string().contains("DDL inside BEGIN"));
+        assert!(
+            basalt_datafusion::query(&ctx, "DROP TABLE log", &[])
+                .await
+                .expect_err("dropped")
+                .to_string()
+                .contains("DDL")
+        );
         run(&ctx, "ROLLBACK").await;
+        assert!(fails(&ctx, "START TRANSACTION READ ONLY").await.contains("no modes"));
+        // DDL prepared before the block is refused when run inside it.
+        let ddl =
+            basalt_datafusion::prepare(&ctx, "CREATE TABLE u AS SELECT 1 AS id").await.expect("prepare");
+        run(&ctx, "BEGIN").await;
+        assert!(ddl.execute(&[]).await.expect_err("run in a block").to_string().contains("DDL"));
+        // A failed statement fails the block (`fail_transaction`, as the
+        // shell calls it): COMMIT rolls back.
+        run(&ctx, "INSERT INTO log VALUES (5, 'five')").await;
+        basalt_datafusion::fail_transaction(&ctx, "a statement failed");
+        assert!(fails(&ctx, "COMMIT").await.contains("rolled back"));
         assert_eq!(rows(&run(&ctx, "SELECT count(*) FROM log").await), vec!["0"]);
         assert!(rows(&run(&ctx, "SHOW TABLES").await).iter().all(|r| !r.contains("t2")));
         assert_eq!(balances(&ctx).await, vec!["1|100", "2|50"]);
