@@ -249,20 +249,7 @@ impl Transaction {
         if batch.database().is_some_and(|db| db != self.inner.id) {
             return Err(Error::InvalidArgument("the keyspace or table belongs to another database".into()));
         }
-        let opts = &self.inner.opts;
-        let (key_max, value_max) = batch.kv_lengths_max();
-        if key_max > opts.key_bytes_max {
-            return Err(Error::InvalidArgument(format!(
-                "key of {key_max} bytes exceeds key_bytes_max ({})",
-                opts.key_bytes_max
-            )));
-        }
-        if value_max > opts.value_bytes_max {
-            return Err(Error::InvalidArgument(format!(
-                "value of {value_max} bytes exceeds value_bytes_max ({})",
-                opts.value_bytes_max
-            )));
-        }
+        self.inner.check_batch_limits(&batch)?;
         self.check_size(batch.encoded_len())?;
         let own: Vec<(OwnKey, Option<Bytes>)> = batch
             .entries()

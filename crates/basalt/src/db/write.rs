@@ -222,19 +222,7 @@ impl DbInner {
                 "the write batch holds rows of a table of another database".into(),
             ));
         }
-        let (key_max, value_max) = batch.kv_lengths_max();
-        if key_max > self.opts.key_bytes_max {
-            return Err(Error::InvalidArgument(format!(
-                "key of {key_max} bytes exceeds key_bytes_max ({})",
-                self.opts.key_bytes_max
-            )));
-        }
-        if value_max > self.opts.value_bytes_max {
-            return Err(Error::InvalidArgument(format!(
-                "value of {value_max} bytes exceeds value_bytes_max ({})",
-                self.opts.value_bytes_max
-            )));
-        }
+        self.check_batch_limits(batch)?;
         let version = self.state.load().version.clone();
         for &(tree, arrow) in batch.trees() {
             // Key-value entries go to keyspaces only; Arrow rows to a live
@@ -254,6 +242,26 @@ impl DbInner {
                 }
                 Some(_) => {}
             }
+        }
+        Ok(())
+    }
+
+    /// Refuses a batch whose longest key or value is over `key_bytes_max`
+    /// or `value_bytes_max` (a write's check, and a transaction's when a
+    /// write joins it).
+    pub(crate) fn check_batch_limits(&self, batch: &WriteBatch) -> Result<()> {
+        let (key_max, value_max) = batch.kv_lengths_max();
+        if key_max > self.opts.key_bytes_max {
+            return Err(Error::InvalidArgument(format!(
+                "key of {key_max} bytes exceeds key_bytes_max ({})",
+                self.opts.key_bytes_max
+            )));
+        }
+        if value_max > self.opts.value_bytes_max {
+            return Err(Error::InvalidArgument(format!(
+                "value of {value_max} bytes exceeds value_bytes_max ({})",
+                self.opts.value_bytes_max
+            )));
         }
         Ok(())
     }
