@@ -35,15 +35,82 @@ pub(crate) enum TreeKindRecord {
     Index { table: TreeId, unique: bool, building: bool, columns: Vec<usize>, include: Vec<usize> },
 }
 
+/// A later version of a table's schema, as its MANIFEST record holds it
+/// (`row/evolve.rs`; version 0 is the table's kind record).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TableVersionRecord {
+    pub version: u32,
+    /// Primary key column indices in this version's schema.
+    pub primary_key: Vec<usize>,
+    /// Each column's stable id.
+    pub column_ids: Vec<u32>,
+    /// The schema as an Arrow IPC stream.
+    pub schema_ipc: Vec<u8>,
+    /// (column index, Arrow IPC stream of a one-row batch holding the
+    /// value rows written before the column was added read as).
+    pub defaults: Vec<(usize, Vec<u8>)>,
+}
+
 /// A table's schema, decoded.
 #[derive(Debug, Clone)]
 pub(crate) struct TableDef {
-    /// The layout derived from the schema and key.
+    /// The current version's layout (earlier versions inside it).
     pub layout: Arc<TableLayout>,
-    /// Primary key column indices.
+    /// Primary key column indices at creation.
     pub primary_key: Vec<usize>,
-    /// The schema as an Arrow IPC stream (what the MANIFEST stores).
+    /// The schema at creation as an Arrow IPC stream (what the MANIFEST
+    /// stores).
     pub schema_ipc: Arc<Vec<u8>>,
+    /// The records of the versions after creation, in order.
+    pub versions: Arc<Vec<TableVersionRecord>>,
+}
+
+impl TableVersionRecord {
+    /// The record of `layout`, a version after the first.
+    pub(crate) fn of(layout: &TableLayout) -> Result<TableVersionRecord> {
+        let mut defaults = Vec::new();
+        for (c, d) in layout.defaults().iter().enumerate() {
+            if let Some(d) = d {
+                let field = arrow_schema::Field::new("default", d.data_type().clone(), false);
+                let batch = arrow_array::RecordBatch::try_new(
+                    Arc::new(arrow_schema::Schema::new(vec![field])),
+                    vec![d.clone()],
+                )
+                .map_err(|e| Error::InvalidArgument(format!("default of column {c}: {e}")))?;
+                defaults.push((c, crate::row::batch_to_ipc(&batch)?));
+            }
+        }
+        Ok(TableVersionRecord {
+            version: layout.version(),
+            primary_key: layout.primary_key().to_vec(),
+            column_ids: layout.column_ids().to_vec(),
+            schema_ipc: crate::row::schema_to_ipc(layout.schema())?,
+            defaults,
+        })
+    }
+
+    /// The layout this record makes after `previous`.
+    fn decode(&self, previous: &TableLayout) -> std::result::Result<TableLayout, String> {
+        if self.version != previous.version() + 1 {
+            return Err(format!("schema version {} after version {}", self.version, previous.version()));
+        }
+        let schema =
+            crate::row::schema_from_ipc(&self.schema_ipc).map_err(|e| format!("table schema: {e}"))?;
+        let mut defaults = vec![None; schema.fields().len()];
+        for (c, ipc) in &self.defaults {
+            let batch = crate::row::batch_from_ipc(ipc).map_err(|e| format!("default of column {c}: {e}"))?;
+            let slot = defaults
+                .get_mut(*c)
+                .ok_or_else(|| format!("a default for column {c}, which is not there"))?;
+            if batch.num_columns() != 1 || batch.num_rows() != 1 {
+                return Err(format!("default of column {c} is not one value"));
+            }
+            *slot = Some(batch.column(0).clone());
+        }
+        previous
+            .next_version(schema, &self.primary_key, self.column_ids.clone(), defaults)
+            .map_err(|e| e.to_string())
+    }
 }
 
 /// A secondary index's definition.
@@ -124,13 +191,19 @@ pub(crate) struct CatalogChange<'a> {
     pub created: &'a [(TreeId, String)],
     /// Kinds recorded, in order; a tree created without one is a keyspace.
     pub kinds: Vec<(TreeId, TreeKindRecord)>,
+    /// Later schema versions of tables, applied after the tables' kinds
+    /// and before the indexes' (whose columns are the current version's).
+    pub versions: &'a [(TreeId, TableVersionRecord)],
     pub dropped: &'a [TreeId],
 }
 
 impl CatalogChange<'_> {
     /// Whether the record changes the catalog at all.
     pub(crate) fn is_empty(&self) -> bool {
-        self.created.is_empty() && self.kinds.is_empty() && self.dropped.is_empty()
+        self.created.is_empty()
+            && self.kinds.is_empty()
+            && self.versions.is_empty()
+            && self.dropped.is_empty()
     }
 }
 
@@ -145,10 +218,15 @@ impl Catalog {
                 return Err(bad(format!("tree {id} created twice")));
             }
         }
-        for (id, record) in &change.kinds {
-            let kind = next.decode_kind(record).map_err(|e| bad(format!("tree {id}: {e}")))?;
-            let tree = next.trees.get_mut(id).ok_or_else(|| bad(format!("kind of unknown tree {id}")))?;
-            tree.kind = kind;
+        let is_index = |r: &TreeKindRecord| matches!(r, TreeKindRecord::Index { .. });
+        for (id, record) in change.kinds.iter().filter(|(_, r)| !is_index(r)) {
+            next.set_kind(*id, record, bad)?;
+        }
+        for (id, record) in change.versions {
+            next.add_version(*id, record).map_err(|e| bad(format!("table tree {id}: {e}")))?;
+        }
+        for (id, record) in change.kinds.iter().filter(|(_, r)| is_index(r)) {
+            next.set_kind(*id, record, bad)?;
         }
         for id in change.dropped {
             next.trees.remove(id).ok_or_else(|| bad(format!("dropping unknown tree {id}")))?;
@@ -160,6 +238,58 @@ impl Catalog {
         }
         next.has_indexes = next.trees.values().any(|t| matches!(t.kind, TreeKind::Index(_)));
         Ok(next)
+    }
+
+    fn set_kind(&mut self, id: TreeId, record: &TreeKindRecord, bad: &dyn Fn(String) -> Error) -> Result<()> {
+        let kind = self.decode_kind(record).map_err(|e| bad(format!("tree {id}: {e}")))?;
+        let tree = self.trees.get_mut(&id).ok_or_else(|| bad(format!("kind of unknown tree {id}")))?;
+        tree.kind = kind;
+        Ok(())
+    }
+
+    /// Installs a later version of table `id`'s schema, and moves its
+    /// indexes' column positions to it (by column id).
+    fn add_version(&mut self, id: TreeId, record: &TableVersionRecord) -> std::result::Result<(), String> {
+        let Some(TreeKind::Table(t)) = self.trees.get(&id).map(|t| &t.kind) else {
+            return Err("a schema version of a tree that is not a table".into());
+        };
+        let previous = t.layout.clone();
+        let layout = Arc::new(record.decode(&previous)?);
+        let moved = |columns: &[usize]| -> std::result::Result<Vec<usize>, String> {
+            columns
+                .iter()
+                .map(|&c| {
+                    let cid = previous.column_ids()[c];
+                    layout.column_ids().iter().position(|&i| i == cid).ok_or_else(|| {
+                        format!(
+                            "version {} drops column {}, which an index holds",
+                            record.version,
+                            previous.schema().field(c).name()
+                        )
+                    })
+                })
+                .collect()
+        };
+        let mut indexes = Vec::new();
+        for (index, _, def) in self.indexes_of(id) {
+            let columns = moved(def.layout.columns())?;
+            let include = moved(def.layout.include())?;
+            let index_layout = IndexLayout::new(layout.clone(), &columns, &include)
+                .map_err(|e| format!("index tree {index}: {}", e.reason()))?;
+            indexes.push((index, IndexDef { layout: Arc::new(index_layout), ..def.clone() }));
+        }
+        for (index, def) in indexes {
+            if let Some(tree) = self.trees.get_mut(&index) {
+                tree.kind = TreeKind::Index(def);
+            }
+        }
+        if let Some(TreeKind::Table(t)) = self.trees.get_mut(&id).map(|t| &mut t.kind) {
+            let mut versions = (*t.versions).clone();
+            versions.push(record.clone());
+            t.versions = Arc::new(versions);
+            t.layout = layout;
+        }
+        Ok(())
     }
 
     fn decode_kind(&self, record: &TreeKindRecord) -> std::result::Result<TreeKind, String> {
@@ -174,6 +304,7 @@ impl Catalog {
                     layout: Arc::new(layout),
                     primary_key: primary_key.clone(),
                     schema_ipc: Arc::new(schema_ipc.clone()),
+                    versions: Arc::default(),
                 })
             }
             TreeKindRecord::Index { table, unique, building, columns, include } => {
@@ -206,6 +337,14 @@ impl Catalog {
         }
     }
 
+    /// [`Catalog::table_layout`], borrowed.
+    pub(crate) fn table_layout_ref(&self, id: TreeId) -> Option<&Arc<TableLayout>> {
+        match &self.trees.get(&id)?.kind {
+            TreeKind::Table(t) => Some(&t.layout),
+            TreeKind::Keyspace | TreeKind::Index(_) => None,
+        }
+    }
+
     /// The indexes of table `table` (those being built too), in creation
     /// order.
     pub(crate) fn indexes_of(&self, table: TreeId) -> impl Iterator<Item = (TreeId, &TreeDef, &IndexDef)> {
@@ -233,5 +372,22 @@ impl Catalog {
     /// Every tree as the records that recreate it: (id, name, kind).
     pub(crate) fn records(&self) -> impl Iterator<Item = (TreeId, String, TreeKindRecord)> + '_ {
         self.trees.iter().map(|(id, t)| (*id, t.name.clone(), t.record()))
+    }
+
+    /// Every table's later schema versions, as their records.
+    pub(crate) fn version_records(&self) -> impl Iterator<Item = (TreeId, TableVersionRecord)> + '_ {
+        self.trees.iter().flat_map(|(id, t)| match &t.kind {
+            TreeKind::Table(def) => def.versions.iter().map(|v| (*id, v.clone())).collect(),
+            _ => Vec::new(),
+        })
+    }
+
+    /// The schema versions tree `id`'s files may have been written under:
+    /// every version of a table, 0 for other trees.
+    pub(crate) fn knows_version(&self, id: TreeId, version: u32) -> bool {
+        match self.trees.get(&id).map(|t| &t.kind) {
+            Some(TreeKind::Table(t)) => version <= t.layout.version(),
+            _ => version == 0,
+        }
     }
 }

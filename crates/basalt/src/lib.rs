@@ -59,6 +59,7 @@ pub use db::{
 };
 pub use error::{Error, Result};
 pub use options::{Compression, Options, WriteOptions};
+pub use row::evolve::ColumnChange;
 pub use row::filter::{CmpOp, Filter, Predicate};
 pub use row::layout::COLUMNS_MAX as TABLE_COLUMNS_MAX;
 pub use shards::{SHARD_MAP_FILE, Shard, ShardMap};

@@ -221,6 +221,7 @@ mod tests {
             smallest: InternalKey::new(Bytes::copy_from_slice(lo.as_bytes()), seq, Kind::Put),
             largest: InternalKey::new(Bytes::copy_from_slice(hi.as_bytes()), seq, Kind::Put),
             blob_refs: Vec::new(),
+            schema_version: 0,
             reader: ReaderSlot::default(),
             merged_reads: crate::version::edit::MergedReads::default(),
         }

@@ -250,6 +250,9 @@ impl DbInner {
         let mut outputs = Vec::new();
         let mut current: Option<(TreeId, u64, SstWriter)> = None;
         let mut last_key: Vec<u8> = Vec::new();
+        // The last input block of an older schema version, read into the
+        // current one (held, so its address is not reused meanwhile).
+        let mut adapted: Option<(Arc<crate::sst::block::Block>, Vec<arrow_array::ArrayRef>)> = None;
         while let Some(source) = merged.next_source() {
             let entry = &merged.sources()[source];
             // Every source of a compaction is a run of SSTs, on a block.
@@ -283,9 +286,33 @@ impl DbInner {
                         None => w.add(key, trailer, block.value(i))?,
                         Some(layout) => {
                             // Table rows are copied column by column from the
-                            // input block's arrays.
-                            let arrays = block.arrays(layout).map_err(|e| block.corruption(e))?;
-                            w.add_from_arrays(key, trailer, arrays, i)?;
+                            // input block's arrays; a block of an older
+                            // schema version's file is read into this one
+                            // once.
+                            let file_version =
+                                entry.sst().map_or(layout.version(), |it| it.reader().schema_version());
+                            match layout
+                                .older_version(file_version)
+                                .map_err(|e| block.corruption(e.reason()))?
+                            {
+                                None => {
+                                    let arrays = block.arrays(layout).map_err(|e| block.corruption(e))?;
+                                    w.add_from_arrays(key, trailer, arrays, i)?;
+                                }
+                                Some(older) => {
+                                    if !adapted.as_ref().is_some_and(|(b, _)| Arc::ptr_eq(b, block)) {
+                                        let arrays =
+                                            block.arrays(&older.layout).map_err(|e| block.corruption(e))?;
+                                        adapted = Some((
+                                            block.clone(),
+                                            older.map.adapt(layout, arrays, block.len())?,
+                                        ));
+                                    }
+                                    if let Some((_, arrays)) = &adapted {
+                                        w.add_from_arrays(key, trailer, arrays, i)?;
+                                    }
+                                }
+                            }
                         }
                     }
                 }

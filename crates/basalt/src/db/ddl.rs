@@ -28,7 +28,9 @@ const TREE_NAME_BYTES_MAX: usize = 255;
 pub(crate) struct TreeShared {
     pub id: TreeId,
     pub name: String,
-    /// The table's layout, or the key-value layout of a keyspace.
+    /// The table's layout when the handle was opened, or the key-value
+    /// layout of a keyspace's table face. A table's current layout is its
+    /// catalog's (`Table::layout_in`): its columns may change.
     pub layout: Arc<TableLayout>,
 }
 

@@ -241,6 +241,7 @@ pub(crate) fn finish_sst((tree, number, writer): (TreeId, u64, SstWriter)) -> Re
         smallest: s.smallest,
         largest: s.largest,
         blob_refs: s.blob_refs,
+        schema_version: s.schema_version,
         reader: ReaderSlot::default(),
         merged_reads: crate::version::edit::MergedReads::default(),
     };

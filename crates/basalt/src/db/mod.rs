@@ -1,6 +1,7 @@
 //! The database: orchestrates the write path (group commit into the WAL and
 //! memtable), background flushes, recovery and reads. It owns no format code.
 
+mod alter;
 mod checkpoint;
 mod cleanup;
 mod compact;

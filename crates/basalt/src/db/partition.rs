@@ -294,6 +294,11 @@ impl Table {
         if sv.memtables_holding(self.tree()).next().is_some() {
             return Ok(out);
         }
+        // Zones of a file of an older schema version are that version's
+        // columns: no estimate until compaction rewrites it.
+        if tree.all_files().any(|(_, f)| f.schema_version != layout.version()) {
+            return Ok(out);
+        }
         let stored = layout.stored();
         let mut columns = vec![ColumnZone::default(); stored.len()];
         let mut nulls_known = true;

@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::ids::TreeId;
 use crate::row::decode::{ColumnBuilder, builders_for, decode_row};
 use crate::row::encode::RowEncoder;
+use crate::row::evolve::OlderVersion;
 use crate::row::layout::{ColumnSource, TableLayout};
 use crate::sst::block::Block;
 use crate::sst::filter::key_hash;
@@ -161,8 +162,11 @@ impl DbInner {
         let block;
         if !reader.filter_hash_traced(wanted.hash, &mut trace) {
             self.counters.record_lookup(&trace);
-        } else if let Some((trailer, value)) =
-            self.row_cache.as_ref().and_then(|r| r.get(file.number, wanted.user_key, wanted.seqno))
+        } else if let Some((trailer, value)) = self
+            .row_cache
+            .as_ref()
+            .filter(|_| wanted.layout.is_none_or(|l| l.version() == file.schema_version))
+            .and_then(|r| r.get(file.number, wanted.user_key, wanted.seqno))
         {
             // Counted by the row cache, not as a probe of the file's index.
             answer = Some((trailer, Value::Shared(value)));
@@ -170,12 +174,25 @@ impl DbInner {
             if let Some((fetched, i)) = reader.find(wanted.user_key, wanted.seqno, &mut trace)? {
                 block = fetched;
                 let trailer = block.rows().trailer(i);
+                // A file of an older schema version is read through it
+                // into the current one, and kept out of the row cache
+                // (whose rows are each file's own version).
+                let older = match wanted.layout {
+                    Some(layout) => layout
+                        .older_version(file.schema_version)
+                        .map_err(|e| Error::corruption(reader.path(), 0, e.reason()))?,
+                    None => None,
+                };
                 // This lookup saw every version in the file: it found the newest.
-                let row_cache = self.row_cache.as_ref().filter(|_| wanted.seqno >= file.max_seqno);
+                let row_cache =
+                    self.row_cache.as_ref().filter(|_| wanted.seqno >= file.max_seqno && older.is_none());
                 // A key-value block's value is the row bytes of the
                 // key-value layout; a table block's rows are its columns.
                 let value = match (wanted.layout, block.cached()) {
-                    (Some(_), Some(cached)) if !cached.is_key_value() => Value::TableRow(cached, i),
+                    (Some(layout), Some(cached)) if !cached.is_key_value() => match older {
+                        None => Value::TableRow(cached, i),
+                        Some(older) => Value::Shared(older_row(layout, older, cached, i)?),
+                    },
                     _ => Value::Borrowed(block.rows().value(i)),
                 };
                 if let Some(row_cache) = row_cache {
@@ -209,6 +226,23 @@ impl DbInner {
         }
         Ok(true)
     }
+}
+
+/// Row `i` of `block`, a block of a file written under the older schema
+/// version `older`, as row bytes of the current `layout`.
+#[cold]
+pub(crate) fn older_row(
+    layout: &TableLayout,
+    older: &OlderVersion,
+    block: &Block,
+    i: usize,
+) -> Result<Bytes> {
+    let arrays = block.arrays(&older.layout).map_err(|e| block.corruption(e))?;
+    let row: Vec<_> = arrays.iter().map(|a| a.slice(i, 1)).collect();
+    let current = older.map.adapt(layout, &row, 1)?;
+    let mut bytes = Vec::new();
+    RowEncoder::over_columns(layout, &current)?.row(0, &mut bytes);
+    Ok(Bytes::from(bytes))
 }
 
 /// What one lookup looks for.

@@ -88,6 +88,18 @@ enum Found {
     Blob(Bytes, std::path::PathBuf),
 }
 
+/// The older schema version the file of `cursor`'s source `i` was written
+/// under, if it is not `layout`'s (the table's current one).
+fn older_version_of<'l>(
+    layout: &'l TableLayout,
+    cursor: &TreeCursor,
+    i: usize,
+) -> Result<Option<&'l crate::row::evolve::OlderVersion>> {
+    let Some(sst) = cursor.sources()[i].sst() else { return Ok(None) };
+    let reader = sst.reader();
+    layout.older_version(reader.schema_version()).map_err(|e| Error::corruption(reader.path(), 0, e.reason()))
+}
+
 /// An iterator of record batches over a table.
 pub struct TableScan {
     table: Table,
@@ -138,7 +150,9 @@ impl Table {
     /// Scans the table: an iterator of record batches in key order.
     pub fn scan(&self, opts: ScanOptions<'_>) -> Result<TableScan> {
         self.inner().check_open()?;
-        let layout = self.layout().clone();
+        // The layout of the version read: files and memtables decode with it.
+        let (seqno, sv) = self.inner().read_view(opts.snapshot.map(Snapshot::seqno));
+        let layout = self.layout_in(&sv).clone();
         let range = encode_range(self, &opts.range)?;
         let projection = match &opts.projection {
             None => None,
@@ -165,7 +179,6 @@ impl Table {
         }
         let (needed, work_schema, output_in_work) =
             work_columns(&layout, projection.as_deref(), opts.filter.as_ref())?;
-        let (seqno, sv) = self.inner().read_view(opts.snapshot.map(Snapshot::seqno));
         let cursor = open_cursor(self, &sv, &range)?;
         let by_index = match &opts.filter {
             Some(f) => self.plan_index(f, seqno, &sv)?.map(|mut p| {
@@ -357,8 +370,14 @@ impl TableScan {
             // Other sources were moved: the rows are taken, but so few are
             // copied into the batch being merged rather than handed out
             // as a batch of their own.
+            let layout = self.layout.clone();
+            let older = older_version_of(&layout, &self.cursor, i)?;
             for r in start..end {
-                self.push_row(block.key(r), Found::Block(block.clone(), r))?;
+                let found = match older {
+                    None => Found::Block(block.clone(), r),
+                    Some(older) => Found::Bytes(super::read::older_row(&layout, older, &block, r)?),
+                };
+                self.push_row(block.key(r), found)?;
             }
         } else {
             self.emit_block_rows(i, &block, start..end)?;
@@ -375,12 +394,13 @@ impl TableScan {
     /// Arrow arrays over the block's bytes, unless the block's zone map
     /// rules the filter out.
     fn emit_block_rows(&mut self, i: usize, block: &Block, rows: std::ops::Range<usize>) -> Result<()> {
+        let older = older_version_of(&self.layout, &self.cursor, i)?;
         let Some(cursor) = self.cursor.sources()[i].sst() else { return Ok(()) };
         // The rows are this block's alone: its zone map may rule them out.
         let ruled_out = match (&self.filter, cursor.block_index()) {
             (Some(filter), Some(b)) => cursor.reader().zones(b).is_some_and(|z| {
                 let floats = cursor.reader().float_zones_in_total_order();
-                !zone::may_match(&self.layout, z, block.len(), filter, floats)
+                !zone::may_match(&self.layout, older, z, block.len(), filter, floats)
             }),
             _ => false,
         };
@@ -389,9 +409,20 @@ impl TableScan {
             return Ok(());
         }
         let mut columns = Vec::with_capacity(self.needed.len());
-        for &c in &self.needed {
-            let column = block.column(&self.layout, c).map_err(|e| block.corruption(e))?;
-            columns.push(column.slice(rows.start, rows.len()));
+        match older {
+            None => {
+                for &c in &self.needed {
+                    let column = block.column(&self.layout, c).map_err(|e| block.corruption(e))?;
+                    columns.push(column.slice(rows.start, rows.len()));
+                }
+            }
+            Some(older) => {
+                // A file of an older schema version: its block read into
+                // the current one.
+                let arrays = block.arrays(&older.layout).map_err(|e| block.corruption(e))?;
+                let current = older.map.adapt(&self.layout, arrays, block.len())?;
+                columns.extend(self.needed.iter().map(|&c| current[c].slice(rows.start, rows.len())));
+            }
         }
         self.flush_builders()?;
         // The row count is given: an empty projection has no column
@@ -413,11 +444,16 @@ impl TableScan {
                 {
                     Ok(Found::Blob(block.value_bytes(i), c.reader().path().to_path_buf()))
                 }
-                // Checked here, where the block's file is known.
-                Some((block, i)) => block
-                    .arrays(layout)
-                    .map(|_| Found::Block(block.clone(), i))
-                    .map_err(|e| block.corruption(e)),
+                // Checked here, where the block's file is known; a row of
+                // an older schema version's file is read into this one.
+                Some((block, i)) => match layout.older_version(c.reader().schema_version()) {
+                    Err(e) => Err(block.corruption(e.reason())),
+                    Ok(Some(older)) => super::read::older_row(layout, older, block, i).map(Found::Bytes),
+                    Ok(None) => block
+                        .arrays(layout)
+                        .map(|_| Found::Block(block.clone(), i))
+                        .map_err(|e| block.corruption(e)),
+                },
                 // A table scan's cursors read through the cache
                 // (`Blocks::Cached`): every valid one is on a cached block.
                 None => Err(Error::InvalidArgument("a scan's source lost its block (a bug)".into())),

@@ -100,6 +100,7 @@ impl SstReaders {
         let reader =
             SstReader::open(self.fs.as_ref(), &path, file.number, self.block_cache.clone(), self.mmap_reads)?;
         check_manifest_entry(&reader, tree, file)?;
+        reader.set_schema_version(file.schema_version);
         let mut readers = self.readers.write();
         if let Some(capacity) = self.capacity
             && readers.len() >= capacity

@@ -97,13 +97,22 @@ impl WriteBatch {
     /// another database than the batch's earlier rows, are
     /// [`Error::InvalidArgument`]. Either way the write batch is unchanged.
     pub fn put_table(&mut self, table: &Table, batch: &RecordBatch) -> Result<()> {
-        table.shared.layout.check_batch(batch)?;
-        self.add_table_rows(table, batch, false)
+        // One layout checks and encodes: the table's columns may change
+        // meanwhile (the write path then refuses the rows).
+        let layout = table.layout();
+        layout.check_batch(batch)?;
+        self.add_table_rows(table, &layout, batch, false)
     }
 
-    /// Encodes and appends rows of `table` (checked against its layout),
+    /// Encodes and appends rows of `table` (checked against `layout`),
     /// refusing a table of another database and rows over the limits.
-    fn add_table_rows(&mut self, table: &Table, batch: &RecordBatch, delete: bool) -> Result<()> {
+    fn add_table_rows(
+        &mut self,
+        table: &Table,
+        layout: &TableLayout,
+        batch: &RecordBatch,
+        delete: bool,
+    ) -> Result<()> {
         if self.database().is_some_and(|db| db != table.inner.id) {
             return Err(Error::InvalidArgument(format!(
                 "table {} belongs to another database than the rows already in this write batch",
@@ -116,7 +125,6 @@ impl WriteBatch {
         if self.len().saturating_add(batch.num_rows()) > u32::MAX as usize {
             return Err(Error::InvalidArgument("a write batch holds at most 2^32 - 1 rows".into()));
         }
-        let layout = &table.shared.layout;
         let rows = row::encode_rows(layout, batch, delete)?;
         let opts = &table.inner.opts;
         for (key, row) in &rows.rows {
@@ -145,9 +153,9 @@ impl WriteBatch {
     /// Adds a delete of the rows of `table` whose keys are in `keys` (a
     /// batch of exactly the key columns).
     pub fn delete_table(&mut self, table: &Table, keys: &RecordBatch) -> Result<()> {
-        let layout = &table.shared.layout;
+        let layout = table.layout();
         layout.check_key_batch(keys)?;
-        self.add_table_rows(table, keys, true)
+        self.add_table_rows(table, &layout, keys, true)
     }
 }
 
@@ -159,21 +167,30 @@ impl Table {
 
     /// The table's schema.
     pub fn schema(&self) -> SchemaRef {
-        self.shared.layout.schema().clone()
+        self.layout().schema().clone()
     }
 
     /// Names of the primary key columns, in key order.
     pub fn primary_key(&self) -> Vec<String> {
-        let schema = self.shared.layout.schema();
-        self.shared.layout.primary_key().iter().map(|&i| schema.field(i).name().clone()).collect()
+        let layout = self.layout();
+        let schema = layout.schema();
+        layout.primary_key().iter().map(|&i| schema.field(i).name().clone()).collect()
     }
 
     pub(crate) fn tree(&self) -> TreeId {
         self.shared.id
     }
 
-    pub(crate) fn layout(&self) -> &Arc<TableLayout> {
-        &self.shared.layout
+    /// The table's current layout.
+    pub(crate) fn layout(&self) -> Arc<TableLayout> {
+        let sv = self.inner.state.load();
+        self.layout_in(&sv).clone()
+    }
+
+    /// The table's layout in `sv`, whose files and memtables its reads
+    /// decode with it (a keyspace's table face has the handle's).
+    pub(crate) fn layout_in<'a>(&'a self, sv: &'a SuperVersion) -> &'a Arc<TableLayout> {
+        sv.version.catalog.table_layout_ref(self.shared.id).unwrap_or(&self.shared.layout)
     }
 
     pub(crate) fn inner(&self) -> &Arc<DbInner> {
@@ -220,7 +237,7 @@ impl Table {
     /// closes it) waits forever. A panic in the source fails the load,
     /// which installs nothing, and is raised again.
     pub fn bulk_load(&self, batches: impl IntoIterator<Item = RecordBatch>) -> Result<crate::BulkLoad> {
-        self.inner.bulk_load(self.shared.id, &self.shared.layout, &mut batches.into_iter().map(Ok))
+        self.inner.bulk_load(self.shared.id, &self.layout(), &mut batches.into_iter().map(Ok))
     }
 
     /// [`Table::bulk_load`] from a source that may fail, such as an Arrow
@@ -231,7 +248,7 @@ impl Table {
         batches: impl IntoIterator<Item = std::result::Result<RecordBatch, E>>,
     ) -> Result<crate::BulkLoad> {
         let mut batches = batches.into_iter().map(|b| b.map_err(Into::into));
-        self.inner.bulk_load(self.shared.id, &self.shared.layout, &mut batches)
+        self.inner.bulk_load(self.shared.id, &self.layout(), &mut batches)
     }
 
     /// Deletes the rows whose keys are in `keys` (the key columns only).
@@ -286,10 +303,11 @@ impl Table {
     /// its row twice). The rows are read in key order — neighbours share
     /// blocks — into one set of column builders.
     pub fn get_many(&self, keys: &RecordBatch) -> Result<RecordBatch> {
-        let layout = &self.shared.layout;
-        layout.check_key_batch(keys)?;
-        let encoded = row::encode_rows(layout, keys, true)?;
+        let current = self.layout();
+        current.check_key_batch(keys)?;
+        let encoded = row::encode_rows(&current, keys, true)?;
         let (seqno, sv) = self.inner.read_view(None);
+        let layout = self.layout_in(&sv);
         let mut order: Vec<u32> = (0..encoded.rows.len() as u32).collect();
         order.sort_by(|&a, &b| encoded.rows[a as usize].0.cmp(&encoded.rows[b as usize].0));
         let mut builders = builders_for(layout);
@@ -309,7 +327,8 @@ impl Table {
             .map(|a| arrow_select::take::take(a, &take, None))
             .collect::<std::result::Result<Vec<_>, _>>()
             .map_err(|e| Error::InvalidArgument(format!("ordering rows: {e}")))?;
-        RecordBatch::try_new(self.schema(), arrays).map_err(|e| Error::InvalidArgument(format!("rows: {e}")))
+        RecordBatch::try_new(layout.schema().clone(), arrays)
+            .map_err(|e| Error::InvalidArgument(format!("rows: {e}")))
     }
 
     /// Encodes the values of the first key columns (all of them when
@@ -356,7 +375,7 @@ impl Table {
         sv: &SuperVersion,
     ) -> Result<Option<RecordBatch>> {
         self.check_readable(sv)?;
-        let layout = &self.shared.layout;
+        let layout = self.layout_in(sv);
         let mut row = None;
         self.inner.lookup(sv, seqno, self.shared.id, user_key, Some(layout), &mut |value| {
             row = Some(match value {
@@ -377,7 +396,7 @@ impl Table {
             });
         })?;
         let Some(columns) = row.transpose()? else { return Ok(None) };
-        RecordBatch::try_new(self.schema(), columns)
+        RecordBatch::try_new(layout.schema().clone(), columns)
             .map_err(|e| Error::InvalidArgument(format!("table row: {e}")))
             .map(Some)
     }
@@ -401,7 +420,7 @@ impl Table {
         builders: &mut [ColumnBuilder],
     ) -> Result<bool> {
         self.check_readable(sv)?;
-        let layout = &self.shared.layout;
+        let layout = self.layout_in(sv);
         let mut pushed = None;
         self.inner.lookup(sv, seqno, self.shared.id, user_key, Some(layout), &mut |value| {
             pushed = Some(value.push_row(layout, user_key, builders));

@@ -92,6 +92,9 @@ pub struct Transaction {
     read_for_update: BTreeSet<OwnKey>,
     /// Bytes of `read_for_update`'s keys, counted against the size limit.
     tracked_bytes: usize,
+    /// The schema version each written table's rows were encoded under:
+    /// a table whose columns change meanwhile cannot take them.
+    schema_versions: BTreeMap<TreeId, u32>,
 }
 
 impl std::fmt::Debug for Transaction {
@@ -114,6 +117,7 @@ impl Transaction {
             own: BTreeMap::new(),
             read_for_update: BTreeSet::new(),
             tracked_bytes: 0,
+            schema_versions: BTreeMap::new(),
         }
     }
 
@@ -263,11 +267,21 @@ impl Transaction {
                     .map(move |(k, v)| ((tree, k.to_vec()), (kind != Kind::Delete).then(|| v.clone())))
             }))
             .collect();
+        let mut versions = self.schema_versions.clone();
+        for (tree, _, rows) in batch.table_writes() {
+            if let Some(v) = rows.schema_version
+                && *versions.entry(tree).or_insert(v) != v
+            {
+                let catalog = self.inner.state.load().version.catalog.clone();
+                return Err(schema_changed(catalog.tree(tree).map_or("?", |t| t.name.as_str())));
+            }
+        }
         if !self.batch.append(batch) {
             return Err(Error::InvalidArgument("a transaction holds at most 2^32 - 1 writes".into()));
         }
         // In batch order: a key written twice keeps its later write.
         self.own.extend(own);
+        self.schema_versions = versions;
         Ok(())
     }
 
@@ -350,12 +364,23 @@ impl Transaction {
             return table.row_at(user_key, seqno, &sv);
         };
         let Some(row) = own else { return Ok(None) };
-        let layout = &table.shared.layout;
+        let layout = table.layout_in(&sv);
+        if self.schema_versions.get(&table.shared.id).is_some_and(|&v| v != layout.version()) {
+            return Err(schema_changed(&table.shared.name));
+        }
         let mut builders = builders_for(layout);
         Value::Borrowed(row).push_row(layout, user_key, &mut builders)?;
         let columns = builders.into_iter().map(ColumnBuilder::into_array).collect::<Result<Vec<_>>>()?;
-        RecordBatch::try_new(table.schema(), columns)
+        RecordBatch::try_new(layout.schema().clone(), columns)
             .map_err(|e| Error::InvalidArgument(format!("table row: {e}")))
             .map(Some)
     }
+}
+
+/// The error of a transaction that wrote rows of table `table` before its
+/// columns changed: the commit would be refused, so it is refused now.
+fn schema_changed(table: &str) -> Error {
+    Error::Conflict(format!(
+        "the columns of table {table} changed after this transaction wrote rows of it; roll back and retry"
+    ))
 }

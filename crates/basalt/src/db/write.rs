@@ -299,6 +299,10 @@ impl DbInner {
                 group.iter().any(|r| r.check.is_some()).then(HashSet::new);
             let mut overlay = GroupOverlay::default();
             for r in group.iter_mut() {
+                if let Err(e) = check_schema_versions(&sv.version, &r.batch) {
+                    r.rejected = Some(e);
+                    continue;
+                }
                 if let (Some(check), Some(written)) = (r.check.take(), &written)
                     && let Err(e) = self.check_conflicts(&sv, &check, written)
                 {
@@ -716,6 +720,29 @@ fn stopped_by(e: &Error) -> Error {
 }
 
 /// The keys a batch writes: its key-value entries' and its rows'.
+/// Refuses a batch whose table rows were encoded under a schema version
+/// of their table other than the current one (an `ALTER` came between;
+/// `row/evolve.rs`): the memtable holds rows of the current version only.
+fn check_schema_versions(version: &Version, batch: &WriteBatch) -> Result<()> {
+    if !batch.trees().iter().any(|&(_, arrow)| arrow) {
+        return Ok(());
+    }
+    for (tree, _, rows) in batch.table_writes() {
+        let (Some(encoded), Some(layout)) = (rows.schema_version, version.catalog.table_layout_ref(tree))
+        else {
+            continue;
+        };
+        if encoded != layout.version() {
+            let name = version.catalog.tree(tree).map_or("?", |t| t.name.as_str());
+            return Err(Error::Conflict(format!(
+                "the columns of table {name} changed after these rows were made (schema version {encoded}, now {}); nothing was written",
+                layout.version()
+            )));
+        }
+    }
+    Ok(())
+}
+
 fn written_keys(batch: &WriteBatch) -> impl Iterator<Item = (TreeId, &[u8])> {
     let single = batch.entries().filter(|e| e.arrow_rows == 0).map(|e| (e.tree, e.key));
     let rows = batch

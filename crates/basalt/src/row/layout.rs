@@ -71,6 +71,19 @@ pub struct TableLayout {
     /// Schema indices of the stored columns, in row order.
     pub(super) stored: Vec<usize>,
     pub(super) nullable_stored: bool,
+    /// Which schema of the table this is (`evolve.rs`): 0 at creation, one
+    /// more with each change of its columns.
+    pub(super) version: u32,
+    /// Each column's id, stable across versions: its position at creation,
+    /// the next unused id for a column added later. Files written under
+    /// another version are read by matching ids.
+    pub(super) column_ids: Vec<u32>,
+    /// Per column, the value rows written before it was added read as
+    /// (`None`: null).
+    pub(super) defaults: Vec<Option<arrow_array::ArrayRef>>,
+    /// The table's earlier versions, oldest first, each with how its
+    /// columns become this version's (empty for the versions kept there).
+    pub(super) older: Arc<Vec<super::evolve::OlderVersion>>,
 }
 
 /// Most columns a table may have. SST readers bound what a damaged block
@@ -156,7 +169,18 @@ impl TableLayout {
             columns.push(ColumnLayout { index: i, field: f.clone(), width, source });
         }
         let nullable_stored = stored.iter().any(|&i| schema.field(i).is_nullable());
-        Ok(TableLayout { schema, primary_key: primary_key.to_vec(), columns, stored, nullable_stored })
+        let n = columns.len();
+        Ok(TableLayout {
+            schema,
+            primary_key: primary_key.to_vec(),
+            columns,
+            stored,
+            nullable_stored,
+            version: 0,
+            column_ids: (0..n as u32).collect(),
+            defaults: vec![None; n],
+            older: Arc::default(),
+        })
     }
 
     /// The layout of the key-value store: `{key: Binary (PK), value: Binary}`,
@@ -215,7 +239,7 @@ impl TableLayout {
 /// Type equality as the table sees it: an empty time zone is no time zone
 /// (Arrow IPC reads `""` back as none, so a table created with one keeps
 /// none, and must still take batches that carry it).
-fn same_type(a: &DataType, b: &DataType) -> bool {
+pub(super) fn same_type(a: &DataType, b: &DataType) -> bool {
     let norm = |t: &DataType| match t {
         DataType::Timestamp(u, Some(tz)) if tz.is_empty() => DataType::Timestamp(*u, None),
         other => other.clone(),

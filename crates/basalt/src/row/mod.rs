@@ -7,6 +7,7 @@
 
 pub mod decode;
 pub mod encode;
+pub mod evolve;
 pub mod filter;
 pub mod index;
 pub mod layout;
@@ -107,7 +108,7 @@ pub(crate) fn encode_rows(
             rows.push((bytes::Bytes::from(k), bytes::Bytes::from(v)));
         }
     }
-    Ok(crate::wal::batch::EncodedRows { rows })
+    Ok(crate::wal::batch::EncodedRows { rows, schema_version: (!delete).then(|| layout.version()) })
 }
 
 /// A batch as an Arrow IPC stream (how the WAL keeps table writes).

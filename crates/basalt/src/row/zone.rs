@@ -329,24 +329,41 @@ pub fn zone_value(data_type: &DataType, bytes: &[u8]) -> Option<OwnedKeyValue> {
 /// layout order) may satisfy `filter`; false means the block can be skipped.
 /// `floats_in_total_order` is false for files of format versions 1 and 2,
 /// whose float zones are in the key codec's order: those are not used.
+///
+/// `layout` is the table's current layout, whose names the filter uses; a
+/// block of a file written under an `older` schema version has that
+/// version's zones, found by column id (a column the file lacks is not
+/// ruled on).
 pub fn may_match(
     layout: &TableLayout,
+    older: Option<&super::evolve::OlderVersion>,
     zones: &[Zone],
     rows: usize,
     filter: &Filter,
     floats_in_total_order: bool,
 ) -> bool {
-    filter.predicates.iter().all(|p| predicate_may_match(layout, zones, rows, p, floats_in_total_order))
+    filter.predicates.iter().all(|p| {
+        let Ok(col) = layout.schema().index_of(&p.column) else { return true };
+        match older {
+            None => predicate_may_match(layout, col, zones, rows, p, floats_in_total_order),
+            Some(older) => match older.map.origin(col) {
+                super::evolve::Origin::Column(c) => {
+                    predicate_may_match(&older.layout, *c, zones, rows, p, floats_in_total_order)
+                }
+                super::evolve::Origin::Fill(_) => true,
+            },
+        }
+    })
 }
 
 fn predicate_may_match(
     layout: &TableLayout,
+    col: usize,
     zones: &[Zone],
     rows: usize,
     p: &Predicate,
     floats_in_total_order: bool,
 ) -> bool {
-    let Ok(col) = layout.schema().index_of(&p.column) else { return true };
     let Some(pos) = layout.stored().iter().position(|&c| c == col) else { return true };
     let data_type = layout.schema().field(col).data_type();
     if p.literal.data_type() != data_type {
@@ -664,7 +681,7 @@ mod tests {
                         for op in ops {
                             let filter = Filter::all(vec![Predicate::new("x", op, array(&[lit]))]);
                             let selected = filter.evaluate(&batch).expect("evaluate").true_count();
-                            let may = may_match(&layout, &zones, 2, &filter, true);
+                            let may = may_match(&layout, None, &zones, 2, &filter, true);
                             assert!(
                                 may || selected == 0,
                                 "{data_type} block [{a:e}, {b:e}] ruled out for x {op:?} {lit:e}, \

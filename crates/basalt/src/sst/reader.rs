@@ -37,6 +37,9 @@ pub struct SstReader {
     zones: Option<Vec<Vec<crate::row::zone::Zone>>>,
     /// `zones` folded over the blocks, per column: computed on first use.
     column_zones: OnceLock<Option<Vec<crate::row::zone::ColumnZone>>>,
+    /// The table schema version the file was written under, as its
+    /// MANIFEST entry says (set once, when the database opens the file).
+    schema_version: std::sync::atomic::AtomicU32,
     /// The learned index, when the SST has one.
     model: Option<Model>,
     /// The whole file, memory-mapped, when reads go through a map.
@@ -266,6 +269,7 @@ impl SstReader {
             filter,
             zones,
             column_zones: OnceLock::new(),
+            schema_version: std::sync::atomic::AtomicU32::new(0),
             model,
             properties,
             mapped,
@@ -649,6 +653,16 @@ impl SstReader {
 
     /// Each stored column's zones folded over every data block, if the
     /// file has zone maps (computed once per reader).
+    /// The table schema version the file's rows were written under.
+    pub fn schema_version(&self) -> u32 {
+        self.schema_version.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Records the schema version the file's MANIFEST entry gives.
+    pub(crate) fn set_schema_version(&self, version: u32) {
+        self.schema_version.store(version, std::sync::atomic::Ordering::Relaxed);
+    }
+
     pub fn column_zones(&self) -> Option<&[crate::row::zone::ColumnZone]> {
         self.column_zones.get_or_init(|| self.zones.as_deref().map(crate::row::zone::fold)).as_deref()
     }

@@ -64,6 +64,9 @@ pub struct SstSummary {
     pub max_seqno: SeqNo,
     /// Value bytes its `Blob` entries point to, per blob file, by number.
     pub blob_refs: Vec<(u64, u64)>,
+    /// The table schema version of the layout its rows were written with
+    /// (0 without one).
+    pub schema_version: u32,
 }
 
 /// Builds one SST. Dropping it without [`SstWriter::finish`] leaves a
@@ -314,7 +317,9 @@ impl SstWriter {
         self.file.append(&footer.encode())?;
         self.file.sync()?;
         let s = self.stats;
+        let schema_version = self.options.layout.as_ref().map_or(0, |l| l.version());
         Ok(SstSummary {
+            schema_version,
             file_size: self.file.len(),
             entries: s.entries,
             deletions: s.deletions,

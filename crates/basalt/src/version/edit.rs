@@ -29,6 +29,17 @@
 //!                   (the value bytes the file's entries point to in each
 //!                   blob file; written instead of 6 only by such files, so
 //!                   databases without blob files keep the old records)
+//! 12 table schema version  varint tree | varint version
+//!                   | varint n | varint key column{n}
+//!                   | varint m | varint column id{m}
+//!                   | varint len + Arrow IPC stream of the schema
+//!                   | varint d | (varint column | varint len + Arrow IPC
+//!                     stream of the one-row batch of its default){d}
+//!                   (applied after the edit's table kinds and before its
+//!                   index kinds)
+//! 13 file schema    varint tree | varint file number | varint version
+//!                   (after the file's 6 or 11 in the same edit; written
+//!                   only for a version other than 0)
 //! file meta := number | size | entries | min seqno | max seqno (varints)
 //!              | smallest: varint len + key | u64 LE trailer
 //!              | largest:  varint len + key | u64 LE trailer
@@ -39,7 +50,7 @@ use std::path::Path;
 use bytes::Bytes;
 
 use super::version::LEVELS;
-use crate::catalog::TreeKindRecord;
+use crate::catalog::{TableVersionRecord, TreeKindRecord};
 use crate::codec::internal::{InternalKey, SeqNo};
 use crate::codec::varint::{self, Reader};
 use crate::error::Result;
@@ -56,6 +67,8 @@ const TAG_TREE_SCHEMA: u8 = 8;
 const TAG_TREE_KIND: u8 = 9;
 const TAG_BLOB_FILE_ADDED: u8 = 10;
 const TAG_FILE_ADDED_WITH_BLOBS: u8 = 11;
+const TAG_TABLE_VERSION: u8 = 12;
+const TAG_FILE_SCHEMA: u8 = 13;
 
 /// Most blob files one SST may point into in a MANIFEST record.
 const BLOB_REFS_MAX: usize = 1 << 20;
@@ -102,6 +115,9 @@ pub struct FileMeta {
     /// they point to in each, by blob file number (empty for most files).
     /// A blob file lives while some SST of a live version lists it.
     pub blob_refs: Vec<(u64, u64)>,
+    /// The table schema version its rows were written under (0 for every
+    /// file of a keyspace or an index).
+    pub schema_version: u32,
     /// The file's open reader, once a read asked for it.
     pub(crate) reader: ReaderSlot,
     /// Range reads that had to merge this file with a run below it.
@@ -276,6 +292,8 @@ pub struct VersionEdit {
     pub tree_schemas: Vec<(TreeId, Vec<usize>, Vec<u8>)>,
     /// The kind of each tree created.
     pub tree_kinds: Vec<(TreeId, TreeKindRecord)>,
+    /// Later schema versions of tables.
+    pub table_versions: Vec<(TreeId, TableVersionRecord)>,
     /// Files added: (tree, level, meta).
     pub files_added: Vec<(TreeId, usize, FileMeta)>,
     /// Files deleted: (tree, level, number).
@@ -319,6 +337,27 @@ fn put_columns(out: &mut Vec<u8>, columns: &[usize]) {
 fn read_columns(r: &mut Reader<'_, '_>) -> Result<Vec<usize>> {
     let n = r.varint_len(RECORD_COLUMNS_MAX)?;
     (0..n).map(|_| r.varint_len(1 << 16)).collect()
+}
+
+fn read_table_version(r: &mut Reader<'_, '_>) -> Result<(TreeId, TableVersionRecord)> {
+    let tree = read_tree(r)?;
+    let version = read_u32(r)?;
+    let primary_key = read_columns(r)?;
+    let ids = r.varint_len(RECORD_COLUMNS_MAX)?;
+    let column_ids = (0..ids).map(|_| read_u32(r)).collect::<Result<Vec<_>>>()?;
+    let schema_ipc = read_schema(r)?;
+    let count = r.varint_len(RECORD_COLUMNS_MAX)?;
+    let mut defaults = Vec::with_capacity(count);
+    for _ in 0..count {
+        let column = r.varint_len(RECORD_COLUMNS_MAX)?;
+        defaults.push((column, read_schema(r)?));
+    }
+    Ok((tree, TableVersionRecord { version, primary_key, column_ids, schema_ipc, defaults }))
+}
+
+fn read_u32(r: &mut Reader<'_, '_>) -> Result<u32> {
+    let v = r.varint()?;
+    u32::try_from(v).map_err(|_| r.corrupt(format!("{v} does not fit 32 bits")))
 }
 
 fn read_schema(r: &mut Reader<'_, '_>) -> Result<Vec<u8>> {
@@ -405,6 +444,22 @@ impl VersionEdit {
             varint::put_u64(&mut out, u64::from(*tree));
             encode_kind(&mut out, kind);
         }
+        for (tree, v) in &self.table_versions {
+            out.push(TAG_TABLE_VERSION);
+            varint::put_u64(&mut out, u64::from(*tree));
+            varint::put_u64(&mut out, u64::from(v.version));
+            put_columns(&mut out, &v.primary_key);
+            varint::put_u64(&mut out, v.column_ids.len() as u64);
+            for &id in &v.column_ids {
+                varint::put_u64(&mut out, u64::from(id));
+            }
+            varint::put_bytes(&mut out, &v.schema_ipc);
+            varint::put_u64(&mut out, v.defaults.len() as u64);
+            for (c, ipc) in &v.defaults {
+                varint::put_u64(&mut out, *c as u64);
+                varint::put_bytes(&mut out, ipc);
+            }
+        }
         for tree in &self.trees_dropped {
             out.push(TAG_TREE_DROPPED);
             varint::put_u64(&mut out, u64::from(*tree));
@@ -430,6 +485,12 @@ impl VersionEdit {
                     varint::put_u64(&mut out, blob);
                     varint::put_u64(&mut out, bytes);
                 }
+            }
+            if f.schema_version != 0 {
+                out.push(TAG_FILE_SCHEMA);
+                varint::put_u64(&mut out, u64::from(*tree));
+                varint::put_u64(&mut out, f.number);
+                varint::put_u64(&mut out, u64::from(f.schema_version));
             }
         }
         for (tree, level, number) in &self.files_deleted {
@@ -472,6 +533,20 @@ impl VersionEdit {
                     let kind = decode_kind(&mut r)?;
                     e.tree_kinds.push((tree, kind));
                 }
+                TAG_TABLE_VERSION => e.table_versions.push(read_table_version(&mut r)?),
+                TAG_FILE_SCHEMA => {
+                    let tree = read_tree(&mut r)?;
+                    let number = r.varint()?;
+                    let version = read_u32(&mut r)?;
+                    let Some((_, _, meta)) =
+                        e.files_added.iter_mut().find(|(t, _, f)| *t == tree && f.number == number)
+                    else {
+                        return Err(
+                            r.corrupt(format!("schema version of file {number}, not added before it"))
+                        );
+                    };
+                    meta.schema_version = version;
+                }
                 TAG_BLOB_FILE_ADDED => {
                     let (number, size) = (r.varint()?, r.varint()?);
                     let (records, value_bytes) = (r.varint()?, r.varint()?);
@@ -506,6 +581,7 @@ impl VersionEdit {
                         smallest,
                         largest,
                         blob_refs,
+                        schema_version: 0,
                         reader: ReaderSlot::default(),
                         merged_reads: MergedReads::default(),
                     };
@@ -574,6 +650,7 @@ mod tests {
                         smallest: key(b"a", 3),
                         largest: key(b"z", 1),
                         blob_refs: Vec::new(),
+                        schema_version: 0,
                         reader: ReaderSlot::default(),
                         merged_reads: MergedReads::default(),
                     },
@@ -590,11 +667,22 @@ mod tests {
                         smallest: key(b"b", 5),
                         largest: key(b"c", 4),
                         blob_refs: vec![(11, 9000), (12, 1 << 33)],
+                        schema_version: 3,
                         reader: ReaderSlot::default(),
                         merged_reads: MergedReads::default(),
                     },
                 ),
             ],
+            table_versions: vec![(
+                4,
+                TableVersionRecord {
+                    version: 1,
+                    primary_key: vec![0],
+                    column_ids: vec![0, 2, 5],
+                    schema_ipc: vec![7, 7],
+                    defaults: vec![(2, vec![1, 2, 3])],
+                },
+            )],
             files_deleted: vec![(3, 1, 5)],
             blob_files_added: vec![
                 BlobFileMeta { number: 11, size: 20_000, records: 2, value_bytes: 19_000 },

@@ -77,6 +77,7 @@ impl Version {
         let change = CatalogChange {
             created: &edit.trees_created,
             kinds: old_schemas.chain(edit.tree_kinds.iter().cloned()).collect(),
+            versions: &edit.table_versions,
             dropped: &edit.trees_dropped,
         };
         if !change.is_empty() {
@@ -108,6 +109,12 @@ impl Version {
                 return Err(bad(format!(
                     "file {} points into blob file {blob}, which is not live",
                     meta.number
+                )));
+            }
+            if !next.catalog.knows_version(*id, meta.schema_version) {
+                return Err(bad(format!(
+                    "file {} of tree {id} has schema version {}, which the tree never had",
+                    meta.number, meta.schema_version
                 )));
             }
             let tree = next
@@ -201,6 +208,7 @@ impl Version {
             e.trees_created.push((id, name));
             e.tree_kinds.push((id, kind));
         }
+        e.table_versions = self.catalog.version_records().collect();
         for (id, tree) in &self.trees {
             for (level, f) in tree.all_files() {
                 e.files_added.push((*id, level, (**f).clone()));

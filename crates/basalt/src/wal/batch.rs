@@ -78,6 +78,9 @@ impl BatchEntry<'_> {
 pub(crate) struct EncodedRows {
     /// (user key, row bytes); row bytes are empty for deletes.
     pub rows: Vec<(Bytes, Bytes)>,
+    /// The table schema version the row bytes were encoded under (`None`
+    /// for deletes, whose keys every version encodes alike).
+    pub schema_version: Option<u32>,
 }
 
 impl WriteBatch {

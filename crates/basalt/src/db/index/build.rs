@@ -45,7 +45,8 @@ pub(super) fn create(table: &Table, name: &str, columns: &[&str], opts: &IndexOp
             table.name()
         )));
     }
-    let schema = table.schema();
+    let table_layout = table.layout();
+    let schema = table_layout.schema();
     let column_index = |what: &str, c: &str| {
         schema.index_of(c).map_err(|_| {
             Error::InvalidArgument(format!("{what} column {c} is not in table {}", table.name()))
@@ -53,7 +54,7 @@ pub(super) fn create(table: &Table, name: &str, columns: &[&str], opts: &IndexOp
     };
     let columns = columns.iter().map(|c| column_index("index", c)).collect::<Result<Vec<_>>>()?;
     let include = opts.include.iter().map(|c| column_index("included", c)).collect::<Result<Vec<_>>>()?;
-    let layout = IndexLayout::new(table.layout().clone(), &columns, &include)?;
+    let layout = IndexLayout::new(table_layout.clone(), &columns, &include)?;
     let record = TreeKindRecord::Index {
         table: table.tree(),
         unique: opts.unique,
@@ -65,6 +66,13 @@ pub(super) fn create(table: &Table, name: &str, columns: &[&str], opts: &IndexOp
         inner.check_writable()?;
         if inner.state.load().version.tree(table.tree()).is_none() {
             return Err(Error::InvalidArgument(format!("table {} was dropped", table.name())));
+        }
+        // The columns were found by name in this version of the schema.
+        if table.layout().version() != table_layout.version() {
+            return Err(Error::Conflict(format!(
+                "the columns of table {} changed while index {name} was being created; nothing was created",
+                table.name()
+            )));
         }
         let index = inner.log_create(Namespace::IndexesOf(table.tree()), name, record)?;
         inner.indexes.builds.lock().insert(index, std::collections::HashSet::default());
@@ -233,9 +241,10 @@ fn write_sorted_runs(
     let mut run = Run::default();
     let mut pk = Vec::new();
     let name = inner.state.load().version.catalog.tree(index).map(|t| t.name.clone()).unwrap_or_default();
+    let table_layout = table.layout();
     for batch in table.scan(ScanOptions::default().snapshot(Some(snapshot)))? {
         let batch = batch?;
-        let encoder = RowEncoder::new(table.layout(), &batch)?;
+        let encoder = RowEncoder::new(&table_layout, &batch)?;
         for r in 0..batch.num_rows() {
             pk.clear();
             encoder.key(r, &mut pk);
@@ -417,8 +426,8 @@ fn bring_touched_up_to_date(
     let mut batch = WriteBatch::new();
     for pk in &touched {
         let entry_at = |seqno| -> Result<Option<IndexEntry>> {
-            let row = inner.current_row(&sv, seqno, table.tree(), pk, table_layout)?;
-            row.map(|row| Ok(layout.entry(pk, &RowValues::parse(table_layout, pk, &row)?))).transpose()
+            let row = inner.current_row(&sv, seqno, table.tree(), pk, &table_layout)?;
+            row.map(|row| Ok(layout.entry(pk, &RowValues::parse(&table_layout, pk, &row)?))).transpose()
         };
         let old = entry_at(snapshot.seqno())?;
         let new = entry_at(now)?;

@@ -59,6 +59,20 @@ pub struct LookupOptions<'a> {
 }
 }
 
+/// The schema indexes and schema of the columns `names` of `schema` (all
+/// of them without names).
+fn projection(schema: &SchemaRef, names: Option<&[String]>) -> Result<(Vec<usize>, SchemaRef)> {
+    let Some(names) = names else {
+        return Ok(((0..schema.fields().len()).collect(), schema.clone()));
+    };
+    let columns = names
+        .iter()
+        .map(|n| schema.index_of(n).map_err(|_| Error::InvalidArgument(format!("no column {n}"))))
+        .collect::<Result<Vec<_>>>()?;
+    let projected = schema.project(&columns).map_err(|e| Error::InvalidArgument(e.to_string()))?;
+    Ok((columns, Arc::new(projected)))
+}
+
 /// An index and the moment it is read at.
 pub(crate) struct IndexRead {
     pub index: TreeId,
@@ -79,12 +93,12 @@ impl Table {
     ) -> Result<RecordBatch> {
         let read = self.index_read(index, opts.snapshot)?;
         let range = predicate_range(&read.def, &predicate)?;
-        let (projection, schema) = self.projection(opts.projection.as_deref())?;
+        let (projection, schema) = projection(self.layout_in(&read.sv).schema(), opts.projection.as_deref())?;
         let limit = opts.limit.unwrap_or(usize::MAX);
         let direction = if opts.reverse { Direction::Reverse } else { Direction::Forward };
         let mut entries =
             RangeReader::open(self.inner(), &read.sv, read.seqno, read.index, range, direction)?;
-        let layout = self.layout().clone();
+        let layout = self.layout_in(&read.sv).clone();
         let mut builders = builders_for(&layout);
         if projection.iter().all(|&c| read.def.layout.covers(c)) {
             let mut rows = 0;
@@ -173,20 +187,6 @@ impl Table {
             )));
         }
         Ok(IndexRead { index, def, seqno, sv })
-    }
-
-    /// Column indices and schema of a projection (`None`: every column).
-    fn projection(&self, names: Option<&[String]>) -> Result<(Vec<usize>, SchemaRef)> {
-        let schema = self.schema();
-        let Some(names) = names else {
-            return Ok(((0..schema.fields().len()).collect(), schema));
-        };
-        let columns = names
-            .iter()
-            .map(|n| schema.index_of(n).map_err(|_| Error::InvalidArgument(format!("no column {n}"))))
-            .collect::<Result<Vec<_>>>()?;
-        let projected = schema.project(&columns).map_err(|e| Error::InvalidArgument(e.to_string()))?;
-        Ok((columns, Arc::new(projected)))
     }
 
     /// Appends the row of `user_key` to `builders`; an index entry whose

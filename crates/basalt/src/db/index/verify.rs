@@ -68,7 +68,7 @@ impl Table {
             return Ok(Vec::new());
         }
         let mut expected = vec![Fold::default(); indexes.len()];
-        let layout = self.layout().clone();
+        let layout = self.layout_in(&sv).clone();
         for batch in self.scan(ScanOptions::default().snapshot(Some(&snapshot)))? {
             let rows = crate::row::encode_rows(&layout, &batch?, false)?;
             for (key, row) in &rows.rows {

@@ -1,0 +1,128 @@
+//! Changing a table's columns: `ADD`, `DROP` and `RENAME COLUMN`, without
+//! rewriting a file. The layouts and how older files are read are
+//! `row/evolve.rs`; this is the change's place among the database's work.
+//!
+//! A change is one MANIFEST edit (a new schema version of the table) made
+//! while owning the write path, so that no write group runs beside it. The
+//! memtables must then hold no row of the table, since they keep no schema
+//! version per row: when they do, they are flushed first (every SST names
+//! the version its rows were written under, so flushed rows are read
+//! through it). A write encoded under the old version that reaches the
+//! write path after the change is refused there (`write.rs`); a row cache
+//! entry is its file's own version, so none is read across the change.
+
+use arrow_array::ArrayRef;
+use arrow_schema::FieldRef;
+
+use super::table::Table;
+use super::{DbInner, SuperVersion};
+use crate::catalog::{TableVersionRecord, TreeKind};
+use crate::error::{Error, Result};
+use crate::ids::TreeId;
+use crate::row::evolve::ColumnChange;
+use crate::version::VersionEdit;
+use crate::version::edit::SCHEMA_BYTES_MAX;
+
+impl Table {
+    /// Adds a column at the end of the table's schema. Rows written before
+    /// read `default` there (a one-value array of the column's type), or
+    /// null without one; a column that is not nullable needs a default. No
+    /// file is rewritten: the change is one MANIFEST record, after a flush
+    /// of the memtables if they hold rows of this table.
+    pub fn add_column(&self, field: impl Into<FieldRef>, default: Option<ArrayRef>) -> Result<()> {
+        self.alter(&ColumnChange::Add { field: field.into(), default })
+    }
+
+    /// Drops a column. Key columns cannot be dropped (a row's key is its
+    /// identity), nor columns an index holds (drop the index first). Its
+    /// values stay in the files until compaction rewrites them, and are
+    /// never read again; a column added later under the same name is a
+    /// new, empty column.
+    pub fn drop_column(&self, name: &str) -> Result<()> {
+        self.alter(&ColumnChange::Drop { name: name.to_string() })
+    }
+
+    /// Renames a column (key and indexed columns too); nothing stored
+    /// changes.
+    pub fn rename_column(&self, from: &str, to: &str) -> Result<()> {
+        self.alter(&ColumnChange::Rename { from: from.to_string(), to: to.to_string() })
+    }
+
+    /// Applies `change` to the table's columns (see [`Table::add_column`],
+    /// [`Table::drop_column`], [`Table::rename_column`]). A refused change
+    /// leaves the table as it was. Changing a column's type, or the primary
+    /// key, is not a change Basalt makes in place: files hold values in
+    /// their type's encoding and rows under their key, so either means a
+    /// new table and a copy.
+    pub fn alter(&self, change: &ColumnChange) -> Result<()> {
+        self.inner().alter_table(self.tree(), self.name(), change)
+    }
+}
+
+impl DbInner {
+    fn alter_table(&self, table: TreeId, name: &str, change: &ColumnChange) -> Result<()> {
+        self.check_writable()?;
+        self.with_exclusive_writer(|| {
+            self.check_writable()?;
+            let sv = self.state.load_full();
+            let record = next_version(&sv, table, name, change)?;
+            if sv.memtables_holding(table).next().is_some() {
+                // No write runs meanwhile: once flushed, the memtables hold
+                // no row of the table until the change is installed.
+                self.switch_memtable()?;
+                self.wait_for_imms_flushed()?;
+            }
+            let mut versions = self.versions.lock();
+            let edit = VersionEdit { table_versions: vec![(table, record)], ..VersionEdit::default() };
+            let version = self.log_and_apply(&mut versions, edit)?;
+            self.state.replace(|s| SuperVersion { mem: s.mem.clone(), imms: s.imms.clone(), version });
+            Ok(())
+        })
+    }
+}
+
+/// The record of table `table`'s next schema version after `change`,
+/// checked against the table and its indexes in `sv`.
+fn next_version(
+    sv: &SuperVersion,
+    table: TreeId,
+    name: &str,
+    change: &ColumnChange,
+) -> Result<TableVersionRecord> {
+    let catalog = &sv.version.catalog;
+    let def = match catalog.tree(table).map(|t| &t.kind) {
+        None => return Err(Error::InvalidArgument(format!("table {name} was dropped"))),
+        Some(TreeKind::Table(def)) => def,
+        Some(_) => {
+            return Err(Error::InvalidArgument(format!(
+                "{name} is a keyspace's table face, whose columns are fixed"
+            )));
+        }
+    };
+    let layout = &def.layout;
+    for (_, index, idx) in catalog.indexes_of(table) {
+        if idx.building {
+            return Err(Error::Busy(format!(
+                "index {} of table {name} is being built; change the columns once it is done",
+                index.name
+            )));
+        }
+        if let ColumnChange::Drop { name: column } = change
+            && let Ok(c) = layout.schema().index_of(column)
+            && (idx.layout.columns().contains(&c) || idx.layout.include().contains(&c))
+        {
+            return Err(Error::InvalidArgument(format!(
+                "column {column} is in index {} of table {name}: drop the index first",
+                index.name
+            )));
+        }
+    }
+    let record = TableVersionRecord::of(&layout.altered(change)?)?;
+    let largest = record.defaults.iter().map(|(_, d)| d.len()).chain([record.schema_ipc.len()]).max();
+    if largest.is_some_and(|n| n > SCHEMA_BYTES_MAX) {
+        return Err(Error::InvalidArgument(format!(
+            "the schema or a default of table {name} would take over {SCHEMA_BYTES_MAX} bytes in the MANIFEST"
+        )));
+    }
+    Ok(record)
+}
