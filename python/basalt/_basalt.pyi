@@ -362,6 +362,17 @@ class Table:
         self, name: str, columns: Sequence[str], *, unique: bool = False, include: Sequence[str] | None = None
     ) -> None: ...
     def drop_index(self, name: str) -> None: ...
+    def add_column(self, field: pyarrow.Field, default: Any = None) -> None:
+        """Adds `field` at the end of the schema without rewriting a file.
+
+        Rows already there read `default` in it (any value
+        `pyarrow.array([default], type=field.type)` takes), or null without
+        one; a field that is not nullable needs a default.
+        """
+    def drop_column(self, name: str) -> None:
+        """Drops a column: not a key column, nor one an index holds."""
+    def rename_column(self, old: str, new: str) -> None:
+        """Renames a column (key and indexed columns too)."""
     def indexes(self) -> list[dict[str, Any]]: ...
     def lookup(
         self,

@@ -125,11 +125,13 @@ pub(crate) fn check_literal_nulls(ctx: &SessionContext, statement: &Statement) -
     } else {
         insert.columns.iter().map(crate::last_ident).collect::<Result<_>>()?
     };
-    // A column list that leaves out a column taking no null fills it with
-    // nulls: refused the same way, before DataFusion names it by position.
+    // A column list that leaves out a column taking no null and having no
+    // default fills it with nulls: refused the same way, before DataFusion
+    // names it by position.
     if !insert.columns.is_empty()
-        && let Some(left_out) =
-            schema.fields().iter().find(|f| !f.is_nullable() && !targets.contains(f.name()))
+        && let Some(left_out) = schema.fields().iter().find(|f| {
+            !f.is_nullable() && !targets.contains(f.name()) && table.column_default(f.name()).is_none()
+        })
     {
         return null_in(left_out.name());
     }

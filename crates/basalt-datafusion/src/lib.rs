@@ -37,6 +37,7 @@
 
 #![warn(missing_docs)]
 
+mod alter;
 mod dml;
 mod error;
 mod exec;
@@ -161,6 +162,7 @@ pub async fn sql_statement(ctx: &SessionContext, statement: Statement) -> Result
 fn runs_here(statement: &Statement) -> bool {
     match statement {
         Statement::CreateIndex(_)
+        | Statement::AlterTable(_)
         | Statement::Delete(_)
         | Statement::Update(_)
         | Statement::StartTransaction { .. }
@@ -182,6 +184,10 @@ async fn run_here(ctx: &SessionContext, statement: &Statement) -> Result<DataFra
         }
         Statement::Drop { object_type: ObjectType::Index, if_exists, names, table, .. } => {
             drop_index(ctx, names, table.as_ref(), *if_exists)?;
+            empty(ctx)
+        }
+        Statement::AlterTable(alter) => {
+            alter::alter_table(ctx, alter).await?;
             empty(ctx)
         }
         Statement::CreateTable(create) if create.or_replace => not_impl_err!(

@@ -101,6 +101,16 @@ impl BasaltSchema {
     }
 }
 
+/// A type as a table stores it: DataFusion's view types (its default for
+/// strings) as their plain forms.
+pub(crate) fn stored_type(data_type: &DataType) -> DataType {
+    match data_type {
+        DataType::Utf8View => DataType::Utf8,
+        DataType::BinaryView => DataType::Binary,
+        other => other.clone(),
+    }
+}
+
 /// The schema a table is created with: view types (DataFusion's default
 /// for strings) as their plain forms (`create_table` makes the key
 /// columns non-nullable).
@@ -108,14 +118,7 @@ fn stored_schema(planned: &SchemaRef) -> SchemaRef {
     let fields: Vec<Field> = planned
         .fields()
         .iter()
-        .map(|f| {
-            let data_type = match f.data_type() {
-                DataType::Utf8View => DataType::Utf8,
-                DataType::BinaryView => DataType::Binary,
-                other => other.clone(),
-            };
-            Field::new(f.name(), data_type, f.is_nullable())
-        })
+        .map(|f| Field::new(f.name(), stored_type(f.data_type()), f.is_nullable()))
         .collect();
     Arc::new(Schema::new(fields))
 }

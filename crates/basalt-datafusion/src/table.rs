@@ -11,7 +11,7 @@ use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::stats::Precision;
 use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode};
 use datafusion::common::{
-    Column, Constraint, Constraints, DFSchema, DataFusionError, Result, Statistics, not_impl_err,
+    Column, Constraint, Constraints, DFSchema, DataFusionError, Result, ScalarValue, Statistics, not_impl_err,
 };
 use datafusion::datasource::sink::DataSinkExec;
 use datafusion::logical_expr::dml::InsertOp;
@@ -38,6 +38,9 @@ pub struct BasaltTable {
     /// Column indexes of the primary key.
     primary_key: Vec<usize>,
     constraints: Constraints,
+    /// The defaults of columns added with one (`ALTER TABLE … ADD COLUMN
+    /// … DEFAULT`), which an `INSERT` that leaves them out writes too.
+    defaults: std::collections::HashMap<String, Expr>,
 }
 
 impl BasaltTable {
@@ -47,7 +50,16 @@ impl BasaltTable {
         let schema = table.schema();
         let primary_key = key_columns(&schema, &table);
         let constraints = Constraints::new_unverified(vec![Constraint::PrimaryKey(primary_key.clone())]);
-        Ok(BasaltTable { db, name: name.to_string(), schema, primary_key, constraints })
+        let defaults = schema
+            .fields()
+            .iter()
+            .filter_map(|f| {
+                let value = table.column_default(f.name())?;
+                let scalar = ScalarValue::try_from_array(&value, 0).ok()?;
+                Some((f.name().clone(), Expr::Literal(scalar, None)))
+            })
+            .collect();
+        Ok(BasaltTable { db, name: name.to_string(), schema, primary_key, constraints, defaults })
     }
 
     /// A handle to the table (open while it is held).
@@ -182,6 +194,10 @@ impl TableProvider for BasaltTable {
 
     fn constraints(&self) -> Option<&Constraints> {
         Some(&self.constraints)
+    }
+
+    fn get_column_default(&self, column: &str) -> Option<&Expr> {
+        self.defaults.get(column)
     }
 
     fn table_type(&self) -> TableType {

@@ -15,7 +15,7 @@ use basalt::{
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyCapsule, PyDict, PyList, PyTuple};
 use pyo3_arrow::input::AnyRecordBatch;
-use pyo3_arrow::{PyRecordBatch, PySchema, PyTable};
+use pyo3_arrow::{PyArray, PyField, PyRecordBatch, PySchema, PyTable};
 
 use crate::convert::{self, type_name};
 use crate::errors::{self, IntoPy};
@@ -695,6 +695,44 @@ impl Table {
         let opts = IndexOptions::default().unique(unique).include(include.unwrap_or_default());
         let table = &self.table;
         py.detach(|| table.create_index(name, &refs, opts)).py_err(py)
+    }
+
+    /// Adds a column (a `pyarrow.Field`) at the end of the schema. Rows
+    /// already there read `default` in it (any value `pyarrow.array`
+    /// takes for the field's type), or null without one; a field that is
+    /// not nullable needs a default. No file is rewritten.
+    #[pyo3(signature = (field, default=None))]
+    fn add_column(&self, py: Python<'_>, field: PyField, default: Option<Bound<'_, PyAny>>) -> PyResult<()> {
+        self.state.db_for_write(py, "add_column")?;
+        let field = field.into_inner();
+        let default = match default {
+            None => None,
+            Some(value) => {
+                let as_field = PyField::new(field.clone());
+                let pyfield = as_field.to_pyarrow(py)?;
+                let data_type = pyfield.getattr("type")?;
+                let kwargs = PyDict::new(py);
+                kwargs.set_item("type", data_type)?;
+                let array = py.import("pyarrow")?.getattr("array")?.call((vec![value],), Some(&kwargs))?;
+                Some(array.extract::<PyArray>()?.into_inner().0)
+            }
+        };
+        let table = &self.table;
+        py.detach(|| table.add_column(field, default)).py_err(py)
+    }
+
+    /// Drops column `name` (not a key column, nor one an index holds).
+    fn drop_column(&self, py: Python<'_>, name: &str) -> PyResult<()> {
+        self.state.db_for_write(py, "drop_column")?;
+        let table = &self.table;
+        py.detach(|| table.drop_column(name)).py_err(py)
+    }
+
+    /// Renames column `old` to `new`.
+    fn rename_column(&self, py: Python<'_>, old: &str, new: &str) -> PyResult<()> {
+        self.state.db_for_write(py, "rename_column")?;
+        let table = &self.table;
+        py.detach(|| table.rename_column(old, new)).py_err(py)
     }
 
     /// Drops index `name`.

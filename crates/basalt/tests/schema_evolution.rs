@@ -261,7 +261,7 @@ fn random_change(table: &Table, model: &mut Model, rng: &mut StdRng, names_used:
                 (ColumnChange::Drop { name: "no such column".into() }, "no column"),
             ];
             let (change, why) = &refusals[rng.random_range(0..refusals.len())];
-            let err = table.alter(change).expect_err("a refused change");
+            let err = table.alter(std::slice::from_ref(change)).expect_err("a refused change");
             assert!(err.to_string().contains(why), "{change:?}: {err}");
             format!("refused {change:?}")
         }

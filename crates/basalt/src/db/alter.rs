@@ -11,6 +11,8 @@
 //! write path after the change is refused there (`write.rs`); a row cache
 //! entry is its file's own version, so none is read across the change.
 
+use std::sync::Arc;
+
 use arrow_array::ArrayRef;
 use arrow_schema::FieldRef;
 
@@ -30,7 +32,7 @@ impl Table {
     /// file is rewritten: the change is one MANIFEST record, after a flush
     /// of the memtables if they hold rows of this table.
     pub fn add_column(&self, field: impl Into<FieldRef>, default: Option<ArrayRef>) -> Result<()> {
-        self.alter(&ColumnChange::Add { field: field.into(), default })
+        self.alter(&[ColumnChange::Add { field: field.into(), default }])
     }
 
     /// Drops a column. Key columns cannot be dropped (a row's key is its
@@ -39,33 +41,45 @@ impl Table {
     /// never read again; a column added later under the same name is a
     /// new, empty column.
     pub fn drop_column(&self, name: &str) -> Result<()> {
-        self.alter(&ColumnChange::Drop { name: name.to_string() })
+        self.alter(&[ColumnChange::Drop { name: name.to_string() }])
     }
 
     /// Renames a column (key and indexed columns too); nothing stored
     /// changes.
     pub fn rename_column(&self, from: &str, to: &str) -> Result<()> {
-        self.alter(&ColumnChange::Rename { from: from.to_string(), to: to.to_string() })
+        self.alter(&[ColumnChange::Rename { from: from.to_string(), to: to.to_string() }])
     }
 
-    /// Applies `change` to the table's columns (see [`Table::add_column`],
-    /// [`Table::drop_column`], [`Table::rename_column`]). A refused change
-    /// leaves the table as it was. Changing a column's type, or the primary
+    /// The value rows written before column `name` was added read there
+    /// (as `ALTER TABLE … ADD COLUMN … DEFAULT` gave it), if it has one.
+    pub fn column_default(&self, name: &str) -> Option<ArrayRef> {
+        let layout = self.layout();
+        let c = layout.schema().index_of(name).ok()?;
+        layout.defaults()[c].clone()
+    }
+
+    /// Applies `changes`, in order, to the table's columns (see
+    /// [`Table::add_column`], [`Table::drop_column`],
+    /// [`Table::rename_column`]) as one change: all of them or, when one
+    /// is refused, none (the table is as it was). Changing a column's type, or the primary
     /// key, is not a change Basalt makes in place: files hold values in
     /// their type's encoding and rows under their key, so either means a
     /// new table and a copy.
-    pub fn alter(&self, change: &ColumnChange) -> Result<()> {
-        self.inner().alter_table(self.tree(), self.name(), change)
+    pub fn alter(&self, changes: &[ColumnChange]) -> Result<()> {
+        self.inner().alter_table(self.tree(), self.name(), changes)
     }
 }
 
 impl DbInner {
-    fn alter_table(&self, table: TreeId, name: &str, change: &ColumnChange) -> Result<()> {
+    fn alter_table(&self, table: TreeId, name: &str, changes: &[ColumnChange]) -> Result<()> {
+        if changes.is_empty() {
+            return Ok(());
+        }
         self.check_writable()?;
         self.with_exclusive_writer(|| {
             self.check_writable()?;
             let sv = self.state.load_full();
-            let record = next_version(&sv, table, name, change)?;
+            let records = next_versions(&sv, table, name, changes)?;
             if sv.memtables_holding(table).next().is_some() {
                 // No write runs meanwhile: once flushed, the memtables hold
                 // no row of the table until the change is installed.
@@ -73,7 +87,10 @@ impl DbInner {
                 self.wait_for_imms_flushed()?;
             }
             let mut versions = self.versions.lock();
-            let edit = VersionEdit { table_versions: vec![(table, record)], ..VersionEdit::default() };
+            let edit = VersionEdit {
+                table_versions: records.into_iter().map(|r| (table, r)).collect(),
+                ..VersionEdit::default()
+            };
             let version = self.log_and_apply(&mut versions, edit)?;
             self.state.replace(|s| SuperVersion { mem: s.mem.clone(), imms: s.imms.clone(), version });
             Ok(())
@@ -81,25 +98,26 @@ impl DbInner {
     }
 }
 
-/// The record of table `table`'s next schema version after `change`,
+/// The records of table `table`'s next schema versions, one per change,
 /// checked against the table and its indexes in `sv`.
-fn next_version(
+fn next_versions(
     sv: &SuperVersion,
     table: TreeId,
     name: &str,
-    change: &ColumnChange,
-) -> Result<TableVersionRecord> {
+    changes: &[ColumnChange],
+) -> Result<Vec<TableVersionRecord>> {
     let catalog = &sv.version.catalog;
-    let def = match catalog.tree(table).map(|t| &t.kind) {
+    let mut layout = match catalog.tree(table).map(|t| &t.kind) {
         None => return Err(Error::InvalidArgument(format!("table {name} was dropped"))),
-        Some(TreeKind::Table(def)) => def,
+        Some(TreeKind::Table(def)) => def.layout.clone(),
         Some(_) => {
             return Err(Error::InvalidArgument(format!(
                 "{name} is a keyspace's table face, whose columns are fixed"
             )));
         }
     };
-    let layout = &def.layout;
+    // The ids of the columns each index holds: they stay while it does.
+    let mut indexed: Vec<(u32, String)> = Vec::new();
     for (_, index, idx) in catalog.indexes_of(table) {
         if idx.building {
             return Err(Error::Busy(format!(
@@ -107,22 +125,29 @@ fn next_version(
                 index.name
             )));
         }
+        let columns = idx.layout.columns().iter().chain(idx.layout.include());
+        indexed.extend(columns.map(|&c| (layout.column_ids()[c], index.name.clone())));
+    }
+    let mut records = Vec::with_capacity(changes.len());
+    for change in changes {
         if let ColumnChange::Drop { name: column } = change
             && let Ok(c) = layout.schema().index_of(column)
-            && (idx.layout.columns().contains(&c) || idx.layout.include().contains(&c))
+            && let Some((_, index)) = indexed.iter().find(|(id, _)| *id == layout.column_ids()[c])
         {
             return Err(Error::InvalidArgument(format!(
-                "column {column} is in index {} of table {name}: drop the index first",
-                index.name
+                "column {column} is in index {index} of table {name}: drop the index first"
             )));
         }
+        let next = Arc::new(layout.altered(change)?);
+        let record = TableVersionRecord::of(&next)?;
+        let largest = record.defaults.iter().map(|(_, d)| d.len()).chain([record.schema_ipc.len()]).max();
+        if largest.is_some_and(|n| n > SCHEMA_BYTES_MAX) {
+            return Err(Error::InvalidArgument(format!(
+                "the schema or a default of table {name} would take over {SCHEMA_BYTES_MAX} bytes in the MANIFEST"
+            )));
+        }
+        records.push(record);
+        layout = next;
     }
-    let record = TableVersionRecord::of(&layout.altered(change)?)?;
-    let largest = record.defaults.iter().map(|(_, d)| d.len()).chain([record.schema_ipc.len()]).max();
-    if largest.is_some_and(|n| n > SCHEMA_BYTES_MAX) {
-        return Err(Error::InvalidArgument(format!(
-            "the schema or a default of table {name} would take over {SCHEMA_BYTES_MAX} bytes in the MANIFEST"
-        )));
-    }
-    Ok(record)
+    Ok(records)
 }

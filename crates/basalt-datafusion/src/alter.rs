@@ -1,0 +1,144 @@
+//! `ALTER TABLE`: `ADD [COLUMN] [IF NOT EXISTS] c type [NULL | NOT NULL]
+//! [DEFAULT expr]`, `DROP [COLUMN] [IF EXISTS] c, …` and `RENAME [COLUMN] a
+//! TO b`, several in one statement applied together (the engine's
+//! `Table::alter`: all or nothing). Everything else is refused with the
+//! reason: a column's type or nullability, and the primary key, are how
+//! rows are stored, so changing them is a new table and a copy.
+
+use arrow_array::{Array, ArrayRef};
+use arrow_schema::Field;
+use basalt::ColumnChange;
+use datafusion::common::{Result, exec_err, not_impl_err, plan_err};
+use datafusion::execution::context::SessionContext;
+use datafusion::sql::sqlparser::ast::{self, AlterTableOperation, ColumnOption};
+
+use crate::error::to_df;
+use crate::schema::stored_type;
+use crate::{database, last_ident, normalized};
+
+/// Runs `ALTER TABLE`.
+pub(crate) async fn alter_table(ctx: &SessionContext, alter: &ast::AlterTable) -> Result<()> {
+    if alter.table_type.is_some() || alter.location.is_some() || alter.on_cluster.is_some() {
+        return not_impl_err!("{alter}: only a plain ALTER TABLE is supported");
+    }
+    let name = last_ident(&alter.name)?;
+    let db = database(ctx)?;
+    let table = match db.table(&name) {
+        Ok(table) => table,
+        Err(_) if alter.if_exists => return Ok(()),
+        Err(e) => return Err(to_df(e)),
+    };
+    let mut columns: Vec<String> = table.schema().fields().iter().map(|f| f.name().clone()).collect();
+    let mut changes = Vec::new();
+    for op in &alter.operations {
+        match op {
+            AlterTableOperation::AddColumn { if_not_exists, column_def, column_position, .. } => {
+                if column_position.is_some() {
+                    return not_impl_err!(
+                        "{op}: a column is added at the end (FIRST and AFTER are not supported)"
+                    );
+                }
+                let column = normalized(&column_def.name);
+                if columns.contains(&column) && *if_not_exists {
+                    continue;
+                }
+                let (field, default) = new_column(ctx, &name, column_def).await?;
+                columns.push(column);
+                changes.push(ColumnChange::Add { field: field.into(), default });
+            }
+            AlterTableOperation::DropColumn { column_names, if_exists, drop_behavior, .. } => {
+                if matches!(drop_behavior, Some(ast::DropBehavior::Cascade)) {
+                    return not_impl_err!("{op}: CASCADE is not supported; drop the indexes on it first");
+                }
+                for ident in column_names {
+                    let column = normalized(ident);
+                    if !columns.contains(&column) && *if_exists {
+                        continue;
+                    }
+                    columns.retain(|c| *c != column);
+                    changes.push(ColumnChange::Drop { name: column });
+                }
+            }
+            AlterTableOperation::RenameColumn { old_column_name, new_column_name } => {
+                let (from, to) = (normalized(old_column_name), normalized(new_column_name));
+                if let Some(c) = columns.iter_mut().find(|c| **c == from) {
+                    c.clone_from(&to);
+                }
+                changes.push(ColumnChange::Rename { from, to });
+            }
+            AlterTableOperation::AlterColumn { .. }
+            | AlterTableOperation::ChangeColumn { .. }
+            | AlterTableOperation::ModifyColumn { .. } => {
+                return not_impl_err!(
+                    "{op}: a column's type, nullability and default are how its values are stored; \
+                     add a new column, copy into it (UPDATE {name} SET new = CAST(old AS …)), then drop the old one"
+                );
+            }
+            AlterTableOperation::DropPrimaryKey { .. } | AlterTableOperation::AddConstraint { .. } => {
+                return not_impl_err!(
+                    "{op}: rows are stored under the primary key, which cannot change; \
+                     for a unique constraint, CREATE UNIQUE INDEX"
+                );
+            }
+            other => return not_impl_err!("ALTER TABLE … {other} is not supported by Basalt"),
+        }
+    }
+    let run = move || table.alter(&changes).map_err(to_df);
+    // A change may flush the memtables and syncs the MANIFEST: not on an
+    // async worker.
+    tokio::task::spawn_blocking(run)
+        .await
+        .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?
+}
+
+/// The field and default of `ADD COLUMN`: its type as DataFusion maps SQL
+/// types (view types stored as their plain forms, as `CREATE TABLE`
+/// does), and its `DEFAULT` evaluated once (rows already there read that
+/// value) and cast to the column's type.
+async fn new_column(
+    ctx: &SessionContext,
+    table: &str,
+    def: &ast::ColumnDef,
+) -> Result<(Field, Option<ArrayRef>)> {
+    let name = normalized(&def.name);
+    let mut nullable = true;
+    let mut default = None;
+    for option in &def.options {
+        match &option.option {
+            ColumnOption::Null => nullable = true,
+            ColumnOption::NotNull => nullable = false,
+            ColumnOption::Default(expr) => default = Some(expr),
+            other => {
+                return not_impl_err!(
+                    "ALTER TABLE {table} ADD COLUMN {name}: {other} is not supported \
+                     (a new column cannot join the primary key; CREATE UNIQUE INDEX for uniqueness)"
+                );
+            }
+        }
+    }
+    let data_type =
+        stored_type(evaluate(ctx, &format!("CAST(NULL AS {})", def.data_type)).await?.data_type());
+    let default = match default {
+        None => None,
+        Some(expr) => {
+            let value = evaluate(ctx, &format!("CAST(({expr}) AS {})", def.data_type)).await?;
+            let value = datafusion::arrow::compute::cast(&value, &data_type)?;
+            if value.is_null(0) { None } else { Some(value) }
+        }
+    };
+    if !nullable && default.is_none() {
+        return plan_err!(
+            "ALTER TABLE {table} ADD COLUMN {name} NOT NULL needs a DEFAULT: the rows already there need a value"
+        );
+    }
+    Ok((Field::new(name, data_type, nullable), default))
+}
+
+/// The one value of the SQL expression `expr`, as a one-row array.
+async fn evaluate(ctx: &SessionContext, expr: &str) -> Result<ArrayRef> {
+    let batches = ctx.sql(&format!("SELECT {expr}")).await?.collect().await?;
+    match batches.iter().find(|b| b.num_rows() > 0) {
+        Some(b) if b.num_rows() == 1 => Ok(b.column(0).clone()),
+        _ => exec_err!("{expr} is not one value"),
+    }
+}
