@@ -8,7 +8,8 @@
 //! Before the timed scans an untimed one checks every row whole (key,
 //! value, name); the timed scans check the sum of `value`. The bulk-loaded
 //! copy is then written again row by row and scanned while every row lies
-//! in two runs, and again once compacted. With a memory
+//! in two runs, and again once compacted; then its columns change
+//! (`alter.rs`). With a memory
 //! limit both paths' scans run again under it, each store reopened.
 
 use std::path::Path;
@@ -175,6 +176,7 @@ fn columnar_load(job: &Job, dir: &Path, sink: &mut Sink) -> Result<()> {
         .into());
     }
     reloaded_scans(&db, &bulk, n, sink)?;
+    super::alter::run(&bulk, n, value, sink)?;
     drop(bulk);
     db.drop_table(BULK_TABLE)?;
     db.close()?;

@@ -5,6 +5,7 @@
 //! With a memory limit, a job's read phases run a second time under it
 //! (see [`crate::memory`]), recorded as workload `<name>@<N>MiB`.
 
+pub mod alter;
 pub mod arrow;
 pub mod marbledb;
 pub mod omendb;
