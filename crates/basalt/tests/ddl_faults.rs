@@ -1,5 +1,6 @@
-//! Fault loops over DDL: a workload of `create_table`, `drop_table`, table
-//! upserts and deletes, key-value writes, flushes and WAL syncs runs over
+//! Fault loops over DDL: a workload of `create_table`, `drop_table`,
+//! column changes (`Table::alter`), table upserts and deletes, key-value
+//! writes, flushes and WAL syncs runs over
 //! `MemFs` while one kind of file-system call fails once at its n-th call,
 //! for every n up to the number of such calls a healthy run makes (the
 //! fault is armed after the open, so every point lands in the workload).
@@ -35,7 +36,7 @@ use arrow_array::types::Int64Type;
 use arrow_array::{ArrayRef, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use basalt::testing::{CrashMode, Fault, FaultError, MemFs, OpKind};
-use basalt::{Db, Error, Options, ScanOptions, Table, TableOptions, WriteBatch, WriteOptions};
+use basalt::{ColumnChange, Db, Error, Options, ScanOptions, Table, TableOptions, WriteBatch, WriteOptions};
 use common::history::{Entry, apply, options_on, random_entry, submit};
 use common::limit::{LIMIT, Limited, run_limited};
 use common::{Model, rng, run_seeded, small_options};
@@ -81,9 +82,27 @@ fn key_batch(ids: &[i64]) -> RecordBatch {
 enum Op {
     Create(usize),
     Drop(usize),
-    Rows { slot: usize, rows: Vec<(i64, i64)>, sync: bool },
-    Delete { slot: usize, ids: Vec<i64>, sync: bool },
-    Kv { entries: Vec<Entry>, sync: bool },
+    Rows {
+        slot: usize,
+        rows: Vec<(i64, i64)>,
+        sync: bool,
+    },
+    Delete {
+        slot: usize,
+        ids: Vec<i64>,
+        sync: bool,
+    },
+    Kv {
+        entries: Vec<Entry>,
+        sync: bool,
+    },
+    /// A change of a table's columns that leaves its schema as it was
+    /// (a column added and dropped, or renamed and renamed back): new
+    /// schema versions, a flush when the memtables hold its rows.
+    Alter {
+        slot: usize,
+        rename: bool,
+    },
     Flush,
     SyncWal,
 }
@@ -111,9 +130,13 @@ fn workload(rng: &mut StdRng) -> Vec<Op> {
                 let ids = (0..rng.random_range(1..5)).map(|_| rng.random_range(0..40)).collect();
                 Op::Delete { slot: live_slots[rng.random_range(0..live_slots.len())], ids, sync }
             }
-            56..88 => {
+            56..84 => {
                 Op::Kv { entries: (0..rng.random_range(1..4)).map(|_| random_entry(rng)).collect(), sync }
             }
+            84..90 if !live_slots.is_empty() => Op::Alter {
+                slot: live_slots[rng.random_range(0..live_slots.len())],
+                rename: rng.random_bool(0.5),
+            },
             88..95 => Op::Flush,
             95..100 => Op::SyncWal,
             _ => continue,
@@ -336,6 +359,7 @@ impl Run {
             Op::Kv { entries, sync } => {
                 self.record(Write::Kv(entries.clone()), *sync, submit(db, entries, *sync))?;
             }
+            Op::Alter { slot, rename } => self.handles[slot].alter(&round_trip_change(*rename))?,
             Op::Flush | Op::SyncWal => {
                 if matches!(op, Op::Flush) { db.flush() } else { db.sync_wal() }?;
                 h.durable = h.writes.len();
@@ -387,11 +411,30 @@ impl Run {
     /// the crash images are taken: a new MANIFEST written for it would
     /// hide what the failed call left in the old one.
     fn check_ddl_refused(&mut self, db: &Db, after: &str, violations: &mut Vec<String>) {
+        for (slot, t) in &self.handles {
+            let altered = t.alter(&round_trip_change(false));
+            refused(&format!("alter of {}", name(*slot)), after, altered, violations);
+        }
         let created = db.create_table(&name(LATE_SLOT), schema(), &["id"], TableOptions::default());
         if refused("create_table", after, created.map(drop), violations) {
             self.history.created(LATE_SLOT);
             self.history.acked_after_error += 1;
         }
+    }
+}
+
+/// Column changes that leave the schema `(id, v)` as it was.
+fn round_trip_change(rename: bool) -> Vec<ColumnChange> {
+    if rename {
+        vec![
+            ColumnChange::Rename { from: "v".into(), to: "w".into() },
+            ColumnChange::Rename { from: "w".into(), to: "v".into() },
+        ]
+    } else {
+        vec![
+            ColumnChange::Add { field: Arc::new(Field::new("x", DataType::Utf8, true)), default: None },
+            ColumnChange::Drop { name: "x".into() },
+        ]
     }
 }
 
@@ -488,6 +531,7 @@ fn describe(op: &Op) -> String {
         Op::Rows { slot, sync, .. } => format!("write to {} (sync={sync})", name(*slot)),
         Op::Delete { slot, sync, .. } => format!("delete from {} (sync={sync})", name(*slot)),
         Op::Kv { sync, .. } => format!("key-value write (sync={sync})"),
+        Op::Alter { slot, rename } => format!("alter of {} (rename={rename})", name(*slot)),
         Op::Flush => "flush".into(),
         Op::SyncWal => "sync_wal".into(),
     }

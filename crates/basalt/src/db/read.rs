@@ -160,12 +160,16 @@ impl DbInner {
         let mut answer = None;
         // The block a found value is borrowed from.
         let block;
+        // A table file of an older schema version is read through it into
+        // the current one, and kept out of the row cache (whose rows are
+        // each file's own version).
+        let current_version = wanted.layout.is_none_or(|l| l.version() == file.schema_version);
         if !reader.filter_hash_traced(wanted.hash, &mut trace) {
             self.counters.record_lookup(&trace);
         } else if let Some((trailer, value)) = self
             .row_cache
             .as_ref()
-            .filter(|_| wanted.layout.is_none_or(|l| l.version() == file.schema_version))
+            .filter(|_| current_version)
             .and_then(|r| r.get(file.number, wanted.user_key, wanted.seqno))
         {
             // Counted by the row cache, not as a probe of the file's index.
@@ -174,25 +178,18 @@ impl DbInner {
             if let Some((fetched, i)) = reader.find(wanted.user_key, wanted.seqno, &mut trace)? {
                 block = fetched;
                 let trailer = block.rows().trailer(i);
-                // A file of an older schema version is read through it
-                // into the current one, and kept out of the row cache
-                // (whose rows are each file's own version).
-                let older = match wanted.layout {
-                    Some(layout) => layout
-                        .older_version(file.schema_version)
-                        .map_err(|e| Error::corruption(reader.path(), 0, e.reason()))?,
-                    None => None,
-                };
                 // This lookup saw every version in the file: it found the newest.
                 let row_cache =
-                    self.row_cache.as_ref().filter(|_| wanted.seqno >= file.max_seqno && older.is_none());
+                    self.row_cache.as_ref().filter(|_| wanted.seqno >= file.max_seqno && current_version);
                 // A key-value block's value is the row bytes of the
                 // key-value layout; a table block's rows are its columns.
                 let value = match (wanted.layout, block.cached()) {
-                    (Some(layout), Some(cached)) if !cached.is_key_value() => match older {
-                        None => Value::TableRow(cached, i),
-                        Some(older) => Value::Shared(older_row(layout, older, cached, i)?),
-                    },
+                    (Some(_), Some(cached)) if !cached.is_key_value() && current_version => {
+                        Value::TableRow(cached, i)
+                    }
+                    (Some(layout), Some(cached)) if !cached.is_key_value() => {
+                        Value::Shared(older_row(layout, file, cached, i)?)
+                    }
                     _ => Value::Borrowed(block.rows().value(i)),
                 };
                 if let Some(row_cache) = row_cache {
@@ -228,10 +225,20 @@ impl DbInner {
     }
 }
 
-/// Row `i` of `block`, a block of a file written under the older schema
-/// version `older`, as row bytes of the current `layout`.
+/// Row `i` of `block`, a block of `file`, written under an older schema
+/// version than the current `layout`'s, as row bytes of `layout`.
 #[cold]
-pub(crate) fn older_row(
+#[inline(never)]
+fn older_row(layout: &TableLayout, file: &FileMeta, block: &Block, i: usize) -> Result<Bytes> {
+    let older = layout.older_version(file.schema_version).map_err(|e| block.corruption(e.reason()))?;
+    let older =
+        older.ok_or_else(|| block.corruption("a file of the current schema version read as an older one"))?;
+    older_row_of(layout, older, block, i)
+}
+
+/// Row `i` of `block`, of a file written under schema version `older`, as
+/// row bytes of the current `layout`.
+pub(crate) fn older_row_of(
     layout: &TableLayout,
     older: &OlderVersion,
     block: &Block,

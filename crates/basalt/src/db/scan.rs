@@ -375,7 +375,7 @@ impl TableScan {
             for r in start..end {
                 let found = match older {
                     None => Found::Block(block.clone(), r),
-                    Some(older) => Found::Bytes(super::read::older_row(&layout, older, &block, r)?),
+                    Some(older) => Found::Bytes(super::read::older_row_of(&layout, older, &block, r)?),
                 };
                 self.push_row(block.key(r), found)?;
             }
@@ -448,7 +448,7 @@ impl TableScan {
                 // an older schema version's file is read into this one.
                 Some((block, i)) => match layout.older_version(c.reader().schema_version()) {
                     Err(e) => Err(block.corruption(e.reason())),
-                    Ok(Some(older)) => super::read::older_row(layout, older, block, i).map(Found::Bytes),
+                    Ok(Some(older)) => super::read::older_row_of(layout, older, block, i).map(Found::Bytes),
                     Ok(None) => block
                         .arrays(layout)
                         .map(|_| Found::Block(block.clone(), i))
