@@ -415,6 +415,7 @@ enum CommandTag {
     CreateTable,
     CreateView,
     CreateIndex,
+    AlterTable,
     Drop(&'static str),
 }
 
@@ -428,6 +429,7 @@ impl CommandTag {
             Statement::CreateTable(_) => CommandTag::CreateTable,
             Statement::CreateView(_) => CommandTag::CreateView,
             Statement::CreateIndex(_) => CommandTag::CreateIndex,
+            Statement::AlterTable(_) => CommandTag::AlterTable,
             Statement::Drop { object_type, .. } => CommandTag::Drop(match object_type {
                 ObjectType::Table => "DROP TABLE",
                 ObjectType::View => "DROP VIEW",
@@ -447,6 +449,7 @@ impl CommandTag {
             CommandTag::CreateTable => "CREATE TABLE",
             CommandTag::CreateView => "CREATE VIEW",
             CommandTag::CreateIndex => "CREATE INDEX",
+            CommandTag::AlterTable => "ALTER TABLE",
             CommandTag::Drop(command) => command,
         }
     }

@@ -232,6 +232,12 @@ fn psql_queries_and_changes_a_database() {
         ["INSERT 0 3"]
     );
     assert_eq!(server.psql("CREATE INDEX by_city ON teams (city)").ok(), ["CREATE INDEX"]);
+    assert_eq!(
+        server.psql("ALTER TABLE teams ADD COLUMN stadium VARCHAR DEFAULT 'none'").ok(),
+        ["ALTER TABLE"]
+    );
+    assert_eq!(server.psql("SELECT stadium FROM teams WHERE team = 'owls'").ok(), ["none"]);
+    assert_eq!(server.psql("ALTER TABLE teams DROP COLUMN stadium").ok(), ["ALTER TABLE"]);
     assert_eq!(server.psql("UPDATE teams SET founded = 1899 WHERE city = 'Oslo'").ok(), ["UPDATE 2"]);
     assert_eq!(server.psql("DELETE FROM players WHERE id > 990").ok(), ["DELETE 10"]);
     assert_eq!(

@@ -163,13 +163,13 @@ impl DbInner {
         // A table file of an older schema version is read through it into
         // the current one, and kept out of the row cache (whose rows are
         // each file's own version).
-        let current_version = wanted.layout.is_none_or(|l| l.version() == file.schema_version);
+        let current_version = || wanted.layout.is_none_or(|l| l.version() == file.schema_version);
         if !reader.filter_hash_traced(wanted.hash, &mut trace) {
             self.counters.record_lookup(&trace);
         } else if let Some((trailer, value)) = self
             .row_cache
             .as_ref()
-            .filter(|_| current_version)
+            .filter(|_| current_version())
             .and_then(|r| r.get(file.number, wanted.user_key, wanted.seqno))
         {
             // Counted by the row cache, not as a probe of the file's index.
@@ -180,11 +180,11 @@ impl DbInner {
                 let trailer = block.rows().trailer(i);
                 // This lookup saw every version in the file: it found the newest.
                 let row_cache =
-                    self.row_cache.as_ref().filter(|_| wanted.seqno >= file.max_seqno && current_version);
+                    self.row_cache.as_ref().filter(|_| wanted.seqno >= file.max_seqno && current_version());
                 // A key-value block's value is the row bytes of the
                 // key-value layout; a table block's rows are its columns.
                 let value = match (wanted.layout, block.cached()) {
-                    (Some(_), Some(cached)) if !cached.is_key_value() && current_version => {
+                    (Some(_), Some(cached)) if !cached.is_key_value() && current_version() => {
                         Value::TableRow(cached, i)
                     }
                     (Some(layout), Some(cached)) if !cached.is_key_value() => {
