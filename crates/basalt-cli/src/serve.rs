@@ -34,7 +34,7 @@ use datafusion_postgres::hooks::HookClient;
 use datafusion_postgres::hooks::cursor::CursorStatementHook;
 use datafusion_postgres::hooks::set_show::SetShowHook;
 use datafusion_postgres::hooks::transactions::TransactionStatementHook;
-use datafusion_postgres::pgwire::api::portal::Portal;
+use datafusion_postgres::pgwire::api::portal::{Format, Portal};
 use datafusion_postgres::pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use datafusion_postgres::pgwire::api::results::{QueryResponse, Response, Tag};
 use datafusion_postgres::pgwire::api::store::PortalStore;
@@ -95,11 +95,11 @@ pub fn run(args: &ServeArgs, create: bool) -> Result<(), Box<dyn Error>> {
 }
 
 async fn serve(db: Arc<Db>, args: &ServeArgs) -> Result<(), Box<dyn Error>> {
-    let ctx = Arc::new(basalt_datafusion::session(db));
+    let ctx = Arc::new(basalt_datafusion::session(Arc::clone(&db)));
     // The pg_catalog tables psql's \dt and \d read, and drivers probe.
     setup_pg_catalog(&ctx, CATALOG, Arc::new(AuthManager::default()))?;
     let hooks: Vec<Arc<dyn QueryHook>> = vec![
-        Arc::new(TransactionBlocks),
+        Arc::new(TransactionBlocks { db }),
         Arc::new(CursorStatementHook),
         Arc::new(SetShowHook),
         Arc::new(BasaltStatements),
@@ -263,7 +263,11 @@ impl ExtendedQueryHandler for DirectQueries {
         C::Error: std::fmt::Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        if let Some(response) = self.direct(client, portal)? {
+        if let Some(session) = block_of(client) {
+            if let Some(response) = in_block(&session, client, portal).await {
+                return response;
+            }
+        } else if let Some(response) = self.direct(client, portal)? {
             return Ok(response);
         }
         ExtendedQueryHandler::do_query(self.service.as_ref(), client, portal, max_rows).await
@@ -277,10 +281,9 @@ impl ExtendedQueryHandler for DirectQueries {
 /// tag (`INSERT 0 3`, `DELETE 2`, `CREATE TABLE`) rather than an empty
 /// result set. Queries go on to DataFusion's path, which streams rows.
 ///
-/// Every statement commits on its own: Basalt has no transactions spanning
-/// statements, and datafusion-postgres answers `BEGIN`/`ROLLBACK` without
-/// one. So a change inside `BEGIN … COMMIT` is refused: a `ROLLBACK` after
-/// it would report success and undo nothing.
+/// Outside a transaction block every statement commits on its own; inside
+/// one (see [`TransactionBlocks`]) changes and queries run in the block's
+/// session: they read `BEGIN`'s snapshot and write into its transaction.
 struct BasaltStatements;
 
 #[async_trait]
@@ -291,7 +294,15 @@ impl QueryHook for BasaltStatements {
         ctx: &SessionContext,
         client: &mut dyn HookClient,
     ) -> Option<PgWireResult<Response>> {
-        run_change(statement, ctx, client.transaction_status(), false).await
+        if let Some(session) = block_of(client)
+            && CommandTag::of(statement).is_none()
+            && matches!(statement, Statement::Query(_))
+        {
+            let frame = basalt_datafusion::sql_statement(&session, statement.clone()).await;
+            let response = respond_rows(frame, &Format::UnifiedText, client).await;
+            return Some(failing_block(response, &session, client));
+        }
+        run_change(statement, ctx, client, false).await
     }
 
     async fn handle_extended_parse_query(
@@ -326,17 +337,37 @@ impl QueryHook for BasaltStatements {
         ctx: &SessionContext,
         client: &mut dyn HookClient,
     ) -> Option<PgWireResult<Response>> {
-        run_change(statement, ctx, client.transaction_status(), true).await
+        run_change(statement, ctx, client, true).await
     }
 }
 
-/// `BEGIN`, `COMMIT` and `ROLLBACK` answered as datafusion-postgres does
-/// (no transaction is kept: drivers send them on their own), with the
-/// block's state known to the next statement at once. pgwire records it
-/// only once the whole query string has run, so in `BEGIN; INSERT …;
-/// ROLLBACK` (one message from psql) the INSERT saw no block, ran and
-/// committed, and the ROLLBACK reported success.
-struct TransactionBlocks;
+/// `BEGIN`, `COMMIT` and `ROLLBACK` of one connection. `BEGIN` makes the
+/// connection a session of its own (`basalt_datafusion::session`) and
+/// begins a Basalt transaction in it: until `COMMIT` or `ROLLBACK` the
+/// connection's statements run there ([`block_of`]), reading `BEGIN`'s
+/// snapshot and writing into the transaction, which `COMMIT` applies at
+/// once or refuses (a conflict: SQLSTATE 40001) and `ROLLBACK` — or the
+/// connection's end — discards. What a block cannot do is refused as
+/// `basalt_datafusion` refuses it (DDL, reading a table the block wrote).
+/// The block's state is known to the next statement at once: pgwire
+/// records it only once the whole query string has run, so in `BEGIN;
+/// INSERT …; ROLLBACK` (one message from psql) the INSERT would otherwise
+/// see no block. `COMMIT` or `ROLLBACK` outside a block are answered as
+/// datafusion-postgres does.
+struct TransactionBlocks {
+    db: Arc<Db>,
+}
+
+/// The session of a connection's open transaction block, kept with the
+/// connection (dropped, and so rolled back, when it closes).
+#[derive(Default)]
+struct Block(std::sync::Mutex<Option<Arc<SessionContext>>>);
+
+/// The session of `client`'s open transaction block, if one is open.
+fn block_of(client: &(impl ClientInfo + ?Sized)) -> Option<Arc<SessionContext>> {
+    let block = client.session_extensions().get::<Block>()?;
+    block.0.lock().ok()?.clone()
+}
 
 impl TransactionBlocks {
     fn enter_or_leave(client: &mut dyn HookClient, response: &PgWireResult<Response>) {
@@ -346,6 +377,50 @@ impl TransactionBlocks {
             _ => return,
         };
         client.set_transaction_status(status);
+    }
+
+    /// Runs `statement` (`BEGIN`, `COMMIT` or `ROLLBACK`) for the
+    /// connection's block, or `None` when datafusion-postgres answers it.
+    async fn block_statement(
+        &self,
+        statement: &Statement,
+        client: &mut dyn HookClient,
+    ) -> Option<PgWireResult<Response>> {
+        let api_error = |e| PgWireError::ApiError(Box::new(e));
+        match statement {
+            // A second BEGIN inside a block changes nothing (PostgreSQL
+            // warns and goes on).
+            Statement::StartTransaction { .. } if block_of(client).is_some() => {
+                Some(Ok(Response::TransactionStart(Tag::new("BEGIN"))))
+            }
+            Statement::StartTransaction { .. } => {
+                let session = basalt_datafusion::session(Arc::clone(&self.db));
+                let begun = basalt_datafusion::sql_statement(&session, statement.clone()).await;
+                Some(begun.map_err(api_error).map(|_| {
+                    let block = client.session_extensions().get_or_insert_with(Block::default);
+                    if let Ok(mut open) = block.0.lock() {
+                        *open = Some(Arc::new(session));
+                    }
+                    Response::TransactionStart(Tag::new("BEGIN"))
+                }))
+            }
+            Statement::Commit { .. } | Statement::Rollback { .. } => {
+                let block = client.session_extensions().get::<Block>()?;
+                let session = block.0.lock().ok()?.take()?;
+                let committing = matches!(statement, Statement::Commit { .. });
+                let ended = basalt_datafusion::sql_statement(&session, statement.clone()).await;
+                // The block is over either way.
+                client.set_transaction_status(TransactionStatus::Idle);
+                Some(match ended {
+                    Ok(_) => {
+                        Ok(Response::TransactionEnd(Tag::new(if committing { "COMMIT" } else { "ROLLBACK" })))
+                    }
+                    Err(e) if e.to_string().contains("conflict") => Err(user_error("40001", e.to_string())),
+                    Err(e) => Err(api_error(e)),
+                })
+            }
+            _ => None,
+        }
     }
 }
 
@@ -357,7 +432,10 @@ impl QueryHook for TransactionBlocks {
         ctx: &SessionContext,
         client: &mut dyn HookClient,
     ) -> Option<PgWireResult<Response>> {
-        let response = TransactionStatementHook.handle_simple_query(statement, ctx, client).await?;
+        let response = match self.block_statement(statement, client).await {
+            Some(response) => response,
+            None => TransactionStatementHook.handle_simple_query(statement, ctx, client).await?,
+        };
         Self::enter_or_leave(client, &response);
         Some(response)
     }
@@ -379,25 +457,120 @@ impl QueryHook for TransactionBlocks {
         ctx: &SessionContext,
         client: &mut dyn HookClient,
     ) -> Option<PgWireResult<Response>> {
-        let response =
-            TransactionStatementHook.handle_extended_query(statement, plan, params, ctx, client).await?;
+        let response = match self.block_statement(statement, client).await {
+            Some(response) => response,
+            None => {
+                TransactionStatementHook.handle_extended_query(statement, plan, params, ctx, client).await?
+            }
+        };
         Self::enter_or_leave(client, &response);
         Some(response)
     }
 }
 
-/// Runs `statement` if it changes the database (`None` otherwise), unless
-/// it is an INSERT DataFusion planned at parse time (`insert_planned`, the
-/// extended protocol), which DataFusion's path then runs.
+/// A query or a planned `INSERT` of the extended protocol inside the
+/// block of `session`: the plan made at Parse, run in the block's session
+/// with the bound values (`None`: another statement, which the hooks run
+/// there).
+async fn in_block<C: ClientInfo>(
+    session: &Arc<SessionContext>,
+    client: &mut C,
+    portal: &Portal<<DfSessionService as ExtendedQueryHandler>::Statement>,
+) -> Option<PgWireResult<Response>> {
+    let (text, Some((statement, plan))) = &portal.statement.statement else { return None };
+    if !matches!(statement, Statement::Query(_) | Statement::Insert(_)) {
+        return None;
+    }
+    let api_error = |e| PgWireError::ApiError(Box::new(e));
+    let run = async {
+        let prepared = PreparedStatement::from_plan(session, text, plan.clone()).map_err(api_error)?;
+        let types = prepared.parameter_types();
+        let types: Vec<Option<&DataType>> = types.iter().map(Option::as_ref).collect();
+        let ParamValues::List(values) = deserialize_parameters(portal, &types)? else {
+            return Err(user_error("0A000", "named parameters are not supported".into()));
+        };
+        let values: Vec<ScalarValue> = values.into_iter().map(|v| v.value).collect();
+        let output = prepared.execute(&values).await.map_err(api_error)?;
+        if matches!(statement, Statement::Insert(_)) {
+            let rows = inserted_rows(&output.batches);
+            return Ok(Response::Execution(Tag::new("INSERT").with_oid(0).with_rows(rows as usize)));
+        }
+        encode_rows(&output.schema, output.batches, &portal.result_column_format, client)
+    };
+    let response = run.await;
+    if let Err(e) = &response {
+        basalt_datafusion::fail_transaction(session, &e.to_string());
+        client.set_transaction_status(TransactionStatus::Error);
+    }
+    Some(response)
+}
+
+/// A query's rows as PostgreSQL's response, in `format`.
+fn encode_rows<C: ClientInfo + ?Sized>(
+    schema: &basalt_datafusion::datafusion::arrow::datatypes::Schema,
+    batches: Vec<basalt_datafusion::datafusion::arrow::array::RecordBatch>,
+    format: &Format,
+    client: &C,
+) -> PgWireResult<Response> {
+    let format_options = Arc::new(FormatOptions::from_client_metadata(client.metadata()));
+    let fields = Arc::new(arrow_schema_to_pg_fields(schema, format, Some(format_options))?);
+    let rows: Vec<PgWireResult<DataRow>> =
+        batches.into_iter().flat_map(|batch| encode_recordbatch(Arc::clone(&fields), batch)).collect();
+    Ok(Response::Query(QueryResponse::new(fields, futures::stream::iter(rows))))
+}
+
+/// The rows of a query a block ran, as a response in `format`.
+async fn respond_rows(
+    frame: basalt_datafusion::datafusion::error::Result<basalt_datafusion::datafusion::dataframe::DataFrame>,
+    format: &Format,
+    client: &dyn HookClient,
+) -> PgWireResult<Response> {
+    let api_error = |e| PgWireError::ApiError(Box::new(e));
+    let frame = frame.map_err(api_error)?;
+    let schema = frame.schema().as_arrow().clone();
+    let batches = frame.collect().await.map_err(api_error)?;
+    encode_rows(&schema, batches, format, client)
+}
+
+/// `response` of a statement in the block of `session`; a failure fails
+/// the block (its `COMMIT` rolls back and says why, as in PostgreSQL).
+fn failing_block(
+    response: PgWireResult<Response>,
+    session: &SessionContext,
+    client: &mut dyn HookClient,
+) -> PgWireResult<Response> {
+    if let Err(e) = &response {
+        basalt_datafusion::fail_transaction(session, &e.to_string());
+        client.set_transaction_status(TransactionStatus::Error);
+    }
+    response
+}
+
+/// The rows an INSERT reports (its `count` column).
+fn inserted_rows(batches: &[basalt_datafusion::datafusion::arrow::array::RecordBatch]) -> u64 {
+    batches
+        .iter()
+        .filter(|b| b.num_columns() == 1)
+        .filter_map(|b| b.column(0).as_any().downcast_ref::<UInt64Array>())
+        .map(|counts| counts.iter().flatten().sum::<u64>())
+        .sum()
+}
+
+/// Runs `statement` if it changes the database (`None` otherwise), in the
+/// connection's transaction block when one is open, unless it is an
+/// INSERT DataFusion planned at parse time (`insert_planned`, the extended
+/// protocol), which DataFusion's path then runs (in a block,
+/// [`in_block`] does).
 async fn run_change(
     statement: &Statement,
     ctx: &SessionContext,
-    status: TransactionStatus,
+    client: &mut dyn HookClient,
     insert_planned: bool,
 ) -> Option<PgWireResult<Response>> {
     let tag = CommandTag::of(statement)?;
-    if let Err(refusal) = outside_transaction(status, tag) {
-        return Some(Err(refusal));
+    if let Some(session) = block_of(client) {
+        let response = execute(&session, statement, tag).await;
+        return Some(failing_block(response, &session, client));
     }
     if insert_planned && tag == CommandTag::Insert {
         return None;
@@ -455,31 +628,12 @@ impl CommandTag {
     }
 }
 
-fn outside_transaction(status: TransactionStatus, tag: CommandTag) -> PgWireResult<()> {
-    if status == TransactionStatus::Idle {
-        return Ok(());
-    }
-    Err(user_error(
-        "25001",
-        format!(
-            "{}: Basalt commits every statement on its own and cannot roll one back, so changes \
-             inside BEGIN … COMMIT are refused; run it outside a transaction block (autocommit)",
-            tag.command()
-        ),
-    ))
-}
-
 async fn execute(ctx: &SessionContext, statement: &Statement, tag: CommandTag) -> PgWireResult<Response> {
     let api_error = |e| PgWireError::ApiError(Box::new(e));
     let frame = basalt_datafusion::sql_statement(ctx, statement.clone()).await.map_err(api_error)?;
     let batches = frame.collect().await.map_err(api_error)?;
     // DML answers one `count` row; DDL none.
-    let rows: u64 = batches
-        .iter()
-        .filter(|b| b.num_columns() == 1)
-        .filter_map(|b| b.column(0).as_any().downcast_ref::<UInt64Array>())
-        .map(|counts| counts.iter().flatten().sum::<u64>())
-        .sum();
+    let rows = inserted_rows(&batches);
     let response = Tag::new(tag.command());
     Ok(Response::Execution(match tag {
         CommandTag::Insert => response.with_oid(0).with_rows(rows as usize),

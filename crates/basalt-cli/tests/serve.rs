@@ -267,29 +267,7 @@ fn psql_queries_and_changes_a_database() {
     assert!(server.psql("UPDATE teams SET founded = $1").error().contains("ERROR"));
     assert_eq!(server.psql("SELECT count(*) FROM teams").ok(), ["6"]);
 
-    // A change inside a transaction block is refused (ROLLBACK could not
-    // undo it), and the block can still be rolled back.
-    let refused = server.psql_script("BEGIN;\nINSERT INTO teams VALUES ('yaks', 'Oslo', 1);\n").error();
-    assert!(refused.contains("BEGIN"), "{refused}");
-    assert_eq!(
-        server.psql_script("BEGIN;\nSELECT count(*) FROM teams;\nROLLBACK;\n").ok(),
-        ["BEGIN", "6", "ROLLBACK"]
-    );
-    assert_eq!(server.psql("SELECT count(*) FROM teams WHERE team = 'yaks'").ok(), ["0"]);
-    // The same block as one message (psql -c sends it so): pgwire learns of
-    // the BEGIN only after the whole message, and the INSERT used to run,
-    // commit, and be "rolled back" by a ROLLBACK that undid nothing.
-    let refused = server.psql("BEGIN; INSERT INTO teams VALUES ('yaks', 'Oslo', 1); ROLLBACK;").error();
-    assert!(refused.contains("BEGIN"), "{refused}");
-    assert_eq!(server.psql("SELECT count(*) FROM teams WHERE team = 'yaks'").ok(), ["0"]);
-    let refused = server.psql("BEGIN; INSERT INTO teams VALUES ('yaks', 'Oslo', 1); COMMIT;").error();
-    assert!(refused.contains("BEGIN"), "{refused}");
-    assert_eq!(server.psql("SELECT count(*) FROM teams WHERE team = 'yaks'").ok(), ["0"]);
-    let refused = server.psql_script("BEGIN;\nDELETE FROM teams;\nCOMMIT;\n").error();
-    assert!(refused.contains("BEGIN"), "{refused}");
-    // Reads in a block, and a block after a refused change, still work.
-    assert!(server.psql("BEGIN; SELECT count(*) FROM teams; COMMIT;").ok().contains(&"6".to_string()));
-    assert_eq!(server.psql("SELECT count(*) FROM teams").ok(), ["6"]);
+    transaction_blocks_through_psql(&server);
 
     assert_eq!(server.psql("DROP INDEX by_city").ok(), ["DROP INDEX"]);
     assert!(server.stop().success(), "basalt serve should exit 0 on SIGTERM");
@@ -309,6 +287,60 @@ fn psql_queries_and_changes_a_database() {
     assert!(players.get(&[basalt::KeyValue::I64(991)]).expect("get").is_none());
     assert!(players.get(&[basalt::KeyValue::I64(990)]).expect("get").is_some());
     db.close().expect("close");
+}
+
+/// `BEGIN … COMMIT` through psql, on the database of
+/// `psql_queries_and_changes_a_database`.
+fn transaction_blocks_through_psql(server: &Server) {
+    // Transaction blocks: the statements between BEGIN and COMMIT are one
+    // Basalt transaction, which ROLLBACK (or the connection's end) undoes.
+    assert_eq!(
+        server.psql_script("BEGIN;\nINSERT INTO teams VALUES ('yaks', 'Oslo', 1);\n").ok(),
+        ["BEGIN", "INSERT 0 1"]
+    );
+    assert_eq!(
+        server.psql("SELECT count(*) FROM teams WHERE team = 'yaks'").ok(),
+        ["0"],
+        "closed without COMMIT"
+    );
+    assert_eq!(
+        server.psql_script("BEGIN;\nSELECT count(*) FROM teams;\nROLLBACK;\n").ok(),
+        ["BEGIN", "6", "ROLLBACK"]
+    );
+    // The same block as one message (psql -c sends it so): the block is
+    // known to the INSERT at once, though pgwire learns of it only after
+    // the whole message.
+    assert_eq!(
+        server.psql("BEGIN; INSERT INTO teams VALUES ('yaks', 'Oslo', 1); ROLLBACK;").ok(),
+        ["BEGIN", "INSERT 0 1", "ROLLBACK"]
+    );
+    assert_eq!(server.psql("SELECT count(*) FROM teams WHERE team = 'yaks'").ok(), ["0"]);
+    assert_eq!(
+        server
+            .psql("BEGIN; INSERT INTO teams VALUES ('yaks', 'Oslo', 1); UPDATE players SET score = 0 WHERE id = 1; COMMIT;")
+            .ok(),
+        ["BEGIN", "INSERT 0 1", "UPDATE 1", "COMMIT"]
+    );
+    assert_eq!(server.psql("SELECT founded FROM teams WHERE team = 'yaks'").ok(), ["1"]);
+    assert_eq!(server.psql("SELECT score FROM players WHERE id = 1").ok(), ["0"]);
+    // What a block cannot do is refused, and fails the block: its COMMIT
+    // rolls back and says why.
+    let refused = server.psql_script("BEGIN;\nCREATE INDEX in_block ON teams (founded);\n").error();
+    assert!(refused.contains("DDL inside BEGIN"), "{refused}");
+    let failed = server
+        .psql_script("BEGIN;\nDELETE FROM teams WHERE team = 'yaks';\nSELECT count(*) FROM teams;\nCOMMIT;\n")
+        .error();
+    assert!(failed.contains("wrote"), "reading a table the block wrote: {failed}");
+    assert_eq!(
+        server.psql("SELECT count(*) FROM teams WHERE team = 'yaks'").ok(),
+        ["1"],
+        "the failed block rolled back"
+    );
+    assert_eq!(
+        server.psql("BEGIN; DELETE FROM teams WHERE team = 'yaks'; COMMIT;").ok(),
+        ["BEGIN", "DELETE 1", "COMMIT"]
+    );
+    assert_eq!(server.psql("SELECT count(*) FROM teams").ok(), ["6"]);
 }
 
 #[test]
@@ -435,6 +467,65 @@ fn prepared_statements_over_the_extended_protocol_answer_as_written_queries() {
         assert!(client.query(&by_id, &[&none]).await.expect("null").is_empty());
         let text_for_int = client.query("SELECT id FROM players WHERE id = $1", &[&"14"]).await;
         assert!(text_for_int.is_err(), "a text value for a BIGINT parameter is refused: {text_for_int:?}");
+    });
+    assert!(server.stop().success());
+}
+
+#[test]
+fn transaction_blocks_read_a_snapshot_and_lose_to_an_earlier_commit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("db");
+    make_players(&path);
+    let server = Server::start(&path, &[]);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    runtime.block_on(async {
+        let address = format!("host=127.0.0.1 port={} user=basalt dbname=basalt", server.port);
+        let connect = || async {
+            let (client, connection) =
+                tokio_postgres::connect(&address, tokio_postgres::NoTls).await.expect("connect");
+            tokio::spawn(connection);
+            client
+        };
+        let (a, b) = (connect().await, connect().await);
+        let score = |rows: Vec<tokio_postgres::Row>| rows.first().and_then(|r| r.get::<_, Option<f64>>(0));
+        let by_id = a.prepare("SELECT score FROM players WHERE id = $1").await.expect("prepare");
+        let by_id_b = b.prepare("SELECT score FROM players WHERE id = $1").await.expect("prepare");
+        let before = score(a.query(&by_id, &[&2i64]).await.expect("query"));
+
+        // A's block reads BEGIN's snapshot, through a prepared point query
+        // (which inside a block leaves the direct path) too.
+        a.batch_execute("BEGIN").await.expect("begin");
+        b.batch_execute("UPDATE players SET score = 99 WHERE id = 2").await.expect("b's update");
+        assert_eq!(score(a.query(&by_id, &[&2i64]).await.expect("in block")), before);
+        assert_eq!(score(b.query(&by_id_b, &[&2i64]).await.expect("outside")), Some(99.0));
+        // A writes id 2, which B wrote after A's snapshot, and a row with
+        // parameters; B sees neither.
+        a.batch_execute("UPDATE players SET score = 1 WHERE id = 2").await.expect("a's update");
+        let insert =
+            a.prepare("INSERT INTO players (id, name, score) VALUES ($1, $2, $3)").await.expect("prepare");
+        assert_eq!(a.execute(&insert, &[&5000i64, &"new", &1.5f64]).await.expect("insert"), 1);
+        assert!(b.query(&by_id_b, &[&5000i64]).await.expect("outside").is_empty());
+        // A's COMMIT is refused (B committed id 2 first); nothing of it lands.
+        let err = a.batch_execute("COMMIT").await.expect_err("a conflict");
+        assert_eq!(err.code(), Some(&tokio_postgres::error::SqlState::T_R_SERIALIZATION_FAILURE), "{err:?}");
+        assert_eq!(score(b.query(&by_id_b, &[&2i64]).await.expect("after")), Some(99.0));
+        assert!(b.query(&by_id_b, &[&5000i64]).await.expect("after").is_empty());
+
+        // A block that commits: every change at once.
+        a.batch_execute("BEGIN").await.expect("begin");
+        a.batch_execute("DELETE FROM players WHERE id = 3").await.expect("delete");
+        assert_eq!(a.execute(&insert, &[&5001i64, &"one", &2.5f64]).await.expect("insert"), 1);
+        assert_eq!(score(b.query(&by_id_b, &[&5001i64]).await.expect("before commit")), None);
+        a.batch_execute("COMMIT").await.expect("commit");
+        assert_eq!(score(b.query(&by_id_b, &[&5001i64]).await.expect("after commit")), Some(2.5));
+        assert!(b.query(&by_id_b, &[&3i64]).await.expect("deleted").is_empty());
+
+        // A connection that ends inside a block rolls it back.
+        let c = connect().await;
+        c.batch_execute("BEGIN; DELETE FROM players WHERE id = 4").await.expect("c's block");
+        drop(c);
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        assert_eq!(b.query(&by_id_b, &[&4i64]).await.expect("after c").len(), 1);
     });
     assert!(server.stop().success());
 }
