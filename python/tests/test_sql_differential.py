@@ -22,6 +22,7 @@ import datetime
 import math
 import os
 import random
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -33,6 +34,10 @@ import pytest
 import basalt
 
 ROUNDS = int(os.environ.get("BASALT_SQL_DIFF_ROUNDS", "3"))
+# An integer column cast to DOUBLE and compared for equality with a literal
+# two or more integers round to (see check_state).
+LOSSY_CAST_EQUALITY = re.compile(r"CAST\(\w+ AS DOUBLE\) = (9007199254740992\.0|1e19)")
+
 SEED = int(os.environ.get("BASALT_SQL_DIFF_SEED", str(random.SystemRandom().randrange(2**32))))
 QUERIES_PER_STATE = 40
 
@@ -265,6 +270,14 @@ def check_state(db: basalt.Database, oracles: Oracles, rng: random.Random, seed:
         # crates/basalt-datafusion/src/in_lists.rs).
         assert got == plain or got == expected, (
             f"{where}\nBasalt (pushdown) {got}\nDataFusion without pushdown {plain}\nDuckDB {expected}")
+        if got != expected and ordered and LOSSY_CAST_EQUALITY.search(query):
+            # apache/datafusion#25523 (docs/sql.md, Statistics): DataFusion
+            # 55 narrows `CAST(i AS DOUBLE) = 2^53` back through the lossy
+            # cast to one integer, takes `i` for a constant and drops the
+            # ORDER BY on it, with or without bounds from the table. Basalt
+            # answers as DataFusion does (checked above); DuckDB keeps the
+            # order. Known and documented, not counted as checked.
+            continue
         assert got == expected, f"{where}\nBasalt {got}\nDuckDB {expected}"
         checked += 1
     return checked
