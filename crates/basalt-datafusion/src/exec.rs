@@ -85,6 +85,9 @@ pub(crate) struct ScanSpec {
     pub estimate: Option<TableEstimate>,
     /// Null counts and bounds of the columns of `schema`, from zone maps.
     pub column_stats: Vec<ColumnStatistics>,
+    /// Inside `BEGIN … COMMIT`, the block's own writes to the table, read
+    /// over the snapshot (`txn.rs`).
+    pub overlay: Option<basalt::TableOverlay>,
 }
 
 /// The share of a table's rows a pushed filter is assumed to keep: the
@@ -146,7 +149,8 @@ impl ScanSpec {
     /// (`Table::count_rows`, from SST metadata where it can) instead of
     /// reading a key column.
     fn counts_only(&self) -> bool {
-        self.columns.is_empty() && self.filter.is_none()
+        // Metadata knows nothing of a block's own writes.
+        self.columns.is_empty() && self.filter.is_none() && self.overlay.is_none()
     }
 }
 
@@ -162,7 +166,8 @@ fn open(spec: &ScanSpec, part: &OwnedKeyValueRange) -> Result<TableScan> {
         .range(borrowed(part))
         .projection(columns)
         .filter(spec.filter.clone())
-        .snapshot(Some(&spec.snapshot));
+        .snapshot(Some(&spec.snapshot))
+        .overlay(spec.overlay.clone());
     spec.table.scan(opts).map_err(to_df)
 }
 

@@ -114,11 +114,21 @@ impl BasaltTable {
         // snapshot's, which the scan reads. Inside `BEGIN … COMMIT`, the
         // transaction's (`txn.rs`).
         let in_block = match crate::txn::SessionTransaction::of(state.config()) {
-            Some(slot) => slot.snapshot_for_read(&self.name)?,
+            Some(slot) => slot.read_view(&table),
             None => None,
         };
-        let snapshot = Arc::new(in_block.unwrap_or_else(|| self.db.snapshot()));
-        let estimate = table.estimate_opt(Some(&snapshot)).ok();
+        let (snapshot, overlay) = match in_block {
+            Some((snapshot, overlay)) => (snapshot, overlay),
+            None => (self.db.snapshot(), None),
+        };
+        let snapshot = Arc::new(snapshot);
+        let estimate = table.estimate_opt(Some(&snapshot)).ok().map(|mut estimate| {
+            // The block's own writes change the count metadata gives.
+            if overlay.is_some() {
+                estimate.exact_rows = None;
+            }
+            estimate
+        });
         let column_stats = column_statistics(&table, &schema);
         let spec = ScanSpec {
             table,
@@ -130,6 +140,7 @@ impl BasaltTable {
             range: pushed.range,
             estimate,
             column_stats,
+            overlay,
         };
         BasaltScanExec::try_new(spec, parts)
     }

@@ -5,15 +5,16 @@
 //! and `ROLLBACK` drops. Outside a block every statement commits on its
 //! own, as before.
 //!
-//! What a block does not do yet, refused with an error rather than
-//! answered wrongly: read a table it has written (scans do not see the
-//! transaction's own writes), run DDL, or UPDATE a key column.
+//! Reads of a table the block wrote see its own writes: each scan merges
+//! them over the snapshot (`basalt::TableOverlay`). What a block does not
+//! do yet, refused with an error rather than answered wrongly: run DDL, or
+//! UPDATE a key column.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use basalt::{Db, Snapshot, WriteBatch};
-use datafusion::common::{Result, exec_err, not_impl_err, plan_err};
+use datafusion::common::{Result, exec_err, plan_err};
 use datafusion::execution::config::SessionConfig;
 use parking_lot::Mutex;
 
@@ -96,19 +97,17 @@ impl SessionTransaction {
         Ok(())
     }
 
-    /// The snapshot a read of `table` takes inside the block: `None`
-    /// outside one; an error when the block wrote the table (its scans
-    /// would not see those writes).
-    pub(crate) fn snapshot_for_read(&self, table: &str) -> Result<Option<Snapshot>> {
+    /// What a read of `table` inside the block reads: the block's snapshot,
+    /// and its own writes to the table when it wrote some (a scan merges
+    /// them over the snapshot). `None` outside a block.
+    pub(crate) fn read_view(
+        &self,
+        table: &basalt::Table,
+    ) -> Option<(Snapshot, Option<basalt::TableOverlay>)> {
         let open = self.open.lock();
-        let Some(open) = open.as_ref() else { return Ok(None) };
-        if open.written.contains(table) {
-            return not_impl_err!(
-                "reading table {table}, which this transaction wrote: reads inside BEGIN … COMMIT do not \
-                 see the transaction's own writes yet; COMMIT first"
-            );
-        }
-        Ok(Some(open.tx.snapshot().clone()))
+        let open = open.as_ref()?;
+        let overlay = open.written.contains(table.name()).then(|| open.tx.overlay(table));
+        Some((open.tx.snapshot().clone(), overlay))
     }
 
     /// Writes `batch` (rows of `table`) into the open block; `None` when

@@ -55,7 +55,7 @@ pub use codec::key::{KeyValue, OwnedKeyValue};
 pub use db::{
     BulkLoad, ColumnEstimate, Db, DbIterator, Direction, GetLatency, IndexInfo, IndexOptions, IndexPredicate,
     KeyValueRange, Keyspace, LevelStats, LookupOptions, OwnedKeyValueRange, ReadOptions, ScanOptions,
-    ScanPlan, Snapshot, Stats, Table, TableEstimate, TableOptions, TableScan, Transaction,
+    ScanPlan, Snapshot, Stats, Table, TableEstimate, TableOptions, TableOverlay, TableScan, Transaction,
 };
 pub use error::{Error, Result};
 pub use options::{Compression, Options, WriteOptions};

@@ -715,3 +715,134 @@ fn bank_transfers_keep_the_total_under_contention() {
         );
     });
 }
+
+/// Scans inside a transaction (`ScanOptions::overlay`) against a model:
+/// the snapshot's rows (some in SSTs, some in the memtable, others written
+/// after the snapshot by another writer) with the transaction's own upserts
+/// and deletes on top, over random ranges, projections and filters, with
+/// and without an index the filter could use.
+#[test]
+fn scans_with_the_overlay_see_the_transactions_own_writes() {
+    common::run_seeded("overlay scans", 40, |seed| {
+        let mut rng = common::rng(seed);
+        let fs = MemFs::new();
+        let db = Db::open("/db", common::small_options(&fs, &mut rng)).expect("open");
+        let schema: SchemaRef = Arc::new(Schema::new(vec![
+            Field::new("k", DataType::Int64, false),
+            Field::new("v", DataType::Int64, true),
+        ]));
+        let t = db.create_table("t", schema.clone(), &["k"], TableOptions::default()).expect("create");
+        if rng.random_bool(0.5) {
+            t.create_index("by_v", &["v"], IndexOptions::default()).expect("index");
+        }
+        let rows = |pairs: &[(i64, Option<i64>)]| {
+            let k = Int64Array::from(pairs.iter().map(|p| p.0).collect::<Vec<_>>());
+            let v = Int64Array::from(pairs.iter().map(|p| p.1).collect::<Vec<_>>());
+            RecordBatch::try_new(schema.clone(), vec![Arc::new(k), Arc::new(v)]).expect("rows")
+        };
+        let mut model: BTreeMap<i64, Option<i64>> = BTreeMap::new();
+        for round in 0..3 {
+            let pairs: Vec<(i64, Option<i64>)> = (0..rng.random_range(5..40))
+                .map(|_| (rng.random_range(0..60), rng.random_bool(0.9).then(|| rng.random_range(0..8))))
+                .collect();
+            t.write(&rows(&pairs)).expect("write");
+            model.extend(pairs);
+            if round < 2 && rng.random_bool(0.6) {
+                db.flush().expect("flush");
+            }
+        }
+        let mut tx = db.transaction();
+        // Another writer after the snapshot: the scan must not see it.
+        t.write(&rows(&[(1, Some(100)), (61, Some(100))])).expect("later write");
+        let mut own: BTreeMap<i64, Option<Option<i64>>> = BTreeMap::new();
+        for _ in 0..rng.random_range(0..4) {
+            let pairs: Vec<(i64, Option<i64>)> = (0..rng.random_range(1..10))
+                .map(|_| (rng.random_range(0..70), rng.random_bool(0.9).then(|| rng.random_range(0..8))))
+                .collect();
+            tx.put_table(&t, &rows(&pairs)).expect("put");
+            own.extend(pairs.into_iter().map(|(k, v)| (k, Some(v))));
+            let deletes: Vec<i64> = (0..rng.random_range(0..4)).map(|_| rng.random_range(0..70)).collect();
+            let keys = RecordBatch::try_new(
+                Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, false)])),
+                vec![Arc::new(Int64Array::from(deletes.clone()))],
+            )
+            .expect("keys");
+            tx.delete_table(&t, &keys).expect("delete");
+            own.extend(deletes.into_iter().map(|k| (k, None)));
+        }
+        let mut seen = model.clone();
+        for (k, change) in &own {
+            match change {
+                Some(v) => seen.insert(*k, *v),
+                None => seen.remove(k),
+            };
+        }
+        check_overlay_scans(&t, &tx, &seen, &mut rng, seed);
+        // An overlay of another table is refused.
+        let other = db.create_table("u", schema.clone(), &["k"], TableOptions::default()).expect("u");
+        let wrong = basalt::ScanOptions::default().overlay(Some(tx.overlay(&t)));
+        assert!(matches!(other.scan(wrong), Err(Error::InvalidArgument(_))));
+        drop(tx);
+    });
+}
+
+/// Random scans of `t` through `tx`'s snapshot and overlay against
+/// (what the transaction sees: key → v).
+fn check_overlay_scans(
+    t: &basalt::Table,
+    tx: &basalt::Transaction,
+    visible: &BTreeMap<i64, Option<i64>>,
+    rng: &mut rand::rngs::StdRng,
+    seed: u64,
+) {
+    for _ in 0..6 {
+        let lo = rng.random_range(0..70i64);
+        let hi = rng.random_range(lo..75);
+        let want_v = rng.random_range(0..8i64);
+        let filtered = rng.random_bool(0.5);
+        let mut opts = basalt::ScanOptions::default()
+            .snapshot(Some(tx.snapshot()))
+            .overlay(Some(tx.overlay(t)))
+            .range((
+                std::ops::Bound::Included(vec![KeyValue::I64(lo)]),
+                std::ops::Bound::Excluded(vec![KeyValue::I64(hi)]),
+            ))
+            .batch_size(rng.random_range(1..20));
+        if filtered {
+            let literal = Arc::new(Int64Array::from(vec![want_v]));
+            opts = opts.filter(Some(basalt::Filter::all(vec![basalt::Predicate::new(
+                "v",
+                basalt::CmpOp::Eq,
+                literal,
+            )])));
+        }
+        let project_v_only = rng.random_bool(0.3);
+        if project_v_only {
+            opts = opts.projection(Some(vec!["v".into()]));
+        }
+        let mut got: Vec<Option<i64>> = Vec::new();
+        let mut got_keys: Vec<i64> = Vec::new();
+        for batch in t.scan(opts).expect("scan") {
+            let batch = batch.expect("batch");
+            let v = batch.column_by_name("v").expect("v").as_any().downcast_ref::<Int64Array>().expect("i64");
+            got.extend((0..v.len()).map(|i| v.is_valid(i).then(|| v.value(i))));
+            if let Some(k) = batch.column_by_name("k") {
+                let k = k.as_any().downcast_ref::<Int64Array>().expect("i64");
+                got_keys.extend(k.values().iter());
+            }
+        }
+        let want: Vec<(i64, Option<i64>)> = visible
+            .range(lo..hi)
+            .filter(|(_, v)| !filtered || **v == Some(want_v))
+            .map(|(k, v)| (*k, *v))
+            .collect();
+        assert_eq!(
+            got,
+            want.iter().map(|p| p.1).collect::<Vec<_>>(),
+            "seed {seed}: [{lo}, {hi}) filtered {filtered}"
+        );
+        if !project_v_only {
+            assert_eq!(got_keys, want.iter().map(|p| p.0).collect::<Vec<_>>(), "seed {seed}: keys");
+        }
+    }
+}

@@ -47,7 +47,7 @@ pub use scan::{KeyValueRange, ScanOptions, ScanPlan, TableScan};
 pub use snapshot::{ReadOptions, Snapshot};
 pub use stats::{GetLatency, LevelStats, Stats};
 pub use table::{Table, TableOptions};
-pub use transaction::Transaction;
+pub use transaction::{TableOverlay, Transaction};
 
 use crate::codec::internal::SeqNo;
 use crate::error::{Error, Result};

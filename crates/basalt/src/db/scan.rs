@@ -47,6 +47,11 @@ pub struct ScanOptions<'a> {
     pub batch_size: usize,
     /// Read as of this snapshot (`None`: now).
     pub snapshot: Option<&'a Snapshot>,
+    /// A transaction's own writes to the table, read over the snapshot:
+    /// its rows replace and its deletes hide the snapshot's rows of their
+    /// keys ([`Transaction::overlay`](crate::Transaction::overlay); pass
+    /// the transaction's snapshot with it).
+    pub overlay: Option<super::transaction::TableOverlay>,
 }
 }
 
@@ -58,6 +63,7 @@ impl Default for ScanOptions<'_> {
             filter: None,
             batch_size: 0,
             snapshot: None,
+            overlay: None,
         }
     }
 }
@@ -138,6 +144,9 @@ pub struct TableScan {
     plan: ScanPlan,
     /// With an index plan: the index read and the keys not fetched yet.
     by_index: Option<(super::index::IndexPlan, usize)>,
+    /// A transaction's own rows in the scan's range, in key order (`None`:
+    /// a deleted key), and the next one to merge.
+    own: Option<(super::transaction::OwnRows, std::ops::Range<usize>)>,
 }
 
 impl std::fmt::Debug for TableScan {
@@ -180,7 +189,13 @@ impl Table {
         let (needed, work_schema, output_in_work) =
             work_columns(&layout, projection.as_deref(), opts.filter.as_ref())?;
         let cursor = open_cursor(self, &sv, &range)?;
+        let own = match &opts.overlay {
+            Some(overlay) => overlay.rows_in(self, &layout, &range)?,
+            None => None,
+        };
         let by_index = match &opts.filter {
+            // An index holds no entries of a transaction's own writes.
+            Some(_) if own.is_some() => None,
             Some(f) => self.plan_index(f, seqno, &sv)?.map(|mut p| {
                 p.keys.retain(|k| in_range(&range, k));
                 (p, 0)
@@ -214,6 +229,7 @@ impl Table {
             key: Vec::new(),
             next_other: Vec::new(),
             blocks_skipped: 0,
+            own,
             plan,
             by_index,
         })
@@ -351,8 +367,13 @@ impl TableScan {
         // them). Those versions are passed over; the rows still come from
         // this block, without a merge step each.
         let exclusive = end;
+        // Never past the transaction's next own key: it replaces or hides
+        // the sources' row of that key.
+        let own_next =
+            self.own.as_ref().and_then(|(rows, at)| rows.get(at.start).filter(|_| at.start < at.end));
+        let before_own = |k: &[u8]| own_next.is_none_or(|(o, _)| k < o.as_slice());
         if plain && end == limit {
-            while end < n && !self.past_upper(block.key(end)) {
+            while end < n && !self.past_upper(block.key(end)) && before_own(block.key(end)) {
                 let version = block.trailer(end) >> 8;
                 if !self.cursor.pass_older_besides(i, block.key(end), version)? {
                     break;
@@ -566,12 +587,24 @@ impl TableScan {
             return self.advance_by_index();
         }
         while self.ready.is_empty() {
-            let Some(i) = self.cursor.next_source() else {
+            let next = self.cursor.next_source();
+            if self.merge_own(next)? {
+                continue;
+            }
+            let Some(i) = next else {
                 self.flush_builders()?;
                 self.done = true;
                 return Ok(());
             };
-            let has_other = match self.cursor.smallest_key_besides(i) {
+            // The zero-copy path stops before the next key another source,
+            // or the transaction's own writes, holds.
+            let own =
+                self.own.as_ref().and_then(|(rows, at)| rows.get(at.start).filter(|_| at.start < at.end));
+            let other = match (self.cursor.smallest_key_besides(i), own.map(|(k, _)| k.as_slice())) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            let has_other = match other {
                 Some(k) => {
                     self.next_other.clear();
                     self.next_other.extend_from_slice(k);
@@ -591,6 +624,31 @@ impl TableScan {
             }
         }
         Ok(())
+    }
+
+    /// Merges the transaction's next own row when it comes before (or at)
+    /// the key of source `next`: its row replaces the sources' versions of
+    /// that key, its delete hides them. `true` when it took one.
+    fn merge_own(&mut self, next: Option<usize>) -> Result<bool> {
+        let Some((rows, at)) = &mut self.own else { return Ok(false) };
+        let Some((key, row)) = rows.get(at.start).filter(|_| at.start < at.end) else { return Ok(false) };
+        let source_key = next.and_then(|i| self.cursor.sources()[i].key().map(|(k, _)| k));
+        if source_key.is_some_and(|k| k < key.as_slice()) {
+            return Ok(false);
+        }
+        let shared = source_key == Some(key.as_slice());
+        let (key, row) = (key.clone(), row.clone());
+        at.start += 1;
+        if self.past_upper(&key) {
+            return Ok(false);
+        }
+        if shared {
+            self.take_versions(&key)?;
+        }
+        if let Some(row) = row {
+            self.push_row(&key, Found::Bytes(row))?;
+        }
+        Ok(true)
     }
 
     /// Reads the rows from source `i`'s current key `key` on; `true` when

@@ -121,6 +121,23 @@ impl Transaction {
         }
     }
 
+    /// The transaction's own writes to `table` as they are now: a scan
+    /// given them and the transaction's snapshot
+    /// (`ScanOptions::default().snapshot(Some(tx.snapshot())).overlay(Some(tx.overlay(&table)))`)
+    /// reads the table as the transaction sees it — its rows in place of
+    /// the snapshot's, its deletes hiding them. Later writes of the
+    /// transaction are not in it.
+    pub fn overlay(&self, table: &Table) -> TableOverlay {
+        let tree = table.shared.id;
+        let rows: Vec<(Vec<u8>, Option<Bytes>)> = self
+            .own
+            .range((tree, Vec::new())..)
+            .take_while(|((t, _), _)| *t == tree)
+            .map(|((_, key), row)| (key.clone(), row.clone()))
+            .collect();
+        TableOverlay { tree, schema_version: self.schema_versions.get(&tree).copied(), rows: Arc::new(rows) }
+    }
+
     /// The snapshot the transaction reads at. Scans through it
     /// ([`ReadOptions::snapshot`](crate::ReadOptions), [`Snapshot::iter`])
     /// see the database as the transaction does, without its own writes.
@@ -374,6 +391,53 @@ impl Transaction {
         RecordBatch::try_new(layout.schema().clone(), columns)
             .map_err(|e| Error::InvalidArgument(format!("table row: {e}")))
             .map(Some)
+    }
+}
+
+/// A transaction's own rows of one table, in key order: (user key, row
+/// bytes, or `None` for a delete).
+pub(crate) type OwnRows = Arc<Vec<(Vec<u8>, Option<Bytes>)>>;
+
+/// A transaction's own writes to one table at one moment
+/// ([`Transaction::overlay`]), for a scan to read over the transaction's
+/// snapshot ([`ScanOptions::overlay`](crate::ScanOptions)): what a scan of
+/// the table inside the transaction must see.
+#[derive(Debug, Clone)]
+pub struct TableOverlay {
+    tree: TreeId,
+    /// The schema version the rows were encoded under (`None`: no rows).
+    schema_version: Option<u32>,
+    /// (user key, row bytes or `None` for a delete), in key order.
+    rows: OwnRows,
+}
+
+impl TableOverlay {
+    /// The rows a scan of `table` over `range` merges, checked against the
+    /// scan's table and `layout`; `None` when there are none.
+    pub(super) fn rows_in(
+        &self,
+        table: &Table,
+        layout: &crate::row::layout::TableLayout,
+        range: &super::cursor::KeyRange,
+    ) -> Result<Option<(OwnRows, std::ops::Range<usize>)>> {
+        if self.tree != table.shared.id {
+            return Err(Error::InvalidArgument(format!(
+                "the overlay is of another table than {}",
+                table.name()
+            )));
+        }
+        if self.schema_version.is_some_and(|v| v != layout.version()) {
+            return Err(schema_changed(table.name()));
+        }
+        let start = self.rows.partition_point(|(k, _)| match &range.0 {
+            std::ops::Bound::Included(lo) => k < lo,
+            std::ops::Bound::Excluded(lo) => k <= lo,
+            std::ops::Bound::Unbounded => false,
+        });
+        if start == self.rows.len() {
+            return Ok(None);
+        }
+        Ok(Some((self.rows.clone(), start..self.rows.len())))
     }
 }
 
