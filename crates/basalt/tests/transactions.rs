@@ -786,8 +786,8 @@ fn scans_with_the_overlay_see_the_transactions_own_writes() {
     });
 }
 
-/// Random scans of `t` through `tx`'s snapshot and overlay against
-/// (what the transaction sees: key → v).
+/// Random scans of `t` through `tx`'s snapshot and overlay, checked
+/// against `visible` (what the transaction sees: key → v).
 fn check_overlay_scans(
     t: &basalt::Table,
     tx: &basalt::Transaction,
