@@ -330,3 +330,19 @@ def test_interleaved_transactions_match_a_model_of_snapshot_isolation(
         for tx in real.values():
             tx.rollback()
         assert {k: db[k] for k in KEYS if k in db} == committed
+
+
+def test_a_transactions_scan_sees_its_own_writes_over_its_snapshot(db: basalt.Database) -> None:
+    t = db.create_table("t", pa.schema([("id", pa.int64()), ("v", pa.string())]), primary_key=["id"])
+    t.write({"id": [1, 2, 3], "v": ["a", "b", "c"]})
+    tx = db.transaction()
+    t.write({"id": [4], "v": ["after"]})  # another writer, after the snapshot
+    tx.write(t, {"id": [2, 5], "v": ["B", "e"]})
+    tx.delete_rows(t, [3])
+    assert tx.to_arrow(t).to_pylist() == [
+        {"id": 1, "v": "a"}, {"id": 2, "v": "B"}, {"id": 5, "v": "e"}]
+    assert tx.to_arrow(t, columns=["id"], where=[("v", "=", "e")]).column("id").to_pylist() == [5]
+    assert tx.to_arrow(t, start=2, end=5, reverse=True).column("id").to_pylist() == [2]
+    assert t.to_arrow().column("id").to_pylist() == [1, 2, 3, 4]
+    tx.commit()
+    assert t.to_arrow().column("id").to_pylist() == [1, 2, 4, 5]

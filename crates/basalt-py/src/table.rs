@@ -267,6 +267,30 @@ impl Table {
         }
     }
 
+    /// A scan of the rows a transaction sees: its `snapshot` with its own
+    /// writes (`overlay`) on top.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn scan_in_transaction(
+        &self,
+        py: Python<'_>,
+        columns: Option<Vec<String>>,
+        r#where: Option<&Bound<'_, PyAny>>,
+        start: Option<&Bound<'_, PyAny>>,
+        end: Option<&Bound<'_, PyAny>>,
+        reverse: bool,
+        snapshot: &basalt::Snapshot,
+        overlay: &basalt::TableOverlay,
+    ) -> PyResult<Scan> {
+        self.handle(py)?;
+        let range = self.range(py, start, end)?;
+        let filter = r#where.map(|w| self.filter(py, w)).transpose()?;
+        let db = self.state.db(py)?;
+        let (batches, plan, schema) = py
+            .detach(|| self.batches(range, columns, filter, 0, reverse, Some(snapshot), Some(overlay), &db))
+            .py_err(py)?;
+        Ok(Scan::new(self.state.clone(), schema, batches, plan))
+    }
+
     /// The batches of a scan over `range`: forwards, or backwards part by
     /// part (each part read forwards, then reversed).
     fn batches(
@@ -277,6 +301,7 @@ impl Table {
         batch_size: usize,
         reverse: bool,
         snapshot: Option<&basalt::Snapshot>,
+        overlay: Option<&basalt::TableOverlay>,
         db: &basalt::Db,
     ) -> basalt::Result<(Batches, String, SchemaRef)> {
         let table = self.table.clone();
@@ -286,7 +311,8 @@ impl Table {
             .projection(projection.clone())
             .filter(filter.clone())
             .batch_size(batch_size)
-            .snapshot(snapshot);
+            .snapshot(snapshot)
+            .overlay(overlay.cloned());
         let scan = table.scan(opts)?;
         let plan = match scan.plan() {
             ScanPlan::Index { index, .. } => format!("index {index}"),
@@ -302,6 +328,7 @@ impl Table {
         let parts = table.split_range(&borrowed, parts)?;
         // One moment for every part.
         let pinned = snapshot.cloned().unwrap_or_else(|| db.snapshot());
+        let overlay = overlay.cloned();
         let iter = parts.into_iter().rev().flat_map(move |part| {
             let range = (borrow_edge(&part.0), borrow_edge(&part.1));
             let opts = ScanOptions::default()
@@ -309,7 +336,8 @@ impl Table {
                 .projection(projection.clone())
                 .filter(filter.clone())
                 .batch_size(batch_size)
-                .snapshot(Some(&pinned));
+                .snapshot(Some(&pinned))
+                .overlay(overlay.clone());
             let read: basalt::Result<Vec<RecordBatch>> = table.scan(opts).and_then(Iterator::collect);
             let out: Vec<basalt::Result<RecordBatch>> = match read {
                 Ok(batches) => batches.iter().rev().map(reversed).collect(),
@@ -604,11 +632,11 @@ impl Table {
         let db = self.state.db(py)?;
         let made = match snapshot {
             Some(s) => s.get().with_for(py, &self.state, |s| {
-                py.detach(|| self.batches(range, columns, filter, batch_size, reverse, Some(s), &db))
+                py.detach(|| self.batches(range, columns, filter, batch_size, reverse, Some(s), None, &db))
                     .py_err(py)
             })?,
             None => py
-                .detach(|| self.batches(range, columns, filter, batch_size, reverse, None, &db))
+                .detach(|| self.batches(range, columns, filter, batch_size, reverse, None, None, &db))
                 .py_err(py)?,
         };
         let (batches, plan, schema) = made;

@@ -208,6 +208,29 @@ impl Transaction {
         self.read_row(py, table, key, false)
     }
 
+    /// The rows of `table` as this transaction sees them — its snapshot
+    /// with its own writes on top — as one `pyarrow.Table`, with the
+    /// arguments of `Table.to_arrow`.
+    #[pyo3(signature = (table, *, columns=None, r#where=None, start=None, end=None, reverse=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn to_arrow<'py>(
+        &self,
+        py: Python<'py>,
+        table: &Bound<'py, Table>,
+        columns: Option<Vec<String>>,
+        r#where: Option<&Bound<'py, PyAny>>,
+        start: Option<&Bound<'py, PyAny>>,
+        end: Option<&Bound<'py, PyAny>>,
+        reverse: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let table = self.table(py, table)?;
+        let handle = table.handle(py)?.clone();
+        let (snapshot, overlay) = self.open(py, |tx| Ok((tx.snapshot().clone(), tx.overlay(&handle))))?;
+        let scan =
+            table.scan_in_transaction(py, columns, r#where, start, end, reverse, &snapshot, &overlay)?;
+        Bound::new(py, scan)?.call_method0("read_all")
+    }
+
     /// `get_row`, and the commit raises `ConflictError` if another commit
     /// writes that row after this transaction began.
     fn get_row_for_update<'py>(
