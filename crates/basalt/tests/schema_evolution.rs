@@ -576,3 +576,36 @@ fn a_snapshot_from_before_a_change_reads_through_the_new_schema() {
     let row = t.get_opt(&[KeyValue::I64(1)], &opts).expect("get").expect("row");
     assert_eq!(rows_of(&row), vec![vec![Cell::I64(1), Cell::I64(10), Cell::Str("d".into())]]);
 }
+
+/// The second outside review's item 1: a delete encoded before a key
+/// column's rename and committed after it reached the WAL under the old
+/// column name, and recovery refused the WAL. Deletes carry their schema
+/// version like puts: refused at commit, and the database reopens.
+#[test]
+fn a_delete_made_before_a_key_rename_is_refused_and_the_database_reopens() {
+    let (fs, db) = memory_db();
+    let t = db.create_table("t", two_columns(), &["k"], TableOptions::default()).expect("create");
+    t.write(&ints(&two_columns(), vec![vec![Some(1), Some(2)], vec![Some(10), Some(20)]])).expect("write");
+    let keys = RecordBatch::try_new(
+        Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, false)])),
+        vec![Arc::new(Int64Array::from(vec![1]))],
+    )
+    .expect("keys");
+    let mut tx = db.transaction();
+    tx.delete_table(&t, &keys).expect("delete in a transaction");
+    let mut wb = WriteBatch::new();
+    wb.delete_table(&t, &keys).expect("delete in a batch");
+    t.rename_column("k", "key").expect("rename the key");
+    assert!(matches!(tx.commit(), Err(Error::Conflict(_))));
+    assert!(matches!(db.write_opt(wb, &WriteOptions::default().sync(true)), Err(Error::Conflict(_))));
+    drop(t);
+    drop(db);
+    let image = fs.crash(CrashMode::DropUnsynced, 1);
+    let db = open(&image, &Options::default());
+    let t = db.table("t").expect("t");
+    assert_eq!(t.primary_key(), vec!["key".to_string()]);
+    assert_eq!(
+        t.scan(ScanOptions::default()).expect("scan").map(|b| b.expect("batch").num_rows()).sum::<usize>(),
+        2
+    );
+}

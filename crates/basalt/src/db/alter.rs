@@ -7,7 +7,9 @@
 //! memtables must then hold no row of the table, since they keep no schema
 //! version per row: when they do, they are flushed first (every SST names
 //! the version its rows were written under, so flushed rows are read
-//! through it). A write encoded under the old version that reaches the
+//! through it). The new version is installed with a memtable of its own,
+//! so a reader of the old one never meets a row written under the new. A
+//! write encoded under the old version that reaches the
 //! write path after the change is refused there (`write.rs`); a row cache
 //! entry is its file's own version, so none is read across the change.
 
@@ -86,14 +88,17 @@ impl DbInner {
                 self.switch_memtable()?;
                 self.wait_for_imms_flushed()?;
             }
-            let mut versions = self.versions.lock();
             let edit = VersionEdit {
                 table_versions: records.into_iter().map(|r| (table, r)).collect(),
                 ..VersionEdit::default()
             };
-            let version = self.log_and_apply(&mut versions, edit)?;
-            self.state.replace(|s| SuperVersion { mem: s.mem.clone(), imms: s.imms.clone(), version });
-            Ok(())
+            let version = {
+                let mut versions = self.versions.lock();
+                self.log_and_apply(&mut versions, edit)?
+            };
+            // A reader holding the old super version must never find a row
+            // of the new version in its memtable.
+            self.install_with_fresh_memtable(&version)
         })
     }
 }

@@ -187,6 +187,10 @@ impl DbInner {
                     (Some(_), Some(cached)) if !cached.is_key_value() && current_version() => {
                         Value::TableRow(cached, i)
                     }
+                    // A delete's value is never read: nothing to adapt.
+                    (Some(_), Some(cached)) if !cached.is_key_value() && !is_put(trailer) => {
+                        Value::Borrowed(&[])
+                    }
                     (Some(layout), Some(cached)) if !cached.is_key_value() => {
                         Value::Shared(older_row(layout, file, cached, i)?)
                     }
@@ -450,5 +454,63 @@ mod tests {
         let got = db.get("k").expect("get");
         assert!(got.is_some(), "the key had a value at every moment of the read");
         assert_eq!(db.get("k").expect("get").as_deref(), Some(&b"new"[..]));
+    }
+
+    /// The second outside review's item 2: a read that loaded the state
+    /// before a change of the table's columns, and its seqno after a write
+    /// under the new schema, must not decode that write with the old
+    /// layout (the change installs a memtable of its own). Both with rows
+    /// of another table in the memtable (switched to a new WAL) and with
+    /// an empty one (replaced on the same WAL).
+    #[test]
+    fn a_read_across_a_column_change_never_decodes_a_row_of_the_new_schema_with_the_old() {
+        use arrow_array::{ArrayRef, Int64Array, RecordBatch};
+        use arrow_schema::{DataType, Field, Schema};
+        for other_rows in [false, true] {
+            let opts = Options { fs: Arc::new(MemFs::new()), auto_compaction: false, ..Options::default() };
+            let db = Arc::new(Db::open("/db", opts).expect("open"));
+            let schema = Arc::new(Schema::new(vec![
+                Field::new("k", DataType::Int64, false),
+                Field::new("a", DataType::Int64, true),
+            ]));
+            let t = db.create_table("t", schema.clone(), &["k"], crate::TableOptions::default()).expect("t");
+            let ints = |v: Vec<i64>| Arc::new(Int64Array::from(v)) as ArrayRef;
+            t.write(
+                &RecordBatch::try_new(schema.clone(), vec![ints(vec![1]), ints(vec![10])]).expect("rows"),
+            )
+            .expect("write");
+            db.flush().expect("flush");
+            if other_rows {
+                let u =
+                    db.create_table("u", schema.clone(), &["k"], crate::TableOptions::default()).expect("u");
+                u.write(
+                    &RecordBatch::try_new(schema.clone(), vec![ints(vec![1]), ints(vec![1])]).expect("rows"),
+                )
+                .expect("write u");
+            }
+            let changer = t.clone();
+            super::between_loads::set(move || {
+                // `a` dropped and `b` added, of the same type: an old-layout
+                // decode would read b's value as a's.
+                changer
+                    .alter(&[
+                        crate::ColumnChange::Drop { name: "a".into() },
+                        crate::ColumnChange::Add {
+                            field: Arc::new(Field::new("b", DataType::Int64, true)),
+                            default: None,
+                        },
+                    ])
+                    .expect("alter");
+                let now = changer.schema();
+                changer
+                    .write(&RecordBatch::try_new(now, vec![ints(vec![2]), ints(vec![99])]).expect("rows"))
+                    .expect("write");
+            });
+            // The read's state is from before the change: key 2 is not
+            // there, and no row reads a value of `b` as `a`.
+            assert!(t.get(&[crate::KeyValue::I64(2)]).expect("get").is_none(), "other rows: {other_rows}");
+            let row = t.get(&[crate::KeyValue::I64(2)]).expect("get").expect("row 2 now");
+            assert_eq!(row.schema().field(1).name(), "b");
+        }
     }
 }

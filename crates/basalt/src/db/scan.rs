@@ -315,6 +315,13 @@ impl TableScan {
         (self.zero_copy_rows, self.merged_rows)
     }
 
+    /// The table layout the scan reads with (its super version's); the
+    /// index check (`inspect`) compares it with its own.
+    #[cfg_attr(not(feature = "inspect"), allow(dead_code))]
+    pub(crate) fn layout(&self) -> &Arc<TableLayout> {
+        &self.layout
+    }
+
     /// Blocks skipped because their zone maps ruled out the filter.
     pub fn blocks_skipped(&self) -> u64 {
         self.blocks_skipped

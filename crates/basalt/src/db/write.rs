@@ -567,6 +567,31 @@ impl DbInner {
         if self.state.load().mem.is_empty() {
             return Ok(());
         }
+        self.switch_memtable_installing(None)
+    }
+
+    /// Installs `version` with a memtable no reader of an older super
+    /// version holds, in one replacement of the state: an empty active
+    /// memtable is replaced by a new one on the same WAL; one with entries
+    /// is switched to a new WAL first. A reader that loaded the state
+    /// before and its seqno after then never finds writes made under
+    /// `version` (a schema change: `alter.rs`). The caller owns the write
+    /// path.
+    pub(crate) fn install_with_fresh_memtable(&self, version: &Arc<crate::version::Version>) -> Result<()> {
+        if self.state.load().mem.is_empty() {
+            self.state.replace(|s| SuperVersion {
+                mem: Arc::new(Memtable::new(s.mem.wal_number())),
+                imms: s.imms.clone(),
+                version: version.clone(),
+            });
+            return Ok(());
+        }
+        self.switch_memtable_installing(Some(version))
+    }
+
+    /// [`DbInner::switch_memtable`], installing `version` with the new
+    /// memtable when given.
+    fn switch_memtable_installing(&self, version: Option<&Arc<crate::version::Version>>) -> Result<()> {
         let number = self.versions.lock().new_file_number();
         let path = self.dir.join(files::wal(number));
         let created = self.fs.create(&path).and_then(|f| {
@@ -587,7 +612,8 @@ impl DbInner {
             let mut imms = Vec::with_capacity(s.imms.len() + 1);
             imms.push(s.mem.clone());
             imms.extend(s.imms.iter().cloned());
-            SuperVersion { mem: Arc::new(Memtable::new(number)), imms, version: s.version.clone() }
+            let version = version.map_or_else(|| s.version.clone(), Arc::clone);
+            SuperVersion { mem: Arc::new(Memtable::new(number)), imms, version }
         });
         self.jobs.wake();
         Ok(())

@@ -108,7 +108,7 @@ pub(crate) fn encode_rows(
             rows.push((bytes::Bytes::from(k), bytes::Bytes::from(v)));
         }
     }
-    Ok(crate::wal::batch::EncodedRows { rows, schema_version: (!delete).then(|| layout.version()) })
+    Ok(crate::wal::batch::EncodedRows { rows, schema_version: Some(layout.version()) })
 }
 
 /// A batch as an Arrow IPC stream (how the WAL keeps table writes).

@@ -78,8 +78,10 @@ impl BatchEntry<'_> {
 pub(crate) struct EncodedRows {
     /// (user key, row bytes); row bytes are empty for deletes.
     pub rows: Vec<(Bytes, Bytes)>,
-    /// The table schema version the row bytes were encoded under (`None`
-    /// for deletes, whose keys every version encodes alike).
+    /// The table schema version the rows were encoded under: the WAL keeps
+    /// the caller's batch (column names included, for deletes too), which
+    /// recovery checks against the current schema, so rows of an older
+    /// version must never reach it (`None`: rows of no table schema).
     pub schema_version: Option<u32>,
 }
 

@@ -60,7 +60,7 @@ impl Table {
                 continue;
             }
             let mut scratch = Vec::new();
-            let Some(predicate) = index_predicate(self, &def.layout, filter, &mut scratch) else { continue };
+            let Some(predicate) = index_predicate(&def.layout, filter, &mut scratch) else { continue };
             let range = predicate_range(def, &predicate)?;
             let mut entries = RangeReader::open(self.inner(), sv, seqno, index, range, Direction::Forward)?;
             let limit = best.as_ref().map_or(cap, |b| b.keys.len() as u64);
@@ -89,19 +89,21 @@ impl Table {
 /// equalities on its leading columns, else a range on its first one (not
 /// on a float: `-0.0` and NaN order differently in Arrow's comparisons).
 fn index_predicate<'s>(
-    table: &Table,
     layout: &crate::row::index::IndexLayout,
     filter: &Filter,
     scratch: &'s mut Vec<Vec<u8>>,
 ) -> Option<IndexPredicate<'s>> {
-    let schema = table.schema();
+    // The table's layout the index was read with (the scan's super
+    // version), not the handle's now: columns may have changed since.
+    let table_layout = layout.table();
+    let schema = table_layout.schema();
     let on = |column: usize, ops: &[CmpOp]| -> Vec<&Predicate> {
         let name = schema.field(column).name();
         filter.predicates.iter().filter(|p| &p.column == name && ops.contains(&p.op)).collect()
     };
     let literal = |p: &Predicate| -> Option<Vec<u8>> {
         let column = schema.index_of(&p.column).ok()?;
-        let width = table.layout().columns()[column].width;
+        let width = table_layout.columns()[column].width;
         if p.literal.len() != 1 || p.literal.is_null(0) {
             return None;
         }

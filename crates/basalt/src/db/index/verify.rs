@@ -13,7 +13,7 @@ use xxhash_rust::xxh3::xxh3_64_with_seed;
 use super::super::Table;
 use super::super::iter::{Direction, RangeReader};
 use crate::db::ScanOptions;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::row::index::RowValues;
 
 /// What checking one index found.
@@ -69,7 +69,14 @@ impl Table {
         }
         let mut expected = vec![Fold::default(); indexes.len()];
         let layout = self.layout_in(&sv).clone();
-        for batch in self.scan(ScanOptions::default().snapshot(Some(&snapshot)))? {
+        let scan = self.scan(ScanOptions::default().snapshot(Some(&snapshot)))?;
+        if scan.layout().version() != layout.version() {
+            return Err(Error::Conflict(format!(
+                "the columns of table {} changed while its indexes were checked; check again",
+                self.name()
+            )));
+        }
+        for batch in scan {
             let rows = crate::row::encode_rows(&layout, &batch?, false)?;
             for (key, row) in &rows.rows {
                 let values = RowValues::parse(&layout, key, row)?;
