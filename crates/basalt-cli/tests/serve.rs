@@ -383,15 +383,22 @@ fn a_database_in_use_is_refused_with_a_clear_error() {
 /// the same query with its values written in gives: the queries of one
 /// table by key, key range or index take the direct path, the others
 /// DataFusion's.
+/// A server over the players database in `dir`, and the address a
+/// PostgreSQL client connects to.
+fn players_server(dir: &Path) -> (Server, String) {
+    let path = dir.join("db");
+    make_players(&path);
+    let server = Server::start(&path, &[]);
+    let address = format!("host=127.0.0.1 port={} user=basalt dbname=basalt", server.port);
+    (server, address)
+}
+
 #[test]
 fn prepared_statements_over_the_extended_protocol_answer_as_written_queries() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("db");
-    make_players(&path);
-    let server = Server::start(&path, &[]);
+    let (server, address) = players_server(dir.path());
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     runtime.block_on(async {
-        let address = format!("host=127.0.0.1 port={} user=basalt dbname=basalt", server.port);
         let (client, connection) =
             tokio_postgres::connect(&address, tokio_postgres::NoTls).await.expect("connect");
         tokio::spawn(connection);
@@ -477,12 +484,9 @@ fn prepared_statements_over_the_extended_protocol_answer_as_written_queries() {
 #[test]
 fn transaction_blocks_read_a_snapshot_and_lose_to_an_earlier_commit() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("db");
-    make_players(&path);
-    let server = Server::start(&path, &[]);
+    let (server, address) = players_server(dir.path());
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     runtime.block_on(async {
-        let address = format!("host=127.0.0.1 port={} user=basalt dbname=basalt", server.port);
         let connect = || async {
             let (client, connection) =
                 tokio_postgres::connect(&address, tokio_postgres::NoTls).await.expect("connect");

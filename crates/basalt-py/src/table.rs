@@ -267,6 +267,19 @@ impl Table {
         }
     }
 
+    /// Runs `change` (a change of the table's columns, called `what`) on a
+    /// writable database, without the GIL: it may flush the memtables.
+    fn change_columns(
+        &self,
+        py: Python<'_>,
+        what: &str,
+        change: impl FnOnce(&basalt::Table) -> basalt::Result<()> + Send,
+    ) -> PyResult<()> {
+        self.state.db_for_write(py, what)?;
+        let table = &self.table;
+        py.detach(|| change(table)).py_err(py)
+    }
+
     /// A scan of the rows a transaction sees: its `snapshot` with its own
     /// writes (`overlay`) on top.
     #[allow(clippy::too_many_arguments)]
@@ -731,7 +744,6 @@ impl Table {
     /// not nullable needs a default. No file is rewritten.
     #[pyo3(signature = (field, default=None))]
     fn add_column(&self, py: Python<'_>, field: PyField, default: Option<Bound<'_, PyAny>>) -> PyResult<()> {
-        self.state.db_for_write(py, "add_column")?;
         let field = field.into_inner();
         let default = match default {
             None => None,
@@ -745,22 +757,17 @@ impl Table {
                 Some(array.extract::<PyArray>()?.into_inner().0)
             }
         };
-        let table = &self.table;
-        py.detach(|| table.add_column(field, default)).py_err(py)
+        self.change_columns(py, "add_column", |t| t.add_column(field, default))
     }
 
     /// Drops column `name` (not a key column, nor one an index holds).
     fn drop_column(&self, py: Python<'_>, name: &str) -> PyResult<()> {
-        self.state.db_for_write(py, "drop_column")?;
-        let table = &self.table;
-        py.detach(|| table.drop_column(name)).py_err(py)
+        self.change_columns(py, "drop_column", |t| t.drop_column(name))
     }
 
     /// Renames column `old` to `new`.
     fn rename_column(&self, py: Python<'_>, old: &str, new: &str) -> PyResult<()> {
-        self.state.db_for_write(py, "rename_column")?;
-        let table = &self.table;
-        py.detach(|| table.rename_column(old, new)).py_err(py)
+        self.change_columns(py, "rename_column", |t| t.rename_column(old, new))
     }
 
     /// Drops index `name`.

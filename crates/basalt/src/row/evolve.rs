@@ -18,7 +18,7 @@ use std::sync::Arc;
 use arrow_array::{Array, ArrayRef, UInt32Array};
 use arrow_schema::{Field, FieldRef, Schema};
 
-use super::layout::{TableLayout, width_of};
+use super::layout::TableLayout;
 use crate::error::{Error, Result};
 
 /// A change to a table's columns.
@@ -162,13 +162,6 @@ impl TableLayout {
             ColumnChange::Add { field, default } => {
                 if fields.iter().any(|f| f.name() == field.name()) {
                     return Err(Error::InvalidArgument(format!("column {} already exists", field.name())));
-                }
-                if width_of(field.data_type()).is_none() {
-                    return Err(Error::InvalidArgument(format!(
-                        "column {} has unsupported type {}",
-                        field.name(),
-                        field.data_type()
-                    )));
                 }
                 if let Some(d) = default {
                     if d.len() != 1 || d.null_count() != 0 {
