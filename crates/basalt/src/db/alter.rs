@@ -92,13 +92,14 @@ impl DbInner {
                 table_versions: records.into_iter().map(|r| (table, r)).collect(),
                 ..VersionEdit::default()
             };
-            let version = {
-                let mut versions = self.versions.lock();
-                self.log_and_apply(&mut versions, edit)?
-            };
-            // A reader holding the old super version must never find a row
-            // of the new version in its memtable.
-            self.install_with_fresh_memtable(&version)
+            // Logged and installed under one hold of the version set, as
+            // every install is: a flush or compaction installing between
+            // the two would be hidden by this version. A reader holding the
+            // old super version must never find a row of the new version in
+            // its memtable: the new one comes with a memtable of its own.
+            let mut versions = self.versions.lock();
+            let version = self.log_and_apply(&mut versions, edit)?;
+            self.install_with_fresh_memtable(&mut versions, &version)
         })
     }
 }

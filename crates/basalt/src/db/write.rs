@@ -567,17 +567,24 @@ impl DbInner {
         if self.state.load().mem.is_empty() {
             return Ok(());
         }
-        self.switch_memtable_installing(None)
+        let number = self.versions.lock().new_file_number();
+        self.switch_memtable_to(number, None)
     }
 
-    /// Installs `version` with a memtable no reader of an older super
-    /// version holds, in one replacement of the state: an empty active
-    /// memtable is replaced by a new one on the same WAL; one with entries
-    /// is switched to a new WAL first. A reader that loaded the state
-    /// before and its seqno after then never finds writes made under
-    /// `version` (a schema change: `alter.rs`). The caller owns the write
-    /// path.
-    pub(crate) fn install_with_fresh_memtable(&self, version: &Arc<crate::version::Version>) -> Result<()> {
+    /// Installs `version`, just logged by the caller, who still holds the
+    /// version set (`versions`: so no flush or compaction installs a newer
+    /// version in between, which this would hide), with a memtable no
+    /// reader of an older super version holds, in one replacement of the
+    /// state: an empty active memtable is replaced by a new one on the same
+    /// WAL; one with entries is switched to a new WAL. A reader that loaded
+    /// the state before and its seqno after then never finds writes made
+    /// under `version` (a schema change: `alter.rs`). The caller owns the
+    /// write path.
+    pub(crate) fn install_with_fresh_memtable(
+        &self,
+        versions: &mut crate::version::VersionSet,
+        version: &Arc<crate::version::Version>,
+    ) -> Result<()> {
         if self.state.load().mem.is_empty() {
             self.state.replace(|s| SuperVersion {
                 mem: Arc::new(Memtable::new(s.mem.wal_number())),
@@ -586,13 +593,12 @@ impl DbInner {
             });
             return Ok(());
         }
-        self.switch_memtable_installing(Some(version))
+        self.switch_memtable_to(versions.new_file_number(), Some(version))
     }
 
-    /// [`DbInner::switch_memtable`], installing `version` with the new
-    /// memtable when given.
-    fn switch_memtable_installing(&self, version: Option<&Arc<crate::version::Version>>) -> Result<()> {
-        let number = self.versions.lock().new_file_number();
+    /// [`DbInner::switch_memtable`] to WAL `number`, installing `version`
+    /// with the new memtable when given.
+    fn switch_memtable_to(&self, number: u64, version: Option<&Arc<crate::version::Version>>) -> Result<()> {
         let path = self.dir.join(files::wal(number));
         let created = self.fs.create(&path).and_then(|f| {
             // The new WAL's directory entry must be durable before any synced
