@@ -86,7 +86,11 @@ impl std::fmt::Debug for PreparedStatement {
 enum Body {
     /// Statements Basalt runs itself (`CREATE INDEX`, `DELETE`, …): parsed
     /// once, run by [`crate::sql_statement`] each time, without parameters.
-    Statement(Box<Statement>),
+    /// `tables`: the Basalt tables the statement named when it was
+    /// prepared, as they were then (a `DELETE` or `UPDATE` prepared
+    /// before its table changed is refused like a plan, not run against
+    /// columns its text no longer means).
+    Statement { statement: Box<Statement>, tables: Vec<BasaltTable> },
     /// A plan of DataFusion's, placeholders in it.
     Plan {
         plan: Box<LogicalPlan>,
@@ -155,7 +159,8 @@ pub async fn prepare(ctx: &SessionContext, text: &str) -> Result<PreparedStateme
     crate::refuse_in_block(ctx, &statement)?;
     crate::insert::check_literal_nulls(ctx, &statement)?;
     if crate::runs_here(&statement) {
-        let body = Body::Statement(Box::new(statement));
+        let tables = tables_named(ctx, &statement)?;
+        let body = Body::Statement { statement: Box::new(statement), tables };
         return Ok(PreparedStatement { ctx: ctx.clone(), text: text.to_string(), body });
     }
     let statement = datafusion::sql::parser::Statement::Statement(Box::new(statement));
@@ -189,6 +194,32 @@ impl PreparedStatement {
         }
     }
 
+    /// An error saying "prepare it again" when a Basalt table the
+    /// statement reads or writes was dropped or changed (a column added,
+    /// dropped or renamed, or the table made again with another schema,
+    /// key or column default) since it was prepared: run then, its plan
+    /// would read the table through the old layout. For callers that run
+    /// the plan themselves (the PostgreSQL server's own path); `execute`
+    /// checks by itself.
+    pub fn check_tables(&self) -> Result<()> {
+        match &self.body {
+            Body::Statement { tables, .. } => match tables.iter().find(|t| !is_current(t)) {
+                Some(table) => Ran::Changed(table.name().to_string()).output().map(|_| ()),
+                None => Ok(()),
+            },
+            Body::Plan { plan, .. } => PreparedStatement::check_plan(plan),
+        }
+    }
+
+    /// [`PreparedStatement::check_tables`] of a plan made elsewhere (the
+    /// PostgreSQL server's, at `Parse`), which may be of any statement.
+    pub fn check_plan(plan: &LogicalPlan) -> Result<()> {
+        match changed_table(plan) {
+            Some(table) => Ran::Changed(table).output().map(|_| ()),
+            None => Ok(()),
+        }
+    }
+
     /// The statement's text.
     pub fn text(&self) -> &str {
         &self.text
@@ -198,7 +229,7 @@ impl PreparedStatement {
     pub fn parameter_count(&self) -> usize {
         match &self.body {
             Body::Plan { parameters, .. } => parameters.len(),
-            Body::Statement(_) => 0,
+            Body::Statement { .. } => 0,
         }
     }
 
@@ -206,7 +237,7 @@ impl PreparedStatement {
     pub fn parameter_types(&self) -> Vec<Option<DataType>> {
         match &self.body {
             Body::Plan { parameters, .. } => parameters.clone(),
-            Body::Statement(_) => Vec::new(),
+            Body::Statement { .. } => Vec::new(),
         }
     }
 
@@ -245,9 +276,12 @@ impl PreparedStatement {
     /// the plan was made apart from an error (the plan cache plans again).
     async fn run(&self, params: &[ScalarValue]) -> Result<Ran> {
         match &self.body {
-            Body::Statement(statement) => {
+            Body::Statement { statement, tables } => {
                 if !params.is_empty() {
                     return plan_err!("{} takes no parameters, {} were given", self.text, params.len());
+                }
+                if let Some(changed) = tables.iter().find(|t| !is_current(t)) {
+                    return Ok(Ran::Changed(changed.name().to_string()));
                 }
                 let frame = crate::sql_statement(&self.ctx, statement.as_ref().clone()).await?;
                 collect(frame).await.map(Ran::Output)
@@ -468,17 +502,22 @@ fn same_kind(a: &DataType, b: &DataType) -> bool {
     k != 0 && k == kind(b)
 }
 
-/// The first Basalt table `plan` reads that was dropped, or made again
-/// with another schema or primary key, since the plan was made: a plan
-/// keeps the table as it was (its schema, its key columns), and run on
-/// the new one it would read the wrong columns or key range.
+/// The first Basalt table `plan` reads or writes (an `INSERT`'s target)
+/// that was dropped or changed since the plan was made ([`is_current`]):
+/// a plan keeps the table as it was (its columns, their types, its key),
+/// and run on the new one it would read the wrong columns, decode one
+/// type's bytes as another's, or scan the wrong key range.
 fn changed_table(plan: &LogicalPlan) -> Option<String> {
     let mut changed = None;
     let _ = plan.apply_with_subqueries(|node| {
-        if let LogicalPlan::TableScan(scan) = node
-            && let Some(provider) = basalt_table(scan)
-            && let Some(table) = provider.downcast_ref::<BasaltTable>()
-            && !table.table().is_ok_and(|handle| table.made_from(&handle))
+        let source = match node {
+            LogicalPlan::TableScan(scan) => Some(&scan.source),
+            LogicalPlan::Dml(dml) => Some(&dml.target),
+            _ => None,
+        };
+        if let Some(table) = source.and_then(|s| basalt_provider(s))
+            && let Some(table) = table.downcast_ref::<BasaltTable>()
+            && !is_current(table)
         {
             changed = Some(table.name().to_string());
         }
@@ -487,9 +526,69 @@ fn changed_table(plan: &LogicalPlan) -> Option<String> {
     changed
 }
 
+/// Whether the table `provider` was made from is still there as it was:
+/// the same schema and key (`BasaltTable::made_from`) and the same column
+/// defaults, which a planned `INSERT` writes for columns it leaves out.
+/// A column dropped and added again with its name, type and default reads
+/// as the same column: a plan names columns, and reads the new one's
+/// values. (A schema version number of the engine's would say this at
+/// once; the engine has none public yet.)
+fn is_current(provider: &BasaltTable) -> bool {
+    provider.table().is_ok_and(|table| is_current_handle(provider, &table))
+}
+
+/// [`is_current`] of a handle opened now.
+fn is_current_handle(provider: &BasaltTable, table: &basalt::Table) -> bool {
+    use datafusion::catalog::TableProvider;
+    provider.made_from(table)
+        && provider.schema_ref().fields().iter().all(|f| {
+            let now = table.column_default(f.name()).and_then(|v| ScalarValue::try_from_array(&v, 0).ok());
+            let then = match provider.get_column_default(f.name()) {
+                Some(Expr::Literal(v, _)) => Some(v.clone()),
+                _ => None,
+            };
+            now == then
+        })
+}
+
+/// The Basalt tables a statement Basalt runs itself names, as they are
+/// now: those of a `DELETE` or `UPDATE` (its target and any table its
+/// `WHERE` reads). Other statements (`CREATE INDEX`, `ALTER TABLE`) act on
+/// the table as it is when they run.
+fn tables_named(ctx: &SessionContext, statement: &Statement) -> Result<Vec<BasaltTable>> {
+    use datafusion::sql::sqlparser::ast::visit_relations;
+    if !matches!(statement, Statement::Delete(_) | Statement::Update(_)) {
+        return Ok(Vec::new());
+    }
+    // A session over no Basalt database fails when the statement runs.
+    let Ok(db) = crate::database(ctx) else { return Ok(Vec::new()) };
+    let mut names = Vec::new();
+    let _ = visit_relations(statement, |name| {
+        if let Ok(name) = crate::last_ident(name)
+            && !names.contains(&name)
+        {
+            names.push(name);
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    let present = db.tables();
+    names
+        .iter()
+        .filter(|name| present.contains(name))
+        .map(|name| BasaltTable::try_new(Arc::clone(&db), name).map_err(to_df))
+        .collect()
+}
+
 /// The Basalt table a scan reads, if it reads one.
 fn basalt_table(scan: &TableScan) -> Option<Arc<dyn datafusion::catalog::TableProvider>> {
-    let provider = source_as_provider(&scan.source).ok()?;
+    basalt_provider(&scan.source)
+}
+
+/// The Basalt table behind a plan's table source, if it is one.
+fn basalt_provider(
+    source: &Arc<dyn datafusion::logical_expr::TableSource>,
+) -> Option<Arc<dyn datafusion::catalog::TableProvider>> {
+    let provider = source_as_provider(source).ok()?;
     provider.downcast_ref::<BasaltTable>().is_some().then_some(provider)
 }
 
@@ -732,17 +831,19 @@ impl Route {
     }
 }
 
-/// Runs a direct query with its parameters' values; `None` when these
-/// values take it to DataFusion ([`Route::DataFusion`]).
 /// Whether `ctx` is inside `BEGIN … COMMIT` (`txn.rs`).
 fn in_block(ctx: &SessionContext) -> bool {
     crate::txn::SessionTransaction::open_in(ctx)
 }
 
+/// Runs a direct query with its parameters' values; `None` when these
+/// values take it to DataFusion ([`Route::DataFusion`]).
 fn run_direct(direct: &Direct, values: &[ScalarValue]) -> Result<Option<Ran>> {
     let Some(provider) = table_of(direct) else { return Ok(None) };
-    let table = provider.table()?;
-    if !provider.made_from(&table) {
+    // A table dropped since the plan was made says so as on DataFusion's
+    // path ([`changed_table`]).
+    let Ok(table) = provider.table() else { return Ok(Some(Ran::Changed(provider.name().to_string()))) };
+    if !is_current_handle(provider, &table) {
         return Ok(Some(Ran::Changed(table.name().to_string())));
     }
     let out = |batch: &RecordBatch| -> Result<RecordBatch> {

@@ -309,3 +309,133 @@ async fn statements_only_datafusion_parses_still_run() {
         .expect("SET");
     assert!(basalt_datafusion::query(&ctx, upper, &[]).await.is_err(), "ID is not id without normalization");
 }
+
+/// The statement shapes a schema change must not outlive, each with its
+/// parameters: the direct path's point query and row count, and DataFusion's
+/// plans (an `OR`, an `ORDER BY`, an `IN` list, an aggregate, a join, an
+/// `INSERT` with parameters), and the statements Basalt runs itself.
+fn shapes() -> Vec<(&'static str, Vec<ScalarValue>)> {
+    let id = |v: i64| ScalarValue::Int64(Some(v));
+    vec![
+        ("SELECT id, a FROM t WHERE id = $1", vec![id(1)]),
+        ("SELECT count(*) FROM t", vec![]),
+        ("SELECT * FROM t WHERE id = $1 OR a > 0", vec![id(1)]),
+        ("SELECT id, a FROM t WHERE id = $1 ORDER BY a", vec![id(1)]),
+        ("SELECT a FROM t WHERE id IN ($1, $2)", vec![id(1), id(2)]),
+        ("SELECT sum(a) FROM t WHERE id >= $1", vec![id(1)]),
+        ("SELECT t.id, a, b FROM t JOIN u ON t.id = u.id WHERE t.id = $1", vec![id(1)]),
+        ("INSERT INTO t (id, a) VALUES ($1, $2)", vec![id(9), ScalarValue::Int32(Some(90))]),
+        ("UPDATE t SET a = a + 1 WHERE id = 1", vec![]),
+        ("DELETE FROM t WHERE id = 2", vec![]),
+    ]
+}
+
+/// Each change of `t` a prepared statement must notice: a column added, a
+/// column dropped and added again with another type, a column renamed,
+/// the table dropped and made again with other columns.
+const CHANGES: [&[&str]; 4] = [
+    &["ALTER TABLE t ADD COLUMN z BIGINT DEFAULT 5"],
+    &["ALTER TABLE t DROP COLUMN a", "ALTER TABLE t ADD COLUMN a VARCHAR DEFAULT 'zzz'"],
+    &["ALTER TABLE t RENAME COLUMN a TO c"],
+    &[
+        "DROP TABLE t",
+        "CREATE TABLE t (id BIGINT, a VARCHAR, PRIMARY KEY (id))",
+        "INSERT INTO t VALUES (1, 'x')",
+    ],
+];
+
+/// The outside review's first finding: plans made before `ALTER TABLE`
+/// answered with the old layout (two columns after an ADD, a VARCHAR's
+/// bytes read as an INTEGER, `[]` after a RENAME, a panic in arrow's
+/// cast). Every prepared shape now refuses with "prepare it again", and
+/// prepared again it answers as the text means now; the plan cache plans
+/// the text again by itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_prepared_shape_refuses_a_table_changed_since_it_was_prepared() {
+    for change in CHANGES {
+        let (_dir, _db, ctx) = open();
+        run(&ctx, "CREATE TABLE t (id BIGINT, a INTEGER, PRIMARY KEY (id))").await;
+        run(&ctx, "INSERT INTO t VALUES (1, 10), (2, 20)").await;
+        run(&ctx, "CREATE TABLE u (id BIGINT, b VARCHAR, PRIMARY KEY (id))").await;
+        run(&ctx, "INSERT INTO u VALUES (1, 'x'), (2, 'y')").await;
+        let mut prepared = Vec::new();
+        for (text, params) in shapes() {
+            let statement =
+                basalt_datafusion::prepare(&ctx, text).await.unwrap_or_else(|e| panic!("{text}: {e}"));
+            // Cached by the plan cache too (queries only are kept).
+            if !text.starts_with("INSERT") && !text.starts_with("UPDATE") && !text.starts_with("DELETE") {
+                basalt_datafusion::query(&ctx, text, &params).await.unwrap_or_else(|e| panic!("{text}: {e}"));
+            }
+            prepared.push((statement, params));
+        }
+        for step in change {
+            run(&ctx, step).await;
+        }
+        for (statement, params) in &prepared {
+            let text = statement.text();
+            let err = statement.execute(params).await.expect_err(&format!("{text} after {change:?}"));
+            assert!(err.to_string().contains("prepare it again"), "{text} after {change:?}: {err}");
+            assert!(statement.check_tables().is_err(), "{text} after {change:?}");
+            // Prepared again, or through the plan cache, the text means
+            // what it means now: the same answer both ways, or the same
+            // refusal (a column the text names is gone).
+            let again = match basalt_datafusion::prepare(&ctx, text).await {
+                Ok(p) => p.execute(params).await.map(|o| (o.schema.fields().len(), rows(&o.batches))),
+                Err(e) => Err(e),
+            };
+            if text.starts_with("SELECT") {
+                let cached = basalt_datafusion::query(&ctx, text, params)
+                    .await
+                    .map(|o| (o.schema.fields().len(), rows(&o.batches)));
+                assert_eq!(
+                    again.as_ref().map_err(|_| ()),
+                    cached.as_ref().map_err(|_| ()),
+                    "{text} after {change:?}: {again:?} against {cached:?}"
+                );
+            }
+            if let Err(e) = &again {
+                assert!(!e.to_string().contains("prepare it again"), "{text} after {change:?}: {e}");
+            }
+        }
+    }
+}
+
+/// The first repro of the outside review, checked for its answers: after
+/// an ADD COLUMN, `SELECT *` prepared again returns the new column; after
+/// `a` is dropped and added again as VARCHAR, the row reads `'zzz'`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prepared_again_a_statement_answers_with_the_new_columns() {
+    let (_dir, _db, ctx) = open();
+    run(&ctx, "CREATE TABLE t (id BIGINT, a INTEGER, PRIMARY KEY (id))").await;
+    run(&ctx, "INSERT INTO t VALUES (1, 10), (2, 20)").await;
+    let one = [ScalarValue::Int64(Some(1))];
+    let star =
+        basalt_datafusion::prepare(&ctx, "SELECT * FROM t WHERE id = $1 OR a > 0").await.expect("prepare");
+    let ordered = basalt_datafusion::prepare(&ctx, "SELECT id, a FROM t WHERE id = $1 ORDER BY a")
+        .await
+        .expect("prepare");
+    assert_eq!(rows(&star.execute(&one).await.expect("run").batches), vec!["1|10", "2|20"]);
+    run(&ctx, "ALTER TABLE t ADD COLUMN z BIGINT DEFAULT 5").await;
+    assert!(star.execute(&one).await.is_err());
+    let star = basalt_datafusion::prepare(&ctx, star.text()).await.expect("prepare again");
+    assert_eq!(rows(&star.execute(&one).await.expect("run").batches), vec!["1|10|5", "2|20|5"]);
+    run(&ctx, "ALTER TABLE t DROP COLUMN a").await;
+    run(&ctx, "ALTER TABLE t ADD COLUMN a VARCHAR DEFAULT 'zzz'").await;
+    assert!(ordered.execute(&one).await.is_err());
+    let ordered = basalt_datafusion::prepare(&ctx, ordered.text()).await.expect("prepare again");
+    assert_eq!(rows(&ordered.execute(&one).await.expect("run").batches), vec!["1|zzz"]);
+    // A column dropped and added again with its name, type and default is
+    // read as the column it now is, not refused: the plan names it.
+    let by_a = basalt_datafusion::prepare(&ctx, "SELECT id FROM t WHERE a = $1").await.expect("prepare");
+    run(&ctx, "ALTER TABLE t DROP COLUMN a").await;
+    run(&ctx, "ALTER TABLE t ADD COLUMN a VARCHAR DEFAULT 'zzz'").await;
+    let zzz = [ScalarValue::Utf8(Some("zzz".into()))];
+    assert_eq!(rows(&by_a.execute(&zzz).await.expect("same column").batches), vec!["1", "2"]);
+    // Another default is another column for an INSERT that leaves it out.
+    let insert =
+        basalt_datafusion::prepare(&ctx, "INSERT INTO t (id, z) VALUES ($1, 1)").await.expect("prepare");
+    run(&ctx, "ALTER TABLE t DROP COLUMN a").await;
+    run(&ctx, "ALTER TABLE t ADD COLUMN a VARCHAR DEFAULT 'yyy'").await;
+    let err = insert.execute(&[ScalarValue::Int64(Some(3))]).await.expect_err("another default");
+    assert!(err.to_string().contains("prepare it again"), "{err}");
+}
