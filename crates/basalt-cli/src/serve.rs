@@ -22,11 +22,14 @@ use basalt_datafusion::datafusion::arrow::array::{Array, UInt64Array};
 use basalt_datafusion::datafusion::arrow::datatypes::DataType;
 use basalt_datafusion::datafusion::catalog::MemoryCatalogProvider;
 use basalt_datafusion::datafusion::common::ScalarValue;
-use basalt_datafusion::datafusion::common::{DFSchema, ParamValues};
-use basalt_datafusion::datafusion::logical_expr::{EmptyRelation, LogicalPlan};
+use basalt_datafusion::datafusion::common::{DFSchema, ParamValues, TableReference};
+use basalt_datafusion::datafusion::datasource::provider_as_source;
+use basalt_datafusion::datafusion::logical_expr::{DmlStatement, EmptyRelation, LogicalPlan, WriteOp};
 use basalt_datafusion::datafusion::prelude::SessionContext;
-use basalt_datafusion::datafusion::sql::sqlparser::ast::{Expr, Statement, Value, visit_expressions};
-use datafusion_postgres::arrow_pg::datatypes::df::deserialize_parameters;
+use basalt_datafusion::datafusion::sql::sqlparser::ast::{
+    DiscardObject, Expr, FromTable, Statement, TableFactor, Value, visit_expressions,
+};
+use datafusion_postgres::arrow_pg::datatypes::df::deserialize_parameters_with_server_types;
 use datafusion_postgres::arrow_pg::datatypes::{arrow_schema_to_pg_fields, encode_recordbatch};
 use datafusion_postgres::auth::AuthManager;
 use datafusion_postgres::datafusion_pg_catalog::pg_catalog::setup_pg_catalog;
@@ -37,12 +40,14 @@ use datafusion_postgres::hooks::transactions::TransactionStatementHook;
 use datafusion_postgres::pgwire::api::portal::{Format, Portal};
 use datafusion_postgres::pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use datafusion_postgres::pgwire::api::results::{QueryResponse, Response, Tag};
+use datafusion_postgres::pgwire::api::stmt::QueryParser;
 use datafusion_postgres::pgwire::api::store::PortalStore;
-use datafusion_postgres::pgwire::api::{ClientInfo, ClientPortalStore, PgWireServerHandlers};
+use datafusion_postgres::pgwire::api::{ClientInfo, ClientPortalStore, PgWireServerHandlers, Type};
 use datafusion_postgres::pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use datafusion_postgres::pgwire::messages::PgWireBackendMessage;
 use datafusion_postgres::pgwire::messages::data::DataRow;
-use datafusion_postgres::pgwire::messages::response::TransactionStatus;
+use datafusion_postgres::pgwire::messages::extendedquery::{Close, Parse, TARGET_TYPE_BYTE_STATEMENT};
+use datafusion_postgres::pgwire::messages::response::{NoticeResponse, TransactionStatus};
 use datafusion_postgres::pgwire::tokio::process_socket;
 use datafusion_postgres::pgwire::types::format::FormatOptions;
 use datafusion_postgres::{DfSessionService, QueryHook};
@@ -102,6 +107,7 @@ async fn serve(db: Arc<Db>, args: &ServeArgs) -> Result<(), Box<dyn Error>> {
         Arc::new(TransactionBlocks { db }),
         Arc::new(CursorStatementHook),
         Arc::new(SetShowHook),
+        Arc::new(Deallocations),
         Arc::new(BasaltStatements),
     ];
     let service = Arc::new(DfSessionService::new_with_hooks(Arc::clone(&ctx), hooks));
@@ -197,48 +203,56 @@ impl PgWireServerHandlers for Handlers {
 }
 
 /// The extended protocol (Parse, Bind, Execute: what psycopg, asyncpg and
-/// JDBC send for a query with parameters) with Basalt's direct path: a
-/// query of one table by key, key range or index runs on the engine's own
-/// calls with the bound values (`basalt_datafusion::PreparedStatement`),
-/// from the plan DataFusion made at Parse, and is encoded in the formats
-/// the client asked for; everything else, and every describe, is
-/// datafusion-postgres's.
+/// JDBC send for a query with parameters) with Basalt's checks and direct
+/// path. Every statement with a plan made at Parse is checked against the
+/// tables it reads and writes before it runs: one changed since (`ALTER
+/// TABLE`, a table dropped or made again) is refused with "prepare it
+/// again" (SQLSTATE 0A000, PostgreSQL's "cached plan must not change
+/// result type"), since the client holds the result's columns as
+/// described at Parse. The bound values are decoded once, and one that
+/// does not fit its parameter's type is an error naming the parameter. A
+/// query of one table by key, key range or index then runs on the engine's
+/// own calls (`basalt_datafusion::PreparedStatement`) and is encoded in
+/// the formats the client asked for; everything else, and every describe,
+/// is datafusion-postgres's. The names of the connection's prepared
+/// statements are kept ([`Named`]) so that `DEALLOCATE ALL` finds them.
 struct DirectQueries {
     service: Arc<DfSessionService>,
     ctx: Arc<SessionContext>,
 }
 
 impl DirectQueries {
-    /// The response of `portal` by the direct path, or `None` when it does
-    /// not take it.
-    fn direct<C: ClientInfo>(
+    /// The statement of `portal` prepared over `ctx` (the connection's
+    /// block's session inside one), checked against its tables, and its
+    /// bound values; `None` for a statement without a plan.
+    fn checked(
         &self,
+        ctx: &SessionContext,
+        portal: &Portal<<DfSessionService as ExtendedQueryHandler>::Statement>,
+    ) -> PgWireResult<Option<(PreparedStatement, Vec<ScalarValue>)>> {
+        let (text, Some((_, plan))) = &portal.statement.statement else { return Ok(None) };
+        PreparedStatement::check_plan(plan).map_err(|e| user_error("0A000", e.to_string()))?;
+        let prepared = PreparedStatement::from_plan(ctx, text, plan.clone())
+            .map_err(|e| PgWireError::ApiError(Box::new(e)))?;
+        let wire = self.service.query_parser().get_parameter_types(&portal.statement.statement)?;
+        let values = bound_values(portal, &prepared.parameter_types(), &wire)?;
+        Ok(Some((prepared, values)))
+    }
+
+    /// The response of `prepared` by the direct path, or `None` when it
+    /// does not take it.
+    fn direct<C: ClientInfo>(
         client: &C,
         portal: &Portal<<DfSessionService as ExtendedQueryHandler>::Statement>,
+        prepared: &PreparedStatement,
+        values: &[ScalarValue],
     ) -> PgWireResult<Option<Response>> {
-        let (text, Some((Statement::Query(_), plan))) = &portal.statement.statement else { return Ok(None) };
-        let api_error = |e| PgWireError::ApiError(Box::new(e));
-        let prepared = PreparedStatement::from_plan(&self.ctx, text, plan.clone()).map_err(api_error)?;
-        if !prepared.is_direct() {
+        if !prepared.is_direct() || !matches!(&portal.statement.statement.1, Some((Statement::Query(_), _))) {
             return Ok(None);
         }
-        let types = prepared.parameter_types();
-        let types: Vec<Option<&DataType>> = types.iter().map(Option::as_ref).collect();
-        let ParamValues::List(values) = deserialize_parameters(portal, &types)? else { return Ok(None) };
-        let values: Vec<ScalarValue> = values.into_iter().map(|v| v.value).collect();
-        let Some(output) = prepared.execute_direct(&values).map_err(api_error)? else { return Ok(None) };
-        let format_options = Arc::new(FormatOptions::from_client_metadata(client.metadata()));
-        let fields = Arc::new(arrow_schema_to_pg_fields(
-            &output.schema,
-            &portal.result_column_format,
-            Some(format_options),
-        )?);
-        let rows: Vec<PgWireResult<DataRow>> = output
-            .batches
-            .into_iter()
-            .flat_map(|batch| encode_recordbatch(Arc::clone(&fields), batch))
-            .collect();
-        Ok(Some(Response::Query(QueryResponse::new(fields, futures::stream::iter(rows)))))
+        let api_error = |e| PgWireError::ApiError(Box::new(e));
+        let Some(output) = prepared.execute_direct(values).map_err(api_error)? else { return Ok(None) };
+        encode_rows(&output.schema, output.batches, &portal.result_column_format, client).map(Some)
     }
 }
 
@@ -249,6 +263,36 @@ impl ExtendedQueryHandler for DirectQueries {
 
     fn query_parser(&self) -> Arc<Self::QueryParser> {
         self.service.query_parser()
+    }
+
+    async fn on_parse<C>(&self, client: &mut C, message: Parse) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: std::fmt::Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let name = message.name.clone().filter(|name| !name.is_empty());
+        ExtendedQueryHandler::on_parse(self.service.as_ref(), client, message).await?;
+        if let Some(name) = name {
+            Named::of(client).keep(name);
+        }
+        Ok(())
+    }
+
+    async fn on_close<C>(&self, client: &mut C, message: Close) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: std::fmt::Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if message.target_type == TARGET_TYPE_BYTE_STATEMENT
+            && let Some(name) = &message.name
+        {
+            Named::of(client).forget(name);
+        }
+        ExtendedQueryHandler::on_close(self.service.as_ref(), client, message).await
     }
 
     async fn do_query<C>(
@@ -263,15 +307,203 @@ impl ExtendedQueryHandler for DirectQueries {
         C::Error: std::fmt::Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        if let Some(session) = block_of(client) {
-            if let Some(response) = in_block(&session, client, portal).await {
-                return response;
+        let block = block_of(client);
+        let ctx = block.clone().unwrap_or_else(|| Arc::clone(&self.ctx));
+        let checked = match self.checked(&ctx, portal) {
+            Ok(checked) => checked,
+            Err(e) => {
+                if let Some(session) = &block {
+                    basalt_datafusion::fail_transaction(session, &e.to_string());
+                    client.set_transaction_status(TransactionStatus::Error);
+                }
+                return Err(e);
             }
-        } else if let Some(response) = self.direct(client, portal)? {
-            return Ok(response);
+        };
+        if let Some((prepared, values)) = checked {
+            if let Some(session) = &block {
+                if let Some(response) = in_block(session, client, portal, &prepared, values).await {
+                    return response;
+                }
+            } else if let Some(response) = Self::direct(client, portal, &prepared, &values)? {
+                return Ok(response);
+            }
         }
         ExtendedQueryHandler::do_query(self.service.as_ref(), client, portal, max_rows).await
     }
+}
+
+/// The values bound to `portal`'s parameters, decoded as
+/// datafusion-postgres decodes them (`types`: each parameter's type in the
+/// plan; `wire`: the types described at Parse). A value its parameter's
+/// type cannot hold (`7.5` or `2^40` for an INTEGER) is an error naming
+/// the parameter and the value, which datafusion-postgres's is not.
+fn bound_values<S: Clone>(
+    portal: &Portal<S>,
+    types: &[Option<DataType>],
+    wire: &[Type],
+) -> PgWireResult<Vec<ScalarValue>> {
+    let typed: Vec<Option<&DataType>> = types.iter().map(Option::as_ref).collect();
+    let wire: Vec<Option<&Type>> = wire.iter().map(Some).collect();
+    match deserialize_parameters_with_server_types(portal, &typed, &wire) {
+        Ok(ParamValues::List(values)) => Ok(values.into_iter().map(|v| v.value).collect()),
+        Ok(ParamValues::Map(_)) => Err(user_error("0A000", "named parameters are not supported".into())),
+        Err(e) => Err(parameter_error(portal, &typed, &wire).unwrap_or(e)),
+    }
+}
+
+/// The error of the one parameter whose value does not convert to its
+/// type, found by decoding each with only its own type given (the others
+/// as the client sent them); `None` when no one value fails alone.
+fn parameter_error<S: Clone>(
+    portal: &Portal<S>,
+    typed: &[Option<&DataType>],
+    wire: &[Option<&Type>],
+) -> Option<PgWireError> {
+    let untyped = vec![None; typed.len()];
+    let Ok(ParamValues::List(sent)) = deserialize_parameters_with_server_types(portal, &untyped, wire) else {
+        return None;
+    };
+    (0..typed.len()).find_map(|i| {
+        let want = typed[i]?;
+        let mut one = untyped.clone();
+        one[i] = Some(want);
+        let fails = deserialize_parameters_with_server_types(portal, &one, wire).is_err();
+        let value = &sent.get(i)?.value;
+        fails.then(|| user_error("22023", format!("${}: {value} is not {}", i + 1, sql_type(want))))
+    })
+}
+
+/// A type as SQL names it, with its article ("an INTEGER").
+fn sql_type(data_type: &DataType) -> String {
+    let name = match data_type {
+        DataType::Int8 => "TINYINT".to_string(),
+        DataType::Int16 => "SMALLINT".to_string(),
+        DataType::Int32 => "INTEGER".to_string(),
+        DataType::Int64 => "BIGINT".to_string(),
+        DataType::Float32 => "REAL".to_string(),
+        DataType::Float64 => "DOUBLE".to_string(),
+        other => other.to_string(),
+    };
+    let article = if name.starts_with(['A', 'E', 'I', 'O', 'U']) { "an" } else { "a" };
+    format!("{article} {name}")
+}
+
+/// The names of a connection's prepared statements (a session
+/// extension): pgwire's statement store finds a statement by name only,
+/// and `DEALLOCATE ALL` must find them all. Kept by Parse, dropped by
+/// Close and `DEALLOCATE`.
+#[derive(Default)]
+struct Named(std::sync::Mutex<std::collections::BTreeSet<String>>);
+
+impl Named {
+    fn of(client: &(impl ClientInfo + ?Sized)) -> Arc<Named> {
+        client.session_extensions().get_or_insert_with(Named::default)
+    }
+
+    fn keep(&self, name: String) {
+        if let Ok(mut names) = self.0.lock() {
+            names.insert(name);
+        }
+    }
+
+    fn forget(&self, name: &str) {
+        if let Ok(mut names) = self.0.lock() {
+            names.remove(name);
+        }
+    }
+
+    /// Every name, forgotten.
+    fn take_all(&self) -> Vec<String> {
+        self.0.lock().map(|mut names| std::mem::take(&mut *names).into_iter().collect()).unwrap_or_default()
+    }
+}
+
+/// `DEALLOCATE [PREPARE] name`, `DEALLOCATE ALL` and `DISCARD`. psycopg
+/// sends `DEALLOCATE ALL` after a `ROLLBACK`, an `ALTER` or a `DROP` on a
+/// connection that holds prepared statements, and poolers (pgbouncer)
+/// `DISCARD ALL` between clients. A name that is not one of the
+/// connection's statements goes on to DataFusion (SQL's `PREPARE name AS
+/// …`, which DataFusion keeps). `DISCARD ALL` closes every statement and
+/// portal and is refused inside a block, as in PostgreSQL; `DISCARD
+/// PLANS`, `SEQUENCES` and `TEMP` have nothing to discard (a plan is
+/// checked against its tables at each execution; Basalt has no sequences
+/// or temporary tables).
+struct Deallocations;
+
+impl Deallocations {
+    fn run(statement: &Statement, client: &mut dyn HookClient) -> Option<PgWireResult<Response>> {
+        let tag = |tag: &str| Some(Ok(Response::Execution(Tag::new(tag))));
+        match statement {
+            Statement::Deallocate { name, .. }
+                if name.quote_style.is_none() && name.value.eq_ignore_ascii_case("all") =>
+            {
+                deallocate_all(client);
+                tag("DEALLOCATE ALL")
+            }
+            Statement::Deallocate { name, .. } => {
+                let name =
+                    if name.quote_style.is_some() { name.value.clone() } else { name.value.to_lowercase() };
+                client.portal_store().get_statement(&name)?;
+                client.portal_store().rm_statement(&name);
+                Named::of(client).forget(&name);
+                tag("DEALLOCATE")
+            }
+            Statement::Discard { object_type: DiscardObject::ALL } if block_of(client).is_some() => {
+                Some(Err(user_error("25001", "DISCARD ALL cannot run inside a transaction block".into())))
+            }
+            Statement::Discard { object_type: DiscardObject::ALL } => {
+                deallocate_all(client);
+                client.portal_store().clear_portals();
+                tag("DISCARD ALL")
+            }
+            Statement::Discard { object_type } => tag(&format!("DISCARD {object_type}")),
+            _ => None,
+        }
+    }
+}
+
+/// Closes every named statement of the connection.
+fn deallocate_all(client: &dyn HookClient) {
+    for name in Named::of(client).take_all() {
+        client.portal_store().rm_statement(&name);
+    }
+}
+
+#[async_trait]
+impl QueryHook for Deallocations {
+    async fn handle_simple_query(
+        &self,
+        statement: &Statement,
+        _ctx: &SessionContext,
+        client: &mut dyn HookClient,
+    ) -> Option<PgWireResult<Response>> {
+        Deallocations::run(statement, client)
+    }
+
+    async fn handle_extended_parse_query(
+        &self,
+        statement: &Statement,
+        _ctx: &SessionContext,
+        _client: &(dyn ClientInfo + Send + Sync),
+    ) -> Option<PgWireResult<LogicalPlan>> {
+        matches!(statement, Statement::Deallocate { .. } | Statement::Discard { .. }).then(|| Ok(no_rows()))
+    }
+
+    async fn handle_extended_query(
+        &self,
+        statement: &Statement,
+        _plan: &LogicalPlan,
+        _params: &ParamValues,
+        _ctx: &SessionContext,
+        client: &mut dyn HookClient,
+    ) -> Option<PgWireResult<Response>> {
+        Deallocations::run(statement, client)
+    }
+}
+
+/// The plan of a statement that runs at Execute without one.
+fn no_rows() -> LogicalPlan {
+    LogicalPlan::EmptyRelation(EmptyRelation { produce_one_row: false, schema: Arc::new(DFSchema::empty()) })
 }
 
 /// Runs the statements that change the database through
@@ -308,7 +540,7 @@ impl QueryHook for BasaltStatements {
     async fn handle_extended_parse_query(
         &self,
         statement: &Statement,
-        _ctx: &SessionContext,
+        ctx: &SessionContext,
         _client: &(dyn ClientInfo + Send + Sync),
     ) -> Option<PgWireResult<LogicalPlan>> {
         // `INSERT … VALUES ($1, …)` is planned by DataFusion, parameters
@@ -323,10 +555,7 @@ impl QueryHook for BasaltStatements {
                 format!("parameters ($1 …) are supported in queries and INSERT, not in {}", tag.command()),
             )));
         }
-        Some(Ok(LogicalPlan::EmptyRelation(EmptyRelation {
-            produce_one_row: false,
-            schema: Arc::new(DFSchema::empty()),
-        })))
+        Some(Ok(target_of(statement, ctx).await.unwrap_or_else(no_rows)))
     }
 
     async fn handle_extended_query(
@@ -388,10 +617,18 @@ impl TransactionBlocks {
     ) -> Option<PgWireResult<Response>> {
         let api_error = |e| PgWireError::ApiError(Box::new(e));
         match statement {
-            // A second BEGIN inside a block changes nothing (PostgreSQL
-            // warns and goes on).
+            // A second BEGIN inside a block changes nothing: PostgreSQL
+            // warns and goes on, and drivers count on that.
             Statement::StartTransaction { .. } if block_of(client).is_some() => {
-                Some(Ok(Response::TransactionStart(Tag::new("BEGIN"))))
+                let warning = ErrorInfo::new(
+                    "WARNING".to_owned(),
+                    "25001".to_owned(),
+                    "there is already a transaction in progress".to_owned(),
+                );
+                let notice = PgWireBackendMessage::NoticeResponse(NoticeResponse::from(warning));
+                Some(
+                    client.send_message(notice).await.map(|()| Response::TransactionStart(Tag::new("BEGIN"))),
+                )
             }
             Statement::StartTransaction { .. } => {
                 let session = basalt_datafusion::session(Arc::clone(&self.db));
@@ -469,35 +706,29 @@ impl QueryHook for TransactionBlocks {
 }
 
 /// A query or a planned `INSERT` of the extended protocol inside the
-/// block of `session`: the plan made at Parse, run in the block's session
-/// with the bound values (`None`: another statement, which the hooks run
-/// there).
+/// block of `session`: `prepared` (the plan made at Parse, over the
+/// block's session) run with the bound `values` (`None`: another
+/// statement, which the hooks run there).
 async fn in_block<C: ClientInfo>(
     session: &Arc<SessionContext>,
     client: &mut C,
     portal: &Portal<<DfSessionService as ExtendedQueryHandler>::Statement>,
+    prepared: &PreparedStatement,
+    values: Vec<ScalarValue>,
 ) -> Option<PgWireResult<Response>> {
-    let (text, Some((statement, plan))) = &portal.statement.statement else { return None };
+    let (_, Some((statement, _))) = &portal.statement.statement else { return None };
     if !matches!(statement, Statement::Query(_) | Statement::Insert(_)) {
         return None;
     }
     let api_error = |e| PgWireError::ApiError(Box::new(e));
-    let run = async {
-        let prepared = PreparedStatement::from_plan(session, text, plan.clone()).map_err(api_error)?;
-        let types = prepared.parameter_types();
-        let types: Vec<Option<&DataType>> = types.iter().map(Option::as_ref).collect();
-        let ParamValues::List(values) = deserialize_parameters(portal, &types)? else {
-            return Err(user_error("0A000", "named parameters are not supported".into()));
-        };
-        let values: Vec<ScalarValue> = values.into_iter().map(|v| v.value).collect();
-        let output = prepared.execute(&values).await.map_err(api_error)?;
-        if matches!(statement, Statement::Insert(_)) {
+    let response = match prepared.execute(&values).await.map_err(api_error) {
+        Ok(output) if matches!(statement, Statement::Insert(_)) => {
             let rows = inserted_rows(&output.batches);
-            return Ok(Response::Execution(Tag::new("INSERT").with_oid(0).with_rows(rows as usize)));
+            Ok(Response::Execution(Tag::new("INSERT").with_oid(0).with_rows(rows as usize)))
         }
-        encode_rows(&output.schema, output.batches, &portal.result_column_format, client)
+        Ok(output) => encode_rows(&output.schema, output.batches, &portal.result_column_format, client),
+        Err(e) => Err(e),
     };
-    let response = run.await;
     if let Err(e) = &response {
         basalt_datafusion::fail_transaction(session, &e.to_string());
         client.set_transaction_status(TransactionStatus::Error);
@@ -640,6 +871,30 @@ async fn execute(ctx: &SessionContext, statement: &Statement, tag: CommandTag) -
         CommandTag::Update | CommandTag::Delete => response.with_rows(rows as usize),
         _ => response,
     }))
+}
+
+/// For an `UPDATE` or `DELETE`, a plan that names its target table as it
+/// is at Parse (never run: the statement runs from its text at Execute),
+/// so that a change of the table in between is refused as it is for a
+/// planned statement ([`DirectQueries`]); `None` for other statements, or
+/// a table that is not there (the statement then fails when it runs).
+async fn target_of(statement: &Statement, ctx: &SessionContext) -> Option<LogicalPlan> {
+    let (relation, op) = match statement {
+        Statement::Update(update) => (&update.table.relation, WriteOp::Update),
+        Statement::Delete(delete) => {
+            let (FromTable::WithFromKeyword(from) | FromTable::WithoutKeyword(from)) = &delete.from;
+            (&from.first()?.relation, WriteOp::Delete)
+        }
+        _ => return None,
+    };
+    let TableFactor::Table { name, .. } = relation else { return None };
+    // Unquoted names in lower case, as DataFusion resolves them.
+    let ident = name.0.last()?.as_ident()?;
+    let table = if ident.quote_style.is_some() { ident.value.clone() } else { ident.value.to_lowercase() };
+    let reference = TableReference::bare(table);
+    let provider = ctx.table_provider(reference.clone()).await.ok()?;
+    let dml = DmlStatement::new(reference, provider_as_source(provider), op, Arc::new(no_rows()));
+    Some(LogicalPlan::Dml(dml))
 }
 
 fn has_parameters(statement: &Statement) -> bool {

@@ -536,3 +536,227 @@ fn transaction_blocks_read_a_snapshot_and_lose_to_an_earlier_commit() {
     });
     assert!(server.stop().success());
 }
+
+/// A client of the extended protocol over an empty database with
+/// `--create`, on a runtime of its own; `run` gets a connect function.
+fn with_clients<F, Fut>(run: F)
+where
+    F: FnOnce(String) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = Server::start(&dir.path().join("db"), &["--create"]);
+    let address = format!("host=127.0.0.1 port={} user=basalt dbname=basalt", server.port);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    runtime.block_on(run(address));
+    assert!(server.stop().success());
+}
+
+async fn connect(address: &str) -> tokio_postgres::Client {
+    let (client, connection) =
+        tokio_postgres::connect(address, tokio_postgres::NoTls).await.expect("connect");
+    tokio::spawn(connection);
+    client
+}
+
+/// The error's message, and whether its SQLSTATE is `code`.
+fn refused(err: &tokio_postgres::Error, code: &tokio_postgres::error::SqlState) -> (String, bool) {
+    let db = err.as_db_error();
+    (db.map_or_else(|| err.to_string(), |e| e.message().to_string()), db.is_some_and(|e| e.code() == code))
+}
+
+/// The outside review's first finding over the wire: statements prepared
+/// before another connection's `ALTER TABLE` answered with the old layout
+/// (two columns after an ADD; `(1, 2054846976)`, the bytes of `'zzz'` read
+/// as an INTEGER, after `a` was dropped and added again as VARCHAR). They
+/// are refused with "prepare it again" (SQLSTATE 0A000), and prepared
+/// again they answer with the new columns.
+#[test]
+fn statements_prepared_before_an_alter_are_refused_then_prepared_again() {
+    with_clients(|address| async move {
+        let (a, b) = (connect(&address).await, connect(&address).await);
+        a.batch_execute(
+            "CREATE TABLE t (id BIGINT, a INTEGER, PRIMARY KEY (id)); INSERT INTO t VALUES (1,10),(2,20)",
+        )
+        .await
+        .expect("setup");
+        let star = b.prepare("SELECT * FROM t WHERE id=$1 OR a>0").await.expect("prepare");
+        let ordered = b.prepare("SELECT id, a FROM t WHERE id=$1 ORDER BY a").await.expect("prepare");
+        assert_eq!(b.query(&star, &[&1i64]).await.expect("before").len(), 2);
+        a.batch_execute("ALTER TABLE t ADD COLUMN z BIGINT DEFAULT 5").await.expect("alter");
+        let err = b.query(&star, &[&1i64]).await.expect_err("the table changed");
+        let (message, code) = refused(&err, &tokio_postgres::error::SqlState::FEATURE_NOT_SUPPORTED);
+        assert!(message.contains("prepare it again") && code, "{err:?}");
+        let star = b.prepare("SELECT * FROM t WHERE id=$1 OR a>0").await.expect("prepare again");
+        let rows = b.query(&star, &[&1i64]).await.expect("after");
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].len(), 3, "the new column");
+        a.batch_execute("ALTER TABLE t DROP COLUMN a; ALTER TABLE t ADD COLUMN a VARCHAR DEFAULT 'zzz'")
+            .await
+            .expect("alter");
+        let err = b.query(&ordered, &[&1i64]).await.expect_err("the table changed");
+        assert!(refused(&err, &tokio_postgres::error::SqlState::FEATURE_NOT_SUPPORTED).1, "{err:?}");
+        let ordered = b.prepare("SELECT id, a FROM t WHERE id=$1 ORDER BY a").await.expect("prepare again");
+        let rows = b.query(&ordered, &[&1i64]).await.expect("after");
+        assert_eq!((rows[0].get::<_, i64>(0), rows[0].get::<_, String>(1)), (1, "zzz".to_string()));
+        // The connection is still up.
+        assert_eq!(b.query(&ordered, &[&2i64]).await.expect("again").len(), 1);
+    });
+}
+
+/// Every statement shape prepared over the wire (the direct path's point
+/// query and count, an OR, an ORDER BY, an IN list with a column later
+/// made a TIMESTAMP — a worker panic before — an aggregate, a join, an
+/// INSERT with parameters, an UPDATE and a DELETE), after each kind of
+/// change of its table: an error saying to prepare it again, never an
+/// answer, and the connection goes on.
+#[test]
+fn every_shape_prepared_over_the_wire_refuses_each_change_of_its_table() {
+    let changes: [&str; 4] = [
+        "ALTER TABLE {t} ADD COLUMN z BIGINT DEFAULT 5",
+        "ALTER TABLE {t} DROP COLUMN a; ALTER TABLE {t} ADD COLUMN a TIMESTAMP",
+        "ALTER TABLE {t} RENAME COLUMN a TO c",
+        "DROP TABLE {t}; CREATE TABLE {t} (id BIGINT, a VARCHAR, PRIMARY KEY (id)); INSERT INTO {t} VALUES (1, 'x')",
+    ];
+    with_clients(|address| async move {
+        let (a, b) = (connect(&address).await, connect(&address).await);
+        a.batch_execute(
+            "CREATE TABLE u (id BIGINT, b VARCHAR, PRIMARY KEY (id)); INSERT INTO u VALUES (1,'x'),(2,'y')",
+        )
+        .await
+        .expect("u");
+        for (n, change) in changes.iter().enumerate() {
+            let t = format!("t{n}");
+            a.batch_execute(&format!(
+                "CREATE TABLE {t} (id BIGINT, a INTEGER, PRIMARY KEY (id)); INSERT INTO {t} VALUES (1,10),(2,20)"
+            ))
+            .await
+            .expect("setup");
+            let queries = [
+                format!("SELECT id, a FROM {t} WHERE id = $1"),
+                format!("SELECT * FROM {t} WHERE id = $1 OR a > 0"),
+                format!("SELECT id, a FROM {t} WHERE id = $1 ORDER BY a"),
+                format!("SELECT a FROM {t} WHERE id IN ($1, $2)"),
+                format!("SELECT sum(a) FROM {t} WHERE id >= $1"),
+                format!("SELECT {t}.id, a, b FROM {t} JOIN u ON {t}.id = u.id WHERE {t}.id = $1"),
+            ];
+            let mut prepared = Vec::new();
+            for text in &queries {
+                prepared.push(b.prepare(text).await.unwrap_or_else(|e| panic!("{text}: {e}")));
+            }
+            let count = b.prepare(&format!("SELECT count(*) FROM {t}")).await.expect("count");
+            let insert =
+                b.prepare(&format!("INSERT INTO {t} (id, a) VALUES ($1, $2)")).await.expect("insert");
+            let update = b.prepare(&format!("UPDATE {t} SET a = 1 WHERE id = 1")).await.expect("update");
+            let delete = b.prepare(&format!("DELETE FROM {t} WHERE id = 2")).await.expect("delete");
+            a.batch_execute(&change.replace("{t}", &t)).await.unwrap_or_else(|e| panic!("{change}: {e}"));
+            let code = tokio_postgres::error::SqlState::FEATURE_NOT_SUPPORTED;
+            let expect_refused = |what: &str, result: Result<u64, tokio_postgres::Error>| {
+                let err = result.expect_err(&format!("{what} after {change}"));
+                let (message, is_code) = refused(&err, &code);
+                assert!(message.contains("prepare it again") && is_code, "{what} after {change}: {err:?}");
+            };
+            for (text, statement) in queries.iter().zip(&prepared) {
+                let result = if text.contains("IN (") {
+                    b.query(statement, &[&1i64, &2i64]).await
+                } else {
+                    b.query(statement, &[&1i64]).await
+                };
+                expect_refused(text, result.map(|rows| rows.len() as u64));
+            }
+            expect_refused("count", b.query(&count, &[]).await.map(|rows| rows.len() as u64));
+            expect_refused("insert", b.execute(&insert, &[&9i64, &90i32]).await);
+            expect_refused("update", b.execute(&update, &[]).await);
+            expect_refused("delete", b.execute(&delete, &[]).await);
+            // Nothing was written, and the connection answers.
+            let ids = b.query(&format!("SELECT id FROM {t} ORDER BY id"), &[]).await.expect("ids");
+            let ids: Vec<i64> = ids.iter().map(|r| r.get(0)).collect();
+            assert!(ids == [1, 2] || ids == [1], "{change}: {ids:?}");
+        }
+    });
+}
+
+/// The name tokio-postgres gave a prepared statement (only its `Debug`
+/// shows it).
+fn statement_name(statement: &tokio_postgres::Statement) -> String {
+    let debug = format!("{statement:?}");
+    let name = debug.split("name: \"").nth(1).and_then(|rest| rest.split('"').next());
+    name.unwrap_or_else(|| panic!("no name in {debug}")).to_string()
+}
+
+/// `DEALLOCATE ALL` (which psycopg sends after a ROLLBACK, an ALTER or a
+/// DROP), `DEALLOCATE [PREPARE] name` and `DISCARD ALL`, as PostgreSQL
+/// answers them; and a second BEGIN inside a block, which PostgreSQL warns
+/// of and goes on.
+#[test]
+fn deallocate_and_discard_close_the_connections_statements() {
+    with_clients(|address| async move {
+        let c = connect(&address).await;
+        c.batch_execute(
+            "CREATE TABLE t (id BIGINT, a INTEGER, PRIMARY KEY (id)); INSERT INTO t VALUES (1,10)",
+        )
+        .await
+        .expect("setup");
+        let one = c.prepare("SELECT a FROM t WHERE id = $1").await.expect("prepare");
+        let two = c.prepare("SELECT id FROM t WHERE a = $1").await.expect("prepare");
+        c.batch_execute(&format!("DEALLOCATE {}", statement_name(&one))).await.expect("DEALLOCATE name");
+        assert!(c.query(&one, &[&1i64]).await.is_err(), "deallocated");
+        assert_eq!(c.query(&two, &[&10i32]).await.expect("still there").len(), 1);
+        c.batch_execute(&format!("DEALLOCATE PREPARE {}", statement_name(&two)))
+            .await
+            .expect("DEALLOCATE PREPARE name");
+        assert!(c.query(&two, &[&10i32]).await.is_err(), "deallocated");
+        let err = c.batch_execute("DEALLOCATE nosuch").await.expect_err("no such statement");
+        let message = refused(&err, &tokio_postgres::error::SqlState::INVALID_SQL_STATEMENT_NAME).0;
+        assert!(message.contains("nosuch"), "{err:?}");
+
+        let three = c.prepare("SELECT a FROM t WHERE id = $1").await.expect("prepare");
+        let four = c.prepare("SELECT id FROM t WHERE a = $1").await.expect("prepare");
+        c.batch_execute("ROLLBACK; DEALLOCATE ALL").await.expect("DEALLOCATE ALL");
+        assert!(c.query(&three, &[&1i64]).await.is_err() && c.query(&four, &[&10i32]).await.is_err());
+        // Through the extended protocol too, and with nothing prepared.
+        c.execute("DEALLOCATE ALL", &[]).await.expect("DEALLOCATE ALL, extended");
+        let five = c.prepare("SELECT a FROM t WHERE id = $1").await.expect("prepare");
+        c.batch_execute("DISCARD ALL").await.expect("DISCARD ALL");
+        assert!(c.query(&five, &[&1i64]).await.is_err(), "discarded");
+        c.batch_execute("DISCARD PLANS").await.expect("DISCARD PLANS");
+
+        // Inside a block DISCARD ALL is refused (25001); a second BEGIN is
+        // a warning and the block goes on.
+        c.batch_execute("BEGIN").await.expect("begin");
+        c.batch_execute("BEGIN").await.expect("a second BEGIN goes on");
+        c.batch_execute("INSERT INTO t VALUES (2, 20)").await.expect("insert in block");
+        c.batch_execute("COMMIT").await.expect("commit");
+        assert_eq!(c.query("SELECT id FROM t", &[]).await.expect("ids").len(), 2);
+        c.batch_execute("BEGIN").await.expect("begin");
+        let err = c.batch_execute("DISCARD ALL").await.expect_err("in a block");
+        assert!(refused(&err, &tokio_postgres::error::SqlState::ACTIVE_SQL_TRANSACTION).1, "{err:?}");
+        c.batch_execute("ROLLBACK").await.expect("rollback");
+    });
+}
+
+/// A parameter value its column's type cannot hold is an error naming the
+/// parameter and the value (it was "FLOAT value 7 is out of range for
+/// Int32"), on the direct path and DataFusion's alike.
+#[test]
+fn a_parameter_that_does_not_fit_its_type_is_named() {
+    use tokio_postgres::types::Type;
+    with_clients(|address| async move {
+        let c = connect(&address).await;
+        c.batch_execute(
+            "CREATE TABLE t (id INTEGER, a INTEGER, PRIMARY KEY (id)); INSERT INTO t VALUES (1,10)",
+        )
+        .await
+        .expect("setup");
+        for text in ["SELECT a FROM t WHERE id = $1", "SELECT a FROM t WHERE id = $1 ORDER BY a"] {
+            let err = c.query_typed(text, &[(&7.5f64, Type::FLOAT8)]).await.expect_err("7.5");
+            let message = refused(&err, &tokio_postgres::error::SqlState::INVALID_PARAMETER_VALUE).0;
+            assert_eq!(message, "$1: 7.5 is not an INTEGER", "{text}");
+            let err = c.query_typed(text, &[(&(1i64 << 40), Type::INT8)]).await.expect_err("2^40");
+            let message = refused(&err, &tokio_postgres::error::SqlState::INVALID_PARAMETER_VALUE).0;
+            assert_eq!(message, "$1: 1099511627776 is not an INTEGER", "{text}");
+            let rows = c.query_typed(text, &[(&1i64, Type::INT8)]).await.expect("1 fits");
+            assert_eq!(rows.len(), 1, "{text}");
+        }
+    });
+}
