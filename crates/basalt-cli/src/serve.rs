@@ -342,12 +342,12 @@ fn bound_values<S: Clone>(
     types: &[Option<DataType>],
     wire: &[Type],
 ) -> PgWireResult<Vec<ScalarValue>> {
-    let typed: Vec<Option<&DataType>> = types.iter().map(Option::as_ref).collect();
+    let wanted: Vec<Option<&DataType>> = types.iter().map(Option::as_ref).collect();
     let wire: Vec<Option<&Type>> = wire.iter().map(Some).collect();
-    match deserialize_parameters_with_server_types(portal, &typed, &wire) {
+    match deserialize_parameters_with_server_types(portal, &wanted, &wire) {
         Ok(ParamValues::List(values)) => Ok(values.into_iter().map(|v| v.value).collect()),
         Ok(ParamValues::Map(_)) => Err(user_error("0A000", "named parameters are not supported".into())),
-        Err(e) => Err(parameter_error(portal, &typed, &wire).unwrap_or(e)),
+        Err(e) => Err(parameter_error(portal, &wanted, &wire).unwrap_or(e)),
     }
 }
 

@@ -515,7 +515,7 @@ fn changed_table(plan: &LogicalPlan) -> Option<String> {
             LogicalPlan::Dml(dml) => Some(&dml.target),
             _ => None,
         };
-        if let Some(table) = source.and_then(|s| basalt_provider(s))
+        if let Some(table) = source.and_then(basalt_provider)
             && let Some(table) = table.downcast_ref::<BasaltTable>()
             && !is_current(table)
         {
