@@ -128,3 +128,43 @@ def test_a_read_only_database_says_a_typo_is_a_syntax_error(tmp_path: object) ->
         ):
             with pytest.raises(basalt.ReadOnlyError):
                 db.sql(text)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        ["ALTER TABLE t ADD COLUMN z BIGINT DEFAULT 5"],
+        ["ALTER TABLE t DROP COLUMN a", "ALTER TABLE t ADD COLUMN a VARCHAR DEFAULT 'zzz'"],
+        ["ALTER TABLE t RENAME COLUMN a TO c"],
+        ["DROP TABLE t", "CREATE TABLE t (id BIGINT, a VARCHAR, PRIMARY KEY (id))"],
+    ],
+)
+def test_a_statement_prepared_before_its_table_changed_must_be_prepared_again(
+    db: basalt.Database, change: list[str]
+) -> None:
+    # Issue 56: a plan outlived ALTER TABLE and answered with the old layout.
+    db.sql("CREATE TABLE t (id BIGINT, a INTEGER, PRIMARY KEY (id))")
+    db.sql("INSERT INTO t VALUES (1, 10), (2, 20)")
+    db.sql("CREATE TABLE u (id BIGINT, b VARCHAR, PRIMARY KEY (id))")
+    db.sql("INSERT INTO u VALUES (1, 'x')")
+    shapes = [
+        ("SELECT id, a FROM t WHERE id = $1", [1]),
+        ("SELECT * FROM t WHERE id = $1 OR a > 0", [1]),
+        ("SELECT id, a FROM t WHERE id = $1 ORDER BY a", [1]),
+        ("SELECT a FROM t WHERE id IN ($1, $2)", [1, 2]),
+        ("SELECT sum(a) FROM t WHERE id >= $1", [1]),
+        ("SELECT t.id, a, b FROM t JOIN u ON t.id = u.id WHERE t.id = $1", [1]),
+        ("INSERT INTO t (id, a) VALUES ($1, $2)", [9, 90]),
+        ("DELETE FROM t WHERE id = 2", []),
+    ]
+    prepared = [(db.prepare(text), params) for text, params in shapes]
+    for step in change:
+        db.sql(step)
+    for statement, params in prepared:
+        with pytest.raises(basalt.InvalidArgumentError, match="prepare it again"):
+            statement.execute(params)
+    # Nothing was written by the refused INSERT and DELETE.
+    assert db.sql("SELECT count(*) AS n FROM t").column(0).to_pylist() == [0 if "DROP TABLE t" in change else 2]
+    # db.sql plans the text again by itself.
+    if "ADD COLUMN z" in change[0]:
+        assert db.sql("SELECT * FROM t WHERE id = $1 OR a > 0", [1]).num_columns == 3
