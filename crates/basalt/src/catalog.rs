@@ -61,8 +61,9 @@ pub(crate) struct TableDef {
     /// The schema at creation as an Arrow IPC stream (what the MANIFEST
     /// stores).
     pub schema_ipc: Arc<Vec<u8>>,
-    /// The records of the versions after creation, in order.
-    pub versions: Arc<Vec<TableVersionRecord>>,
+    /// The records of the versions after creation, in order: each shared,
+    /// so a change copies pointers and not every earlier schema.
+    pub versions: Arc<Vec<Arc<TableVersionRecord>>>,
 }
 
 impl TableVersionRecord {
@@ -285,7 +286,7 @@ impl Catalog {
         }
         if let Some(TreeKind::Table(t)) = self.trees.get_mut(&id).map(|t| &mut t.kind) {
             let mut versions = (*t.versions).clone();
-            versions.push(record.clone());
+            versions.push(Arc::new(record.clone()));
             t.versions = Arc::new(versions);
             t.layout = layout;
         }
@@ -377,7 +378,9 @@ impl Catalog {
     /// Every table's later schema versions, as their records.
     pub(crate) fn version_records(&self) -> impl Iterator<Item = (TreeId, TableVersionRecord)> + '_ {
         self.trees.iter().flat_map(|(id, t)| match &t.kind {
-            TreeKind::Table(def) => def.versions.iter().map(|v| (*id, v.clone())).collect(),
+            TreeKind::Table(def) => {
+                def.versions.iter().map(|v| (*id, TableVersionRecord::clone(v))).collect()
+            }
             _ => Vec::new(),
         })
     }

@@ -361,6 +361,60 @@ fn table_of_another_database_is_refused() {
     assert_reopens_to(&fs_a, &want_a, "a");
 }
 
+/// A snapshot, a transaction's overlay or a transaction of another
+/// database: seqnos and tree ids are per database, so each would read this
+/// one at a moment it never had, or merge the other's rows into it. Every
+/// read that takes one refuses it, and the same reads with this database's
+/// own handles still work.
+#[test]
+fn snapshots_and_overlays_of_another_database_are_refused() {
+    let (_fs_a, a, ta, _fs_b, b, tb) = twin_databases();
+    ta.create_index("by_name", &["name"], basalt::IndexOptions::default()).expect("index a");
+    tb.create_index("by_name", &["name"], basalt::IndexOptions::default()).expect("index b");
+    let ka = a.create_keyspace("ks").expect("keyspace a");
+    let kb = b.create_keyspace("ks").expect("keyspace b");
+    kb.put("k", "b's").expect("put b");
+    let snap_a = a.snapshot();
+    let read = basalt::ReadOptions::default().snapshot(Some(&snap_a));
+    let key = [KeyValue::I64(50)];
+    let name = [Some(KeyValue::Str("n50"))];
+    let all: basalt::KeyValueRange<'_> = (std::ops::Bound::Unbounded, std::ops::Bound::Unbounded);
+    assert_invalid(b.get_opt("kb", &read), "Db::get_opt with a's snapshot");
+    assert_invalid(kb.get_opt("k", &read), "Keyspace::get_opt with a's snapshot");
+    assert_invalid(tb.get_opt(&key, &read), "Table::get_opt with a's snapshot");
+    assert_invalid(tb.scan(ScanOptions::default().snapshot(Some(&snap_a))).map(drop), "Table::scan");
+    let lookup = basalt::LookupOptions::default().snapshot(Some(&snap_a));
+    assert_invalid(tb.lookup("by_name", basalt::IndexPredicate::Eq(name.to_vec()), lookup), "Table::lookup");
+    let count = tb.count_opt("by_name", basalt::IndexPredicate::Eq(name.to_vec()), Some(&snap_a));
+    assert_invalid(count, "Table::count_opt");
+    assert_invalid(tb.estimate_opt(Some(&snap_a)), "Table::estimate_opt");
+    assert_invalid(tb.count_rows(&all, Some(&snap_a)), "Table::count_rows");
+    let first = |mut it: basalt::DbIterator| it.next().transpose().map(|kv| kv.map(|(k, _)| k));
+    assert_invalid(first(b.iter_opt::<&[u8]>(.., Direction::Forward, &read)), "Db::iter_opt");
+    assert_invalid(first(kb.iter_opt::<&[u8]>(.., Direction::Forward, &read)), "Keyspace::iter_opt");
+
+    // A transaction of a: its overlay of a's table, or one asked for b's
+    // table, merged into a scan of b's table; b's table and keyspace in a's
+    // transaction.
+    let mut tx = a.transaction();
+    tx.put_table(&ta, &rows(500..501)).expect("put");
+    for (overlay, what) in
+        [(tx.overlay(&ta), "a's overlay of a's table"), (tx.overlay(&tb), "a's overlay of b's table")]
+    {
+        assert_invalid(tb.scan(ScanOptions::default().overlay(Some(overlay))).map(drop), what);
+    }
+    assert_invalid(tx.get_table(&tb, &key), "Transaction::get_table of b's table");
+    assert_invalid(tx.get_keyspace(&kb, "k"), "Transaction::get_keyspace of b's keyspace");
+    assert_invalid(tx.put_table(&tb, &rows(600..601)), "Transaction::put_table of b's table");
+
+    // The database's own handles still read.
+    assert!(ka.get_opt("k", &read).expect("a's snapshot in a").is_none());
+    assert_eq!(ta.get_opt(&[KeyValue::I64(5)], &read).expect("a's snapshot").map(|r| r.num_rows()), Some(1));
+    let own = ta.scan(ScanOptions::default().snapshot(Some(tx.snapshot())).overlay(Some(tx.overlay(&ta))));
+    let rows_seen: usize = own.expect("scan").map(|b| b.expect("batch").num_rows()).sum();
+    assert_eq!(rows_seen, 11, "a's ten rows and the transaction's own");
+}
+
 /// A table of another schema with the same tree id: its rows would be
 /// decoded with the wrong layout.
 #[test]

@@ -846,3 +846,96 @@ fn check_overlay_scans(
         }
     }
 }
+
+/// A key written several times in one transaction through both faces of
+/// the default keyspace (key-value entries and its table face's rows), in
+/// every interleaving: before the commit the transaction reads each key as
+/// the commit then writes it (the last write in batch order), whichever
+/// face wrote it and whether the writes came one call at a time or in one
+/// `Transaction::write` batch. A model keeps the last write of each key.
+#[test]
+fn own_writes_read_as_the_commit_applies_them_whatever_face_wrote_them() {
+    use basalt::WriteBatch;
+    use basalt::arrow_array::{ArrayRef, BinaryArray};
+    common::run_seeded("own_writes_in_batch_order", 40, |seed| {
+        let mut rng = common::rng(seed);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = open(dir.path());
+        let face = db.table("default").expect("face");
+        let face_keys = |keys: &[Vec<u8>]| {
+            let schema = Arc::new(Schema::new(vec![Field::new("key", DataType::Binary, false)]));
+            let column: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+            RecordBatch::try_new(schema, vec![Arc::new(BinaryArray::from(column)) as ArrayRef]).expect("keys")
+        };
+        let face_row = |key: &[u8], value: &[u8]| {
+            let columns: Vec<ArrayRef> =
+                vec![Arc::new(BinaryArray::from(vec![key])), Arc::new(BinaryArray::from(vec![value]))];
+            RecordBatch::try_new(face.schema(), columns).expect("row")
+        };
+        let keys: Vec<Vec<u8>> = (0..3).map(|k| format!("k{k}").into_bytes()).collect();
+        for k in &keys {
+            if rng.random_bool(0.5) {
+                db.put(k, b"before").expect("put");
+            }
+        }
+        let mut model: BTreeMap<Vec<u8>, Option<Vec<u8>>> =
+            keys.iter().map(|k| (k.clone(), db.get(k).expect("get").map(|v| v.to_vec()))).collect();
+        let mut tx = db.transaction();
+        let mut batch = WriteBatch::new();
+        for step in 0..rng.random_range(1..12) {
+            let key = keys[rng.random_range(0..keys.len())].clone();
+            let value = format!("v{step}").into_bytes();
+            let (face_write, delete) = (rng.random_bool(0.5), rng.random_bool(0.3));
+            match (face_write, delete) {
+                (false, false) => batch.put(&key, &value),
+                (false, true) => batch.delete(&key),
+                (true, false) => batch.put_table(&face, &face_row(&key, &value)).expect("put_table"),
+                (true, true) => {
+                    batch.delete_table(&face, &face_keys(std::slice::from_ref(&key))).expect("delete_table")
+                }
+            }
+            model.insert(key, (!delete).then_some(value));
+            // Sometimes hand the batch over so far: a transaction's writes
+            // arrive in several calls too.
+            if rng.random_bool(0.3) {
+                tx.write(std::mem::take(&mut batch)).expect("write");
+            }
+        }
+        tx.write(batch).expect("write");
+        for (k, want) in &model {
+            let got = tx.get(k).expect("get").map(|v| v.to_vec());
+            assert_eq!(&got, want, "seed {seed}: Transaction::get of {k:?}");
+            let row = tx.get_table(&face, &[KeyValue::Bytes(k)]).expect("get_table");
+            let got = row
+                .map(|r| r.column(1).as_any().downcast_ref::<BinaryArray>().expect("bin").value(0).to_vec());
+            assert_eq!(&got, want, "seed {seed}: Transaction::get_table of {k:?}");
+        }
+        tx.commit().expect("commit");
+        for (k, want) in &model {
+            assert_eq!(&db.get(k).expect("get").map(|v| v.to_vec()), want, "seed {seed}: committed {k:?}");
+        }
+    });
+}
+
+/// After a column change, a transaction's own delete of a row of that
+/// table is refused on read as its overlay and commit refuse it, not read
+/// as "no row".
+#[test]
+fn an_own_delete_read_after_a_column_change_is_refused_like_the_commit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = open(dir.path());
+    let t = db.create_table("accounts", accounts_schema(), &["id"], TableOptions::default()).expect("create");
+    t.write(&account_rows(&[1, 2], &[Some("a"), Some("b")], &[10, 20])).expect("write");
+    let mut tx = db.transaction();
+    let key_schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false)]));
+    let keys = RecordBatch::try_new(key_schema, vec![Arc::new(Int64Array::from(vec![1]))]).expect("keys");
+    tx.delete_table(&t, &keys).expect("delete");
+    assert_eq!(tx.get_table(&t, &[KeyValue::I64(1)]).expect("before the change").map(|r| r.num_rows()), None);
+    t.add_column(Arc::new(Field::new("note", DataType::Utf8, true)), None).expect("add_column");
+    assert!(
+        matches!(tx.get_table(&t, &[KeyValue::I64(1)]), Err(Error::Conflict(_))),
+        "an own delete read after the change"
+    );
+    assert!(matches!(tx.commit(), Err(Error::Conflict(_))), "the commit");
+    assert_eq!(t.get(&[KeyValue::I64(1)]).expect("get").map(|r| r.num_rows()), Some(1));
+}

@@ -305,7 +305,7 @@ impl DbInner {
                                             block.arrays(&older.layout).map_err(|e| block.corruption(e))?;
                                         adapted = Some((
                                             block.clone(),
-                                            older.map.adapt(layout, arrays, block.len())?,
+                                            older.map().adapt(layout, arrays, block.len())?,
                                         ));
                                     }
                                     if let Some((_, arrays)) = &adapted {

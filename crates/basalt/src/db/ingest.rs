@@ -377,7 +377,7 @@ impl DbInner {
             // close, an index created, or the table dropped while this
             // load waited for the write path.
             self.check_writable()?;
-            self.check_loadable(tree)?;
+            self.check_loadable(tree, layout)?;
             self.flush_everything()?;
             let seqno = self.writer.last_seqno() + 1;
             if seqno > SEQNO_MAX {
@@ -421,11 +421,19 @@ impl DbInner {
 
     /// Refuses a tree that is not a live table without indexes: a
     /// keyspace's table face stores key-value blocks, and an index would
-    /// miss the loaded rows.
-    fn check_loadable(&self, tree: TreeId) -> Result<()> {
+    /// miss the loaded rows. A table whose columns changed since the
+    /// caller took `layout` is refused too: its rows would be written
+    /// under the previous schema version.
+    fn check_loadable(&self, tree: TreeId, layout: &TableLayout) -> Result<()> {
         let catalog = self.state.load().version.catalog.clone();
-        match catalog.tree(tree).map(|t| &t.kind) {
-            Some(TreeKind::Table(_)) => {}
+        match catalog.tree(tree).map(|t| (&t.kind, t.name.as_str())) {
+            Some((TreeKind::Table(_), name)) => {
+                if catalog.table_layout(tree).is_some_and(|now| now.version() != layout.version()) {
+                    return Err(Error::Conflict(format!(
+                        "the columns of table {name} changed while the bulk load waited for the write path; load again"
+                    )));
+                }
+            }
             Some(_) => {
                 return Err(Error::InvalidArgument(
                     "bulk_load takes a table's rows; a keyspace's table face is written with Table::write or Db::write"

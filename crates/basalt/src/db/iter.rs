@@ -9,7 +9,7 @@ use bytes::Bytes;
 
 use super::cursor::TreeCursor;
 use super::ddl::TreeShared;
-use super::{DbInner, SuperVersion};
+use super::{DbInner, Snapshot, SuperVersion};
 use crate::blob::BlobFiles;
 use crate::codec::internal::{Kind, SeqNo, unpack_trailer};
 use crate::codec::key::prefix_successor;
@@ -346,11 +346,16 @@ pub(crate) fn new(
     tree: TreeId,
     range: KeyRange,
     direction: Direction,
-    snapshot: Option<SeqNo>,
+    snapshot: Option<&Snapshot>,
 ) -> DbIterator {
-    let (seqno, sv) = inner.read_view(snapshot);
-    let opened =
-        inner.check_open().and_then(|()| RangeReader::open(inner, &sv, seqno, tree, range, direction));
+    // A snapshot of another database: the error, reported by `next`, and
+    // a reader of nothing.
+    let pinned = inner.snapshot_seqno(snapshot);
+    let (seqno, sv) = inner.read_view(pinned.as_ref().ok().copied().flatten());
+    let opened = inner
+        .check_open()
+        .and(pinned.map(|_| ()))
+        .and_then(|()| RangeReader::open(inner, &sv, seqno, tree, range, direction));
     let (reader, pending_error) = match opened {
         Ok(r) => (Some(r), None),
         Err(e) => (None, Some(e)),

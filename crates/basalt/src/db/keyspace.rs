@@ -8,7 +8,7 @@ use bytes::Bytes;
 
 use super::ddl::TreeShared;
 use super::iter::{self, DbIterator, Direction};
-use super::{DbInner, ReadOptions, Snapshot};
+use super::{DbInner, ReadOptions};
 use crate::error::{Error, Result};
 use crate::options::WriteOptions;
 use crate::wal::batch::WriteBatch;
@@ -44,7 +44,7 @@ impl Keyspace {
 
     /// The value of `key` as of the snapshot in `opts` (or now).
     pub fn get_opt(&self, key: impl AsRef<[u8]>, opts: &ReadOptions<'_>) -> Result<Option<Bytes>> {
-        self.inner.get(self.shared.id, key.as_ref(), opts.snapshot.map(Snapshot::seqno))
+        self.inner.get(self.shared.id, key.as_ref(), self.inner.snapshot_seqno(opts.snapshot)?)
     }
 
     /// `f` of the value of `key`, borrowed where it lies (see `Db::get_with`).
@@ -93,8 +93,7 @@ impl Keyspace {
         direction: Direction,
         opts: &ReadOptions<'_>,
     ) -> DbIterator {
-        let snapshot = opts.snapshot.map(Snapshot::seqno);
-        iter::new(&self.inner, self.shared.id, iter::owned_range(&range), direction, snapshot)
+        iter::new(&self.inner, self.shared.id, iter::owned_range(&range), direction, opts.snapshot)
             .holding(self.shared.clone())
     }
 

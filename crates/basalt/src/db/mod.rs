@@ -382,7 +382,7 @@ impl Db {
 
     /// The value of `key` with explicit read options (for example a snapshot).
     pub fn get_opt(&self, key: impl AsRef<[u8]>, opts: &ReadOptions<'_>) -> Result<Option<Bytes>> {
-        self.inner.get(DEFAULT_TREE, key.as_ref(), opts.snapshot.map(Snapshot::seqno))
+        self.inner.get(DEFAULT_TREE, key.as_ref(), self.inner.snapshot_seqno(opts.snapshot)?)
     }
 
     /// Values of several keys, in the order asked.
@@ -413,13 +413,7 @@ impl Db {
         direction: Direction,
         opts: &ReadOptions<'_>,
     ) -> DbIterator {
-        iter::new(
-            &self.inner,
-            DEFAULT_TREE,
-            iter::owned_range(&range),
-            direction,
-            opts.snapshot.map(Snapshot::seqno),
-        )
+        iter::new(&self.inner, DEFAULT_TREE, iter::owned_range(&range), direction, opts.snapshot)
     }
 
     /// Iterates over the keys that start with `prefix`, ascending.

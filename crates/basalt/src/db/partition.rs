@@ -176,7 +176,7 @@ impl Table {
     /// [`TableEstimate::exact_rows`]).
     pub fn estimate_opt(&self, snapshot: Option<&Snapshot>) -> Result<TableEstimate> {
         self.inner().check_open()?;
-        let (seqno, sv) = self.inner().read_view(snapshot.map(Snapshot::seqno));
+        let (seqno, sv) = self.inner().read_view(self.inner().snapshot_seqno(snapshot)?);
         let Some(tree) = sv.version.tree(self.tree()) else {
             return Err(Error::InvalidArgument(format!("table {} was dropped", self.name())));
         };
@@ -212,7 +212,7 @@ impl Table {
     pub fn count_rows(&self, range: &KeyValueRange<'_>, snapshot: Option<&Snapshot>) -> Result<u64> {
         self.inner().check_open()?;
         let range = encode_range(self, range)?;
-        let (seqno, sv) = self.inner().read_view(snapshot.map(Snapshot::seqno));
+        let (seqno, sv) = self.inner().read_view(self.inner().snapshot_seqno(snapshot)?);
         let Some(tree) = sv.version.tree(self.tree()) else {
             return Err(Error::InvalidArgument(format!("table {} was dropped", self.name())));
         };
@@ -288,7 +288,9 @@ impl Table {
         let Some(tree) = sv.version.tree(self.tree()) else {
             return Err(Error::InvalidArgument(format!("table {} was dropped", self.name())));
         };
-        let layout = self.layout();
+        // The layout of the same load: its version is compared with the
+        // files' below, and its columns index their zones.
+        let layout = self.layout_in(&sv);
         let fields = layout.schema().fields();
         let mut out = vec![ColumnEstimate::default(); fields.len()];
         if sv.memtables_holding(self.tree()).next().is_some() {
@@ -319,6 +321,12 @@ impl Table {
             // order, not Arrow's: their bounds are not used.
             let floats = reader.float_zones_in_total_order();
             let zones = reader.column_zones();
+            if let Some(z) = zones
+                && z.len() != stored.len()
+            {
+                let what = format!("zones of {} columns, the table layout stores {}", z.len(), stored.len());
+                return Err(Error::corruption(reader.path(), 0, what));
+            }
             for (position, (column, &index)) in columns.iter_mut().zip(stored).enumerate() {
                 let float = matches!(fields[index].data_type(), DataType::Float32 | DataType::Float64);
                 if let Some(zone) = zones.and_then(|z| z.get(position)) {

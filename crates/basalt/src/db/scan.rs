@@ -160,7 +160,7 @@ impl Table {
     pub fn scan(&self, opts: ScanOptions<'_>) -> Result<TableScan> {
         self.inner().check_open()?;
         // The layout of the version read: files and memtables decode with it.
-        let (seqno, sv) = self.inner().read_view(opts.snapshot.map(Snapshot::seqno));
+        let (seqno, sv) = self.inner().read_view(self.inner().snapshot_seqno(opts.snapshot)?);
         let layout = self.layout_in(&sv).clone();
         let range = encode_range(self, &opts.range)?;
         let projection = match &opts.projection {
@@ -424,12 +424,27 @@ impl TableScan {
     fn emit_block_rows(&mut self, i: usize, block: &Block, rows: std::ops::Range<usize>) -> Result<()> {
         let older = older_version_of(&self.layout, &self.cursor, i)?;
         let Some(cursor) = self.cursor.sources()[i].sst() else { return Ok(()) };
-        // The rows are this block's alone: its zone map may rule them out.
+        // The rows are this block's alone: its zone map may rule them out,
+        // once the block and its zones are known to have the stored
+        // columns of the version they are read through.
         let ruled_out = match (&self.filter, cursor.block_index()) {
-            (Some(filter), Some(b)) => cursor.reader().zones(b).is_some_and(|z| {
-                let floats = cursor.reader().float_zones_in_total_order();
-                !zone::may_match(&self.layout, older, z, block.len(), filter, floats)
-            }),
+            (Some(filter), Some(b)) => match cursor.reader().zones(b) {
+                None => false,
+                Some(z) => {
+                    let file_layout = older.map_or(&*self.layout, |o| &*o.layout);
+                    block.check_buffers(file_layout).map_err(|e| block.corruption(e))?;
+                    if z.len() != file_layout.stored().len() {
+                        let what = format!(
+                            "zones of {} columns, the table layout stores {}",
+                            z.len(),
+                            file_layout.stored().len()
+                        );
+                        return Err(block.corruption(what));
+                    }
+                    let floats = cursor.reader().float_zones_in_total_order();
+                    !zone::may_match(&self.layout, older, z, block.len(), filter, floats)
+                }
+            },
             _ => false,
         };
         if ruled_out {
@@ -448,7 +463,7 @@ impl TableScan {
                 // A file of an older schema version: its block read into
                 // the current one.
                 let arrays = block.arrays(&older.layout).map_err(|e| block.corruption(e))?;
-                let current = older.map.adapt(&self.layout, arrays, block.len())?;
+                let current = older.map().adapt(&self.layout, arrays, block.len())?;
                 columns.extend(self.needed.iter().map(|&c| current[c].slice(rows.start, rows.len())));
             }
         }

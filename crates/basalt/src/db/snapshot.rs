@@ -9,7 +9,7 @@ use bytes::Bytes;
 use super::DbInner;
 use super::iter::{self, DbIterator, Direction};
 use crate::codec::internal::SeqNo;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::ids::DEFAULT_TREE;
 
 /// A consistent read-only view of the database at one moment.
@@ -51,7 +51,20 @@ impl Snapshot {
 
     /// Iterates over `range` as of this snapshot.
     pub fn iter<K: AsRef<[u8]>>(&self, range: impl RangeBounds<K>, direction: Direction) -> DbIterator {
-        iter::new(&self.inner, DEFAULT_TREE, iter::owned_range(&range), direction, Some(self.seqno))
+        iter::new(&self.inner, DEFAULT_TREE, iter::owned_range(&range), direction, Some(self))
+    }
+}
+
+impl DbInner {
+    /// The seqno a read given `snapshot` takes (`None`: now). A snapshot
+    /// of another database is refused: seqnos are per database, so it
+    /// would read this one at a moment that never was.
+    pub(crate) fn snapshot_seqno(&self, snapshot: Option<&Snapshot>) -> Result<Option<SeqNo>> {
+        match snapshot {
+            None => Ok(None),
+            Some(s) if std::ptr::eq(Arc::as_ptr(&s.inner), self) => Ok(Some(s.seqno)),
+            Some(_) => Err(Error::InvalidArgument("the snapshot belongs to another database".into())),
+        }
     }
 }
 

@@ -293,8 +293,7 @@ impl Table {
     /// [`Table::get`] with explicit read options.
     pub fn get_opt(&self, key: &[KeyValue<'_>], opts: &ReadOptions<'_>) -> Result<Option<RecordBatch>> {
         let user_key = self.encode_key_values(key, true)?;
-        let seqno = opts.snapshot.map(super::Snapshot::seqno);
-        let (seqno, sv) = self.inner.read_view(seqno);
+        let (seqno, sv) = self.inner.read_view(self.inner.snapshot_seqno(opts.snapshot)?);
         self.row_at(&user_key, seqno, &sv)
     }
 
@@ -303,11 +302,12 @@ impl Table {
     /// its row twice). The rows are read in key order — neighbours share
     /// blocks — into one set of column builders.
     pub fn get_many(&self, keys: &RecordBatch) -> Result<RecordBatch> {
-        let current = self.layout();
-        current.check_key_batch(keys)?;
-        let encoded = row::encode_rows(&current, keys, true)?;
+        // One load of the state: the keys are encoded and the rows built
+        // with the layout of the version read.
         let (seqno, sv) = self.inner.read_view(None);
         let layout = self.layout_in(&sv);
+        layout.check_key_batch(keys)?;
+        let encoded = row::encode_rows(layout, keys, true)?;
         let mut order: Vec<u32> = (0..encoded.rows.len() as u32).collect();
         order.sort_by(|&a, &b| encoded.rows[a as usize].0.cmp(&encoded.rows[b as usize].0));
         let mut builders = builders_for(layout);

@@ -126,16 +126,23 @@ impl Transaction {
     /// (`ScanOptions::default().snapshot(Some(tx.snapshot())).overlay(Some(tx.overlay(&table)))`)
     /// reads the table as the transaction sees it — its rows in place of
     /// the snapshot's, its deletes hiding them. Later writes of the
-    /// transaction are not in it.
+    /// transaction are not in it. An overlay made for a table of another
+    /// database, or used on one, is refused by the scan.
     pub fn overlay(&self, table: &Table) -> TableOverlay {
         let tree = table.shared.id;
+        let db = Arc::ptr_eq(&self.inner, &table.inner).then_some(self.inner.id);
         let rows: Vec<(Vec<u8>, Option<Bytes>)> = self
             .own
             .range((tree, Vec::new())..)
             .take_while(|((t, _), _)| *t == tree)
             .map(|((_, key), row)| (key.clone(), row.clone()))
             .collect();
-        TableOverlay { tree, schema_version: self.schema_versions.get(&tree).copied(), rows: Arc::new(rows) }
+        TableOverlay {
+            db,
+            tree,
+            schema_version: self.schema_versions.get(&tree).copied(),
+            rows: Arc::new(rows),
+        }
     }
 
     /// The snapshot the transaction reads at. Scans through it
@@ -272,18 +279,7 @@ impl Transaction {
         }
         self.inner.check_batch_limits(&batch)?;
         self.check_size(batch.encoded_len())?;
-        let own: Vec<(OwnKey, Option<Bytes>)> = batch
-            .entries()
-            .filter(|e| e.arrow_rows == 0)
-            .map(|e| {
-                ((e.tree, e.key.to_vec()), (e.kind != Kind::Delete).then(|| Bytes::copy_from_slice(e.value)))
-            })
-            .chain(batch.table_writes().flat_map(|(tree, kind, rows)| {
-                rows.rows
-                    .iter()
-                    .map(move |(k, v)| ((tree, k.to_vec()), (kind != Kind::Delete).then(|| v.clone())))
-            }))
-            .collect();
+        let own = own_writes_in_order(&batch);
         let mut versions = self.schema_versions.clone();
         for (tree, _, rows) in batch.table_writes() {
             if let Some(v) = rows.schema_version
@@ -380,11 +376,13 @@ impl Transaction {
         let Some(own) = self.own.get(&(table.shared.id, user_key.to_vec())) else {
             return table.row_at(user_key, seqno, &sv);
         };
-        let Some(row) = own else { return Ok(None) };
+        // Checked for an own delete too, as overlays and the commit check
+        // it: the commit of this write would be refused.
         let layout = table.layout_in(&sv);
         if self.schema_versions.get(&table.shared.id).is_some_and(|&v| v != layout.version()) {
             return Err(schema_changed(&table.shared.name));
         }
+        let Some(row) = own else { return Ok(None) };
         let mut builders = builders_for(layout);
         Value::Borrowed(row).push_row(layout, user_key, &mut builders)?;
         let columns = builders.into_iter().map(ColumnBuilder::into_array).collect::<Result<Vec<_>>>()?;
@@ -392,6 +390,24 @@ impl Transaction {
             .map_err(|e| Error::InvalidArgument(format!("table row: {e}")))
             .map(Some)
     }
+}
+
+/// Every write of `batch` as reads of the transaction see it, in the
+/// order the commit applies them (`insert_entries` in `write.rs`): key
+/// entries and table rows interleaved as they were added, so a later
+/// write of a key replaces an earlier one whichever face wrote each.
+fn own_writes_in_order(batch: &WriteBatch) -> Vec<(OwnKey, Option<Bytes>)> {
+    let mut table_rows = batch.encoded_rows().iter();
+    let mut own = Vec::with_capacity(batch.len());
+    for e in batch.entries() {
+        let live = e.kind != Kind::Delete;
+        if e.arrow_rows == 0 {
+            own.push(((e.tree, e.key.to_vec()), live.then(|| Bytes::copy_from_slice(e.value))));
+        } else if let Some(rows) = table_rows.next() {
+            own.extend(rows.rows.iter().map(|(k, v)| ((e.tree, k.to_vec()), live.then(|| v.clone()))));
+        }
+    }
+    own
 }
 
 /// A transaction's own rows of one table, in key order: (user key, row
@@ -404,6 +420,10 @@ pub(crate) type OwnRows = Arc<Vec<(Vec<u8>, Option<Bytes>)>>;
 /// the table inside the transaction must see.
 #[derive(Debug, Clone)]
 pub struct TableOverlay {
+    /// The transaction's database (`None`: the overlay was asked for a
+    /// table of another one). Tree ids are per database, so the tree alone
+    /// does not say whose rows these are.
+    db: Option<u64>,
     tree: TreeId,
     /// The schema version the rows were encoded under (`None`: no rows).
     schema_version: Option<u32>,
@@ -420,6 +440,12 @@ impl TableOverlay {
         layout: &crate::row::layout::TableLayout,
         range: &super::cursor::KeyRange,
     ) -> Result<Option<(OwnRows, std::ops::Range<usize>)>> {
+        if self.db != Some(table.inner.id) {
+            return Err(Error::InvalidArgument(format!(
+                "the overlay is of a transaction of another database than table {}'s",
+                table.name()
+            )));
+        }
         if self.tree != table.shared.id {
             return Err(Error::InvalidArgument(format!(
                 "the overlay is of another table than {}",

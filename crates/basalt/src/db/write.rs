@@ -321,6 +321,12 @@ impl DbInner {
         let first = last + 1;
         let count: u64 = group.iter().filter(|r| r.rejected.is_none()).map(|r| r.batch.len() as u64).sum();
         if count == 0 {
+            // Only reads for update were accepted: nothing to log, but a
+            // synced commit still promises that every write it read, and
+            // every earlier one, is durable.
+            if group.iter().any(|r| r.rejected.is_none() && r.sync) {
+                self.writer.sync_wal().map_err(|e| self.set_bg_error(e))?;
+            }
             return Ok(());
         }
         if first + count > SEQNO_MAX {

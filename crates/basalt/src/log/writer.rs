@@ -1,7 +1,7 @@
 //! Appends framed records to a log file.
 
 use super::format;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::io::WritableFile;
 
 /// Writes records to one log file. Several records can be appended in one
@@ -19,9 +19,20 @@ impl LogWriter {
 
     /// Appends one record per payload and a seal record in a single write,
     /// then hands the bytes to the OS.
+    /// A payload over [`format::PAYLOAD_BYTES_MAX`] is refused, and
+    /// nothing written: recovery would read it as a torn tail. Callers
+    /// refuse such records first; this is the last line.
     pub fn append<'a>(&mut self, payloads: impl IntoIterator<Item = &'a [u8]>) -> Result<()> {
         self.scratch.clear();
         for p in payloads {
+            if p.len() > format::PAYLOAD_BYTES_MAX {
+                self.scratch.clear();
+                return Err(Error::InvalidArgument(format!(
+                    "a log record of {} bytes is over the limit of {} bytes",
+                    p.len(),
+                    format::PAYLOAD_BYTES_MAX
+                )));
+            }
             format::encode_record(p, &mut self.scratch);
         }
         if self.scratch.is_empty() {
@@ -44,5 +55,31 @@ impl LogWriter {
     /// Bytes written so far.
     pub fn len(&self) -> u64 {
         self.file.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::io::{Fs, MemFs};
+
+    /// A payload over the record limit is refused with nothing written,
+    /// also when records before it in the same append fit: recovery would
+    /// read it as a torn tail and drop it and every later record.
+    #[test]
+    fn a_record_over_the_limit_is_refused_and_nothing_is_written() {
+        let fs = MemFs::new();
+        let path = Path::new("/000001.log");
+        let mut log = LogWriter::new(fs.create(path).expect("create"));
+        log.append([&b"fits"[..]]).expect("a small record");
+        let written = fs.file_len(path);
+        // Zeroed pages are not touched: the refusal comes before encoding.
+        let huge = vec![0u8; format::PAYLOAD_BYTES_MAX + 1];
+        let result = log.append([&b"also fits"[..], huge.as_slice()]);
+        assert!(matches!(result, Err(Error::InvalidArgument(_))), "{result:?}");
+        assert_eq!(fs.file_len(path), written, "nothing of the refused append was written");
+        assert_eq!(Some(log.len()), written);
     }
 }

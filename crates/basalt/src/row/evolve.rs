@@ -13,7 +13,7 @@
 //! reaches the write path (`db/alter.rs`). Compaction writes the current
 //! version, so old versions fade from the files as they are rewritten.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use arrow_array::{Array, ArrayRef, UInt32Array};
 use arrow_schema::{Field, FieldRef, Schema};
@@ -66,17 +66,41 @@ pub struct ColumnMap {
 #[derive(Debug)]
 pub struct OlderVersion {
     pub layout: Arc<TableLayout>,
-    pub map: ColumnMap,
+    /// The current version's column ids and defaults, shared by every
+    /// older version: what its map is made from.
+    current: Arc<CurrentColumns>,
+    /// Made when a file of this version is first read: a change would
+    /// otherwise cost a map per earlier version, and a table changed many
+    /// times has many that no file holds any more.
+    map: OnceLock<ColumnMap>,
+}
+
+/// The columns of a table's current version, as older versions map to them.
+#[derive(Debug)]
+struct CurrentColumns {
+    ids: Vec<u32>,
+    defaults: Vec<Option<ArrayRef>>,
+}
+
+impl OlderVersion {
+    /// How this version's columns become the current version's.
+    pub fn map(&self) -> &ColumnMap {
+        self.map.get_or_init(|| ColumnMap::between(&self.layout, &self.current))
+    }
 }
 
 impl ColumnMap {
-    fn between(older: &TableLayout, current: &TableLayout) -> ColumnMap {
+    fn between(older: &TableLayout, current: &CurrentColumns) -> ColumnMap {
+        // By id through a map: a search per column made a change of a
+        // 1,000-column table cost a million comparisons per older version.
+        let positions: std::collections::HashMap<u32, usize> =
+            older.column_ids.iter().enumerate().map(|(p, &id)| (id, p)).collect();
         let origins = current
-            .column_ids
+            .ids
             .iter()
             .zip(&current.defaults)
-            .map(|(id, default)| match older.column_ids.iter().position(|o| o == id) {
-                Some(p) => Origin::Column(p),
+            .map(|(id, default)| match positions.get(id) {
+                Some(&p) => Origin::Column(p),
                 None => Origin::Fill(default.clone()),
             })
             .collect();
@@ -220,8 +244,7 @@ impl TableLayout {
     /// The id a column added next takes: above every id of every version,
     /// so a file never mistakes a new column for a dropped one.
     fn next_column_id(&self) -> u32 {
-        let all = self.older.iter().flat_map(|o| o.layout.column_ids.iter()).chain(&self.column_ids);
-        all.max().map_or(0, |m| m + 1)
+        self.column_id_next
     }
 
     /// The version after this one, with `schema`, key and column ids (as
@@ -243,11 +266,14 @@ impl TableLayout {
             return Err(bad(format!("{} columns, {} ids", next.columns.len(), column_ids.len())));
         }
         let first_new = self.next_column_id();
+        let positions: std::collections::HashMap<u32, usize> =
+            self.column_ids.iter().enumerate().map(|(p, &id)| (id, p)).collect();
+        let mut seen = std::collections::HashSet::with_capacity(column_ids.len());
         for (c, &id) in column_ids.iter().enumerate() {
-            if column_ids[..c].contains(&id) {
+            if !seen.insert(id) {
                 return Err(bad(format!("column id {id} twice")));
             }
-            match self.column_ids.iter().position(|&i| i == id) {
+            match positions.get(&id).copied() {
                 Some(p) => {
                     let (was, is) = (self.schema().field(p), next.schema().field(c));
                     if !super::layout::same_type(was.data_type(), is.data_type()) {
@@ -264,13 +290,17 @@ impl TableLayout {
             return Err(bad("the primary key changes".into()));
         }
         next.version = self.version + 1;
+        next.column_id_next = column_ids.iter().map(|&id| id.saturating_add(1)).fold(first_new, u32::max);
+        let current = Arc::new(CurrentColumns { ids: column_ids.clone(), defaults: defaults.clone() });
         next.column_ids = column_ids;
         next.defaults = defaults;
         let mut bare = self.clone();
         bare.older = Arc::default();
         let older = self.older.iter().map(|o| o.layout.clone()).chain([Arc::new(bare)]);
         next.older = Arc::new(
-            older.map(|layout| OlderVersion { map: ColumnMap::between(&layout, &next), layout }).collect(),
+            older
+                .map(|layout| OlderVersion { layout, current: current.clone(), map: OnceLock::new() })
+                .collect(),
         );
         Ok(next)
     }
@@ -309,7 +339,7 @@ mod tests {
             Arc::new(StringArray::from(vec![Some("x"), None])),
             Arc::new(Int64Array::from(vec![None, Some(5)])),
         ];
-        let got = old.map.adapt(&v1, &arrays, 2).expect("valid");
+        let got = old.map().adapt(&v1, &arrays, 2).expect("valid");
         assert_eq!(got[3].as_ref(), &Int64Array::from(vec![7, 7]) as &dyn Array);
     }
 
@@ -319,8 +349,8 @@ mod tests {
         let v2 = v1.altered(&add("b", None)).expect("valid");
         assert_eq!(v2.column_ids(), &[0, 1, 3]);
         let from_v0 = v2.older_version(0).expect("valid").expect("valid");
-        assert!(matches!(from_v0.map.origin(2), Origin::Fill(None)));
-        assert!(matches!(from_v0.map.origin(1), Origin::Column(1)));
+        assert!(matches!(from_v0.map().origin(2), Origin::Fill(None)));
+        assert!(matches!(from_v0.map().origin(1), Origin::Column(1)));
     }
 
     #[test]
@@ -363,5 +393,32 @@ mod tests {
                 .to_string()
                 .contains("type")
         );
+    }
+
+    /// A table changed hundreds of times: no older version's map is made
+    /// until a file of it is read, ids keep rising past every dropped one,
+    /// and the map of the first version is still right.
+    #[test]
+    fn a_long_history_makes_maps_only_when_read_and_never_reuses_an_id() {
+        let mut v = base();
+        for i in 0..400 {
+            let change = if i % 2 == 0 {
+                add(&format!("c{i}"), Some(i))
+            } else {
+                ColumnChange::Drop { name: format!("c{}", i - 1) }
+            };
+            v = v.altered(&change).expect("valid");
+        }
+        v = v.altered(&add("last", None)).expect("valid");
+        assert_eq!(v.version(), 401);
+        assert!(v.older.iter().all(|o| o.map.get().is_none()), "maps made before any read");
+        assert_eq!(v.column_ids(), &[0, 1, 2, 203], "200 columns were added and dropped before");
+        let from_v0 = v.older_version(0).expect("valid").expect("older");
+        assert!(matches!(from_v0.map().origin(1), Origin::Column(1)));
+        assert!(matches!(from_v0.map().origin(3), Origin::Fill(None)));
+        let from_v1 = v.older_version(1).expect("valid").expect("older");
+        assert_eq!(from_v1.layout.column_ids(), &[0, 1, 2, 3]);
+        assert!(matches!(from_v1.map().origin(3), Origin::Fill(None)), "c0 (id 3) was dropped: not `last`");
+        assert_eq!(v.older.iter().filter(|o| o.map.get().is_some()).count(), 2);
     }
 }

@@ -84,6 +84,9 @@ pub struct TableLayout {
     /// The table's earlier versions, oldest first, each with how its
     /// columns become this version's (empty for the versions kept there).
     pub(super) older: Arc<Vec<super::evolve::OlderVersion>>,
+    /// The id a column added next takes: above every id of every version
+    /// (kept here so that a change need not look through them all).
+    pub(super) column_id_next: u32,
 }
 
 /// Most columns a table may have. SST readers bound what a damaged block
@@ -180,6 +183,7 @@ impl TableLayout {
             column_ids: (0..n as u32).collect(),
             defaults: vec![None; n],
             older: Arc::default(),
+            column_id_next: n as u32,
         })
     }
 

@@ -346,7 +346,7 @@ pub fn may_match(
         let Ok(col) = layout.schema().index_of(&p.column) else { return true };
         match older {
             None => predicate_may_match(layout, col, zones, rows, p, floats_in_total_order),
-            Some(older) => match older.map.origin(col) {
+            Some(older) => match older.map().origin(col) {
                 super::evolve::Origin::Column(c) => {
                     predicate_may_match(&older.layout, *c, zones, rows, p, floats_in_total_order)
                 }

@@ -276,12 +276,21 @@ impl Block {
         slot.get_or_init(|| self.build_column(layout, c)).as_ref().map_err(Clone::clone)
     }
 
-    fn build_column(&self, layout: &TableLayout, c: usize) -> std::result::Result<ArrayRef, String> {
-        let kv_block = self.is_key_value();
-        let expected = if kv_block { DATA_BLOCK_BUFFERS } else { 3 + 3 * layout.stored().len() };
+    /// Whether the block has the buffers `layout`'s stored columns need:
+    /// checked before its zone map is read through that layout, since a
+    /// zone map read through another schema version's columns rules out
+    /// rows it holds.
+    pub fn check_buffers(&self, layout: &TableLayout) -> std::result::Result<(), String> {
+        let expected = if self.is_key_value() { DATA_BLOCK_BUFFERS } else { 3 + 3 * layout.stored().len() };
         if self.buffer_count != expected {
             return Err(format!("{} buffers, the table layout needs {expected}", self.buffer_count));
         }
+        Ok(())
+    }
+
+    fn build_column(&self, layout: &TableLayout, c: usize) -> std::result::Result<ArrayRef, String> {
+        let kv_block = self.is_key_value();
+        self.check_buffers(layout)?;
         let Some(column) = layout.columns().get(c) else {
             return Err(format!("no column {c} in the table layout"));
         };

@@ -179,8 +179,10 @@ impl VersionSet {
         edit.log_number = Some(self.log_number);
         edit.last_seqno = Some(self.last_seqno);
         edit.next_file_number = Some(self.next_file_number);
+        let payload = edit.encode();
+        check_record_bytes(payload.len(), "the MANIFEST's snapshot of the catalog and files")?;
         let mut writer = LogWriter::new(self.fs.create(&path)?);
-        writer.append([edit.encode().as_slice()])?;
+        writer.append([payload.as_slice()])?;
         writer.sync()?;
         self.set_current(number)?;
         self.next_file_number_logged = self.next_file_number;
@@ -246,11 +248,13 @@ impl VersionSet {
             "an edit adds a file whose number was never handed out"
         );
         edit.next_file_number = Some(self.next_file_number);
+        let payload = edit.encode();
+        check_record_bytes(payload.len(), "the MANIFEST edit").map_err(EditFailure::Refused)?;
         let too_big = self.manifest.as_ref().is_none_or(|m| m.len() > MANIFEST_BYTES_MAX);
         let saved = (self.current.clone(), self.log_number, self.last_seqno);
         self.current = Arc::new(next);
         self.absorb_counters(&edit);
-        let written = if too_big { self.write_new_manifest() } else { self.append_edit(&edit) };
+        let written = if too_big { self.write_new_manifest() } else { self.append_edit(&payload) };
         if let Err(e) = written {
             self.manifest = None;
             (self.current, self.log_number, self.last_seqno) = saved;
@@ -260,11 +264,11 @@ impl VersionSet {
         Ok(self.current())
     }
 
-    fn append_edit(&mut self, edit: &VersionEdit) -> Result<()> {
+    fn append_edit(&mut self, payload: &[u8]) -> Result<()> {
         let Some(m) = self.manifest.as_mut() else {
             return Err(Error::Closed("MANIFEST writer is gone".into()));
         };
-        m.append([edit.encode().as_slice()])?;
+        m.append([payload])?;
         m.sync()
     }
 
@@ -311,4 +315,17 @@ impl VersionSet {
     pub fn manifest_number(&self) -> u64 {
         self.manifest_number
     }
+}
+
+/// Refuses a record over the log's limit before anything is written:
+/// recovery reads a longer one as a torn tail and would drop it, and
+/// every record after it, without a word.
+fn check_record_bytes(len: usize, what: &str) -> Result<()> {
+    if len > crate::log::format::PAYLOAD_BYTES_MAX {
+        return Err(Error::InvalidArgument(format!(
+            "{what} would take {len} bytes, over a log record's limit of {} bytes",
+            crate::log::format::PAYLOAD_BYTES_MAX
+        )));
+    }
+    Ok(())
 }

@@ -120,10 +120,13 @@ impl Table {
     /// The table's indexes (those being created are not listed), in
     /// creation order.
     pub fn indexes(&self) -> Vec<IndexInfo> {
-        let catalog = self.inner().state.load().version.catalog.clone();
-        let schema = self.schema();
+        // One load of the state: the index's column positions and the
+        // schema they point into must be of the same version.
+        let sv = self.inner().state.load();
+        let schema = self.layout_in(&sv).schema();
         let names = |cols: &[usize]| cols.iter().map(|&i| schema.field(i).name().clone()).collect();
-        catalog
+        sv.version
+            .catalog
             .indexes_of(self.tree())
             .filter(|(_, _, def)| !def.building)
             .map(|(_, tree, def)| IndexInfo {

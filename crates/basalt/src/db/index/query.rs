@@ -176,7 +176,7 @@ impl Table {
     pub(crate) fn index_read(&self, name: &str, snapshot: Option<&Snapshot>) -> Result<IndexRead> {
         let inner = self.inner();
         inner.check_open()?;
-        let (seqno, sv) = inner.read_view(snapshot.map(Snapshot::seqno));
+        let (seqno, sv) = inner.read_view(inner.snapshot_seqno(snapshot)?);
         if sv.version.tree(self.tree()).is_none() {
             return Err(Error::InvalidArgument(format!("table {} was dropped", self.name())));
         }

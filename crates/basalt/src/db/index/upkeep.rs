@@ -49,6 +49,19 @@ enum IndexOp {
     Delete { index: TreeId, key: Vec<u8> },
 }
 
+impl IndexOp {
+    /// At most the bytes the entry adds to a batch: a tag, three varints
+    /// (tree, key and value lengths) and the key and value.
+    fn encoded_bytes_max(&self) -> usize {
+        const TAG_AND_VARINTS_BYTES_MAX: usize = 1 + 3 * 10;
+        TAG_AND_VARINTS_BYTES_MAX
+            + match self {
+                IndexOp::Put { key, value, .. } => key.len() + value.len(),
+                IndexOp::Delete { key, .. } => key.len(),
+            }
+    }
+}
+
 /// A unique index's new entry, checked once the whole batch is known (so a
 /// batch that swaps two rows' values is not refused half way).
 struct UniqueCheck<'c> {
@@ -192,6 +205,17 @@ impl DbInner {
                 &c.entry,
                 &[&upkeep.mine, group],
             )?;
+        }
+        // The batch's size was checked before its index entries were
+        // known: with them it must still fit in one WAL record, which
+        // recovery would otherwise read as a torn tail.
+        let added: usize = upkeep.ops.iter().map(IndexOp::encoded_bytes_max).sum();
+        let total = batch.encoded_len().saturating_add(added);
+        if total > crate::log::format::PAYLOAD_BYTES_MAX {
+            return Err(Error::InvalidArgument(format!(
+                "with its index entries the batch would take {total} bytes, over a WAL record's limit of {} bytes: write it in parts",
+                crate::log::format::PAYLOAD_BYTES_MAX
+            )));
         }
         // Checked: from here on nothing fails, and the batch takes its
         // index changes.
