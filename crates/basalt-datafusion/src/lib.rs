@@ -37,6 +37,7 @@
 
 #![warn(missing_docs)]
 
+mod aggregates;
 mod alter;
 mod dml;
 mod error;
@@ -91,6 +92,7 @@ pub fn session_with_config(db: Arc<Db>, config: SessionConfig) -> SessionContext
     config.options_mut().sql_parser.map_string_types_to_utf8view = false;
     let ctx = SessionContext::new_with_config(config);
     ctx.add_analyzer_rule(Arc::new(in_lists::NullSafeInLists));
+    ctx.add_analyzer_rule(Arc::new(aggregates::ExactAggregates));
     if let Some(catalog) = ctx.catalog(CATALOG) {
         // Replaces the default in-memory schema.
         let _ = catalog.register_schema(SCHEMA, Arc::new(BasaltSchema::new(db)));
