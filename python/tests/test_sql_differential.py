@@ -19,6 +19,7 @@ runs more rounds.
 from __future__ import annotations
 
 import datetime
+import decimal
 import math
 import os
 import random
@@ -41,7 +42,9 @@ LOSSY_CAST_EQUALITY = re.compile(r"CAST\(\w+ AS DOUBLE\) = (9007199254740992\.0|
 SEED = int(os.environ.get("BASALT_SQL_DIFF_SEED", str(random.SystemRandom().randrange(2**32))))
 QUERIES_PER_STATE = 40
 
-I64 = [-(2**63), 2**63 - 1, 0, -1, 1, 2**53, 2**53 + 1, -(2**53) - 1, 42, 1000]
+# Near both limits, so that sums leave BIGINT (Basalt refuses them: docs/sql.md, Types).
+I64 = [-(2**63), 2**63 - 1, 0, -1, 1, 2**53, 2**53 + 1, -(2**53) - 1, 42, 1000,
+       2**63 - 2, -(2**63) + 1, 2**62, -(2**62)]
 I32 = [-(2**31), 2**31 - 1, 0, -1, 1, 7, 100]
 F64 = [math.nan, math.inf, -math.inf, 0.0, -0.0, 1.5, -2.25, 1e300, -1e-300, 5e-324, 9007199254740993.0, 3.0]
 # Dyadic values only: a REAL compared with a DOUBLE literal is widened by
@@ -241,9 +244,43 @@ def queries(rng: random.Random, predicates: Predicates) -> list[tuple[str, bool]
             limit = f" LIMIT {rng.randint(1, 8)}" if rng.random() < 0.3 else ""
             direction = rng.choice(["ASC NULLS FIRST", "DESC NULLS LAST"])
             out.append((f"SELECT {column} FROM t WHERE {where} ORDER BY {column} {direction}{limit}", True))
+        elif roll < 0.95:
+            out.append((aggregate_query(rng, where), True))
         else:
             out.append((f"SELECT id, {rng.choice(list(COLUMNS))} FROM t WHERE {where}", False))
     return out
+
+
+# What a group is keyed on in aggregate queries; NULL groups sort first.
+GROUP_KEYS = ["b", "n", "d", "id % 3"]
+
+
+def aggregate_query(rng: random.Random, where: str) -> str:
+    """min/max of the float columns or sums of the integer ones, grouped or
+    not: NaN, infinities and both zeros in a group, sums past BIGINT."""
+    aggregates = rng.choice(["min(f), max(f), min(r), max(r), count(f)", "sum(i), sum(n), count(i)"])
+    if rng.random() < 0.3:
+        return f"SELECT {aggregates} FROM t WHERE {where}"
+    key = rng.choice(GROUP_KEYS)
+    return f"SELECT {key}, {aggregates} FROM t WHERE {where} GROUP BY {key} ORDER BY {key} NULLS FIRST"
+
+
+def sum_out_of_bigint(rows: list[tuple[Any, ...]]) -> bool:
+    """Whether DuckDB's answer holds an integer past BIGINT (DuckDB widens a
+    sum to HUGEINT where Basalt refuses it with "sum out of range")."""
+    return any(isinstance(v, (int, decimal.Decimal)) and not isinstance(v, bool)
+               and not -(2**63) <= v < 2**63 for row in rows for v in row)
+
+
+def sql_or_sum_refused(db: basalt.Database, query: str, expected: list[tuple[Any, ...]],
+                       where: str) -> list[tuple[Any, ...]] | None:
+    """Basalt's answer, or None where it refused a sum DuckDB says leaves BIGINT."""
+    try:
+        return comparable(db.sql(query))
+    except basalt.Error as e:
+        if "sum out of range" in str(e) and sum_out_of_bigint(expected):
+            return None
+        raise AssertionError(f"{where}\nBasalt failed: {e}\nDuckDB {expected}") from e
 
 
 def check_state(db: basalt.Database, oracles: Oracles, rng: random.Random, seed: int, state: str,
@@ -260,7 +297,11 @@ def check_state(db: basalt.Database, oracles: Oracles, rng: random.Random, seed:
             expected = comparable(oracles.duckdb(query))
         except duckdb.Error:
             continue  # a query DuckDB refuses says nothing of Basalt
-        got = comparable(db.sql(query))
+        got = sql_or_sum_refused(db, query, expected, where)
+        if got is None:
+            checked += 1
+            continue
+        assert not sum_out_of_bigint(expected), f"{where}\nBasalt {got}: a sum past BIGINT not refused"
         plain = comparable(oracles.datafusion(query))
         if not ordered:
             expected, got, plain = sorted(expected, key=repr), sorted(got, key=repr), sorted(plain, key=repr)
@@ -336,6 +377,59 @@ def index(db: basalt.Database, rng: random.Random) -> None:
         if n == 0 and rng.random() < 0.5:
             db.table("t").drop_index(f"by_{column}")
             db.sql(f"CREATE INDEX by_{column}_again ON t ({column}, id)")
+
+
+# Negative NaN only here: DataFusion 55 compares floats by IEEE total order
+# in WHERE and ORDER BY (-NaN below -inf; DuckDB and PostgreSQL hold every
+# NaN equal and above +inf), a divergence not guarded yet, so the shared
+# generator leaves it out. Aggregates answer it as SQL does.
+AGGREGATE_FLOATS = F64 + [-math.nan, -math.nan]
+AGGREGATE_INTS = [2**63 - 1, -(2**63), 2**63 - 2, -(2**63) + 1, 2**62, -(2**62), 0, 1, -1, 7]
+
+
+@pytest.mark.parametrize("round_", range(ROUNDS))
+def test_grouped_aggregates_at_the_edges_match_duckdb(tmp_path: Any, round_: int) -> None:
+    """min/max of DOUBLE and REAL groups holding NaN of both signs,
+    infinities, both zeros and NULLs, and BIGINT sums near and past the
+    limits (refused where DuckDB widens), in the memtable and on disk."""
+    seed = SEED + round_
+    print(f"aggregates seed {seed} (replay: BASALT_SQL_DIFF_SEED={seed} BASALT_SQL_DIFF_ROUNDS=1)")
+    rng = random.Random(seed)
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("g", pa.int32()),
+                        pa.field("f", pa.float64()), pa.field("r", pa.float32()), pa.field("i", pa.int64())])
+
+    def value(edges: list[Any]) -> Any:
+        return None if rng.random() < 0.15 else rng.choice(edges)
+
+    rows = [{"id": k, "g": value(list(range(6))), "f": value(AGGREGATE_FLOATS),
+             "r": value([v for v in AGGREGATE_FLOATS if v != 1e300 and v != -1e-300 and v != 5e-324]),
+             "i": value(AGGREGATE_INTS if rng.random() < 0.5 else list(range(-9, 10)))}
+            for k in range(rng.randint(1, 80))]
+    table = pa.Table.from_pylist(rows, schema=schema)
+    db = basalt.open(tmp_path / "db")
+    duck = duckdb.connect()
+    try:
+        db.create_table("t", schema, primary_key=["id"])
+        db.table("t").write(table)
+        duck.register("rows", table)
+        duck.execute("CREATE TABLE t AS SELECT * FROM rows")
+        for key in ["g", "g % 2", "id % 7", None]:
+            for aggregates in ["min(f), max(f), min(r), max(r), count(f)", "sum(i), count(i)",
+                               "min(f) FILTER (WHERE i > 0), max(r) FILTER (WHERE i > 0)",
+                               "min(DISTINCT f), max(DISTINCT r), sum(DISTINCT i)"]:
+                query = (f"SELECT {aggregates} FROM t" if key is None
+                         else f"SELECT {key}, {aggregates} FROM t GROUP BY {key} ORDER BY {key} NULLS FIRST")
+                for state in ("memtable", "flushed"):
+                    where = f"seed {seed} (BASALT_SQL_DIFF_SEED={seed}), {state}: {query}"
+                    if state == "flushed":
+                        db.flush()
+                    expected = comparable(duck.execute(query).to_arrow_table())
+                    got = sql_or_sum_refused(db, query, expected, where)
+                    if got is not None:
+                        assert not sum_out_of_bigint(expected), f"{where}\nBasalt {got}: a sum past BIGINT not refused"
+                        assert got == expected, f"{where}\nBasalt {got}\nDuckDB {expected}"
+    finally:
+        db.close()
 
 
 @pytest.mark.parametrize("keys", [[0.0, 1.0, -1.5, math.inf, -math.inf, math.nan, 5e-324]])
