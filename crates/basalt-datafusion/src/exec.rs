@@ -321,6 +321,9 @@ impl ExecutionPlan for BasaltScanExec {
             while open && left > 0 && !tx.is_closed() {
                 let Some(batch) = scan.next() else { break };
                 let mut batch = batch.map_err(to_df)?;
+                if !spec.columns.is_empty() {
+                    check_columns(&spec.schema, &batch, spec.table.name())?;
+                }
                 if batch.num_rows() > left {
                     batch = batch.slice(0, left);
                 }
@@ -352,6 +355,30 @@ impl ExecutionPlan for BasaltScanExec {
 }
 
 /// A batch of no columns and `rows` rows.
+/// Refuses a batch whose columns are not the ones the plan was made for:
+/// the table's columns changed between planning (or a prepared
+/// statement's check) and the scan, which reads the version current when
+/// it opened. Names and types, in order; the same schema costs a pointer
+/// comparison.
+fn check_columns(planned: &SchemaRef, batch: &RecordBatch, table: &str) -> Result<()> {
+    let got = batch.schema_ref();
+    if Arc::ptr_eq(got, planned) {
+        return Ok(());
+    }
+    let same = got.fields().len() == planned.fields().len()
+        && got
+            .fields()
+            .iter()
+            .zip(planned.fields())
+            .all(|(a, b)| a.name() == b.name() && a.data_type() == b.data_type());
+    if same {
+        return Ok(());
+    }
+    Err(datafusion::error::DataFusionError::Execution(format!(
+        "the columns of table {table} changed while this statement ran or since it was prepared; prepare it again"
+    )))
+}
+
 fn rows_only(schema: &SchemaRef, rows: usize) -> Result<RecordBatch> {
     let opts = RecordBatchOptions::new().with_row_count(Some(rows));
     Ok(RecordBatch::try_new_with_options(schema.clone(), Vec::new(), &opts)?)

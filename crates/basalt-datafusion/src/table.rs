@@ -109,6 +109,15 @@ impl BasaltTable {
         // A LIMIT reads its rows from the front of the range: one part.
         let parts = if limit.is_some() { 1 } else { partitions };
         let table = self.table()?;
+        // The plan was made with this provider's columns; a table changed
+        // since (a plan kept across an ALTER) is not read under them. A
+        // change after this check is caught by the scan (`exec.rs`).
+        if !self.made_from(&table) {
+            return Err(datafusion::error::DataFusionError::Plan(format!(
+                "table {} was dropped or changed since the statement was planned; prepare it again",
+                self.name
+            )));
+        }
         let parts = table.split_range(&borrowed(&pushed.range), parts).map_err(to_df)?;
         // The snapshot first: the estimate's exact row count is the
         // snapshot's, which the scan reads. Inside `BEGIN … COMMIT`, the

@@ -891,7 +891,7 @@ fn own_writes_read_as_the_commit_applies_them_whatever_face_wrote_them() {
                 (false, true) => batch.delete(&key),
                 (true, false) => batch.put_table(&face, &face_row(&key, &value)).expect("put_table"),
                 (true, true) => {
-                    batch.delete_table(&face, &face_keys(std::slice::from_ref(&key))).expect("delete_table")
+                    batch.delete_table(&face, &face_keys(std::slice::from_ref(&key))).expect("delete_table");
                 }
             }
             model.insert(key, (!delete).then_some(value));
