@@ -358,8 +358,9 @@ impl ExecutionPlan for BasaltScanExec {
 /// Refuses a batch whose columns are not the ones the plan was made for:
 /// the table's columns changed between planning (or a prepared
 /// statement's check) and the scan, which reads the version current when
-/// it opened. Names and types, in order; the same schema costs a pointer
-/// comparison.
+/// it opened (scans opened when the plan was made read the version it was
+/// made for; this catches one opened at a later run). Names and types, in
+/// order: a comparison per column, per batch.
 fn check_columns(planned: &SchemaRef, batch: &RecordBatch, table: &str) -> Result<()> {
     let got = batch.schema_ref();
     if Arc::ptr_eq(got, planned) {

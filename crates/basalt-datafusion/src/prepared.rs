@@ -540,9 +540,15 @@ fn is_current(provider: &BasaltTable) -> bool {
 /// [`is_current`] of a handle opened now.
 fn is_current_handle(provider: &BasaltTable, table: &basalt::Table) -> bool {
     use datafusion::catalog::TableProvider;
-    provider.made_from(table)
-        && provider.schema_ref().fields().iter().all(|f| {
-            let now = table.column_default(f.name()).and_then(|v| ScalarValue::try_from_array(&v, 0).ok());
+    if !provider.made_from(table) {
+        return false;
+    }
+    // One load gives the schema and its defaults; a change since
+    // `made_from` shows as another schema.
+    let (schema, defaults) = table.schema_with_defaults();
+    schema == *provider.schema_ref()
+        && schema.fields().iter().zip(defaults).all(|(f, default)| {
+            let now = default.and_then(|v| ScalarValue::try_from_array(&v, 0).ok());
             let then = match provider.get_column_default(f.name()) {
                 Some(Expr::Literal(v, _)) => Some(v.clone()),
                 _ => None,
@@ -799,7 +805,7 @@ impl Route {
         if direct.reads_whole_table(&pushed) && pushed.predicates.is_empty() {
             return Ok(Route::DataFusion("a read of the whole table, which DataFusion splits across cores"));
         }
-        match open_scan(direct, table, &pushed)? {
+        match open_scan(direct, provider, table, &pushed)? {
             Some(scan) => Ok(Route::Scan(Box::new(scan), pushed)),
             None => Ok(Route::DataFusion("a filter no index serves over the whole table")),
         }
@@ -846,9 +852,11 @@ fn run_direct(direct: &Direct, values: &[ScalarValue]) -> Result<Option<Ran>> {
     if !is_current_handle(provider, &table) {
         return Ok(Some(Ran::Changed(table.name().to_string())));
     }
-    let out = |batch: &RecordBatch| -> Result<RecordBatch> {
-        Ok(RecordBatch::try_new(Arc::clone(&direct.schema), batch.columns().to_vec())?)
-    };
+    // Columns are asked for by the names the plan was made with, and what
+    // comes back must have the planned types: a change after the check
+    // above is refused, never read by position or cast.
+    let names = direct.column_names(provider.schema_ref());
+    let out = |batch: &RecordBatch| planned_output(direct, provider.name(), batch);
     let limit = direct.limit.unwrap_or(usize::MAX);
     let mut batches = Vec::new();
     if limit == 0 && !direct.count {
@@ -866,7 +874,12 @@ fn run_direct(direct: &Direct, values: &[ScalarValue]) -> Result<Option<Ran>> {
         Route::Get(key) => {
             let key: Vec<KeyValue<'_>> = key.iter().map(OwnedKeyValue::as_value).collect();
             if let Some(row) = table.get(&key).map_err(to_df)? {
-                batches.push(out(&row.project(&direct.columns)?)?);
+                let by_name = names
+                    .iter()
+                    .map(|n| row.schema().index_of(n))
+                    .collect::<std::result::Result<Vec<_>, _>>();
+                let Ok(columns) = by_name else { return Ok(Some(Ran::Changed(table.name().to_string()))) };
+                batches.push(out(&row.project(&columns)?)?);
             }
         }
         Route::Lookup { index, values, whole, pushed } => {
@@ -877,18 +890,18 @@ fn run_direct(direct: &Direct, values: &[ScalarValue]) -> Result<Option<Ran>> {
                 basalt::IndexPredicate::Prefix(borrowed)
             };
             let mut opts = basalt::LookupOptions::default();
-            opts.projection = Some(direct.column_names(&table.schema()));
+            opts.projection = Some(names.clone());
             opts.limit = direct.limit;
             match table.lookup(&index, predicate, opts) {
                 Ok(rows) => batches.push(out(&rows)?),
                 // The scan reports any error that is the table's.
-                Err(_) => match open_scan(direct, &table, &pushed)? {
-                    Some(scan) => batches = scan_rows(direct, scan)?,
+                Err(_) => match open_scan(direct, provider, &table, &pushed)? {
+                    Some(scan) => batches = scan_rows(direct, provider.name(), scan)?,
                     None => return Ok(None),
                 },
             }
         }
-        Route::Scan(scan, _) => batches = scan_rows(direct, *scan)?,
+        Route::Scan(scan, _) => batches = scan_rows(direct, provider.name(), *scan)?,
     }
     Ok(Some(Ran::Output(QueryOutput { schema: Arc::clone(&direct.schema), batches })))
 }
@@ -897,18 +910,35 @@ fn run_direct(direct: &Direct, values: &[ScalarValue]) -> Result<Option<Ran>> {
 /// whole-table read no index serves, which DataFusion's plan does better).
 fn open_scan(
     direct: &Direct,
+    provider: &BasaltTable,
     table: &basalt::Table,
     pushed: &crate::pushdown::Pushdown,
 ) -> Result<Option<basalt::TableScan>> {
-    let names = direct.column_names(&table.schema());
+    // The planned names: positions in today's schema may be other columns.
+    let names = direct.column_names(provider.schema_ref());
     let opts =
         ScanOptions::default().range(borrowed(&pushed.range)).projection(Some(names)).filter(pushed.filter());
     let scan = table.scan(opts).map_err(to_df)?;
     Ok((!direct.reads_whole_table(pushed) || *scan.plan() != ScanPlan::KeyRange).then_some(scan))
 }
 
+/// `batch` as the direct query's output, refused unless its columns have
+/// the planned types: a table changed after the statement's check is
+/// never read by position or cast.
+fn planned_output(direct: &Direct, table: &str, batch: &RecordBatch) -> Result<RecordBatch> {
+    let planned = direct.schema.fields().iter().map(|f| f.data_type());
+    if batch.num_columns() != direct.schema.fields().len()
+        || batch.columns().iter().map(|c| c.data_type()).ne(planned)
+    {
+        return Err(DataFusionError::Execution(format!(
+            "the columns of table {table} changed since the statement was prepared; prepare it again"
+        )));
+    }
+    Ok(RecordBatch::try_new(Arc::clone(&direct.schema), batch.columns().to_vec())?)
+}
+
 /// A direct query's rows from its scan, up to its limit.
-fn scan_rows(direct: &Direct, scan: basalt::TableScan) -> Result<Vec<RecordBatch>> {
+fn scan_rows(direct: &Direct, table: &str, scan: basalt::TableScan) -> Result<Vec<RecordBatch>> {
     let mut left = direct.limit.unwrap_or(usize::MAX);
     let mut batches = Vec::new();
     for batch in scan {
@@ -917,7 +947,7 @@ fn scan_rows(direct: &Direct, scan: basalt::TableScan) -> Result<Vec<RecordBatch
             batch = batch.slice(0, left);
         }
         left -= batch.num_rows();
-        batches.push(RecordBatch::try_new(Arc::clone(&direct.schema), batch.columns().to_vec())?);
+        batches.push(planned_output(direct, table, &batch)?);
         if left == 0 {
             break;
         }

@@ -12,8 +12,14 @@ use datafusion::common::stats::{ColumnStatistics, Precision};
 /// of it), by name, from the table's zone maps; unknown where the engine
 /// knows nothing.
 pub(crate) fn column_statistics(table: &Table, schema: &Schema) -> Vec<ColumnStatistics> {
-    let estimates = table.column_estimates().unwrap_or_default();
+    // The estimates are by position in the schema of the version they
+    // read: a column change between them and the schema (both loads) would
+    // give one column's bounds to another, so then nothing is known.
     let table_schema = table.schema();
+    let estimates = table.column_estimates().unwrap_or_default();
+    if !std::sync::Arc::ptr_eq(&table_schema, &table.schema()) {
+        return vec![ColumnStatistics::new_unknown(); schema.fields().len()];
+    }
     schema
         .fields()
         .iter()

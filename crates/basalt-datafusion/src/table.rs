@@ -47,15 +47,16 @@ impl BasaltTable {
     /// The table `name` of `db`.
     pub fn try_new(db: Arc<Db>, name: &str) -> basalt::Result<BasaltTable> {
         let table = db.table(name)?;
-        let schema = table.schema();
+        // The schema and its defaults from one load of the table's state.
+        let (schema, column_defaults) = table.schema_with_defaults();
         let primary_key = key_columns(&schema, &table);
         let constraints = Constraints::new_unverified(vec![Constraint::PrimaryKey(primary_key.clone())]);
         let defaults = schema
             .fields()
             .iter()
-            .filter_map(|f| {
-                let value = table.column_default(f.name())?;
-                let scalar = ScalarValue::try_from_array(&value, 0).ok()?;
+            .zip(column_defaults)
+            .filter_map(|(f, value)| {
+                let scalar = ScalarValue::try_from_array(&value?, 0).ok()?;
                 Some((f.name().clone(), Expr::Literal(scalar, None)))
             })
             .collect();
@@ -286,7 +287,18 @@ impl TableProvider for BasaltTable {
                 self.name
             );
         }
-        Ok(Arc::new(DataSinkExec::new(input, Arc::new(BasaltSink::new(self.table()?)), None)))
+        // The input was planned with this provider's columns: a table
+        // changed since would take its values by position into others (a
+        // change after this check is refused by the write path, which
+        // takes no rows encoded under an older schema version).
+        let table = self.table()?;
+        if !self.made_from(&table) {
+            return Err(datafusion::error::DataFusionError::Plan(format!(
+                "table {} was dropped or changed since the statement was planned; prepare it again",
+                self.name
+            )));
+        }
+        Ok(Arc::new(DataSinkExec::new(input, Arc::new(BasaltSink::new(table)), None)))
     }
 
     /// Refused: DataFusion's DML path gives a provider only the filters

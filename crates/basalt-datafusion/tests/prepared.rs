@@ -477,3 +477,26 @@ async fn a_plan_run_after_a_column_change_reads_its_version_or_refuses() {
         }
     }
 }
+
+/// An INSERT planned before a column change and run after it: its values
+/// were planned for the old columns, and would land by position in
+/// others (a string of digits cast into a new VARCHAR, a number into an
+/// unrelated column). It is refused and writes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_insert_planned_before_a_column_change_is_refused_and_writes_nothing() {
+    let changes = [
+        "ALTER TABLE t DROP COLUMN a, ADD COLUMN a VARCHAR",
+        "ALTER TABLE t DROP COLUMN a, ADD COLUMN b INTEGER",
+        "ALTER TABLE t RENAME COLUMN a TO b",
+        "ALTER TABLE t ADD COLUMN z BIGINT DEFAULT 5",
+    ];
+    for change in changes {
+        let (_dir, _db, ctx) = open();
+        run(&ctx, "CREATE TABLE t (id BIGINT, a INTEGER, PRIMARY KEY (id))").await;
+        let insert = basalt_datafusion::sql(&ctx, "INSERT INTO t VALUES (1, 10)").await.expect("plan");
+        run(&ctx, change).await;
+        let error = insert.collect().await.expect_err(change);
+        assert!(error.to_string().contains("prepare it again"), "{change}: {error}");
+        assert_eq!(rows(&run(&ctx, "SELECT count(*) FROM t").await), ["0"], "{change}: nothing written");
+    }
+}

@@ -16,7 +16,7 @@
 use std::sync::Arc;
 
 use arrow_array::ArrayRef;
-use arrow_schema::FieldRef;
+use arrow_schema::{FieldRef, SchemaRef};
 
 use super::table::Table;
 use super::{DbInner, SuperVersion};
@@ -58,6 +58,14 @@ impl Table {
         let layout = self.layout();
         let c = layout.schema().index_of(name).ok()?;
         layout.defaults()[c].clone()
+    }
+
+    /// The schema and, per column, the value rows written before it was
+    /// added read there ([`Table::column_default`]), from one load of the
+    /// table's state: the two are always of the same schema version.
+    pub fn schema_with_defaults(&self) -> (SchemaRef, Vec<Option<ArrayRef>>) {
+        let layout = self.layout();
+        (layout.schema().clone(), layout.defaults().to_vec())
     }
 
     /// Applies `changes`, in order, to the table's columns (see
