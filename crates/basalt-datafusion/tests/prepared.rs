@@ -500,3 +500,23 @@ async fn an_insert_planned_before_a_column_change_is_refused_and_writes_nothing(
         assert_eq!(rows(&run(&ctx, "SELECT count(*) FROM t").await), ["0"], "{change}: nothing written");
     }
 }
+
+/// A physical plan run again after a column change: its first run read the
+/// scans opened when it was planned; the second opens them at the new
+/// version, and the scan refuses batches of other columns than planned.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_physical_plan_run_again_after_a_column_change_refuses_the_new_columns() {
+    for query in ["SELECT * FROM t", "SELECT id, a FROM t"] {
+        let (_dir, _db, ctx) = open();
+        run(&ctx, "CREATE TABLE t (id BIGINT, a INTEGER, PRIMARY KEY (id))").await;
+        run(&ctx, "INSERT INTO t VALUES (1, 10), (2, 20)").await;
+        let frame = basalt_datafusion::sql(&ctx, query).await.expect("plan");
+        let plan = frame.create_physical_plan().await.expect("physical plan");
+        let first =
+            datafusion::physical_plan::collect(plan.clone(), ctx.task_ctx()).await.expect("first run");
+        assert_eq!(rows(&first), ["1|10", "2|20"], "{query}");
+        run(&ctx, "ALTER TABLE t DROP COLUMN a, ADD COLUMN a VARCHAR DEFAULT 'zzz'").await;
+        let error = datafusion::physical_plan::collect(plan, ctx.task_ctx()).await.expect_err(query);
+        assert!(error.to_string().contains("prepare it again"), "{query}: {error}");
+    }
+}

@@ -939,3 +939,24 @@ fn an_own_delete_read_after_a_column_change_is_refused_like_the_commit() {
     assert!(matches!(tx.commit(), Err(Error::Conflict(_))), "the commit");
     assert_eq!(t.get(&[KeyValue::I64(1)]).expect("get").map(|r| r.num_rows()), Some(1));
 }
+
+/// A transaction that only read for update, committed with `sync`,
+/// promises as a synced write does that every write before it is durable:
+/// an unsynced write it read survives a power loss right after the commit.
+#[test]
+fn a_synced_commit_of_reads_for_update_makes_earlier_writes_durable() {
+    let fs = MemFs::new();
+    let db = Db::open("/db", Options::default().fs(Arc::new(fs.clone()))).expect("open");
+    db.put(b"seen", b"unsynced").expect("put");
+    let mut tx = db.transaction();
+    assert_eq!(text(tx.get_for_update(b"seen").expect("read")).as_deref(), Some("unsynced"));
+    tx.commit_opt(&WriteOptions::default().sync(true)).expect("commit");
+    let after = fs.crash(basalt::testing::CrashMode::DropUnsynced, 7);
+    drop(db);
+    let db = Db::open("/db", Options::default().fs(Arc::new(after))).expect("reopen");
+    assert_eq!(
+        text(db.get(b"seen").expect("get")).as_deref(),
+        Some("unsynced"),
+        "the synced commit's promise"
+    );
+}
