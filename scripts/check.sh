@@ -56,6 +56,7 @@ stage "python"
 venv=$(bash scripts/python-env.sh)
 "$venv/bin/python" -m pytest -q -p no:cacheprovider python/tests
 (cd python && "$venv/bin/mypy" --strict --no-incremental examples basalt)
+"$venv/bin/python" -m mypy.stubtest basalt._basalt --mypy-config-file python/pyproject.toml --allowlist python/stubtest-allowlist.txt
 stage "fuzz"
 # Each libFuzzer target for a few seconds, built unoptimized (a cold build
 # takes about a minute and a half; later runs reuse it). 0 skips.
