@@ -13,8 +13,9 @@ use datafusion::execution::context::SessionContext;
 use datafusion::sql::sqlparser::ast::{self, AlterTableOperation, ColumnOption};
 
 use crate::error::to_df;
+use crate::names::{last_ident, normalized};
+use crate::schema::database;
 use crate::schema::stored_type;
-use crate::{database, last_ident, normalized};
 
 /// Runs `ALTER TABLE`.
 pub(crate) async fn alter_table(ctx: &SessionContext, alter: &ast::AlterTable) -> Result<()> {

@@ -25,7 +25,7 @@ use datafusion::sql::sqlparser::ast::{self, AssignmentTarget, FromTable, TableFa
 
 use crate::error::to_df;
 use crate::insert::conform;
-use crate::last_ident;
+use crate::names::last_ident;
 
 /// `DELETE FROM table [AS alias] [WHERE …]`.
 pub(crate) async fn delete(ctx: &SessionContext, db: &Arc<Db>, delete: &ast::Delete) -> Result<DataFrame> {

@@ -17,6 +17,8 @@ use datafusion::sql::sqlparser::ast::{Expr, SetExpr, Statement, TableObject, Val
 use futures::StreamExt;
 
 use crate::error::to_df;
+use crate::names::last_ident;
+use crate::schema::database;
 
 /// Writes the rows of an `INSERT` into a table.
 pub(crate) struct BasaltSink {
@@ -117,13 +119,13 @@ pub(crate) fn check_literal_nulls(ctx: &SessionContext, statement: &Statement) -
     };
     let SetExpr::Values(values) = source.body.as_ref() else { return Ok(()) };
     // An unknown table or column is DataFusion's to report, as always.
-    let Ok(db) = crate::database(ctx) else { return Ok(()) };
-    let Ok(table) = db.table(&crate::last_ident(name)?) else { return Ok(()) };
+    let Ok(db) = database(ctx) else { return Ok(()) };
+    let Ok(table) = db.table(&last_ident(name)?) else { return Ok(()) };
     let schema = table.schema();
     let targets: Vec<String> = if insert.columns.is_empty() {
         schema.fields().iter().map(|f| f.name().clone()).collect()
     } else {
-        insert.columns.iter().map(crate::last_ident).collect::<Result<_>>()?
+        insert.columns.iter().map(last_ident).collect::<Result<_>>()?
     };
     // A column list that leaves out a column taking no null and having no
     // default fills it with nulls: refused the same way, before DataFusion

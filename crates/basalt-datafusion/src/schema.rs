@@ -9,12 +9,27 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use async_trait::async_trait;
 use basalt::{Db, IndexOptions, TableOptions};
 use datafusion::catalog::{MemTable, SchemaProvider, TableProvider};
-use datafusion::common::{Constraint, Result, exec_err, not_impl_err};
+use datafusion::common::{Constraint, Result, exec_err, not_impl_err, plan_err};
 use datafusion::error::DataFusionError;
+use datafusion::execution::context::SessionContext;
 
 use crate::error::to_df;
 use crate::insert::conform;
 use crate::table::BasaltTable;
+
+/// The catalog and schema the session's tables live in (DataFusion's
+/// defaults, so unqualified names find them).
+pub(crate) const CATALOG: &str = "datafusion";
+pub(crate) const SCHEMA: &str = "public";
+
+/// The database behind a session made by [`crate::session`].
+pub(crate) fn database(ctx: &SessionContext) -> Result<Arc<Db>> {
+    let schema = ctx.catalog(CATALOG).and_then(|c| c.schema(SCHEMA));
+    let Some(basalt) = schema.as_ref().and_then(|s| s.downcast_ref::<BasaltSchema>()) else {
+        return plan_err!("this session has no Basalt database: make it with basalt_datafusion::session");
+    };
+    Ok(basalt.db().clone())
+}
 
 /// The tables of one Basalt database.
 #[derive(Debug)]

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use basalt::{Db, Snapshot, WriteBatch};
 use datafusion::common::{Result, exec_err, plan_err};
 use datafusion::execution::config::SessionConfig;
+use datafusion::execution::context::SessionContext;
 use parking_lot::Mutex;
 
 use crate::error::to_df;
@@ -126,4 +127,30 @@ impl SessionTransaction {
         }
         Some(written)
     }
+}
+
+/// Whether `ctx` is inside `BEGIN … COMMIT`: the statements since `BEGIN`
+/// read its snapshot and write into one transaction, which `COMMIT`
+/// applies at once or refuses with a conflict, and `ROLLBACK` (or dropping
+/// the session) discards.
+pub fn in_transaction(ctx: &SessionContext) -> bool {
+    SessionTransaction::open_in(ctx)
+}
+
+/// Marks the open block of `ctx` as failed (a statement in it failed):
+/// its `COMMIT` then rolls it back and says why, as PostgreSQL does, so
+/// a script that goes on after an error never commits half of its block.
+/// Does nothing outside a block.
+pub fn fail_transaction(ctx: &SessionContext, reason: &str) {
+    if let Some(slot) = SessionTransaction::of(ctx.state_ref().read().config()) {
+        slot.fail(reason);
+    }
+}
+
+/// The transaction slot of a session made by [`crate::session`].
+pub(crate) fn transaction(ctx: &SessionContext) -> Result<Arc<SessionTransaction>> {
+    let Some(slot) = SessionTransaction::of(ctx.state_ref().read().config()) else {
+        return plan_err!("this session has no Basalt database: make it with basalt_datafusion::session");
+    };
+    Ok(slot)
 }
