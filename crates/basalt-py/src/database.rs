@@ -210,6 +210,7 @@ impl Database {
 
     /// Creates table `name` of `schema` (a `pyarrow.Schema`, or anything
     /// with `__arrow_c_schema__`) keyed by the `primary_key` columns.
+    #[expect(clippy::needless_pass_by_value, reason = "pyo3 extracts Python arguments as owned values")]
     fn create_table(
         &self,
         py: Python<'_>,
@@ -285,6 +286,7 @@ impl Database {
     /// `path` (which must not exist), SSTs and blob files hard-linked:
     /// `Db::checkpoint`. Open it with `basalt.open(path)` or, from any
     /// number of processes, `basalt.open(path, read_only=True)`.
+    #[expect(clippy::needless_pass_by_value, reason = "pyo3 extracts Python arguments as owned values")]
     fn checkpoint(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
         // A read-only handle checkpoints too (the engine refuses it only
         // when its WAL held writes).

@@ -110,7 +110,7 @@ impl Keyspace {
     }
 
     /// An iterator over a range of this keyspace.
-    #[allow(clippy::too_many_arguments)]
+    #[expect(clippy::too_many_arguments, reason = "the keywords of the Python methods that call it")]
     pub(crate) fn iterate(
         &self,
         py: Python<'_>,

@@ -7,17 +7,13 @@
 //! anything but pyo3's `PanicException` (there are none by design: the
 //! engine returns errors).
 
-// Doc comments here are the Python docstrings `help()` shows, written for
-// Python readers (no Markdown backticks around DataFrame or PyCapsule);
-// keyword-rich Python signatures take many arguments; pyo3 hands
-// arguments over owned.
-#![allow(clippy::doc_markdown, clippy::too_many_arguments, clippy::needless_pass_by_value)]
-
 mod batch;
 mod convert;
 mod database;
 mod errors;
+mod filter;
 mod keyspace;
+mod rows;
 mod scan;
 mod shards;
 mod snapshot;

@@ -135,6 +135,7 @@ impl Scan {
     /// `pyarrow.RecordBatchReader.from_stream(scan)`, `polars.from_arrow`,
     /// DuckDB and DataFusion take it. The scan is spent afterwards.
     #[pyo3(signature = (requested_schema=None))]
+    #[expect(clippy::doc_markdown, reason = "a Python docstring, which help() shows without Markdown")]
     fn __arrow_c_stream__<'py>(
         &self,
         py: Python<'py>,
@@ -144,6 +145,7 @@ impl Scan {
     }
 
     /// The Arrow C schema (PyCapsule interface).
+    #[expect(clippy::doc_markdown, reason = "a Python docstring, which help() shows without Markdown")]
     fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let schema = Bound::new(py, PySchema::new(self.schema.clone()))?;
         schema.call_method0("__arrow_c_schema__")

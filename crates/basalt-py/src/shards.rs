@@ -11,7 +11,7 @@ use pyo3_arrow::PySchema;
 
 use crate::convert::key_values;
 use crate::errors::IntoPy;
-use crate::table::key_value_to_py;
+use crate::rows::key_value_to_py;
 
 /// A sharded store's map: which directory holds which primary-key range.
 #[pyclass(name = "ShardMap", module = "basalt._basalt", frozen)]
@@ -33,6 +33,7 @@ impl ShardMap {
     /// cut at `split_points` (keys or key prefixes: a value, or a tuple for
     /// a key of several columns), strictly ascending.
     #[staticmethod]
+    #[expect(clippy::needless_pass_by_value, reason = "pyo3 extracts Python arguments as owned values")]
     fn create(
         py: Python<'_>,
         table: &str,
@@ -48,6 +49,7 @@ impl ShardMap {
 
     /// The map of the store in `path`.
     #[staticmethod]
+    #[expect(clippy::needless_pass_by_value, reason = "pyo3 extracts Python arguments as owned values")]
     fn read(py: Python<'_>, path: PathBuf) -> PyResult<ShardMap> {
         let map = py.detach(|| basalt::ShardMap::read(&basalt::fs::RealFs, &path)).py_err(py)?;
         Ok(ShardMap { map })
@@ -55,6 +57,7 @@ impl ShardMap {
 
     /// Replaces the map of the store in `path` by this one, atomically
     /// and durably.
+    #[expect(clippy::needless_pass_by_value, reason = "pyo3 extracts Python arguments as owned values")]
     fn write(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
         py.detach(|| self.map.write(&basalt::fs::RealFs, &path)).py_err(py)
     }

@@ -253,7 +253,7 @@ fn codec(session: &Bound<'_, PyAny>) -> PyResult<FFI_LogicalExtensionCodec> {
     // (datafusion-python's contract, checked by name above), alive while
     // the capsule is; it is cloned (its own clone function) before the
     // capsule can go.
-    #[allow(unsafe_code)]
+    #[expect(unsafe_code, reason = "a PyCapsule hands over a raw pointer; SAFETY above")]
     let codec = unsafe { pointer.as_ref() };
     Ok(codec.clone())
 }

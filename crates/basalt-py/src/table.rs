@@ -1,24 +1,26 @@
 //! `Table`: a Basalt table as Arrow from Python. Writes take any Arrow
-//! data through the PyCapsule interface (pyarrow, polars, pandas through
+//! data through the `PyCapsule` interface (pyarrow, polars, pandas through
 //! pyarrow, DuckDB results…); reads give pyarrow objects whose buffers are
-//! the engine's.
+//! the engine's. Conditions are parsed in `filter.rs`, rows made Python
+//! values in `rows.rs`.
 
 use std::ops::Bound as Edge;
 use std::sync::Arc;
 
-use arrow_array::{RecordBatch, UInt32Array, new_null_array};
+use arrow_array::{RecordBatch, UInt32Array};
 use arrow_schema::{Field, Schema, SchemaRef};
 use basalt::{
-    CmpOp, Filter, IndexOptions, IndexPredicate, KeyValue, LookupOptions, OwnedKeyValue, Predicate,
-    ScanOptions, ScanPlan, WriteOptions,
+    Filter, IndexOptions, KeyValue, LookupOptions, OwnedKeyValue, ScanOptions, ScanPlan, WriteOptions,
 };
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyCapsule, PyDict, PyList, PyTuple};
+use pyo3::types::{PyCapsule, PyDict, PyList, PyTuple};
 use pyo3_arrow::input::AnyRecordBatch;
-use pyo3_arrow::{PyArray, PyField, PyRecordBatch, PySchema, PyTable};
+use pyo3_arrow::{PyArray, PyField, PySchema, PyTable};
 
 use crate::convert::{self, type_name};
 use crate::errors::{self, IntoPy};
+use crate::filter::{filter, index_predicate};
+use crate::rows::{key_value_to_py, project, row_as_dict};
 use crate::scan::{Batches, Scan};
 use crate::snapshot::Snapshot;
 use crate::state::Shared;
@@ -68,7 +70,7 @@ impl Table {
 
     /// `data` as a stream of record batches: anything with
     /// `__arrow_c_stream__` or `__arrow_c_array__`, else whatever
-    /// `pyarrow.table()` accepts (a pandas DataFrame, a dict of columns).
+    /// `pyarrow.table()` accepts (a pandas `DataFrame`, a dict of columns).
     fn reader(
         py: Python<'_>,
         data: &Bound<'_, PyAny>,
@@ -138,135 +140,6 @@ impl Table {
         Ok((lower, upper))
     }
 
-    /// A filter from `[(column, op, value), …]`, all of which must hold.
-    fn filter(&self, py: Python<'_>, conditions: &Bound<'_, PyAny>) -> PyResult<Filter> {
-        let schema = self.table.schema();
-        let mut predicates = Vec::new();
-        for condition in conditions.try_iter()? {
-            let condition = condition?;
-            let tuple = condition.cast::<PyTuple>().map_err(|_| {
-                errors::wrong_type(format!(
-                    "where= takes (column, op, value) tuples, not {}",
-                    type_name(&condition)
-                ))
-            })?;
-            if tuple.len() != 3 && tuple.len() != 2 {
-                return Err(errors::wrong_type(format!(
-                    "where= takes (column, op, value) tuples (or (column, 'is null')), not {tuple}"
-                )));
-            }
-            let column: String = tuple.get_item(0)?.extract()?;
-            let op: String = tuple.get_item(1)?.extract()?;
-            let op = match op.to_ascii_lowercase().as_str() {
-                "=" | "==" => CmpOp::Eq,
-                "!=" | "<>" => CmpOp::NotEq,
-                "<" => CmpOp::Lt,
-                "<=" => CmpOp::LtEq,
-                ">" => CmpOp::Gt,
-                ">=" => CmpOp::GtEq,
-                "is null" => CmpOp::IsNull,
-                "is not null" => CmpOp::IsNotNull,
-                other => {
-                    return Err(errors::invalid(
-                        py,
-                        format!("{other:?} is not a comparison: use = != < <= > >= 'is null' 'is not null'"),
-                    ));
-                }
-            };
-            let field = schema.field_with_name(&column).map_err(|_| {
-                errors::invalid(py, format!("where=: table {} has no column {column}", self.table.name()))
-            })?;
-            let literal = match op {
-                CmpOp::IsNull | CmpOp::IsNotNull => new_null_array(field.data_type(), 1),
-                _ => {
-                    let value = tuple.get_item(2).map_err(|_| {
-                        errors::wrong_type(format!("where=: ({column}, {op:?}) needs a value"))
-                    })?;
-                    if value.is_none() {
-                        return Err(errors::invalid(
-                            py,
-                            format!("where=: comparing {column} with None is never true; use 'is null'"),
-                        ));
-                    }
-                    convert::array_of(std::slice::from_ref(&value), field)?
-                }
-            };
-            predicates.push(Predicate::new(column, op, literal));
-        }
-        Ok(Filter::all(predicates))
-    }
-
-    /// Index values (a value or a tuple; `None` is null) for the leading
-    /// columns of index `name`.
-    fn index_values(
-        &self,
-        py: Python<'_>,
-        name: &str,
-        values: &Bound<'_, PyAny>,
-    ) -> PyResult<Vec<Option<OwnedKeyValue>>> {
-        let info =
-            self.table.indexes().into_iter().find(|i| i.name == name).ok_or_else(|| {
-                errors::invalid(py, format!("table {} has no index {name}", self.table.name()))
-            })?;
-        let schema = self.table.schema();
-        let parts: Vec<Bound<'_, PyAny>> = match values.cast::<PyTuple>() {
-            Ok(t) => t.iter().collect(),
-            Err(_) => vec![values.clone()],
-        };
-        if parts.len() > info.columns.len() {
-            return Err(errors::invalid(
-                py,
-                format!("index {name} has {} column(s), {} values given", info.columns.len(), parts.len()),
-            ));
-        }
-        parts
-            .iter()
-            .zip(&info.columns)
-            .map(|(part, column)| {
-                if part.is_none() {
-                    return Ok(None);
-                }
-                let field = schema
-                    .field_with_name(column)
-                    .map_err(|_| errors::invalid(py, format!("no column {column}")))?;
-                let array = convert::array_of(std::slice::from_ref(part), field)?;
-                OwnedKeyValue::from_array(array.as_ref(), 0).py_err(py).map(Some)
-            })
-            .collect()
-    }
-
-    /// The index predicate of `eq=`, `prefix=` or `range=` (exactly one).
-    fn predicate(
-        &self,
-        py: Python<'_>,
-        index: &str,
-        eq: Option<&Bound<'_, PyAny>>,
-        prefix: Option<&Bound<'_, PyAny>>,
-        range: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<OwnedPredicate> {
-        match (eq, prefix, range) {
-            (Some(v), None, None) => Ok(OwnedPredicate::Eq(self.index_values(py, index, v)?)),
-            (None, Some(v), None) => Ok(OwnedPredicate::Prefix(self.index_values(py, index, v)?)),
-            (None, None, Some(r)) => {
-                let (low, high): (Bound<'_, PyAny>, Bound<'_, PyAny>) = r.extract().map_err(|_| {
-                    errors::wrong_type("range= takes a (low, high) pair; either may be None".to_string())
-                })?;
-                let low = if low.is_none() {
-                    Edge::Unbounded
-                } else {
-                    Edge::Included(self.index_values(py, index, &low)?)
-                };
-                let high = if high.is_none() {
-                    Edge::Unbounded
-                } else {
-                    Edge::Excluded(self.index_values(py, index, &high)?)
-                };
-                Ok(OwnedPredicate::Range(low, high))
-            }
-            _ => Err(errors::invalid(py, "give exactly one of eq=, prefix= or range=".to_string())),
-        }
-    }
-
     /// Runs `change` (a change of the table's columns, called `what`) on a
     /// writable database, without the GIL: it may flush the memtables.
     fn change_columns(
@@ -282,7 +155,7 @@ impl Table {
 
     /// A scan of the rows a transaction sees: its `snapshot` with its own
     /// writes (`overlay`) on top.
-    #[allow(clippy::too_many_arguments)]
+    #[expect(clippy::too_many_arguments, reason = "the keywords of the Python methods that call it")]
     pub(crate) fn scan_in_transaction(
         &self,
         py: Python<'_>,
@@ -296,7 +169,7 @@ impl Table {
     ) -> PyResult<Scan> {
         self.handle(py)?;
         let range = self.range(py, start, end)?;
-        let filter = r#where.map(|w| self.filter(py, w)).transpose()?;
+        let filter = r#where.map(|w| filter(py, &self.table, w)).transpose()?;
         let db = self.state.db(py)?;
         let (batches, plan, schema) = py
             .detach(|| self.batches(range, columns, filter, 0, reverse, Some(snapshot), Some(overlay), &db))
@@ -306,6 +179,10 @@ impl Table {
 
     /// The batches of a scan over `range`: forwards, or backwards part by
     /// part (each part read forwards, then reversed).
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the options of every scan method (Table.scan, to_arrow, the transaction's) in one place"
+    )]
     fn batches(
         &self,
         range: KeyRange,
@@ -362,53 +239,6 @@ impl Table {
     }
 }
 
-/// A key value as the Python value `scan(start=…)` takes back.
-pub(crate) fn key_value_to_py<'py>(py: Python<'py>, v: &OwnedKeyValue) -> PyResult<Bound<'py, PyAny>> {
-    Ok(match v {
-        OwnedKeyValue::Bool(b) => b.into_pyobject(py)?.to_owned().into_any(),
-        OwnedKeyValue::I8(x) => x.into_pyobject(py)?.into_any(),
-        OwnedKeyValue::I16(x) => x.into_pyobject(py)?.into_any(),
-        OwnedKeyValue::I32(x) => x.into_pyobject(py)?.into_any(),
-        OwnedKeyValue::I64(x) => x.into_pyobject(py)?.into_any(),
-        OwnedKeyValue::U8(x) => x.into_pyobject(py)?.into_any(),
-        OwnedKeyValue::U16(x) => x.into_pyobject(py)?.into_any(),
-        OwnedKeyValue::U32(x) => x.into_pyobject(py)?.into_any(),
-        OwnedKeyValue::U64(x) => x.into_pyobject(py)?.into_any(),
-        OwnedKeyValue::F32(x) => x.into_pyobject(py)?.into_any(),
-        OwnedKeyValue::F64(x) => x.into_pyobject(py)?.into_any(),
-        OwnedKeyValue::Bytes(b) => pyo3::types::PyBytes::new(py, b).into_any(),
-        OwnedKeyValue::Str(s) => s.into_pyobject(py)?.into_any(),
-    })
-}
-
-/// A predicate with owned values.
-enum OwnedPredicate {
-    Eq(Vec<Option<OwnedKeyValue>>),
-    Prefix(Vec<Option<OwnedKeyValue>>),
-    Range(Edge<Vec<Option<OwnedKeyValue>>>, Edge<Vec<Option<OwnedKeyValue>>>),
-}
-
-fn borrow_values(values: &[Option<OwnedKeyValue>]) -> Vec<Option<KeyValue<'_>>> {
-    values.iter().map(|v| v.as_ref().map(OwnedKeyValue::as_value)).collect()
-}
-
-impl OwnedPredicate {
-    fn borrowed(&self) -> IndexPredicate<'_> {
-        fn edge(e: &Edge<Vec<Option<OwnedKeyValue>>>) -> Edge<Vec<Option<KeyValue<'_>>>> {
-            match e {
-                Edge::Included(v) => Edge::Included(borrow_values(v)),
-                Edge::Excluded(v) => Edge::Excluded(borrow_values(v)),
-                Edge::Unbounded => Edge::Unbounded,
-            }
-        }
-        match self {
-            OwnedPredicate::Eq(v) => IndexPredicate::Eq(borrow_values(v)),
-            OwnedPredicate::Prefix(v) => IndexPredicate::Prefix(borrow_values(v)),
-            OwnedPredicate::Range(low, high) => IndexPredicate::Range(edge(low), edge(high)),
-        }
-    }
-}
-
 fn borrow_edge(edge: &Edge<Vec<OwnedKeyValue>>) -> Edge<Vec<KeyValue<'_>>> {
     match edge {
         Edge::Included(v) => Edge::Included(v.iter().map(OwnedKeyValue::as_value).collect()),
@@ -448,7 +278,7 @@ fn conform(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch, Strin
     )
 }
 
-/// A one-batch scan (get_many, lookup) or a collected one as `pyarrow.Table`.
+/// A one-batch scan (`get_many`, `lookup`) or a collected one as `pyarrow.Table`.
 fn to_pyarrow(py: Python<'_>, batches: Vec<RecordBatch>, schema: SchemaRef) -> PyResult<Bound<'_, PyAny>> {
     PyTable::try_new(batches, schema)?.into_pyarrow(py)
 }
@@ -506,6 +336,7 @@ impl Table {
     /// integers with overflow checked). The whole of `data` is one atomic
     /// write; for data larger than memory use `bulk_load`.
     #[pyo3(signature = (data, *, sync=false))]
+    #[expect(clippy::doc_markdown, reason = "a Python docstring, which help() shows without Markdown")]
     fn write(&self, py: Python<'_>, data: &Bound<'_, PyAny>, sync: bool) -> PyResult<u64> {
         let db = self.state.db_for_write(py, "write")?;
         let batches = self.conformed_batches(py, data)?;
@@ -572,6 +403,7 @@ impl Table {
     /// The row with primary key `key` (a value, or a tuple for a composite
     /// key) as a `dict` of column → Python value, or `None`.
     #[pyo3(signature = (key, *, columns=None, snapshot=None))]
+    #[expect(clippy::needless_pass_by_value, reason = "pyo3 extracts Python arguments as owned values")]
     fn get<'py>(
         &self,
         py: Python<'py>,
@@ -600,6 +432,7 @@ impl Table {
     /// The rows whose keys are in `keys` (as `delete` takes them), in the
     /// order asked, absent keys left out, as a `pyarrow.Table`.
     #[pyo3(signature = (keys, *, columns=None))]
+    #[expect(clippy::needless_pass_by_value, reason = "pyo3 extracts Python arguments as owned values")]
     fn get_many<'py>(
         &self,
         py: Python<'py>,
@@ -623,7 +456,7 @@ impl Table {
     /// `columns`; only rows meeting every `(column, op, value)` of `where`
     /// (answered by an index when one fits, blocks skipped by zone maps).
     #[pyo3(signature = (*, columns=None, r#where=None, start=None, end=None, reverse=false, batch_size=None, snapshot=None))]
-    #[allow(clippy::too_many_arguments)]
+    #[expect(clippy::too_many_arguments, reason = "one argument per keyword of the Python method")]
     fn scan(
         &self,
         py: Python<'_>,
@@ -637,7 +470,7 @@ impl Table {
     ) -> PyResult<Scan> {
         self.handle(py)?;
         let range = self.range(py, start, end)?;
-        let filter = r#where.map(|w| self.filter(py, w)).transpose()?;
+        let filter = r#where.map(|w| filter(py, &self.table, w)).transpose()?;
         if batch_size == Some(0) {
             return Err(errors::invalid(py, "batch_size must be at least 1".to_string()));
         }
@@ -658,7 +491,7 @@ impl Table {
 
     /// `scan(...).read_all()`: the rows as one `pyarrow.Table`.
     #[pyo3(signature = (*, columns=None, r#where=None, start=None, end=None, reverse=false, snapshot=None))]
-    #[allow(clippy::too_many_arguments)]
+    #[expect(clippy::too_many_arguments, reason = "one argument per keyword of the Python method")]
     fn to_arrow<'py>(
         &self,
         py: Python<'py>,
@@ -675,7 +508,7 @@ impl Table {
 
     /// `to_arrow(...).to_pandas()`.
     #[pyo3(signature = (*, columns=None, r#where=None, start=None, end=None, reverse=false, snapshot=None))]
-    #[allow(clippy::too_many_arguments)]
+    #[expect(clippy::too_many_arguments, reason = "one argument per keyword of the Python method")]
     fn to_pandas<'py>(
         &self,
         py: Python<'py>,
@@ -691,7 +524,7 @@ impl Table {
 
     /// `polars.from_arrow(to_arrow(...))` (polars keeps Arrow's buffers).
     #[pyo3(signature = (*, columns=None, r#where=None, start=None, end=None, reverse=false, snapshot=None))]
-    #[allow(clippy::too_many_arguments)]
+    #[expect(clippy::too_many_arguments, reason = "one argument per keyword of the Python method")]
     fn to_polars<'py>(
         &self,
         py: Python<'py>,
@@ -709,6 +542,7 @@ impl Table {
     /// The whole table as an Arrow C stream (PyCapsule interface), so
     /// `pyarrow.table(t)`, `polars.DataFrame(t)` or DuckDB read it directly.
     #[pyo3(signature = (requested_schema=None))]
+    #[expect(clippy::doc_markdown, reason = "a Python docstring, which help() shows without Markdown")]
     fn __arrow_c_stream__<'py>(
         &self,
         py: Python<'py>,
@@ -723,6 +557,7 @@ impl Table {
     /// `include` stores more columns in the index so lookups needing only
     /// them never read the rows.
     #[pyo3(signature = (name, columns, *, unique=false, include=None))]
+    #[expect(clippy::needless_pass_by_value, reason = "pyo3 extracts Python arguments as owned values")]
     fn create_index(
         &self,
         py: Python<'_>,
@@ -798,7 +633,8 @@ impl Table {
     /// `eq=None` means "not given"), `prefix=` the leading columns equal,
     /// or `range=(low, high)` low included, high excluded (either `None`).
     #[pyo3(signature = (index, *, eq=None, prefix=None, range=None, columns=None, limit=None, reverse=false, snapshot=None))]
-    #[allow(clippy::too_many_arguments)]
+    #[expect(clippy::too_many_arguments, reason = "one argument per keyword of the Python method")]
+    #[expect(clippy::needless_pass_by_value, reason = "pyo3 extracts Python arguments as owned values")]
     fn lookup<'py>(
         &self,
         py: Python<'py>,
@@ -812,7 +648,7 @@ impl Table {
         snapshot: Option<&Bound<'py, Snapshot>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let table = self.handle(py)?;
-        let predicate = self.predicate(py, index, eq, prefix, range)?;
+        let predicate = index_predicate(py, &self.table, index, eq, prefix, range)?;
         let run = |s: Option<&basalt::Snapshot>| {
             let opts = LookupOptions::default()
                 .projection(columns.clone())
@@ -842,7 +678,7 @@ impl Table {
         snapshot: Option<&Bound<'_, Snapshot>>,
     ) -> PyResult<u64> {
         let table = self.handle(py)?;
-        let predicate = self.predicate(py, index, eq, prefix, range)?;
+        let predicate = index_predicate(py, &self.table, index, eq, prefix, range)?;
         match snapshot {
             Some(s) => s.get().with_for(py, &self.state, |s| {
                 py.detach(|| table.count_opt(index, predicate.borrowed(), Some(s))).py_err(py)
@@ -870,97 +706,4 @@ impl Table {
         let db = self.state.db(py)?;
         crate::sql::table_provider(py, db, self.table.name(), session)
     }
-}
-
-/// `row` with only `names`, in that order.
-fn project(py: Python<'_>, row: &RecordBatch, names: &[String]) -> PyResult<RecordBatch> {
-    let schema = row.schema();
-    let indices = names
-        .iter()
-        .map(|n| schema.index_of(n).map_err(|_| errors::invalid(py, format!("no column {n}"))))
-        .collect::<PyResult<Vec<_>>>()?;
-    row.project(&indices).map_err(|e| errors::invalid(py, e.to_string()))
-}
-
-/// Row 0 of `row` as the `dict` pyarrow's `to_pylist` makes. Numbers,
-/// booleans, strings and bytes are made here; only the other columns
-/// (dates, timestamps, decimals) go to pyarrow, in one batch: handing the
-/// whole row to pyarrow and back cost about 10 µs of a 16 µs `Table.get`,
-/// and 100 µs of a 19-column row's.
-pub(crate) fn row_as_dict<'py>(py: Python<'py>, row: &RecordBatch) -> PyResult<Bound<'py, PyDict>> {
-    use arrow_array::cast::AsArray;
-    use arrow_array::types::{
-        Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type, UInt16Type,
-        UInt32Type, UInt64Type,
-    };
-    use arrow_schema::DataType;
-
-    let simple = |t: &DataType| {
-        t.is_integer()
-            || matches!(
-                t,
-                DataType::Float32
-                    | DataType::Float64
-                    | DataType::Boolean
-                    | DataType::Utf8
-                    | DataType::LargeUtf8
-                    | DataType::Binary
-                    | DataType::LargeBinary
-            )
-    };
-    let schema = row.schema();
-    // An extension type (its name in the field's metadata) has pyarrow
-    // scalars of its own: pyarrow converts those columns too.
-    let made_here = |f: &Field| simple(f.data_type()) && !f.metadata().contains_key("ARROW:extension:name");
-    let others: Vec<usize> = (0..schema.fields().len()).filter(|&i| !made_here(schema.field(i))).collect();
-    // pyarrow's values of the other columns, by position among them.
-    let converted: Vec<Bound<'py, PyAny>> = if others.is_empty() || row.num_rows() == 0 {
-        Vec::new()
-    } else {
-        // Column by column (`as_py` of each first value, what `to_pylist`
-        // does): a projection may name a column twice.
-        let sub = row.project(&others).map_err(|e| errors::invalid(py, e.to_string()))?;
-        let batch = PyRecordBatch::new(sub).into_pyarrow(py)?;
-        (0..others.len())
-            .map(|j| batch.call_method1("column", (j,))?.get_item(0)?.call_method0("as_py"))
-            .collect::<PyResult<_>>()?
-    };
-    let mut converted = converted.into_iter();
-    let dict = PyDict::new(py);
-    for (field, column) in row.schema().fields().iter().zip(row.columns()) {
-        let c = column.as_ref();
-        let value: Bound<'py, PyAny> = if !made_here(field) {
-            match converted.next() {
-                Some(v) => v,
-                None => {
-                    return Err(errors::invalid(py, format!("column {} was not converted", field.name())));
-                }
-            }
-        } else if c.is_null(0) {
-            py.None().into_bound(py)
-        } else {
-            match c.data_type() {
-                DataType::Int8 => c.as_primitive::<Int8Type>().value(0).into_pyobject(py)?.into_any(),
-                DataType::Int16 => c.as_primitive::<Int16Type>().value(0).into_pyobject(py)?.into_any(),
-                DataType::Int32 => c.as_primitive::<Int32Type>().value(0).into_pyobject(py)?.into_any(),
-                DataType::Int64 => c.as_primitive::<Int64Type>().value(0).into_pyobject(py)?.into_any(),
-                DataType::UInt8 => c.as_primitive::<UInt8Type>().value(0).into_pyobject(py)?.into_any(),
-                DataType::UInt16 => c.as_primitive::<UInt16Type>().value(0).into_pyobject(py)?.into_any(),
-                DataType::UInt32 => c.as_primitive::<UInt32Type>().value(0).into_pyobject(py)?.into_any(),
-                DataType::UInt64 => c.as_primitive::<UInt64Type>().value(0).into_pyobject(py)?.into_any(),
-                DataType::Float32 => {
-                    f64::from(c.as_primitive::<Float32Type>().value(0)).into_pyobject(py)?.into_any()
-                }
-                DataType::Float64 => c.as_primitive::<Float64Type>().value(0).into_pyobject(py)?.into_any(),
-                DataType::Boolean => c.as_boolean().value(0).into_pyobject(py)?.to_owned().into_any(),
-                DataType::Utf8 => c.as_string::<i32>().value(0).into_pyobject(py)?.into_any(),
-                DataType::LargeUtf8 => c.as_string::<i64>().value(0).into_pyobject(py)?.into_any(),
-                DataType::Binary => PyBytes::new(py, c.as_binary::<i32>().value(0)).into_any(),
-                DataType::LargeBinary => PyBytes::new(py, c.as_binary::<i64>().value(0)).into_any(),
-                other => return Err(errors::invalid(py, format!("no conversion of {other} here (a bug)"))),
-            }
-        };
-        dict.set_item(field.name(), value)?;
-    }
-    Ok(dict)
 }

@@ -116,7 +116,7 @@ impl Transaction {
                 tx.get_table(handle, &borrowed)
             }
         })?;
-        row.map(|r| crate::table::row_as_dict(py, &r).map(Bound::into_any)).transpose()
+        row.map(|r| crate::rows::row_as_dict(py, &r).map(Bound::into_any)).transpose()
     }
 }
 
@@ -212,7 +212,7 @@ impl Transaction {
     /// with its own writes on top — as one `pyarrow.Table`, with the
     /// arguments of `Table.to_arrow`.
     #[pyo3(signature = (table, *, columns=None, r#where=None, start=None, end=None, reverse=false))]
-    #[allow(clippy::too_many_arguments)]
+    #[expect(clippy::too_many_arguments, reason = "one argument per keyword of the Python method")]
     fn to_arrow<'py>(
         &self,
         py: Python<'py>,
