@@ -64,6 +64,11 @@ pub enum Error {
         /// The indexed values, as text.
         value: String,
     },
+    /// The engine broke one of its own invariants: a bug in Basalt, never
+    /// the caller's input. Debug builds panic where it is made; release
+    /// builds report it and change nothing more. Please report it.
+    #[error("internal error (a bug in Basalt): {0}")]
+    Internal(String),
 }
 
 impl Error {
@@ -86,6 +91,15 @@ impl Error {
             Error::Corruption { what, .. } => what.clone(),
             other => other.to_string(),
         }
+    }
+
+    /// An [`Error::Internal`]: a path only a bug in the engine reaches.
+    /// Debug builds, every test included, stop there.
+    #[track_caller]
+    pub(crate) fn internal(what: impl Into<String>) -> Self {
+        let what = what.into();
+        debug_assert!(false, "internal error: {what}");
+        Error::Internal(what)
     }
 
     /// True for [`Error::Corruption`].
@@ -112,6 +126,7 @@ impl Error {
             Error::Busy(s) => Error::Busy(s.clone()),
             Error::ReadOnly(s) => Error::ReadOnly(s.clone()),
             Error::Conflict(s) => Error::Conflict(s.clone()),
+            Error::Internal(s) => Error::Internal(s.clone()),
             Error::UniqueViolation { index, value } => {
                 Error::UniqueViolation { index: index.clone(), value: value.clone() }
             }

@@ -238,7 +238,7 @@ pub struct FileInfo {
 /// Every SST of the database's current version, tree by tree, level by
 /// level (L0 newest first, deeper levels in key order).
 pub fn files(db: &Db) -> Vec<FileInfo> {
-    let state = db.inner().state.load_full();
+    let state = db.inner().versions.load_full();
     let mut out = Vec::new();
     for (id, tree) in &state.version.trees {
         let name = state.version.catalog.tree(*id).map(|t| t.name.clone()).unwrap_or_default();
@@ -262,7 +262,7 @@ pub fn files(db: &Db) -> Vec<FileInfo> {
 /// MANIFEST's counts. Returns the number of records checked; damage is
 /// `Error::Corruption` naming the blob file and the record's offset.
 pub fn verify_blob_files(db: &Db) -> Result<u64> {
-    let state = db.inner().state.load_full();
+    let state = db.inner().versions.load_full();
     let mut records = 0;
     for b in state.version.blobs.values() {
         db.inner().blob_files.check_file(b.number, b.size, b.records, b.value_bytes)?;

@@ -1,216 +1,41 @@
 //! The database: orchestrates the write path (group commit into the WAL and
 //! memtable), background flushes, recovery and reads. It owns no format code.
 
-mod alter;
-mod checkpoint;
-mod cleanup;
-mod compact;
-mod counters;
-mod cursor;
-mod ddl;
-mod flush;
+mod handles;
 mod index;
-mod ingest;
-mod iter;
 mod jobs;
-mod keyspace;
-mod lifecycle;
-mod open;
-mod partition;
 mod read;
-pub(crate) mod row_cache;
-mod scan;
-mod snapshot;
-mod sst_readers;
-mod stats;
-mod table;
-mod transaction;
+pub(crate) mod state;
 mod write;
-mod write_buffer;
 
 use std::ops::RangeBounds;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crate::ranked::{Rank, RankedMutex};
 use bytes::Bytes;
 
+pub use handles::keyspace::Keyspace;
+pub use handles::stats::{GetLatency, LevelStats, Stats};
+pub use handles::table::{Table, TableOptions};
+pub use index::query::{IndexPredicate, LookupOptions};
 #[cfg(feature = "inspect")]
-pub use index::IndexCheck;
-pub use index::{IndexInfo, IndexOptions, IndexPredicate, LookupOptions};
-pub use ingest::BulkLoad;
-pub use iter::{DbIterator, Direction};
-pub use keyspace::Keyspace;
-pub use partition::{ColumnEstimate, OwnedKeyValueRange, TableEstimate};
-pub use scan::{KeyValueRange, ScanOptions, ScanPlan, TableScan};
-pub use snapshot::{ReadOptions, Snapshot};
-pub use stats::{GetLatency, LevelStats, Stats};
-pub use table::{Table, TableOptions};
-pub use transaction::{TableOverlay, Transaction};
+pub use index::verify::IndexCheck;
+pub use index::{IndexInfo, IndexOptions};
+pub use jobs::ingest::BulkLoad;
+pub use read::estimates::{ColumnEstimate, OwnedKeyValueRange, TableEstimate};
+pub use read::iter::{DbIterator, Direction};
+pub use read::scan::{KeyValueRange, ScanOptions, ScanPlan, TableScan};
+pub use read::snapshot::{ReadOptions, Snapshot};
+pub use write::transaction::{TableOverlay, Transaction};
 
-use crate::codec::internal::SeqNo;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ids::DEFAULT_TREE;
-use crate::io::Fs;
-use crate::memtable::Memtable;
 use crate::options::{Options, WriteOptions};
-use crate::version::{EditFailure, Version, VersionEdit, VersionSet};
 use crate::wal::batch::WriteBatch;
-use cleanup::FileCleanup;
-use counters::Counters;
-use jobs::Jobs;
-use sst_readers::SstReaders;
-use write::WritePath;
-
-/// What readers need, swapped as one unit: the active memtable, the
-/// immutable ones waiting for flush (newest first) and the current version.
-#[derive(Debug)]
-pub(crate) struct SuperVersion {
-    pub mem: Arc<Memtable>,
-    pub imms: Vec<Arc<Memtable>>,
-    pub version: Arc<Version>,
-}
-
-impl SuperVersion {
-    /// The memtables (active first, then the immutable ones) holding
-    /// entries of `tree`.
-    pub(crate) fn memtables_holding(&self, tree: crate::ids::TreeId) -> impl Iterator<Item = &Arc<Memtable>> {
-        std::iter::once(&self.mem).chain(&self.imms).filter(move |m| m.holds_tree(tree))
-    }
-}
-
-/// The current super version. Readers load it without a lock or a
-/// reference-count update (arc-swap's thread-local debts), where a
-/// `RwLock<Arc<_>>` made every lookup write two shared cache lines that
-/// parallel readers bounced between cores; writers replace it one at a time.
-pub(crate) struct SuperVersionCell {
-    current: arc_swap::ArcSwap<SuperVersion>,
-    writer: RankedMutex<()>,
-}
-
-impl SuperVersionCell {
-    pub(crate) fn new(sv: SuperVersion) -> Self {
-        SuperVersionCell {
-            current: arc_swap::ArcSwap::from_pointee(sv),
-            writer: RankedMutex::new(Rank::SuperVersion, ()),
-        }
-    }
-
-    /// The current super version, for a short read (a lookup).
-    pub(crate) fn load(&self) -> arc_swap::Guard<Arc<SuperVersion>> {
-        self.current.load()
-    }
-
-    /// The current super version, owned (iterators keep it).
-    pub(crate) fn load_full(&self) -> Arc<SuperVersion> {
-        self.current.load_full()
-    }
-
-    /// Bytes held by the memtables of one super version that was current
-    /// while they were read: `(active, active and immutable, immutables)`.
-    /// Summing the sizes of a super version loaded earlier would add an
-    /// immutable memtable a flush has meanwhile released to the active
-    /// one's newer size, a total no moment had (the write-buffer test saw
-    /// 27 KB "over" the budget that way). A super version is never stored
-    /// twice, so finding the same one before and after the reads proves it
-    /// was current in between; only the active memtable grows, and only
-    /// while it is current.
-    pub(crate) fn memtable_bytes(&self) -> MemtableBytes {
-        loop {
-            let sv = self.current.load_full();
-            let active = sv.mem.approximate_bytes();
-            let total = active + sv.imms.iter().map(|m| m.approximate_bytes()).sum::<usize>();
-            if Arc::ptr_eq(&sv, &self.current.load()) {
-                return MemtableBytes { active, total, immutables: sv.imms.len() };
-            }
-        }
-    }
-
-    /// Replaces the super version with `f(current)`; replacements never
-    /// interleave, so none is lost.
-    pub(crate) fn replace(&self, f: impl FnOnce(&SuperVersion) -> SuperVersion) {
-        let _writer = self.writer.lock();
-        let next = f(&self.current.load());
-        self.current.store(Arc::new(next));
-    }
-}
-
-/// Memtable memory of one super version ([`SuperVersionCell::memtable_bytes`]).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct MemtableBytes {
-    pub active: usize,
-    pub total: usize,
-    pub immutables: usize,
-}
-
-/// Everything shared between the handle, iterators, snapshots and the
-/// background threads, in parts that each own their state.
-///
-/// Lock order: a thread holding one of these may take only those below it.
-/// Every lock here is a `RankedMutex` of its place in this order
-/// (`ranked.rs`, `Rank`): debug builds, every test included, panic on a
-/// lock taken out of order, naming both.
-/// 1. `jobs.compaction` (a whole compaction, which installs its result);
-/// 2. `files.collecting` (a whole collection of obsolete files);
-/// 3. the exclusive writer right (`with_exclusive_writer`: no group commit
-///    runs; DDL, memtable switches, close) — a right, not a held mutex,
-///    so it waits for the write queue and never holds it. One exception:
-///    a bulk load takes the compaction lock while it owns this right, to
-///    install its files (safe because no holder of the compaction lock
-///    waits for the writer right; the other way round, a group leader
-///    stalled on L0 owns the right while it waits for a compaction);
-/// 4. `open_trees` (DDL checks and registers handles);
-/// 5. `versions` (the MANIFEST and the current version);
-/// 6. `files.in_use`, then the index builds' state (`indexes`: builds,
-///    then ready);
-/// 7. `writer.wal` (the group-commit leader appends with the queue
-///    released; a memtable switch under the exclusive right);
-/// 8. `jobs.state` (last: every part reports errors and wakes the jobs);
-/// 9. leaves, under which nothing is taken: `writer.queue` (held only to
-///    join, lead or leave the queue), `snapshots`, the super version's
-///    replace lock, the background threads' handles, the directory lock,
-///    the caches' locks (internal to the caches).
-///
-/// Reads take none of these: they load the super version and a seqno
-/// (`read.rs`), and the caches lock internally.
-pub(crate) struct DbInner {
-    pub dir: PathBuf,
-    pub opts: Options,
-    /// The file system, guarded: it refuses every change once the
-    /// database let its directory go (`lifecycle`).
-    pub fs: Arc<dyn Fs>,
-    /// Unique among the databases this process opened.
-    pub id: u64,
-    /// Open, closed, released: every call through a handle that outlived
-    /// the `Db` gets `Error::Closed`, and nothing is written after the
-    /// directory lock is given up.
-    pub lifecycle: lifecycle::Lifecycle,
-    /// Opened by `Db::open_read_only`: nothing is written, no thread runs.
-    pub read_only: bool,
-    /// The catalog and SSTs of every tree, and the MANIFEST that logs them.
-    pub versions: RankedMutex<VersionSet>,
-    /// What reads see: memtables and the current version.
-    pub state: SuperVersionCell,
-    pub writer: WritePath,
-    pub jobs: Jobs,
-    pub files: FileCleanup,
-    /// Open SST readers and the block cache they read through.
-    pub sst_readers: Arc<SstReaders>,
-    /// Open blob files, for values kept apart from their keys.
-    pub blob_files: Arc<crate::blob::BlobFiles>,
-    /// With `Options::row_cache_bytes` above zero.
-    pub row_cache: Option<crate::db::row_cache::RowCache>,
-    /// Live snapshots: seqno → number of handles.
-    pub snapshots: RankedMutex<std::collections::BTreeMap<SeqNo, usize>>,
-    pub counters: Counters,
-    /// Live table and keyspace handles by tree, to refuse dropping a tree
-    /// in use.
-    pub open_trees:
-        RankedMutex<std::collections::HashMap<crate::ids::TreeId, std::sync::Weak<ddl::TreeShared>>>,
-    /// Index builds under way and when each index became usable.
-    pub indexes: index::IndexState,
-}
+use read::iter;
+use state::DbInner;
 
 /// An open database. `Send + Sync`: share it between threads by reference or
 /// in an `Arc`.
@@ -272,11 +97,11 @@ impl std::fmt::Debug for Db {
 impl Db {
     /// Opens (or creates, with `create_if_missing`) the database at `path`.
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
-        let inner = Arc::new(open::open(path.as_ref(), options, false)?);
+        let inner = Arc::new(jobs::open::open(path.as_ref(), options, false)?);
         let db = Db { inner: inner.clone(), threads: RankedMutex::new(Rank::Threads, Vec::new()) };
         // On a failed spawn, dropping `db` stops the threads already started.
-        db.threads.lock().push(flush::spawn(inner.clone())?);
-        db.threads.lock().push(compact::spawn(inner)?);
+        db.threads.lock().push(jobs::flush::spawn(inner.clone())?);
+        db.threads.lock().push(jobs::compact::spawn(inner)?);
         Ok(db)
     }
 
@@ -291,7 +116,7 @@ impl Db {
     /// [`Error::ReadOnly`](crate::Error::ReadOnly). `options` apply to
     /// reading (caches, maps); `create_if_missing` is ignored.
     pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Db> {
-        let inner = Arc::new(open::open(path.as_ref(), options, true)?);
+        let inner = Arc::new(jobs::open::open(path.as_ref(), options, true)?);
         Ok(Db { inner, threads: RankedMutex::new(Rank::Threads, Vec::new()) })
     }
 
@@ -466,7 +291,7 @@ impl Db {
     /// Syncs the WAL, stops the background threads and releases the
     /// directory, reporting any error (dropping a `Db` does the same but
     /// cannot report, and does not sync). Handles that outlive it (tables,
-    /// snapshots, iterators, scans) get [`Error::Closed`] from every call,
+    /// snapshots, iterators, scans) get [`Error::Closed`](crate::Error::Closed) from every call,
     /// as does this `Db`: it takes `&self` so that a database shared in an
     /// `Arc` (by a SQL session, or a Python handle) can be closed while
     /// other owners remain. A second call does nothing.
@@ -499,22 +324,10 @@ impl Db {
             // making progress, and there is nothing left to clean up.
             let _ = handle.join();
         }
-        let mut versions = inner.versions.lock();
-        if inner.lifecycle.is_released() {
-            return synced;
-        }
-        // A compaction or index build running on a caller's thread may
-        // hold file numbers it has not created yet: the next owner of the
-        // directory must start above them. Without a writable MANIFEST
-        // (an earlier failure, a read-only open) there is nothing to log.
-        let writable = !inner.jobs.failed();
-        let logged = if writable && !inner.read_only {
-            versions.log_file_numbers().map_err(|e| inner.set_bg_error(e.into()))
-        } else {
-            Ok(())
-        };
-        inner.lifecycle.release();
-        drop(versions);
+        // Without a writable MANIFEST (an earlier failure, a read-only
+        // open) there is nothing to log.
+        let log = !inner.jobs.failed() && !inner.read_only;
+        let logged = inner.versions.release_directory(&inner.install_parts(), log);
         synced.and(logged)
     }
 }
@@ -522,41 +335,5 @@ impl Db {
 impl Drop for Db {
     fn drop(&mut self) {
         let _ = self.shut_down(false);
-    }
-}
-
-impl DbInner {
-    /// Whether the `Db` was closed or dropped.
-    pub(crate) fn is_closed(&self) -> bool {
-        self.lifecycle.is_closed()
-    }
-
-    /// [`Error::Closed`] once the `Db` was closed or dropped.
-    pub(crate) fn check_open(&self) -> Result<()> {
-        self.lifecycle.check_open()
-    }
-
-    /// Logs `edit` to the MANIFEST and applies it. A failed MANIFEST write
-    /// leaves the file's durable contents unknown (a failed fsync may have
-    /// kept the edit's bytes, which recovery would replay), so, as after a
-    /// failed WAL sync, writes stop: nothing acknowledged later can be
-    /// lost to an edit the caller was told failed. An edit refused before
-    /// anything was written (it does not apply to the current version)
-    /// only fails its caller. Once the directory is released, every edit
-    /// is refused: the MANIFEST may be another handle's by then.
-    pub(crate) fn log_and_apply(&self, versions: &mut VersionSet, edit: VersionEdit) -> Result<Arc<Version>> {
-        if self.read_only {
-            // Nothing a read-only open does logs an edit; a path that
-            // would must not reach the MANIFEST (or rewrite CURRENT).
-            return Err(Error::ReadOnly(format!("{} was opened read-only", self.dir.display())));
-        }
-        if self.lifecycle.is_released() {
-            return Err(Error::Closed("the database is closed: its MANIFEST is no longer written".into()));
-        }
-        match versions.log_and_apply(edit) {
-            Ok(version) => Ok(version),
-            Err(EditFailure::Refused(e)) => Err(e),
-            Err(EditFailure::Unwritten(e)) => Err(self.set_bg_error(e)),
-        }
     }
 }

@@ -17,14 +17,14 @@ use std::ops::Bound;
 
 use bytes::Bytes;
 
-use super::super::ddl::check_name;
-use super::super::flush::finish_sst;
-use super::super::ingest::{Pending, key_head};
-use super::super::iter::{Direction, RangeReader};
-use super::super::{DbInner, ScanOptions, Snapshot, Table};
 use super::IndexOptions;
 use crate::catalog::{Namespace, TreeKind, TreeKindRecord};
 use crate::codec::internal::{Kind, pack_trailer};
+use crate::db::handles::ddl::check_name;
+use crate::db::jobs::flush::finish_sst;
+use crate::db::jobs::ingest::{Pending, key_head};
+use crate::db::read::iter::{Direction, RangeReader};
+use crate::db::{handles::table::Table, read::scan::ScanOptions, read::snapshot::Snapshot, state::DbInner};
 use crate::error::{Error, Result};
 use crate::ids::TreeId;
 use crate::row::encode::RowEncoder;
@@ -38,7 +38,7 @@ pub(super) fn create(table: &Table, name: &str, columns: &[&str], opts: &IndexOp
     let inner = table.inner();
     check_name(Namespace::IndexesOf(table.tree()), name)?;
     inner.check_writable()?;
-    let catalog = inner.state.load().version.catalog.clone();
+    let catalog = inner.versions.load().version.catalog.clone();
     if !matches!(catalog.tree(table.tree()).map(|t| &t.kind), Some(TreeKind::Table(_))) {
         return Err(Error::InvalidArgument(format!(
             "{} is not a table with a schema of its own; only tables have indexes",
@@ -64,7 +64,7 @@ pub(super) fn create(table: &Table, name: &str, columns: &[&str], opts: &IndexOp
     };
     let (index, snapshot) = inner.with_exclusive_writer(|| -> Result<(TreeId, Snapshot)> {
         inner.check_writable()?;
-        if inner.state.load().version.tree(table.tree()).is_none() {
+        if inner.versions.load().version.tree(table.tree()).is_none() {
             return Err(Error::InvalidArgument(format!("table {} was dropped", table.name())));
         }
         // The columns were found by name in this version of the schema.
@@ -75,7 +75,7 @@ pub(super) fn create(table: &Table, name: &str, columns: &[&str], opts: &IndexOp
             )));
         }
         let index = inner.log_create(Namespace::IndexesOf(table.tree()), name, record)?;
-        inner.indexes.builds.lock().insert(index, std::collections::HashSet::default());
+        inner.indexes.start(index);
         // Every write before this point is in the snapshot; every later
         // one sees the index and keeps it.
         Ok((index, Snapshot::new(inner.clone())))
@@ -104,18 +104,11 @@ pub(super) fn create(table: &Table, name: &str, columns: &[&str], opts: &IndexOp
                 columns,
                 include,
             };
-            let mut versions = inner.versions.lock();
-            let edit = VersionEdit { tree_kinds: vec![(index, record)], ..VersionEdit::default() };
-            let version = inner.log_and_apply(&mut versions, edit)?;
             // Ready before it is seen built: a reader whose snapshot is
-            // older than the build's entries must not take it.
-            inner.indexes.ready.lock().insert(index, inner.writer.last_seqno());
-            inner.state.replace(|s| super::super::SuperVersion {
-                mem: s.mem.clone(),
-                imms: s.imms.clone(),
-                version,
-            });
-            Ok(())
+            // older than the build's entries must not take it. (An index
+            // not yet built is never asked; a failed build forgets it.)
+            inner.indexes.set_ready(index, inner.writer.last_seqno());
+            inner.install_edit(VersionEdit { tree_kinds: vec![(index, record)], ..VersionEdit::default() })
         })
     });
     drop(snapshot);
@@ -123,17 +116,18 @@ pub(super) fn create(table: &Table, name: &str, columns: &[&str], opts: &IndexOp
         // Nothing of the index may stay; if even the drop fails, the next
         // open drops the building index.
         let _ = inner.drop_trees(|| {
-            let still_there = inner.state.load().version.tree(index).is_some();
+            let still_there = inner.versions.load().version.tree(index).is_some();
             Ok(if still_there { vec![index] } else { Vec::new() })
         });
         // Only now: until the drop, writes keep noting the rows they touch.
-        inner.indexes.builds.lock().remove(&index);
+        inner.indexes.end(index);
+        inner.indexes.forget(index);
         if let Some(payload) = panicked {
             std::panic::resume_unwind(payload);
         }
         return Err(e);
     }
-    inner.indexes.builds.lock().remove(&index);
+    inner.indexes.end(index);
     Ok(())
 }
 
@@ -160,7 +154,7 @@ fn backfill(
         inner.check_writable()?;
         let dropped =
             || Error::InvalidArgument(format!("index {name} was dropped while it was being created"));
-        let sv = inner.state.load_full();
+        let sv = inner.versions.load_full();
         if sv.version.catalog.tree(index).is_none() {
             return Err(dropped());
         }
@@ -240,7 +234,7 @@ fn write_sorted_runs(
     let (mut outputs, mut runs) = (Vec::new(), 0);
     let mut run = Run::default();
     let mut pk = Vec::new();
-    let name = inner.state.load().version.catalog.tree(index).map(|t| t.name.clone()).unwrap_or_default();
+    let name = inner.versions.load().version.catalog.tree(index).map(|t| t.name.clone()).unwrap_or_default();
     let table_layout = table.layout();
     for batch in table.scan(ScanOptions::default().snapshot(Some(snapshot)))? {
         let batch = batch?;
@@ -415,12 +409,11 @@ fn bring_touched_up_to_date(
     snapshot: &Snapshot,
 ) -> Result<()> {
     let inner = table.inner();
-    let touched: Vec<Bytes> =
-        inner.indexes.builds.lock().get(&index).map(|t| t.iter().cloned().collect()).unwrap_or_default();
+    let touched: Vec<Bytes> = inner.indexes.touched(index);
     if touched.is_empty() {
         return Ok(());
     }
-    let sv = inner.state.load_full();
+    let sv = inner.versions.load_full();
     let now = inner.writer.last_seqno();
     let table_layout = table.layout();
     let mut batch = WriteBatch::new();
@@ -486,7 +479,7 @@ impl DbInner {
     /// Drops the indexes whose creation never finished (the process
     /// stopped during their backfill). Runs at open, before any write.
     pub(crate) fn drop_unfinished_indexes(&self) -> Result<()> {
-        let catalog = self.versions.lock().current_version().catalog.clone();
+        let catalog = self.versions.current().catalog.clone();
         let unfinished: Vec<TreeId> = catalog
             .records()
             .filter(|(_, _, kind)| matches!(kind, TreeKindRecord::Index { building: true, .. }))
@@ -495,14 +488,7 @@ impl DbInner {
         if unfinished.is_empty() {
             return Ok(());
         }
-        let edit = VersionEdit { trees_dropped: unfinished, ..VersionEdit::default() };
-        let version = self.versions.lock().log_and_apply(edit)?;
-        self.state.replace(|s| super::super::SuperVersion {
-            mem: s.mem.clone(),
-            imms: s.imms.clone(),
-            version,
-        });
-        Ok(())
+        self.install_edit(VersionEdit { trees_dropped: unfinished, ..VersionEdit::default() })
     }
 }
 
@@ -569,7 +555,7 @@ mod tests {
         let (db2, t2) = (db.clone(), table.clone());
         super::before_install::set(move || {
             t2.write(&rows(&[2], "new")).expect("rewrite");
-            let catalog = db2.inner().state.load().version.catalog.clone();
+            let catalog = db2.inner().versions.load().version.catalog.clone();
             let (index, _) = catalog.find(Namespace::IndexesOf(t2.tree()), "by_city").expect("index tree");
             db2.inner().compact_range(index, &(Bound::Unbounded, Bound::Unbounded)).expect("compact");
         });
@@ -595,10 +581,10 @@ mod tests {
             table.create_index("by_city", &["city"], IndexOptions::default())
         }));
         assert!(build.is_err(), "the panic reaches the caller");
-        let catalog = db.inner().state.load().version.catalog.clone();
+        let catalog = db.inner().versions.load().version.catalog.clone();
         assert!(catalog.find(Namespace::IndexesOf(table.tree()), "by_city").is_none(), "index left");
         table.write(&rows(&[4], "new")).expect("write after");
-        assert!(db.inner().indexes.builds.lock().is_empty(), "build state left");
+        assert!(db.inner().indexes.is_empty(), "build state left");
         table.create_index("by_city", &["city"], IndexOptions::default()).expect("index again");
         let count =
             table.count("by_city", IndexPredicate::Eq(vec![Some(KeyValue::Str("old"))])).expect("count");

@@ -7,27 +7,15 @@
 //! (`query.rs`). Nothing outside the engine has to know an index exists
 //! for it to be right.
 
-mod build;
-mod plan;
-mod query;
-mod upkeep;
+pub(crate) mod build;
+pub(crate) mod plan;
+pub(crate) mod query;
+pub(crate) mod upkeep;
 #[cfg(feature = "inspect")]
-mod verify;
+pub(crate) mod verify;
 
-use std::collections::{HashMap, HashSet};
-
-use crate::ranked::{Rank, RankedMutex};
-use bytes::Bytes;
-
-pub(crate) use plan::IndexPlan;
-pub use query::{IndexPredicate, LookupOptions};
-pub(crate) use upkeep::GroupOverlay;
-#[cfg(feature = "inspect")]
-pub use verify::IndexCheck;
-
-use super::Table;
 use crate::catalog::{Namespace, TreeKind};
-use crate::codec::internal::SeqNo;
+use crate::db::handles::table::Table;
 use crate::error::{Error, Result};
 use crate::ids::TreeId;
 
@@ -59,34 +47,6 @@ pub struct IndexInfo {
     pub unique: bool,
 }
 
-/// What this process knows of index builds beyond the catalog.
-#[derive(Debug)]
-pub(crate) struct IndexState {
-    /// Index tree → primary keys written since its build began. Only the
-    /// write path's owner (the group-commit leader, or a build installing
-    /// its entries under the exclusive writer) touches it.
-    builds: RankedMutex<HashMap<TreeId, HashSet<Bytes>>>,
-    /// Index tree → the first seqno it answers for. Set when a build ends
-    /// in this process; an index recovered at open answers at any seqno a
-    /// snapshot of this process can have.
-    ready: RankedMutex<HashMap<TreeId, SeqNo>>,
-    /// Set by `testing::skip_index_upkeep`: writes leave the indexes
-    /// alone, the bug a check of index consistency must catch.
-    #[cfg(feature = "testing")]
-    pub(crate) skip_upkeep: std::sync::atomic::AtomicBool,
-}
-
-impl Default for IndexState {
-    fn default() -> Self {
-        IndexState {
-            builds: RankedMutex::new(Rank::IndexBuilds, HashMap::new()),
-            ready: RankedMutex::new(Rank::IndexReady, HashMap::new()),
-            #[cfg(feature = "testing")]
-            skip_upkeep: std::sync::atomic::AtomicBool::new(false),
-        }
-    }
-}
-
 impl Table {
     /// Creates an index `name` on `columns` (in key order) of any type a
     /// primary key may have, nullable ones included (nulls sort first).
@@ -106,13 +66,13 @@ impl Table {
         let inner = self.inner();
         let mut dropped = None;
         inner.drop_trees(|| {
-            let catalog = inner.state.load().version.catalog.clone();
+            let catalog = inner.versions.load().version.catalog.clone();
             let (id, _) = self.find_index(&catalog, name)?;
             dropped = Some(id);
             Ok(vec![id])
         })?;
         if let Some(id) = dropped {
-            inner.indexes.ready.lock().remove(&id);
+            inner.indexes.forget(id);
         }
         Ok(())
     }
@@ -122,7 +82,7 @@ impl Table {
     pub fn indexes(&self) -> Vec<IndexInfo> {
         // One load of the state: the index's column positions and the
         // schema they point into must be of the same version.
-        let sv = self.inner().state.load();
+        let sv = self.inner().versions.load();
         let schema = self.layout_in(&sv).schema();
         let names = |cols: &[usize]| cols.iter().map(|&i| schema.field(i).name().clone()).collect();
         sv.version

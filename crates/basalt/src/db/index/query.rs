@@ -11,11 +11,11 @@ use arrow_array::{ArrayRef, RecordBatch, UInt32Array};
 use arrow_schema::SchemaRef;
 use bytes::Bytes;
 
-use super::super::iter::{Direction, KeyRange, RangeReader};
-use super::super::{Snapshot, SuperVersion, Table};
 use crate::catalog::IndexDef;
 use crate::codec::internal::SeqNo;
 use crate::codec::key::{KeyValue, prefix_successor};
+use crate::db::read::iter::{Direction, KeyRange, RangeReader};
+use crate::db::{handles::table::Table, read::snapshot::Snapshot, state::versions::SuperVersion};
 use crate::error::{Error, Result};
 use crate::ids::TreeId;
 use crate::row::decode::{ColumnBuilder, builders_for};
@@ -218,11 +218,11 @@ impl Table {
     }
 }
 
-impl crate::db::DbInner {
+impl crate::db::state::DbInner {
     /// Whether index `index` answers reads at `seqno` (an index built in
     /// this process does not answer for snapshots older than its build).
     pub(crate) fn index_ready_at(&self, index: TreeId, seqno: SeqNo) -> bool {
-        self.indexes.ready.lock().get(&index).is_none_or(|&ready| seqno >= ready)
+        self.indexes.ready_at(index, seqno)
     }
 }
 

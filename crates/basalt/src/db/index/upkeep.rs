@@ -16,8 +16,8 @@ use bytes::Bytes;
 use crate::catalog::{IndexDef, TreeDef};
 use crate::codec::internal::{Kind, SeqNo};
 use crate::codec::key::prefix_successor;
-use crate::db::iter::{Direction, RangeReader};
-use crate::db::{DbInner, SuperVersion};
+use crate::db::read::iter::{Direction, RangeReader};
+use crate::db::{state::DbInner, state::versions::SuperVersion};
 use crate::error::{Error, Result};
 use crate::ids::TreeId;
 use crate::row::index::{IndexEntry, IndexLayout, RowValues};
@@ -226,10 +226,7 @@ impl DbInner {
             }
         }
         if !upkeep.touched.is_empty() {
-            let mut builds = self.indexes.builds.lock();
-            for (index, user_key) in upkeep.touched {
-                builds.entry(index).or_default().insert(user_key);
-            }
+            self.indexes.note_touched(upkeep.touched);
         }
         group.absorb(upkeep.mine);
         Ok(())

@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::DbInner;
-use super::iter::{self, DbIterator, Direction};
 use crate::codec::internal::SeqNo;
+use crate::db::read::iter::{self, DbIterator, Direction};
+use crate::db::state::DbInner;
 use crate::error::{Error, Result};
 use crate::ids::DEFAULT_TREE;
 
@@ -26,10 +26,7 @@ impl std::fmt::Debug for Snapshot {
 
 impl Snapshot {
     pub(crate) fn new(inner: Arc<DbInner>) -> Snapshot {
-        let mut live = inner.snapshots.lock();
-        let seqno = inner.writer.visible_seqno();
-        *live.entry(seqno).or_insert(0) += 1;
-        drop(live);
+        let seqno = inner.snapshots.register(|| inner.writer.visible_seqno());
         Snapshot { inner, seqno }
     }
 
@@ -72,20 +69,14 @@ impl DbInner {
 /// every handle is dropped.
 impl Clone for Snapshot {
     fn clone(&self) -> Snapshot {
-        *self.inner.snapshots.lock().entry(self.seqno).or_insert(0) += 1;
+        self.inner.snapshots.register_again(self.seqno);
         Snapshot { inner: self.inner.clone(), seqno: self.seqno }
     }
 }
 
 impl Drop for Snapshot {
     fn drop(&mut self) {
-        let mut live = self.inner.snapshots.lock();
-        if let Some(n) = live.get_mut(&self.seqno) {
-            *n -= 1;
-            if *n == 0 {
-                live.remove(&self.seqno);
-            }
-        }
+        self.inner.snapshots.release(self.seqno);
     }
 }
 

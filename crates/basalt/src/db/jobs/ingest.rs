@@ -16,11 +16,12 @@ use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 
-use super::cursor::file_overlaps;
-use super::flush::finish_sst;
-use super::{DbInner, SuperVersion};
 use crate::catalog::TreeKind;
 use crate::codec::internal::{Kind, SEQNO_MAX, pack_trailer};
+use crate::db::jobs::flush::finish_sst;
+use crate::db::read::cursor::file_overlaps;
+use crate::db::state::DbInner;
+use crate::db::state::versions::Memtables;
 use crate::error::{Error, Result};
 use crate::ids::TreeId;
 use crate::row::{self, layout::TableLayout};
@@ -48,14 +49,14 @@ pub struct BulkLoad {
 /// The files of a load (or an index build) under way: until they are
 /// installed, dropping this gives their numbers back so the collector
 /// deletes them.
-pub(super) struct Pending<'a> {
+pub(crate) struct Pending<'a> {
     inner: &'a DbInner,
-    pub(super) numbers: Vec<u64>,
-    pub(super) installed: bool,
+    pub(crate) numbers: Vec<u64>,
+    pub(crate) installed: bool,
 }
 
 impl<'a> Pending<'a> {
-    pub(super) fn new(inner: &'a DbInner) -> Pending<'a> {
+    pub(crate) fn new(inner: &'a DbInner) -> Pending<'a> {
         Pending { inner, numbers: Vec::new(), installed: false }
     }
 }
@@ -319,7 +320,7 @@ struct HeldRow {
 /// The first 16 bytes of a key as a number that orders as the bytes do
 /// (zero padded: a shorter key that is a prefix of a longer one ties, and
 /// the bytes decide).
-pub(super) fn key_head(key: &[u8]) -> u128 {
+pub(crate) fn key_head(key: &[u8]) -> u128 {
     let mut head = [0u8; 16];
     let n = key.len().min(16);
     head[..n].copy_from_slice(&key[..n]);
@@ -425,7 +426,7 @@ impl DbInner {
     /// caller took `layout` is refused too: its rows would be written
     /// under the previous schema version.
     fn check_loadable(&self, tree: TreeId, layout: &TableLayout) -> Result<()> {
-        let catalog = self.state.load().version.catalog.clone();
+        let catalog = self.versions.load().version.catalog.clone();
         match catalog.tree(tree).map(|t| (&t.kind, t.name.as_str())) {
             Some((TreeKind::Table(_), name)) => {
                 if catalog.table_layout(tree).is_some_and(|now| now.version() != layout.version()) {
@@ -565,7 +566,7 @@ impl DbInner {
     /// On a failed MANIFEST write that stopped writes the files stay, as
     /// the MANIFEST may name them after all (the next open collects them
     /// if it does not).
-    pub(super) fn install_pending(
+    pub(crate) fn install_pending(
         &self,
         tree: TreeId,
         outputs: Vec<FileMeta>,
@@ -609,31 +610,28 @@ impl DbInner {
             }
             _ => return Ok(BulkLoad::default()),
         };
-        let mut versions = self.versions.lock();
-        let current = versions.current_version();
-        let Some(levels) = current.tree(tree).map(|t| &t.levels) else {
-            return Err(Error::InvalidArgument("the table was dropped during its bulk load".into()));
-        };
-        let free = |l: usize| !levels[l].iter().any(|f| file_overlaps(f, &range));
-        let level = if one_run { (0..LEVELS).take_while(|&l| free(l)).last().unwrap_or(0) } else { 0 };
-        let load = BulkLoad {
+        let numbers: Vec<u64> = outputs.iter().map(|f| f.number).collect();
+        let mut load = BulkLoad {
             runs,
             rows: outputs.iter().map(|f| f.entries).sum(),
             files: outputs.len(),
             bytes: outputs.iter().map(|f| f.size).sum(),
-            level,
+            level: 0,
         };
-        let numbers: Vec<u64> = outputs.iter().map(|f| f.number).collect();
-        let edit = VersionEdit {
-            last_seqno,
-            files_added: outputs.into_iter().map(|f| (tree, level, f)).collect(),
-            ..VersionEdit::default()
-        };
-        let version = self.log_and_apply(&mut versions, edit)?;
-        self.state.replace(|s| SuperVersion { mem: s.mem.clone(), imms: s.imms.clone(), version });
-        {
-            self.files.release(&numbers);
-        }
+        self.install(Memtables::Keep, &numbers, |held| {
+            let Some(levels) = held.current().tree(tree).map(|t| &t.levels) else {
+                return Err(Error::InvalidArgument("the table was dropped during its bulk load".into()));
+            };
+            let free = |l: usize| !levels[l].iter().any(|f| file_overlaps(f, &range));
+            if one_run {
+                load.level = (0..LEVELS).take_while(|&l| free(l)).last().unwrap_or(0);
+            }
+            Ok(Some(VersionEdit {
+                last_seqno,
+                files_added: outputs.into_iter().map(|f| (tree, load.level, f)).collect(),
+                ..VersionEdit::default()
+            }))
+        })?;
         if let Some(seqno) = last_seqno {
             self.writer.publish(seqno);
         }

@@ -1,140 +1,33 @@
-//! The write path: writers queue, one of them becomes the leader, appends
-//! the whole group to the WAL in one write, fsyncs at most once, inserts it
-//! into the memtable and publishes the new seqno (group commit).
+//! What a commit group does, led by one writer of the queue
+//! (`state/write_path.rs` runs the queue): room in the memtables, schema
+//! and conflict checks, index upkeep, one WAL append (and at most one
+//! fsync) for the whole group, memtable inserts, and the new seqno
+//! published. Also the memtable switch, the exclusive writer right, and
+//! the decoding of WAL records into memtables that recovery shares.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::HashSet;
+use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Instant;
 
-use super::index::GroupOverlay;
-use super::jobs::Interrupted;
-use super::write_buffer::{self, StallAction, WriteBufferState};
-use super::{DbInner, SuperVersion};
 use crate::catalog::TreeKind;
 use crate::codec::internal::{Kind, SEQNO_MAX, SeqNo, pack_trailer, unpack_trailer};
+use crate::db::index::upkeep::GroupOverlay;
+use crate::db::state::DbInner;
+use crate::db::state::jobs::Interrupted;
+use crate::db::state::versions::SuperVersion;
+use crate::db::state::write_path::{ConflictCheck, Request};
+use crate::db::write::write_buffer::{self, StallAction, WriteBufferState};
 use crate::error::{Error, Result};
-use crate::files;
 use crate::ids::TreeId;
-use crate::log::writer::LogWriter;
 use crate::memtable::{ENTRY_OVERHEAD_BYTES, MemInserter, Memtable};
-use crate::ranked::{Rank, RankedMutex};
 use crate::row::{self, layout::TableLayout};
 use crate::version::Version;
 use crate::wal::batch::{self, BatchEntry, EncodedRows, WriteBatch};
-use parking_lot::Condvar;
-use std::path::Path;
 
 /// How often a stalled writer re-checks the write-buffer state even without
 /// a notification from the background threads.
 const STALL_RECHECK: std::time::Duration = std::time::Duration::from_millis(50);
-
-/// How long a writer waits for a leader whose group is not being synced by
-/// spinning before it sleeps on the condition variable. Such a group is
-/// done within microseconds (a WAL `write` and memtable inserts), and
-/// sleeping costs a futex wait here and a wake in the leader, each a
-/// system call and a context switch.
-const LEADER_SPIN: std::time::Duration = std::time::Duration::from_micros(20);
-
-/// One writer's request waiting in the queue.
-struct Request {
-    id: u64,
-    batch: WriteBatch,
-    sync: bool,
-    /// Why the leader refused this batch alone (a unique index violation,
-    /// a transaction's conflict): it is not logged, and its writer gets
-    /// this error.
-    rejected: Option<Error>,
-    /// A transaction's commit: the keys whose newest version must still be
-    /// the one its snapshot read.
-    check: Option<ConflictCheck>,
-}
-
-/// What a transaction's commit checks before its batch is logged: no
-/// version of any of `keys` newer than `snapshot` (committed since it
-/// began, or earlier in the same group).
-pub(crate) struct ConflictCheck {
-    pub snapshot: SeqNo,
-    pub keys: Vec<(TreeId, Vec<u8>)>,
-}
-
-/// The write path's state: the group-commit queue whose leader alone
-/// appends to the WAL, and the seqnos it hands out. Its locks are taken in
-/// this file only.
-pub(crate) struct WritePath {
-    queue: RankedMutex<WriteQueue>,
-    /// Notified when a leader hands over (its group's results are in).
-    handed_over: Condvar,
-    /// The WAL; only the group-commit leader (or the owner of the
-    /// exclusive writer right) touches it.
-    wal: RankedMutex<LogWriter>,
-    /// Last seqno assigned by the leader.
-    last_seqno: AtomicU64,
-    /// Last seqno whose writes are all in the memtable: the default snapshot.
-    visible_seqno: AtomicU64,
-    /// Delay owed by write groups in the soft zone, in nanoseconds (may be
-    /// negative: time overslept). Short delays add up here and are slept
-    /// once they reach a millisecond, as a sleep of tens of microseconds
-    /// overshoots by as much again.
-    delay_owed_ns: AtomicI64,
-}
-
-impl WritePath {
-    /// A write path whose last write was `last_seqno`, appending to `wal`.
-    pub(crate) fn new(wal: LogWriter, last_seqno: SeqNo) -> WritePath {
-        WritePath {
-            queue: RankedMutex::new(Rank::WriteQueue, WriteQueue::default()),
-            handed_over: Condvar::new(),
-            wal: RankedMutex::new(Rank::Wal, wal),
-            last_seqno: AtomicU64::new(last_seqno),
-            visible_seqno: AtomicU64::new(last_seqno),
-            delay_owed_ns: AtomicI64::new(0),
-        }
-    }
-
-    /// The last seqno handed out. Exact for the owner of the write path;
-    /// a lower bound for anyone else.
-    pub(crate) fn last_seqno(&self) -> SeqNo {
-        self.last_seqno.load(Ordering::Relaxed)
-    }
-
-    /// The last seqno whose writes are all readable: the default snapshot.
-    pub(crate) fn visible_seqno(&self) -> SeqNo {
-        self.visible_seqno.load(Ordering::Acquire)
-    }
-
-    /// Makes every write up to `seqno` readable. Only the owner of the
-    /// write path publishes, and seqnos only grow.
-    pub(crate) fn publish(&self, seqno: SeqNo) {
-        debug_assert!(seqno >= self.last_seqno(), "seqno {seqno} published after {}", self.last_seqno());
-        self.last_seqno.store(seqno, Ordering::Relaxed);
-        self.visible_seqno.store(seqno, Ordering::Release);
-    }
-
-    /// Appends from now on to `wal` (recovery's new WAL). The caller owns
-    /// the write path.
-    pub(crate) fn replace_wal(&self, wal: LogWriter) {
-        *self.wal.lock() = wal;
-    }
-
-    /// Syncs the WAL. The caller owns the write path.
-    pub(crate) fn sync_wal(&self) -> Result<()> {
-        self.wal.lock().sync()
-    }
-}
-
-/// The queue of writers and the leader flag.
-#[derive(Default)]
-struct WriteQueue {
-    pending: VecDeque<Request>,
-    /// Someone (a group leader, or a flush switching memtables) owns the WAL
-    /// and the memtable insert path.
-    leader_active: bool,
-    /// The leader's group fsyncs the WAL: waiting for it is worth a sleep.
-    leader_syncs: bool,
-    results: HashMap<u64, Result<()>>,
-    next_id: u64,
-}
 
 impl DbInner {
     /// Commits `batch`; returns once it is in the memtable (and durable, if
@@ -162,50 +55,14 @@ impl DbInner {
             // every earlier write is durable.
             return if sync { self.sync_wal() } else { self.check_writable() };
         }
-        let mut q = self.writer.queue.lock();
-        let id = q.next_id;
-        q.next_id += 1;
-        q.pending.push_back(Request { id, batch, sync, rejected: None, check });
-        let mut spinning_since: Option<Instant> = None;
-        loop {
-            if let Some(result) = q.results.remove(&id) {
-                return result;
-            }
-            if q.leader_active {
-                let since = *spinning_since.get_or_insert_with(Instant::now);
-                if !q.leader_syncs && since.elapsed() < LEADER_SPIN {
-                    q.unlocked(|| {
-                        (0..16).for_each(|_| std::hint::spin_loop());
-                    });
-                } else {
-                    q.wait(&self.writer.handed_over);
-                }
-                continue;
-            }
-            q.leader_active = true;
-            let mut group = self.take_group(&mut q.pending);
-            q.leader_syncs = group.iter().any(|r| r.sync);
-            let outcome = q.unlocked(|| {
-                // A panic here is a bug; it must not leave the leader flag set
-                // (every later writer, and closing, would wait forever) or
-                // the group's writers without an answer. The memtable may
-                // hold part of the group: writes stop.
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.commit_group(&mut group)))
-                    .unwrap_or_else(|_| {
-                        Err(self.set_bg_error(Error::Closed("a write failed with a panic (a bug)".into())))
-                    })
-            });
-            for r in &mut group {
-                let result = match (&outcome, r.rejected.take()) {
-                    (Err(e), _) => Err(e.duplicate()),
-                    (Ok(()), Some(refused)) => Err(refused),
-                    (Ok(()), None) => Ok(()),
-                };
-                q.results.insert(r.id, result);
-            }
-            q.leader_active = false;
-            self.writer.handed_over.notify_all();
-        }
+        self.writer.commit(
+            batch,
+            sync,
+            check,
+            self.opts.group_commit_bytes_max,
+            |group| self.commit_group(group),
+            || self.set_bg_error(Error::Closed("a write failed with a panic (a bug)".into())),
+        )
     }
 
     /// Rejects a batch the engine cannot take, before anything is written.
@@ -223,7 +80,7 @@ impl DbInner {
             ));
         }
         self.check_batch_limits(batch)?;
-        let version = self.state.load().version.clone();
+        let version = self.versions.load().version.clone();
         for &(tree, arrow) in batch.trees() {
             // Key-value entries go to keyspaces only; Arrow rows to a live
             // table or to a keyspace's table face; nothing to an index but
@@ -266,21 +123,6 @@ impl DbInner {
         Ok(())
     }
 
-    /// Takes requests from the front of the queue up to the group size
-    /// limit (always at least one).
-    fn take_group(&self, pending: &mut VecDeque<Request>) -> Vec<Request> {
-        let mut group = Vec::new();
-        let mut bytes = 0;
-        while let Some(r) = pending.front() {
-            if !group.is_empty() && bytes + r.batch.encoded_len() > self.opts.group_commit_bytes_max {
-                break;
-            }
-            bytes += r.batch.encoded_len();
-            group.extend(pending.pop_front());
-        }
-        group
-    }
-
     /// The leader's work: room in the memtable, WAL append (+ fsync), insert,
     /// publish.
     fn commit_group(&self, group: &mut [Request]) -> Result<()> {
@@ -292,7 +134,7 @@ impl DbInner {
         {
             // Index upkeep reads the state every earlier group left (the
             // leader published it before handing over).
-            let sv = self.state.load_full();
+            let sv = self.versions.load_full();
             // The keys written by the group's accepted batches so far, kept
             // only when a transaction in it needs them.
             let mut written: Option<HashSet<(TreeId, Vec<u8>)>> =
@@ -414,15 +256,7 @@ impl DbInner {
     /// writes: the WAL may now hold part of the group, and no later write
     /// may be acknowledged after it.
     fn append_to_wal(&self, group: &[Request], sync: bool) -> Result<u64> {
-        let mut wal = self.writer.wal.lock();
-        let before = wal.len();
-        let appended =
-            wal.append(group.iter().filter(|r| r.rejected.is_none()).map(|r| r.batch.sealed_bytes()));
-        let synced = appended.and_then(|()| if sync { wal.sync() } else { Ok(()) });
-        if let Err(e) = synced {
-            return Err(self.set_bg_error(e));
-        }
-        Ok(wal.len() - before)
+        self.writer.append(group, sync).map_err(|e| self.set_bg_error(e))
     }
 
     /// Inserts the group's accepted (logged) batches into the active
@@ -431,7 +265,7 @@ impl DbInner {
     /// does, the memtable no longer matches the WAL, and writes stop.
     fn insert_group(&self, group: &mut [Request], first: SeqNo) -> Result<SeqNo> {
         let (mem, version) = {
-            let sv = self.state.load();
+            let sv = self.versions.load();
             (sv.mem.clone(), sv.version.clone())
         };
         let mut inserter = mem.inserter();
@@ -460,7 +294,7 @@ impl DbInner {
     /// path (`with_exclusive_writer`), as an index build bringing touched rows
     /// up to date does.
     pub(crate) fn commit_owned(&self, batch: WriteBatch) -> Result<()> {
-        let mut group = [Request { id: 0, batch, sync: false, rejected: None, check: None }];
+        let mut group = [Request::owned(batch)];
         self.commit_group(&mut group)?;
         match group[0].rejected.take() {
             Some(e) => Err(e),
@@ -480,16 +314,11 @@ impl DbInner {
         }
     }
 
-    /// Records the first fatal error and returns it.
-    pub(crate) fn set_bg_error(&self, e: Error) -> Error {
-        self.jobs.fail(e)
-    }
-
     /// What the write-buffer manager needs to decide on a group of
     /// `incoming` bytes.
     fn write_buffer_state(&self, incoming: usize) -> WriteBufferState {
-        let memtables = self.state.memtable_bytes();
-        let version = self.state.load().version.clone();
+        let memtables = self.versions.memtable_bytes();
+        let version = self.versions.load().version.clone();
         let l0_files = version.trees.values().map(|t| t.levels[0].len()).max().unwrap_or(0);
         WriteBufferState {
             active_bytes: memtables.active,
@@ -511,7 +340,7 @@ impl DbInner {
                 StallAction::Delay(d) => {
                     // Counts the group and the time actually slept (a short
                     // delay is owed, slept later with others).
-                    let slept = self.sleep_owed(d);
+                    let slept = self.writer.sleep_owed(d);
                     self.counters.record_delay(slept);
                     break;
                 }
@@ -545,90 +374,10 @@ impl DbInner {
         Ok(())
     }
 
-    /// Adds `d` to the delay owed and sleeps it off once it reaches a
-    /// millisecond, counting what the sleep overshot against later delays;
-    /// returns the time slept. Only the leader (or an exclusive owner)
-    /// calls this.
-    fn sleep_owed(&self, d: std::time::Duration) -> std::time::Duration {
-        const SLEEP_AT_NS: i64 = 1_000_000;
-        let owed = &self.writer.delay_owed_ns;
-        let due =
-            owed.load(Ordering::Relaxed).saturating_add(i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
-        if due < SLEEP_AT_NS {
-            owed.store(due, Ordering::Relaxed);
-            return std::time::Duration::ZERO;
-        }
-        let start = Instant::now();
-        std::thread::sleep(std::time::Duration::from_nanos(due.unsigned_abs()));
-        let took = start.elapsed();
-        let slept = i64::try_from(took.as_nanos()).unwrap_or(i64::MAX);
-        // Oversleeping is paid back by later groups, up to a millisecond.
-        owed.store(due.saturating_sub(slept).max(-SLEEP_AT_NS), Ordering::Relaxed);
-        took
-    }
-
     /// Makes the active memtable immutable and starts a new one with a new
     /// WAL. The caller must own the write path (leader or exclusive).
     pub(crate) fn switch_memtable(&self) -> Result<()> {
-        if self.state.load().mem.is_empty() {
-            return Ok(());
-        }
-        let number = self.versions.lock().new_file_number();
-        self.switch_memtable_to(number, None)
-    }
-
-    /// Installs `version`, just logged by the caller, who still holds the
-    /// version set (`versions`: so no flush or compaction installs a newer
-    /// version in between, which this would hide), with a memtable no
-    /// reader of an older super version holds, in one replacement of the
-    /// state: an empty active memtable is replaced by a new one on the same
-    /// WAL; one with entries is switched to a new WAL. A reader that loaded
-    /// the state before and its seqno after then never finds writes made
-    /// under `version` (a schema change: `alter.rs`). The caller owns the
-    /// write path.
-    pub(crate) fn install_with_fresh_memtable(
-        &self,
-        versions: &mut crate::version::VersionSet,
-        version: &Arc<crate::version::Version>,
-    ) -> Result<()> {
-        if self.state.load().mem.is_empty() {
-            self.state.replace(|s| SuperVersion {
-                mem: Arc::new(Memtable::new(s.mem.wal_number())),
-                imms: s.imms.clone(),
-                version: version.clone(),
-            });
-            return Ok(());
-        }
-        self.switch_memtable_to(versions.new_file_number(), Some(version))
-    }
-
-    /// [`DbInner::switch_memtable`] to WAL `number`, installing `version`
-    /// with the new memtable when given.
-    fn switch_memtable_to(&self, number: u64, version: Option<&Arc<crate::version::Version>>) -> Result<()> {
-        let path = self.dir.join(files::wal(number));
-        let created = self.fs.create(&path).and_then(|f| {
-            // The new WAL's directory entry must be durable before any synced
-            // write in it is acknowledged.
-            self.fs.sync_dir(&self.dir)?;
-            Ok(f)
-        });
-        let file = created.map_err(|e| self.set_bg_error(e))?;
-        {
-            let mut wal = self.writer.wal.lock();
-            // Sync the old WAL so that no unsynced write in it can be lost
-            // while a later synced write in the new WAL survives (a hole).
-            wal.sync().map_err(|e| self.set_bg_error(e))?;
-            *wal = LogWriter::new(file);
-        }
-        self.state.replace(|s| {
-            let mut imms = Vec::with_capacity(s.imms.len() + 1);
-            imms.push(s.mem.clone());
-            imms.extend(s.imms.iter().cloned());
-            let version = version.map_or_else(|| s.version.clone(), Arc::clone);
-            SuperVersion { mem: Arc::new(Memtable::new(number)), imms, version }
-        });
-        self.jobs.wake();
-        Ok(())
+        self.versions.switch_memtable(&self.install_parts())
     }
 
     /// Runs `f` while owning the write path: no group commits in between.
@@ -636,30 +385,9 @@ impl DbInner {
     /// path back, or every later writer, and closing, would wait forever;
     /// it stops writes, as `f` may have left its work half done.
     pub(crate) fn with_exclusive_writer<T>(&self, f: impl FnOnce() -> T) -> T {
-        /// Gives the write path back when dropped, on return or unwinding.
-        struct Release<'a>(&'a DbInner);
-        impl Drop for Release<'_> {
-            fn drop(&mut self) {
-                if std::thread::panicking() {
-                    self.0.set_bg_error(Error::Closed("a panic while owning the write path".into()));
-                }
-                let mut q = self.0.writer.queue.lock();
-                q.leader_active = false;
-                self.0.writer.handed_over.notify_all();
-            }
-        }
-        {
-            let mut q = self.writer.queue.lock();
-            while q.leader_active {
-                q.wait(&self.writer.handed_over);
-            }
-            q.leader_active = true;
-            // An exclusive owner may fsync or switch memtables: writers
-            // waiting for it sleep rather than spin.
-            q.leader_syncs = true;
-        }
-        let _release = Release(self);
-        f()
+        self.writer.exclusive(f, || {
+            self.set_bg_error(Error::Closed("a panic while owning the write path".into()));
+        })
     }
 
     /// Makes every write so far durable.

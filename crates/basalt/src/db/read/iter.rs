@@ -7,12 +7,12 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::cursor::TreeCursor;
-use super::ddl::TreeShared;
-use super::{DbInner, Snapshot, SuperVersion};
 use crate::blob::BlobFiles;
 use crate::codec::internal::{Kind, SeqNo, unpack_trailer};
 use crate::codec::key::prefix_successor;
+use crate::db::read::cursor::TreeCursor;
+use crate::db::state::open_trees::TreeShared;
+use crate::db::{read::snapshot::Snapshot, state::DbInner, state::versions::SuperVersion};
 use crate::error::Result;
 use crate::ids::TreeId;
 use crate::sst::{Blocks, SstIter};
@@ -27,7 +27,7 @@ pub enum Direction {
     Reverse,
 }
 
-pub(crate) use super::cursor::KeyRange;
+pub(crate) use crate::db::read::cursor::KeyRange;
 
 /// Copies the bounds of a caller's range.
 pub(crate) fn owned_range<K: AsRef<[u8]>>(range: &impl RangeBounds<K>) -> KeyRange {
@@ -144,9 +144,7 @@ impl RangeReader {
 
     /// Source `i` of a run: an SST's cursor.
     fn run_source(&self, i: usize) -> Result<&SstIter> {
-        self.cursor.sources()[i]
-            .sst()
-            .ok_or_else(|| crate::Error::InvalidArgument("a run's source is not an SST (a bug)".into()))
+        self.cursor.sources()[i].sst().ok_or_else(|| crate::Error::internal("a run's source is not an SST"))
     }
 
     /// Moves to the next entry: where it is, or `None` at the end.
@@ -293,7 +291,7 @@ impl RangeReader {
                     return Ok(Step::Entry(key, Bytes::new()));
                 }
                 let sst = sst.unwrap_or_default();
-                let value = super::read::read_blob(&self.blobs.0, &self.blobs.1, &pointer, &sst)?;
+                let value = crate::db::read::point::read_blob(&self.blobs.0, &self.blobs.1, &pointer, &sst)?;
                 Ok(Step::Entry(key, value))
             }
             _ => Ok(Step::Nothing),
@@ -365,7 +363,7 @@ pub(crate) fn new(
 
 impl DbIterator {
     /// The iterator, keeping a keyspace's handle state alive.
-    pub(super) fn holding(self, tree: Arc<TreeShared>) -> Self {
+    pub(crate) fn holding(self, tree: Arc<TreeShared>) -> Self {
         DbIterator { _tree: Some(tree), ..self }
     }
 }

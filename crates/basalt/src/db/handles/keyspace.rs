@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::ddl::TreeShared;
-use super::iter::{self, DbIterator, Direction};
-use super::{DbInner, ReadOptions};
+use crate::db::read::iter::{self, DbIterator, Direction};
+use crate::db::state::open_trees::TreeShared;
+use crate::db::{read::snapshot::ReadOptions, state::DbInner};
 use crate::error::{Error, Result};
 use crate::options::WriteOptions;
 use crate::wal::batch::WriteBatch;
@@ -17,8 +17,8 @@ use crate::wal::batch::WriteBatch;
 /// (or an iterator from it) is alive, the keyspace cannot be dropped.
 #[derive(Clone)]
 pub struct Keyspace {
-    pub(super) inner: Arc<DbInner>,
-    pub(super) shared: Arc<TreeShared>,
+    pub(crate) inner: Arc<DbInner>,
+    pub(crate) shared: Arc<TreeShared>,
 }
 
 impl std::fmt::Debug for Keyspace {
@@ -28,7 +28,7 @@ impl std::fmt::Debug for Keyspace {
 }
 
 impl Keyspace {
-    pub(super) fn new(inner: Arc<DbInner>, shared: Arc<TreeShared>) -> Self {
+    pub(crate) fn new(inner: Arc<DbInner>, shared: Arc<TreeShared>) -> Self {
         Keyspace { inner, shared }
     }
 

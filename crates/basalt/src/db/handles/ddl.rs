@@ -4,14 +4,16 @@
 //! Keyspaces and tables are separate namespaces; the default keyspace is
 //! also the table `"default"` (its table face, two binary columns).
 
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use arrow_schema::{Schema, SchemaRef};
 
-use super::keyspace::Keyspace;
-use super::table::{Table, TableOptions};
-use super::{Db, DbInner, SuperVersion};
 use crate::catalog::{DEFAULT_KEYSPACE, Namespace, TreeKind, TreeKindRecord};
+use crate::db::handles::keyspace::Keyspace;
+use crate::db::handles::table::{Table, TableOptions};
+use crate::db::state::open_trees::TreeShared;
+use crate::db::state::versions::Memtables;
+use crate::db::{Db, state::DbInner};
 use crate::error::{Error, Result};
 use crate::ids::{DEFAULT_TREE, TreeId};
 use crate::row::layout::TableLayout;
@@ -21,18 +23,6 @@ use crate::version::edit::SCHEMA_BYTES_MAX;
 
 /// Longest keyspace or table name accepted, in bytes.
 const TREE_NAME_BYTES_MAX: usize = 255;
-
-/// What the handles of one tree share; the catalog watches it to refuse
-/// dropping a tree that is in use.
-#[derive(Debug)]
-pub(crate) struct TreeShared {
-    pub id: TreeId,
-    pub name: String,
-    /// The table's layout when the handle was opened, or the key-value
-    /// layout of a keyspace's table face. A table's current layout is its
-    /// catalog's (`Table::layout_in`): its columns may change.
-    pub layout: Arc<TableLayout>,
-}
 
 impl Db {
     /// Creates a table with `schema` and a primary key of the named columns.
@@ -65,7 +55,7 @@ impl Db {
     /// Names of every table, `"default"` (the default keyspace's table
     /// face) first.
     pub fn tables(&self) -> Vec<String> {
-        let catalog = self.inner.state.load().version.catalog.clone();
+        let catalog = self.inner.versions.load().version.catalog.clone();
         std::iter::once(DEFAULT_KEYSPACE.to_string()).chain(catalog.names(Namespace::Tables)).collect()
     }
 
@@ -93,7 +83,7 @@ impl Db {
 
     /// Names of every keyspace, `"default"` first.
     pub fn keyspaces(&self) -> Vec<String> {
-        self.inner.state.load().version.catalog.names(Namespace::Keyspaces)
+        self.inner.versions.load().version.catalog.names(Namespace::Keyspaces)
     }
 
     /// Drops a keyspace and its data. Fails with [`Error::Busy`] while a
@@ -136,7 +126,7 @@ fn table_record(schema: &SchemaRef, primary_key: &[&str]) -> Result<TreeKindReco
 }
 
 /// Refuses an empty or overlong name.
-pub(super) fn check_name(namespace: Namespace, name: &str) -> Result<()> {
+pub(crate) fn check_name(namespace: Namespace, name: &str) -> Result<()> {
     if name.is_empty() || name.len() > TREE_NAME_BYTES_MAX {
         return Err(Error::InvalidArgument(format!(
             "{} name must be 1 to {TREE_NAME_BYTES_MAX} bytes",
@@ -158,11 +148,11 @@ fn what(namespace: Namespace) -> &'static str {
 impl DbInner {
     /// The tree called `name` in `namespace` now, with its layout; the
     /// table `"default"` is the default keyspace.
-    pub(super) fn find_tree(&self, namespace: Namespace, name: &str) -> Option<(TreeId, Arc<TableLayout>)> {
+    pub(crate) fn find_tree(&self, namespace: Namespace, name: &str) -> Option<(TreeId, Arc<TableLayout>)> {
         if namespace == Namespace::Tables && name == DEFAULT_KEYSPACE {
             return Some((DEFAULT_TREE, Arc::new(TableLayout::key_value())));
         }
-        let catalog = self.state.load().version.catalog.clone();
+        let catalog = self.versions.load().version.catalog.clone();
         let (id, tree) = catalog.find(namespace, name)?;
         let layout = match &tree.kind {
             TreeKind::Table(t) => t.layout.clone(),
@@ -183,7 +173,7 @@ impl DbInner {
 
     /// Logs the creation of a tree and installs it; the caller owns the
     /// write path and checked the name.
-    pub(super) fn log_create(
+    pub(crate) fn log_create(
         &self,
         namespace: Namespace,
         name: &str,
@@ -192,19 +182,20 @@ impl DbInner {
         if self.find_tree(namespace, name).is_some() {
             return Err(Error::InvalidArgument(format!("{} {name} already exists", what(namespace))));
         }
-        let mut versions = self.versions.lock();
-        // Tree ids come from the file-number counter: never reused, so rows
-        // of a dropped tree still in a WAL can never reach a new one.
-        let id = TreeId::try_from(versions.new_file_number())
-            .map_err(|_| Error::InvalidArgument("tree ids exhausted".into()))?;
-        let edit = VersionEdit {
-            trees_created: vec![(id, name.to_string())],
-            tree_kinds: vec![(id, kind)],
-            ..VersionEdit::default()
-        };
-        let version = self.log_and_apply(&mut versions, edit)?;
-        self.state.replace(|s| SuperVersion { mem: s.mem.clone(), imms: s.imms.clone(), version });
-        Ok(id)
+        let mut created = None;
+        self.install(Memtables::Keep, &[], |held| {
+            // Tree ids come from the file-number counter: never reused, so
+            // rows of a dropped tree still in a WAL can never reach a new one.
+            let id = TreeId::try_from(held.new_file_number())
+                .map_err(|_| Error::InvalidArgument("tree ids exhausted".into()))?;
+            created = Some(id);
+            Ok(Some(VersionEdit {
+                trees_created: vec![(id, name.to_string())],
+                tree_kinds: vec![(id, kind)],
+                ..VersionEdit::default()
+            }))
+        })?;
+        created.ok_or_else(|| Error::internal("a tree was created without an id"))
     }
 
     /// The shared state of the handles of a tree, registered so that a
@@ -213,13 +204,7 @@ impl DbInner {
         let (id, layout) = self
             .find_tree(namespace, name)
             .ok_or_else(|| Error::InvalidArgument(format!("no {} {name}", what(namespace))))?;
-        let mut open = self.open_trees.lock();
-        if let Some(shared) = open.get(&id).and_then(Weak::upgrade) {
-            return Ok(shared);
-        }
-        let shared = Arc::new(TreeShared { id, name: name.to_string(), layout });
-        open.insert(id, Arc::downgrade(&shared));
-        Ok(shared)
+        Ok(self.open_trees.open(id, || TreeShared { id, name: name.to_string(), layout }))
     }
 
     /// Drops a tree. A compaction running on it is not waited for (writes
@@ -236,16 +221,13 @@ impl DbInner {
                     "the default keyspace cannot be dropped ({what} {name})"
                 )));
             }
-            let mut open = self.open_trees.lock();
-            if open.get(&id).is_some_and(|w| w.strong_count() > 0) {
+            if !self.open_trees.forget_unless_open(id) {
                 return Err(Error::Busy(format!(
                     "{what} {name} is in use by a handle, an iterator or a scan"
                 )));
             }
-            open.remove(&id);
-            drop(open);
             // A table's indexes go with it, in the same edit.
-            let catalog = self.state.load().version.catalog.clone();
+            let catalog = self.versions.load().version.catalog.clone();
             let mut ids: Vec<TreeId> = catalog.indexes_of(id).map(|(index, _, _)| index).collect();
             ids.push(id);
             Ok(ids)
@@ -257,7 +239,7 @@ impl DbInner {
     /// nothing and fails with its own error (a lookup before would let
     /// both pass, and the second would log the drop of a tree that no
     /// longer exists).
-    pub(super) fn drop_trees(&self, choose: impl FnOnce() -> Result<Vec<TreeId>>) -> Result<()> {
+    pub(crate) fn drop_trees(&self, choose: impl FnOnce() -> Result<Vec<TreeId>>) -> Result<()> {
         self.check_writable()?;
         self.with_exclusive_writer(|| {
             self.check_writable()?;
@@ -276,11 +258,7 @@ impl DbInner {
 
     /// Logs the drop of `ids` and installs it; the caller owns the write
     /// path.
-    pub(super) fn log_drop(&self, ids: &[TreeId]) -> Result<()> {
-        let mut versions = self.versions.lock();
-        let edit = VersionEdit { trees_dropped: ids.to_vec(), ..VersionEdit::default() };
-        let version = self.log_and_apply(&mut versions, edit)?;
-        self.state.replace(|s| SuperVersion { mem: s.mem.clone(), imms: s.imms.clone(), version });
-        Ok(())
+    pub(crate) fn log_drop(&self, ids: &[TreeId]) -> Result<()> {
+        self.install_edit(VersionEdit { trees_dropped: ids.to_vec(), ..VersionEdit::default() })
     }
 }

@@ -12,10 +12,10 @@ use arrow_array::{BooleanArray, RecordBatch, RecordBatchOptions};
 use arrow_schema::SchemaRef;
 use bytes::Bytes;
 
-use super::cursor::{KeyRange, TreeCursor, in_range};
-use super::{Snapshot, SuperVersion, Table};
 use crate::codec::internal::{Kind, SeqNo, pack_trailer, unpack_trailer};
 use crate::codec::key::{KeyValue, prefix_successor};
+use crate::db::read::cursor::{KeyRange, TreeCursor, in_range};
+use crate::db::{handles::table::Table, read::snapshot::Snapshot, state::versions::SuperVersion};
 use crate::error::{Error, Result};
 use crate::row::decode::{ColumnBuilder, builders_for, decode_row};
 use crate::row::filter::Filter;
@@ -51,7 +51,7 @@ pub struct ScanOptions<'a> {
     /// its rows replace and its deletes hide the snapshot's rows of their
     /// keys ([`Transaction::overlay`](crate::Transaction::overlay); pass
     /// the transaction's snapshot with it).
-    pub overlay: Option<super::transaction::TableOverlay>,
+    pub overlay: Option<crate::db::write::transaction::TableOverlay>,
 }
 }
 
@@ -143,10 +143,10 @@ pub struct TableScan {
     blocks_skipped: u64,
     plan: ScanPlan,
     /// With an index plan: the index read and the keys not fetched yet.
-    by_index: Option<(super::index::IndexPlan, usize)>,
+    by_index: Option<(crate::db::index::plan::IndexPlan, usize)>,
     /// A transaction's own rows in the scan's range, in key order (`None`:
     /// a deleted key), and the next one to merge.
-    own: Option<(super::transaction::OwnRows, std::ops::Range<usize>)>,
+    own: Option<(crate::db::write::transaction::OwnRows, std::ops::Range<usize>)>,
 }
 
 impl std::fmt::Debug for TableScan {
@@ -243,7 +243,7 @@ impl Table {
 const BATCH_COLUMN_BYTES_MAX: usize = 512 << 20;
 
 /// Encodes the key-value bounds into user-key bounds.
-pub(super) fn encode_range(table: &Table, (lo, hi): &KeyValueRange<'_>) -> Result<KeyRange> {
+pub(crate) fn encode_range(table: &Table, (lo, hi): &KeyValueRange<'_>) -> Result<KeyRange> {
     let full = table.layout().primary_key().len();
     let enc = |t: &[KeyValue<'_>]| table.encode_key_values(t, false);
     let successor = |k: Vec<u8>| prefix_successor(&k).map_or(Bound::Unbounded, Bound::Excluded);
@@ -403,7 +403,9 @@ impl TableScan {
             for r in start..end {
                 let found = match older {
                     None => Found::Block(block.clone(), r),
-                    Some(older) => Found::Bytes(super::read::older_row_of(&layout, older, &block, r)?),
+                    Some(older) => {
+                        Found::Bytes(crate::db::read::point::older_row_of(&layout, older, &block, r)?)
+                    }
                 };
                 self.push_row(block.key(r), found)?;
             }
@@ -491,7 +493,9 @@ impl TableScan {
                 // an older schema version's file is read into this one.
                 Some((block, i)) => match layout.older_version(c.reader().schema_version()) {
                     Err(e) => Err(block.corruption(e.reason())),
-                    Ok(Some(older)) => super::read::older_row_of(layout, older, block, i).map(Found::Bytes),
+                    Ok(Some(older)) => {
+                        crate::db::read::point::older_row_of(layout, older, block, i).map(Found::Bytes)
+                    }
                     Ok(None) => block
                         .arrays(layout)
                         .map(|_| Found::Block(block.clone(), i))
@@ -499,7 +503,7 @@ impl TableScan {
                 },
                 // A table scan's cursors read through the cache
                 // (`Blocks::Cached`): every valid one is on a cached block.
-                None => Err(Error::InvalidArgument("a scan's source lost its block (a bug)".into())),
+                None => Err(Error::internal("a scan's source lost its block")),
             },
             (None, None) => Ok(Found::Bytes(Bytes::new())),
         })?;
@@ -509,7 +513,7 @@ impl TableScan {
             // face's whole stored row.
             Found::Blob(pointer, sst) => {
                 let blobs = &self.table.inner().blob_files;
-                let value = super::read::read_blob(blobs, &self.pinned.version, &pointer, &sst)?;
+                let value = crate::db::read::point::read_blob(blobs, &self.pinned.version, &pointer, &sst)?;
                 Ok(Some((pack_trailer(trailer >> 8, Kind::Put), Found::Bytes(value))))
             }
             found => Ok(Some((trailer, found))),
@@ -520,7 +524,7 @@ impl TableScan {
         match found {
             Found::Bytes(row) => decode_row(&self.layout, Some(&row), &mut self.builders)?,
             Found::Blob(..) => {
-                return Err(Error::InvalidArgument("a scan met an unread blob pointer (a bug)".into()));
+                return Err(Error::internal("a scan met an unread blob pointer"));
             }
             Found::Block(block, i) => {
                 let arrays = block.arrays(&self.layout).map_err(|e| block.corruption(e))?;

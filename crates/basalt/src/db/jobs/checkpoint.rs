@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use super::DbInner;
+use crate::db::state::DbInner;
 use crate::error::{Error, Result};
 use crate::files;
 use crate::log::writer::LogWriter;
@@ -27,7 +27,7 @@ impl DbInner {
             // Nothing to flush, or nothing may be: a read-only database
             // whose WALs held writes cannot put them in SSTs.
             self.check_open()?;
-            let sv = self.state.load();
+            let sv = self.versions.load();
             if !sv.mem.is_empty() || !sv.imms.is_empty() {
                 return Err(Error::ReadOnly(format!(
                     "{} was opened read-only with writes in its WAL, which a checkpoint would need flushed",
@@ -49,15 +49,7 @@ impl DbInner {
         // A version handed out: the collection keeps its files while they
         // are linked. The edit and both numbers come under the same lock,
         // so the counters match the version.
-        let (version, edit, manifest_number) = {
-            let mut versions = self.versions.lock();
-            let version = versions.current();
-            let wal_number = versions.new_file_number();
-            let manifest_number = versions.new_file_number();
-            let mut edit = versions.snapshot_edit_with_counters(wal_number);
-            edit.next_file_number = Some(manifest_number + 1);
-            (version, edit, manifest_number)
-        };
+        let (version, edit, manifest_number) = self.versions.checkpoint_edit();
         self.fs.create_dir_all(dir)?;
         let sst_names = version.trees.values().flat_map(|t| t.all_files().map(|(_, f)| files::sst(f.number)));
         let blob_names = version.blobs.keys().map(|&n| files::blob(n));

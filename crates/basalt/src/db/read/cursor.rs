@@ -11,9 +11,9 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::SuperVersion;
-use super::sst_readers::SstReaders;
 use crate::codec::internal::{SeqNo, compare};
+use crate::db::state::sst_readers::SstReaders;
+use crate::db::state::versions::SuperVersion;
 use crate::error::Result;
 use crate::ids::TreeId;
 use crate::memtable::MemCursor;
@@ -361,7 +361,7 @@ impl TreeCursor {
     }
 
     /// Whether opening this cursor made a file ask for a compaction (see
-    /// [`DbInner::wake_compaction`](super::DbInner::wake_compaction)).
+    /// [`DbInner::wake_compaction`](crate::db::state::DbInner::wake_compaction)).
     pub(crate) fn asks_compaction(&self) -> bool {
         self.asks_compaction
     }

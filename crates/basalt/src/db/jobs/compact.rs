@@ -7,13 +7,14 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use super::cursor::{KeyRange, TreeCursor, file_overlaps};
-use super::jobs::Interrupted;
-use super::{DbInner, SuperVersion};
 use crate::blob::BlobWriter;
 use crate::codec::internal::{Kind, unpack_trailer};
 use crate::compaction::retain::Retention;
 use crate::compaction::{self, CompactionTask};
+use crate::db::read::cursor::{KeyRange, TreeCursor, file_overlaps};
+use crate::db::state::DbInner;
+use crate::db::state::jobs::Interrupted;
+use crate::db::state::versions::Memtables;
 use crate::error::{Error, Result};
 use crate::ids::TreeId;
 use crate::sst::{SstIter, SstWriter};
@@ -31,7 +32,7 @@ fn compaction_loop(inner: &DbInner) {
     loop {
         let due = || {
             inner.opts.auto_compaction
-                && compaction::choose(&inner.state.load().version, &inner.opts).is_some()
+                && compaction::choose(&inner.versions.load().version, &inner.opts).is_some()
         };
         if !inner.jobs.wait_for_work(due) {
             return;
@@ -49,7 +50,7 @@ fn compaction_loop(inner: &DbInner) {
                 return;
             }
         };
-        let version = inner.state.load().version.clone();
+        let version = inner.versions.load().version.clone();
         let task = compaction::choose(&version, &inner.opts);
         // Not held through the compaction: a version kept alive here kept
         // the inputs "live", so the collection at its end left them on disk
@@ -86,7 +87,7 @@ impl DbInner {
             return Ok(());
         }
         let busy = || {
-            let sv = self.state.load();
+            let sv = self.versions.load();
             !sv.imms.is_empty()
                 || (self.opts.auto_compaction && compaction::choose(&sv.version, &self.opts).is_some())
         };
@@ -112,14 +113,14 @@ impl DbInner {
         self.flush_all()?;
         let _running = self.jobs.compaction_slot();
         let last = {
-            let version = self.state.load().version.clone();
+            let version = self.versions.load().version.clone();
             let t =
                 version.tree(tree).ok_or_else(|| Error::InvalidArgument(format!("unknown tree {tree}")))?;
             (0..LEVELS).rev().find(|&l| !t.levels[l].is_empty()).unwrap_or(0)
         };
         for level in 0..LEVELS - 1 {
             self.check_open()?;
-            let version = self.state.load().version.clone();
+            let version = self.versions.load().version.clone();
             let Some(t) = version.tree(tree) else { break };
             let inputs: Vec<_> = if level == 0 {
                 // All of L0 or none: see `task_for`.
@@ -152,12 +153,9 @@ impl DbInner {
         let mut inputs: Vec<u64> = task.all_inputs().map(|f| f.number).collect();
         let checked = inputs.len();
         inputs.extend(task.all_inputs().flat_map(|f| f.blob_refs.iter().map(|&(blob, _)| blob)));
-        {
-            // Under the versions lock, as the collection reads its live and
-            // in-use sets: the inputs are seen in one or the other.
-            let versions = self.versions.lock();
-            let Some(tree) = versions.current_version().tree(task.tree) else {
-                return Ok(());
+        let held = self.versions.hold_if(&self.files, &inputs, |version| {
+            let Some(tree) = version.tree(task.tree) else {
+                return Ok(false);
             };
             if !inputs[..checked].iter().all(|n| tree.all_files().any(|(_, f)| f.number == *n)) {
                 return Err(Error::InvalidArgument(format!(
@@ -165,13 +163,13 @@ impl DbInner {
                     task.tree
                 )));
             }
-            self.files.hold(inputs.iter().copied());
+            Ok(true)
+        })?;
+        if !held {
+            return Ok(());
         }
         let result = self.compact_and_install(task);
-        {
-            let _versions = self.versions.lock();
-            self.files.release(&inputs);
-        }
+        self.versions.release(&self.files, &inputs);
         result?;
         // Collect before waking waiters, so `wait_for_background_work`
         // returns with the inputs already deleted.
@@ -211,18 +209,13 @@ impl DbInner {
             let blobs = edit.blob_files_added.iter().map(|b| b.number);
             (ssts.chain(blobs).collect::<Vec<u64>>(), edit.files_added.len())
         };
-        let installed = {
-            let mut versions = self.versions.lock();
-            // A tree dropped while this ran: its outputs are garbage, left
-            // to the collection once no longer pending.
-            let live = versions.current_version().tree(task.tree).is_some();
-            if live {
-                let version = self.log_and_apply(&mut versions, edit)?;
-                self.state.replace(|s| SuperVersion { mem: s.mem.clone(), imms: s.imms.clone(), version });
-            }
-            self.files.release(&numbers);
-            live
-        };
+        let installed = self
+            .install(Memtables::Keep, &numbers, |held| {
+                // A tree dropped while this ran: its outputs are garbage,
+                // left to the collection once no longer pending.
+                Ok(held.current().tree(task.tree).is_some().then_some(edit))
+            })?
+            .is_some();
         self.counters.record_compaction(task.input_bytes(), written, task.is_trivial_move(), start.elapsed());
         if installed && !task.is_trivial_move() {
             self.check_new_ssts(&numbers[..ssts]);
@@ -237,13 +230,10 @@ impl DbInner {
     /// garbage: those move to a blob file of this compaction's own.
     fn merge_inputs(&self, task: &CompactionTask) -> Result<(Vec<FileMeta>, Option<BlobFileMeta>)> {
         let mut merged = TreeCursor::over_runs(&self.sst_readers, task.tree, task.input_runs())?;
-        let snapshots: Vec<u64> = self.snapshots.lock().keys().copied().collect();
+        let snapshots: Vec<u64> = self.snapshots.seqnos();
         let mut retention = Retention::new(snapshots, task.bottommost);
-        let (layout, version) = {
-            let versions = self.versions.lock();
-            let version = versions.current_version();
-            (version.catalog.table_layout(task.tree), version.clone())
-        };
+        let version = self.versions.current();
+        let layout = version.catalog.table_layout(task.tree);
         let mut relocation = BlobRelocation::new(&version, self.opts.blob_gc_garbage_percent);
         #[cfg(test)]
         before_merge::run(self.id);
@@ -259,7 +249,7 @@ impl DbInner {
             let (Some((key, trailer)), Some((block, i))) =
                 (entry.key(), entry.sst().and_then(SstIter::current))
             else {
-                return Err(Error::InvalidArgument("compaction cursor lost its block (a bug)".into()));
+                return Err(Error::internal("compaction cursor lost its block"));
             };
             let Some((seqno, kind)) = unpack_trailer(trailer) else {
                 return Err(block.corruption(format!("an entry of unknown kind {trailer:#x}")));
@@ -269,7 +259,7 @@ impl DbInner {
                     w.estimated_file_bytes() >= self.opts.sst_bytes() && key != last_key.as_slice()
                 });
                 if full && let Some(done) = current.take() {
-                    outputs.push(super::flush::finish_sst(done)?.1);
+                    outputs.push(crate::db::jobs::flush::finish_sst(done)?.1);
                     // A close does not wait for the rest.
                     self.check_open()?;
                 }
@@ -322,9 +312,9 @@ impl DbInner {
             merged.step(source)?;
         }
         if let Some(done) = current.take() {
-            outputs.push(super::flush::finish_sst(done)?.1);
+            outputs.push(crate::db::jobs::flush::finish_sst(done)?.1);
         }
-        let blob = relocation.writer.take().map(super::flush::finish_blob_file).transpose()?;
+        let blob = relocation.writer.take().map(crate::db::jobs::flush::finish_blob_file).transpose()?;
         if !outputs.is_empty() || blob.is_some() {
             self.fs.sync_dir(&self.dir)?;
         }
@@ -377,7 +367,7 @@ impl BlobRelocation {
         if !self.draining.contains(&decoded.file) {
             return Ok(pointer);
         }
-        let value = super::read::read_blob(&db.blob_files, version, pointer, sst)?;
+        let value = crate::db::read::point::read_blob(&db.blob_files, version, pointer, sst)?;
         let writer = match &mut self.writer {
             Some(w) => w,
             None => self.writer.insert(db.start_blob_file()?),
@@ -406,7 +396,7 @@ pub(crate) mod before_merge {
         HOOKS.lock().get_or_insert_with(HashMap::new).insert(db, Box::new(f));
     }
 
-    pub(super) fn run(db: u64) {
+    pub(crate) fn run(db: u64) {
         let hook = HOOKS.lock().as_mut().and_then(|h| h.remove(&db));
         if let Some(f) = hook {
             f();
@@ -476,7 +466,7 @@ mod tests {
 
     /// Files of each level of `tree`.
     fn level_files(db: &Db, tree: crate::ids::TreeId) -> Vec<usize> {
-        let sv = db.inner().state.load();
+        let sv = db.inner().versions.load();
         sv.version.tree(tree).map(|t| t.levels.iter().map(Vec::len).collect()).unwrap_or_default()
     }
 

@@ -13,11 +13,13 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 use bytes::Bytes;
 
-use super::read::Value;
-use super::write::ConflictCheck;
-use super::{DbInner, Keyspace, Snapshot, Table};
 use crate::codec::internal::Kind;
 use crate::codec::key::KeyValue;
+use crate::db::read::point::Value;
+use crate::db::state::write_path::ConflictCheck;
+use crate::db::{
+    handles::keyspace::Keyspace, handles::table::Table, read::snapshot::Snapshot, state::DbInner,
+};
 use crate::error::{Error, Result};
 use crate::ids::{DEFAULT_TREE, TreeId};
 use crate::options::WriteOptions;
@@ -108,7 +110,7 @@ impl std::fmt::Debug for Transaction {
 }
 
 impl Transaction {
-    pub(super) fn new(inner: Arc<DbInner>) -> Transaction {
+    pub(crate) fn new(inner: Arc<DbInner>) -> Transaction {
         let snapshot = Snapshot::new(inner.clone());
         Transaction {
             inner,
@@ -285,7 +287,7 @@ impl Transaction {
             if let Some(v) = rows.schema_version
                 && *versions.entry(tree).or_insert(v) != v
             {
-                let catalog = self.inner.state.load().version.catalog.clone();
+                let catalog = self.inner.versions.load().version.catalog.clone();
                 return Err(schema_changed(catalog.tree(tree).map_or("?", |t| t.name.as_str())));
             }
         }
@@ -434,11 +436,11 @@ pub struct TableOverlay {
 impl TableOverlay {
     /// The rows a scan of `table` over `range` merges, checked against the
     /// scan's table and `layout`; `None` when there are none.
-    pub(super) fn rows_in(
+    pub(crate) fn rows_in(
         &self,
         table: &Table,
         layout: &crate::row::layout::TableLayout,
-        range: &super::cursor::KeyRange,
+        range: &crate::db::read::cursor::KeyRange,
     ) -> Result<Option<(OwnRows, std::ops::Range<usize>)>> {
         if self.db != Some(table.inner.id) {
             return Err(Error::InvalidArgument(format!(

@@ -7,7 +7,8 @@ use std::time::Instant;
 
 use bytes::Bytes;
 
-use super::{DbInner, SuperVersion};
+use crate::db::state::counters::GetTiming;
+use crate::db::{state::DbInner, state::versions::SuperVersion};
 use std::path::Path;
 
 use crate::blob::{BlobFiles, BlobPointer};
@@ -38,7 +39,7 @@ impl DbInner {
     /// of the commit order that includes every write acknowledged before
     /// it began.
     pub(crate) fn read_view(&self, snapshot: Option<SeqNo>) -> (SeqNo, Arc<SuperVersion>) {
-        let sv = self.state.load_full();
+        let sv = self.versions.load_full();
         #[cfg(test)]
         between_loads::run();
         let seqno = snapshot.unwrap_or_else(|| self.writer.visible_seqno());
@@ -77,7 +78,7 @@ impl DbInner {
         // As `read_view` (the state before the seqno), but borrowing the
         // super version: no reference count to update for a lookup that
         // returns before anything changes.
-        let sv = self.state.load();
+        let sv = self.versions.load();
         #[cfg(test)]
         between_loads::run();
         let seqno = snapshot.unwrap_or_else(|| self.writer.visible_seqno());
@@ -381,27 +382,6 @@ impl Value<'_> {
     }
 }
 
-/// Where one `get` spent its time (with `Options::timing_stats`).
-#[derive(Debug, Default, Clone, Copy)]
-#[expect(clippy::struct_field_names, reason = "units last in names, as STYLE.md asks")]
-pub(crate) struct GetTiming {
-    pub memtable_ns: u64,
-    pub filter_ns: u64,
-    pub index_ns: u64,
-    pub block_ns: u64,
-    /// Search in the block and copying the value out.
-    pub search_ns: u64,
-}
-
-impl GetTiming {
-    fn add_probe(&mut self, t: &LookupTrace, total_ns: u64) {
-        self.filter_ns += t.filter_ns;
-        self.index_ns += t.index_ns;
-        self.block_ns += t.block_ns;
-        self.search_ns += total_ns.saturating_sub(t.filter_ns + t.index_ns + t.block_ns);
-    }
-}
-
 /// Whether the version with `trailer` is a value (not a delete).
 fn is_put(trailer: u64) -> bool {
     matches!(unpack_trailer(trailer), Some((_, Kind::Put)))
@@ -422,7 +402,7 @@ pub(crate) mod between_loads {
         HOOK.with(|h| *h.borrow_mut() = Some(Box::new(f)));
     }
 
-    pub(super) fn run() {
+    pub(crate) fn run() {
         if let Some(f) = HOOK.with(|h| h.borrow_mut().take()) {
             f();
         }

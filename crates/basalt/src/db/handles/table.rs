@@ -7,11 +7,11 @@ use std::sync::Arc;
 use arrow_array::{RecordBatch, UInt32Array};
 use arrow_schema::SchemaRef;
 
-use super::ddl::TreeShared;
-use super::read::Value;
-use super::{DbInner, ReadOptions, SuperVersion};
 use crate::codec::internal::SeqNo;
 use crate::codec::key::{self, KeyValue};
+use crate::db::read::point::Value;
+use crate::db::state::open_trees::TreeShared;
+use crate::db::{read::snapshot::ReadOptions, state::DbInner, state::versions::SuperVersion};
 use crate::error::{Error, Result};
 use crate::ids::TreeId;
 use crate::options::WriteOptions;
@@ -74,8 +74,8 @@ pub struct TableOptions {}
 /// ```
 #[derive(Clone)]
 pub struct Table {
-    pub(super) inner: Arc<DbInner>,
-    pub(super) shared: Arc<TreeShared>,
+    pub(crate) inner: Arc<DbInner>,
+    pub(crate) shared: Arc<TreeShared>,
 }
 
 impl std::fmt::Debug for Table {
@@ -183,7 +183,7 @@ impl Table {
 
     /// The table's current layout.
     pub(crate) fn layout(&self) -> Arc<TableLayout> {
-        let sv = self.inner.state.load();
+        let sv = self.inner.versions.load();
         self.layout_in(&sv).clone()
     }
 
@@ -266,7 +266,7 @@ impl Table {
         let all = (std::ops::Bound::Unbounded, std::ops::Bound::Unbounded);
         self.inner.compact_range(self.shared.id, &all)?;
         let indexes: Vec<TreeId> = {
-            let sv = self.inner.state.load();
+            let sv = self.inner.versions.load();
             sv.version.catalog.indexes_of(self.shared.id).map(|(id, _, _)| id).collect()
         };
         for index in indexes {
@@ -281,7 +281,7 @@ impl Table {
 
     /// Whether tree `index` is still one of this table's indexes.
     fn index_exists(&self, index: TreeId) -> bool {
-        self.inner.state.load().version.catalog.indexes_of(self.shared.id).any(|(id, _, _)| id == index)
+        self.inner.versions.load().version.catalog.indexes_of(self.shared.id).any(|(id, _, _)| id == index)
     }
 
     /// The row with primary key `key` (one value per key column, in key
@@ -368,7 +368,7 @@ impl Table {
 
     /// The newest visible version of `user_key` as a one-row batch,
     /// through the point-read path every tree shares (`read.rs`).
-    pub(super) fn row_at(
+    pub(crate) fn row_at(
         &self,
         user_key: &[u8],
         seqno: SeqNo,
@@ -402,7 +402,7 @@ impl Table {
     }
 
     /// Refuses reads of a closed database or a dropped table.
-    pub(super) fn check_readable(&self, sv: &SuperVersion) -> Result<()> {
+    pub(crate) fn check_readable(&self, sv: &SuperVersion) -> Result<()> {
         self.inner.check_open()?;
         if sv.version.tree(self.shared.id).is_none() {
             return Err(Error::InvalidArgument(format!("table {} was dropped", self.shared.name)));

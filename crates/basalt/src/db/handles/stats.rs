@@ -5,8 +5,8 @@ use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use super::DbInner;
-use super::counters::{
+use crate::db::state::DbInner;
+use crate::db::state::counters::{
     READ_BLOCK_NS, READ_BY_FENCES, READ_BY_MODEL, READ_FILTER_NS, READ_FILTERED, READ_GETS,
     READ_INDEX_ENTRIES, READ_INDEX_NS, READ_MEMTABLE_NS, READ_SEARCH_NS, READ_SST_PROBES, READ_TABLE_ROWS,
     READ_TIMED_GETS, READ_WINDOW_SUM,
@@ -164,8 +164,8 @@ impl DbInner {
     pub(crate) fn stats(&self) -> Stats {
         let c = &self.counters;
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let sv = self.state.load_full();
-        let memtables = self.state.memtable_bytes();
+        let sv = self.versions.load_full();
+        let memtables = self.versions.memtable_bytes();
         let levels = sv.version.tree(DEFAULT_TREE).map_or_else(
             || vec![LevelStats::default(); LEVELS],
             |t| {
@@ -229,12 +229,18 @@ impl DbInner {
             block_cache_misses: self.sst_readers.block_cache().misses(),
             block_cache_bytes: self.sst_readers.block_cache().usage_bytes(),
             block_cache_capacity_bytes: self.sst_readers.block_cache().capacity_bytes(),
-            row_cache_hits: self.row_cache.as_ref().map_or(0, crate::db::row_cache::RowCache::hits),
-            row_cache_misses: self.row_cache.as_ref().map_or(0, crate::db::row_cache::RowCache::misses),
-            row_cache_bytes: self.row_cache.as_ref().map_or(0, crate::db::row_cache::RowCache::usage_bytes),
+            row_cache_hits: self.row_cache.as_ref().map_or(0, crate::db::state::row_cache::RowCache::hits),
+            row_cache_misses: self
+                .row_cache
+                .as_ref()
+                .map_or(0, crate::db::state::row_cache::RowCache::misses),
+            row_cache_bytes: self
+                .row_cache
+                .as_ref()
+                .map_or(0, crate::db::state::row_cache::RowCache::usage_bytes),
             open_sst_readers: self.sst_readers.len(),
             sst_metadata_bytes: self.sst_readers.metadata_bytes(),
-            snapshots: self.snapshots.lock().values().sum(),
+            snapshots: self.snapshots.handles(),
             blob_files: sv.version.blobs.len(),
             blob_file_bytes: sv.version.blobs.values().map(|b| b.size).sum(),
             blob_live_bytes: sv.version.blob_references().map(|(_, bytes)| bytes).sum(),

@@ -18,9 +18,10 @@ use std::sync::Arc;
 use arrow_array::ArrayRef;
 use arrow_schema::{FieldRef, SchemaRef};
 
-use super::table::Table;
-use super::{DbInner, SuperVersion};
 use crate::catalog::{TableVersionRecord, TreeKind};
+use crate::db::handles::table::Table;
+use crate::db::state::versions::Memtables;
+use crate::db::{state::DbInner, state::versions::SuperVersion};
 use crate::error::{Error, Result};
 use crate::ids::TreeId;
 use crate::row::evolve::ColumnChange;
@@ -88,7 +89,7 @@ impl DbInner {
         self.check_writable()?;
         self.with_exclusive_writer(|| {
             self.check_writable()?;
-            let sv = self.state.load_full();
+            let sv = self.versions.load_full();
             let records = next_versions(&sv, table, name, changes)?;
             if sv.memtables_holding(table).next().is_some() {
                 // No write runs meanwhile: once flushed, the memtables hold
@@ -105,9 +106,7 @@ impl DbInner {
             // the two would be hidden by this version. A reader holding the
             // old super version must never find a row of the new version in
             // its memtable: the new one comes with a memtable of its own.
-            let mut versions = self.versions.lock();
-            let version = self.log_and_apply(&mut versions, edit)?;
-            self.install_with_fresh_memtable(&mut versions, &version)
+            self.install(Memtables::Fresh, &[], |_| Ok(Some(edit))).map(drop)
         })
     }
 }

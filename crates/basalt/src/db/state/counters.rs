@@ -8,47 +8,47 @@ use std::time::Duration;
 use crate::striped::StripedCounters;
 
 // The read counters, by index into `Counters::reads`.
-pub(super) const READ_GETS: usize = 0;
-pub(super) const READ_SST_PROBES: usize = 1;
-pub(super) const READ_TIMED_GETS: usize = 2;
-pub(super) const READ_MEMTABLE_NS: usize = 3;
-pub(super) const READ_FILTER_NS: usize = 4;
-pub(super) const READ_INDEX_NS: usize = 5;
-pub(super) const READ_BLOCK_NS: usize = 6;
-pub(super) const READ_SEARCH_NS: usize = 7;
-pub(super) const READ_FILTERED: usize = 8;
-pub(super) const READ_BY_MODEL: usize = 9;
-pub(super) const READ_BY_FENCES: usize = 10;
-pub(super) const READ_WINDOW_SUM: usize = 11;
-pub(super) const READ_INDEX_ENTRIES: usize = 12;
-pub(super) const READ_TABLE_ROWS: usize = 13;
-pub(super) const READ_COUNTERS: usize = 14;
+pub(crate) const READ_GETS: usize = 0;
+pub(crate) const READ_SST_PROBES: usize = 1;
+pub(crate) const READ_TIMED_GETS: usize = 2;
+pub(crate) const READ_MEMTABLE_NS: usize = 3;
+pub(crate) const READ_FILTER_NS: usize = 4;
+pub(crate) const READ_INDEX_NS: usize = 5;
+pub(crate) const READ_BLOCK_NS: usize = 6;
+pub(crate) const READ_SEARCH_NS: usize = 7;
+pub(crate) const READ_FILTERED: usize = 8;
+pub(crate) const READ_BY_MODEL: usize = 9;
+pub(crate) const READ_BY_FENCES: usize = 10;
+pub(crate) const READ_WINDOW_SUM: usize = 11;
+pub(crate) const READ_INDEX_ENTRIES: usize = 12;
+pub(crate) const READ_TABLE_ROWS: usize = 13;
+pub(crate) const READ_COUNTERS: usize = 14;
 
 /// Counters updated on the hot paths (relaxed atomics: they are statistics,
 /// not synchronisation).
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
-    pub(super) batches: AtomicU64,
-    pub(super) groups: AtomicU64,
-    pub(super) wal_bytes: AtomicU64,
-    pub(super) wal_syncs: AtomicU64,
+    pub(crate) batches: AtomicU64,
+    pub(crate) groups: AtomicU64,
+    pub(crate) wal_bytes: AtomicU64,
+    pub(crate) wal_syncs: AtomicU64,
     /// Bumped by every read: striped (indices `READ_*`).
-    pub(super) reads: StripedCounters<READ_COUNTERS>,
-    pub(super) ingest_bytes: AtomicU64,
-    pub(super) flushes: AtomicU64,
-    pub(super) flush_bytes: AtomicU64,
-    pub(super) flush_micros: AtomicU64,
-    pub(super) stalls: AtomicU64,
-    pub(super) stall_micros: AtomicU64,
-    pub(super) stall_micros_max: AtomicU64,
-    pub(super) delayed_groups: AtomicU64,
-    pub(super) delay_micros: AtomicU64,
-    pub(super) memtable_bytes_peak: AtomicU64,
-    pub(super) compactions: AtomicU64,
-    pub(super) trivial_moves: AtomicU64,
-    pub(super) compaction_read_bytes: AtomicU64,
-    pub(super) compaction_written_bytes: AtomicU64,
-    pub(super) compaction_micros: AtomicU64,
+    pub(crate) reads: StripedCounters<READ_COUNTERS>,
+    pub(crate) ingest_bytes: AtomicU64,
+    pub(crate) flushes: AtomicU64,
+    pub(crate) flush_bytes: AtomicU64,
+    pub(crate) flush_micros: AtomicU64,
+    pub(crate) stalls: AtomicU64,
+    pub(crate) stall_micros: AtomicU64,
+    pub(crate) stall_micros_max: AtomicU64,
+    pub(crate) delayed_groups: AtomicU64,
+    pub(crate) delay_micros: AtomicU64,
+    pub(crate) memtable_bytes_peak: AtomicU64,
+    pub(crate) compactions: AtomicU64,
+    pub(crate) trivial_moves: AtomicU64,
+    pub(crate) compaction_read_bytes: AtomicU64,
+    pub(crate) compaction_written_bytes: AtomicU64,
+    pub(crate) compaction_micros: AtomicU64,
 }
 
 impl Counters {
@@ -74,7 +74,7 @@ impl Counters {
         self.reads.add(counter, 1);
     }
 
-    pub(crate) fn record_timing(&self, t: &super::read::GetTiming) {
+    pub(crate) fn record_timing(&self, t: &GetTiming) {
         self.reads.add(READ_TIMED_GETS, 1);
         for (counter, ns) in [
             (READ_MEMTABLE_NS, t.memtable_ns),
@@ -135,5 +135,26 @@ impl Counters {
         self.stalls.fetch_add(1, Ordering::Relaxed);
         self.stall_micros.fetch_add(us, Ordering::Relaxed);
         self.stall_micros_max.fetch_max(us, Ordering::Relaxed);
+    }
+}
+
+/// Where one `get` spent its time (with `Options::timing_stats`).
+#[derive(Debug, Default, Clone, Copy)]
+#[expect(clippy::struct_field_names, reason = "units last in names, as STYLE.md asks")]
+pub(crate) struct GetTiming {
+    pub memtable_ns: u64,
+    pub filter_ns: u64,
+    pub index_ns: u64,
+    pub block_ns: u64,
+    /// Search in the block and copying the value out.
+    pub search_ns: u64,
+}
+
+impl GetTiming {
+    pub(crate) fn add_probe(&mut self, t: &crate::sst::reader::LookupTrace, total_ns: u64) {
+        self.filter_ns += t.filter_ns;
+        self.index_ns += t.index_ns;
+        self.block_ns += t.block_ns;
+        self.search_ns += total_ns.saturating_sub(t.filter_ns + t.index_ns + t.block_ns);
     }
 }

@@ -59,7 +59,7 @@ fn a_load_does_not_deadlock_with_a_writer_stalled_on_l0() {
     // Hold the compaction thread inside its next merge (of x's L0).
     let (entered, entered_rx) = mpsc::channel();
     let (release, release_rx) = mpsc::channel::<()>();
-    crate::db::compact::before_merge::set(db.inner().id, move || {
+    crate::db::jobs::compact::before_merge::set(db.inner().id, move || {
         entered.send(()).expect("send");
         release_rx.recv().expect("recv");
     });

@@ -6,11 +6,12 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use super::jobs::Interrupted;
-use super::{DbInner, SuperVersion};
 use crate::blob::BlobWriter;
 use crate::catalog::TreeKind;
 use crate::codec::internal::{Kind, pack_trailer, unpack_trailer};
+use crate::db::state::DbInner;
+use crate::db::state::jobs::Interrupted;
+use crate::db::state::versions::Memtables;
 use crate::error::{Error, Result};
 use crate::files;
 use crate::ids::TreeId;
@@ -30,7 +31,7 @@ pub(crate) fn spawn(inner: Arc<DbInner>) -> Result<JoinHandle<()>> {
 
 fn flush_loop(inner: &DbInner) {
     loop {
-        if !inner.jobs.wait_for_work(|| !inner.state.load().imms.is_empty()) {
+        if !inner.jobs.wait_for_work(|| !inner.versions.load().imms.is_empty()) {
             return;
         }
         let _flushing = inner.jobs.flush_slot();
@@ -50,7 +51,7 @@ impl DbInner {
     /// RocksDB's flush picks every immutable memtable).
     fn flush_immutables(&self) -> Result<()> {
         let (imms, next_wal) = {
-            let state = self.state.load();
+            let state = self.versions.load();
             if state.imms.is_empty() {
                 return Ok(());
             }
@@ -71,20 +72,13 @@ impl DbInner {
         let mut numbers: Vec<u64> = edit.files_added.iter().map(|(_, _, f)| f.number).collect();
         let ssts = numbers.len();
         numbers.extend(edit.blob_files_added.iter().map(|b| b.number));
-        {
-            let mut versions = self.versions.lock();
+        self.install(Memtables::Flushed(&imms), &numbers, |held| {
             // A table dropped while this flush ran takes its outputs with it
             // (they are collected as obsolete files).
-            let current = versions.current_version();
+            let current = held.current();
             edit.files_added.retain(|(tree, _, _)| current.tree(*tree).is_some());
-            let version = self.log_and_apply(&mut versions, edit)?;
-            self.state.replace(|s| {
-                let imms =
-                    s.imms.iter().filter(|m| !imms.iter().any(|f| Arc::ptr_eq(m, f))).cloned().collect();
-                SuperVersion { mem: s.mem.clone(), imms, version }
-            });
-            self.files.release(&numbers);
-        }
+            Ok(Some(edit))
+        })?;
         self.counters.record_flush(bytes, start.elapsed());
         self.jobs.record_drain(drained, start.elapsed());
         self.check_new_ssts(&numbers[..ssts]);
@@ -105,7 +99,7 @@ impl DbInner {
         let mut pointer = Vec::new();
         // The version set's current version, not the installed one: during
         // recovery nothing is installed yet.
-        let catalog = self.versions.lock().current_version().catalog.clone();
+        let catalog = self.versions.current().catalog.clone();
         let blob_min = self.opts.blob_value_bytes_min;
         // Entries come tree by tree: the catalog is asked once per tree
         // whether it is live and whether its values may go to a blob file.
@@ -161,12 +155,7 @@ impl DbInner {
     /// Starts a blob file; its number stays in use (safe from the
     /// collection) until the caller releases it.
     pub(crate) fn start_blob_file(&self) -> Result<BlobWriter> {
-        let number = {
-            let mut versions = self.versions.lock();
-            let n = versions.new_file_number();
-            self.files.hold([n]);
-            n
-        };
+        let number = self.versions.new_file_number_held(&self.files);
         let file = self.fs.create(&self.dir.join(files::blob(number)))?;
         Ok(BlobWriter::new(file, number))
     }
@@ -180,12 +169,7 @@ impl DbInner {
         tree: TreeId,
         layout: Option<Arc<TableLayout>>,
     ) -> Result<(TreeId, u64, SstWriter)> {
-        let number = {
-            let mut versions = self.versions.lock();
-            let n = versions.new_file_number();
-            self.files.hold([n]);
-            n
-        };
+        let number = self.versions.new_file_number_held(&self.files);
         let path = self.dir.join(files::sst(number));
         let file = self.fs.create(&path)?;
         let options = SstWriterOptions {
@@ -209,7 +193,7 @@ impl DbInner {
     /// for a secondary index (being built or not), `compression` for any
     /// other tree, and for one dropped while a compaction wrote it.
     fn compression_of(&self, tree: TreeId) -> crate::options::Compression {
-        let state = self.state.load();
+        let state = self.versions.load();
         match state.version.catalog.tree(tree).map(|t| &t.kind) {
             Some(TreeKind::Index(_)) => self.opts.index_compression,
             _ => self.opts.compression,
@@ -263,7 +247,7 @@ impl DbInner {
         if !self.opts.mmap_reads {
             return;
         }
-        let sv = self.state.load_full();
+        let sv = self.versions.load_full();
         let files = sv.version.trees.iter().flat_map(|(&tree, t)| t.all_files().map(move |(_, f)| (tree, f)));
         for (tree, file) in files.filter(|(_, f)| numbers.contains(&f.number)) {
             if let Ok(reader) = self.sst_readers.reader(tree, file) {
@@ -281,6 +265,6 @@ impl DbInner {
 
     /// Waits until the flush thread has written every immutable memtable.
     pub(crate) fn wait_for_imms_flushed(&self) -> Result<()> {
-        self.jobs.wait_while(None, || !self.state.load().imms.is_empty()).map_err(Interrupted::into_error)
+        self.jobs.wait_while(None, || !self.versions.load().imms.is_empty()).map_err(Interrupted::into_error)
     }
 }

@@ -5,13 +5,20 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
-use crate::ranked::{Rank, RankedMutex};
-
-use super::counters::Counters;
-use super::sst_readers::SstReaders;
-use super::write::insert_batch;
-use super::{DbInner, FileCleanup, Jobs, SuperVersion, SuperVersionCell, WritePath};
 use crate::codec::internal::{SEQNO_MAX, SeqNo};
+use crate::db::state::DbInner;
+use crate::db::state::counters::Counters;
+use crate::db::state::files_in_use::FilesInUse;
+use crate::db::state::index_builds::IndexBuilds;
+use crate::db::state::jobs::Jobs;
+use crate::db::state::lifecycle::Lifecycle;
+use crate::db::state::open_trees::OpenTrees;
+use crate::db::state::row_cache::RowCache;
+use crate::db::state::snapshots::Snapshots;
+use crate::db::state::sst_readers::SstReaders;
+use crate::db::state::versions::{Memtables, Versions};
+use crate::db::state::write_path::WritePath;
+use crate::db::write::commit::insert_batch;
 use crate::error::{Error, Result};
 use crate::files::{self, FileKind};
 use crate::io::Fs;
@@ -34,22 +41,16 @@ pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<DbInner
     let names = fs.list(dir)?;
     let (versions, log_number, last_seqno) = recover_versions(&fs, dir, &names, exists, read_only)?;
     let wals = wals_to_replay(&names, log_number);
-    let version = Arc::new(crate::version::Version::default());
     let inner = DbInner {
         dir: dir.to_path_buf(),
         fs: fs.clone(),
         id: next_db_id(),
-        lifecycle: super::lifecycle::Lifecycle::new(released, lock),
+        lifecycle: Lifecycle::new(released, lock),
         read_only,
-        versions: RankedMutex::new(Rank::Versions, versions),
-        state: SuperVersionCell::new(SuperVersion {
-            mem: Arc::new(Memtable::new(0)),
-            imms: Vec::new(),
-            version,
-        }),
+        versions: Versions::new(versions),
         writer: WritePath::new(LogWriter::new(Box::new(NoFile)), last_seqno),
         jobs: Jobs::new(),
-        files: FileCleanup::new(),
+        files: FilesInUse::new(),
         sst_readers: Arc::new(SstReaders::new(
             fs.clone(),
             dir.to_path_buf(),
@@ -58,12 +59,11 @@ pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<DbInner
             Arc::new(BlockCache::new(opts.block_cache_bytes)),
         )),
         blob_files: Arc::new(crate::blob::BlobFiles::new(fs.clone(), dir.to_path_buf())),
-        row_cache: (opts.row_cache_bytes > 0)
-            .then(|| crate::db::row_cache::RowCache::new(opts.row_cache_bytes)),
-        snapshots: RankedMutex::new(Rank::Snapshots, std::collections::BTreeMap::new()),
+        row_cache: (opts.row_cache_bytes > 0).then(|| RowCache::new(opts.row_cache_bytes)),
+        snapshots: Snapshots::new(),
         counters: Counters::default(),
-        open_trees: RankedMutex::new(Rank::OpenTrees, std::collections::HashMap::new()),
-        indexes: super::index::IndexState::default(),
+        open_trees: OpenTrees::new(),
+        indexes: IndexBuilds::default(),
         opts,
     };
     inner.recover_wals(&wals, last_seqno)?;
@@ -384,7 +384,7 @@ impl DbInner {
                 return Err(Error::corruption(path, offset, "damaged record at the end of an older WAL"));
             }
         }
-        let version = self.versions.lock().current_version().clone();
+        let version = self.versions.current();
         for (path, log) in logs {
             for (offset, payload) in log.records {
                 let decoded = batch::decode(&payload, &path, offset)?;
@@ -408,15 +408,14 @@ impl DbInner {
         }
         if self.read_only {
             // The WALs' writes stay in memory: one memtable holds them all.
-            let version = self.versions.lock().current();
-            self.state.replace(|_| SuperVersion { mem: Arc::new(mem), imms: Vec::new(), version });
+            self.versions.install_recovered_read_only(Arc::new(mem));
             self.writer.publish(max_seqno);
             return Ok(());
         }
         let flushed = self.write_memtable(&[&mem])?;
         added.extend(flushed.files);
         blobs.extend(flushed.blob);
-        let number = self.versions.lock().new_file_number();
+        let number = self.versions.new_file_number();
         let path = self.dir.join(files::wal(number));
         let file = self.fs.create(&path)?;
         self.fs.sync_dir(&self.dir)?;
@@ -427,14 +426,9 @@ impl DbInner {
             blob_files_added: blobs,
             ..VersionEdit::default()
         };
-        let version = self.versions.lock().log_and_apply(edit)?;
-        self.files.release_all();
         self.writer.replace_wal(LogWriter::new(file));
-        self.state.replace(|_| SuperVersion {
-            mem: Arc::new(Memtable::new(number)),
-            imms: Vec::new(),
-            version,
-        });
+        self.install(Memtables::Recovered(Arc::new(Memtable::new(number))), &[], |_| Ok(Some(edit)))?;
+        self.files.release_all();
         self.writer.publish(max_seqno);
         Ok(())
     }

@@ -1,0 +1,10 @@
+//! Reads: the point path (memtables, then each SST that may hold the key),
+//! the cursors that merge sorted runs, iterators, scans and their plans,
+//! size and value estimates, and snapshots.
+
+pub(crate) mod cursor;
+pub(crate) mod estimates;
+pub(crate) mod iter;
+pub(crate) mod point;
+pub(crate) mod scan;
+pub(crate) mod snapshot;
