@@ -238,7 +238,25 @@ impl TableLayout {
         let primary_key: Vec<usize> =
             key_ids.iter().filter_map(|id| ids.iter().position(|i| i == id)).collect();
         let schema = Arc::new(Schema::new_with_metadata(fields, self.schema().metadata().clone()));
-        self.next_version(schema, &primary_key, ids, defaults)
+        let next = self.next_version(schema, &primary_key, ids, defaults)?;
+        // What a change keeps true (`next_version` checks a MANIFEST's
+        // record against less: its ids may have any order).
+        debug_assert_eq!(next.version, self.version + 1, "an altered layout skips a version");
+        debug_assert!(
+            next.column_ids.windows(2).all(|w| w[0] < w[1]),
+            "column ids not unique and rising: {:?}",
+            next.column_ids
+        );
+        debug_assert!(
+            next.column_id_next > next.column_ids.last().copied().unwrap_or(0) || next.column_ids.is_empty()
+        );
+        debug_assert!(
+            next.defaults.iter().zip(next.schema().fields()).all(|(d, f)| d
+                .as_ref()
+                .is_none_or(|d| super::layout::same_type(d.data_type(), f.data_type()))),
+            "a default of another type than its column"
+        );
+        Ok(next)
     }
 
     /// The id a column added next takes: above every id of every version,

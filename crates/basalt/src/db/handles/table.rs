@@ -366,37 +366,31 @@ impl Table {
         Ok(key::encode(key))
     }
 
-    /// The newest visible version of `user_key` as a one-row batch,
-    /// through the point-read path every tree shares (`read.rs`).
+    /// The newest visible version of `user_key` as a one-row batch.
     pub(crate) fn row_at(
         &self,
         user_key: &[u8],
         seqno: SeqNo,
         sv: &SuperVersion,
     ) -> Result<Option<RecordBatch>> {
-        self.check_readable(sv)?;
-        let layout = self.layout_in(sv);
-        let mut row = None;
-        self.inner.lookup(sv, seqno, self.shared.id, user_key, Some(layout), &mut |value| {
-            row = Some(match value {
-                // A block's columns are built once and kept with it in the
-                // block cache; slicing them is cheaper for one row than
-                // appending the row's values to builders (measured:
-                // docs/BENCHMARKS-history.md, issue 37), which pays off for many.
-                Value::TableRow(block, i) => block
-                    .arrays(layout)
-                    .map_err(|e| block.corruption(e))
-                    .map(|arrays| arrays.iter().map(|a| a.slice(i, 1)).collect()),
-                value => {
-                    let mut builders = builders_for(layout);
-                    value
-                        .push_row(layout, user_key, &mut builders)
-                        .and_then(|()| builders.into_iter().map(ColumnBuilder::into_array).collect())
-                }
-            });
+        let row = self.with_row_at(user_key, seqno, sv, |layout, value| match value {
+            // A block's columns are built once and kept with it in the
+            // block cache; slicing them is cheaper for one row than
+            // appending the row's values to builders (measured:
+            // docs/BENCHMARKS-history.md, issue 37), which pays off for many.
+            Value::TableRow(block, i) => block
+                .arrays(layout)
+                .map_err(|e| block.corruption(e))
+                .map(|arrays| arrays.iter().map(|a| a.slice(i, 1)).collect::<Vec<_>>()),
+            value => {
+                let mut builders = builders_for(layout);
+                value
+                    .push_row(layout, user_key, &mut builders)
+                    .and_then(|()| builders.into_iter().map(ColumnBuilder::into_array).collect())
+            }
         })?;
         let Some(columns) = row.transpose()? else { return Ok(None) };
-        RecordBatch::try_new(layout.schema().clone(), columns)
+        RecordBatch::try_new(self.layout_in(sv).schema().clone(), columns)
             .map_err(|e| Error::InvalidArgument(format!("table row: {e}")))
             .map(Some)
     }
@@ -419,12 +413,28 @@ impl Table {
         sv: &SuperVersion,
         builders: &mut [ColumnBuilder],
     ) -> Result<bool> {
+        let pushed = self
+            .with_row_at(user_key, seqno, sv, |layout, value| value.push_row(layout, user_key, builders))?;
+        pushed.transpose().map(|p| p.is_some())
+    }
+
+    /// `f` of the table's layout in `sv` and the newest visible version of
+    /// `user_key` at `seqno`, if the key has a row: the one way a table
+    /// reads a row by key, through the point-read path every tree shares
+    /// (`read/point.rs`).
+    fn with_row_at<R>(
+        &self,
+        user_key: &[u8],
+        seqno: SeqNo,
+        sv: &SuperVersion,
+        f: impl FnOnce(&TableLayout, Value<'_>) -> R,
+    ) -> Result<Option<R>> {
         self.check_readable(sv)?;
         let layout = self.layout_in(sv);
-        let mut pushed = None;
+        let (mut f, mut out) = (Some(f), None);
         self.inner.lookup(sv, seqno, self.shared.id, user_key, Some(layout), &mut |value| {
-            pushed = Some(value.push_row(layout, user_key, builders));
+            out = f.take().map(|f| f(layout, value));
         })?;
-        pushed.transpose().map(|p| p.is_some())
+        Ok(out)
     }
 }

@@ -12,7 +12,7 @@ use crate::db::{state::DbInner, state::versions::SuperVersion};
 use std::path::Path;
 
 use crate::blob::{BlobFiles, BlobPointer};
-use crate::codec::internal::{Kind, SeqNo, unpack_trailer};
+use crate::codec::internal::{Kind, SEQNO_MAX, SeqNo, unpack_trailer};
 use crate::error::{Error, Result};
 use crate::ids::TreeId;
 use crate::row::decode::{ColumnBuilder, builders_for, decode_row};
@@ -21,7 +21,7 @@ use crate::row::evolve::OlderVersion;
 use crate::row::layout::{ColumnSource, TableLayout};
 use crate::sst::block::Block;
 use crate::sst::filter::key_hash;
-use crate::sst::reader::LookupTrace;
+use crate::sst::reader::{Fetched, LookupTrace, SstReader};
 use crate::version::{FileMeta, Version};
 
 impl DbInner {
@@ -88,8 +88,8 @@ impl DbInner {
     }
 
     /// Calls `found` with the newest version of `user_key` in `tree` at
-    /// `seqno` in `sv`, if it is a value: the one point-read path of every
-    /// tree. `sv` must have been loaded before `seqno` (see `read_view`).
+    /// `seqno` in `sv`, if it is a value. `sv` must have been loaded before
+    /// `seqno` (see `read_view`).
     pub(crate) fn lookup(
         &self,
         sv: &SuperVersion,
@@ -99,38 +99,104 @@ impl DbInner {
         layout: Option<&TableLayout>,
         found: &mut dyn FnMut(Value<'_>),
     ) -> Result<()> {
+        let wanted = Wanted { tree, user_key, hash: key_hash(user_key), seqno, newer_than: None, layout };
+        self.newest_version(sv, &wanted, &mut |trailer, value, file| {
+            match unpack_trailer(trailer) {
+                Some((_, Kind::Put)) => found(value),
+                Some((_, Kind::Blob)) => {
+                    let sst = file.map_or(Path::new(""), SstReader::path);
+                    found(Value::Shared(self.read_blob_cold(&sv.version, value.as_slice(), sst)?));
+                }
+                _ => {}
+            }
+            Ok(())
+        })
+    }
+
+    /// The seqno of the newest version (a value or a delete) of `user_key`
+    /// in `tree` in `sv`, if it is newer than `newer_than`: a transaction's
+    /// conflict check. Sources holding nothing newer than `newer_than` are
+    /// skipped. Compaction keeps the newest version of a key with its seqno
+    /// (and the transaction's snapshot keeps the versions it read), so a
+    /// write since `newer_than` is found wherever it has moved.
+    pub(crate) fn newest_seqno_after(
+        &self,
+        sv: &SuperVersion,
+        tree: TreeId,
+        user_key: &[u8],
+        newer_than: SeqNo,
+    ) -> Result<Option<SeqNo>> {
+        let wanted = Wanted {
+            tree,
+            user_key,
+            hash: key_hash(user_key),
+            seqno: SEQNO_MAX,
+            newer_than: Some(newer_than),
+            layout: None,
+        };
+        let mut newest = None;
+        self.newest_version(sv, &wanted, &mut |trailer, _, _| {
+            newest = unpack_trailer(trailer).map(|(s, _)| s).filter(|&s| s > newer_than);
+            Ok(())
+        })?;
+        Ok(newest)
+    }
+
+    /// The one point-read path of every tree: calls `found` with the newest
+    /// version of `wanted` (its trailer, its value unresolved, and the SST
+    /// it came from, `None` for a memtable), looking in the memtables
+    /// newest first, then in each SST that may hold the key, newest first.
+    /// Timing and counters are recorded here, once.
+    fn newest_version(
+        &self,
+        sv: &SuperVersion,
+        wanted: &Wanted<'_>,
+        found: &mut FoundVersion<'_>,
+    ) -> Result<()> {
         let timed = self.opts.timing_stats;
         let clock = timed.then(Instant::now);
         let mut timing = GetTiming::default();
-        if let Some((trailer, value)) = newest_in_memtables(sv, seqno, tree, user_key) {
+        if let Some((trailer, value)) = newest_in_memtables(sv, wanted) {
             self.counters.record_get(0);
             if let Some(c) = clock {
                 timing.memtable_ns = c.elapsed().as_nanos() as u64;
                 self.counters.record_timing(&timing);
             }
-            if is_put(trailer) {
-                found(Value::Borrowed(value));
-            }
-            return Ok(());
+            return found(trailer, Value::Borrowed(value), None);
         }
         timing.memtable_ns = clock.map_or(0, |c| c.elapsed().as_nanos() as u64);
-        let Some(tree_version) = sv.version.tree(tree) else {
-            return Err(Error::InvalidArgument(format!("unknown tree {tree}")));
+        let Some(tree_version) = sv.version.tree(wanted.tree) else {
+            return Err(Error::InvalidArgument(format!("unknown tree {}", wanted.tree)));
         };
-        let wanted = Wanted { tree, user_key, hash: key_hash(user_key), seqno, layout };
+        let files = || {
+            tree_version
+                .files_for_key(wanted.user_key)
+                .filter(|f| wanted.newer_than.is_none_or(|floor| f.max_seqno > floor))
+        };
         // Each file's filter line is a cache miss of its own at scale; load
         // them all first so the misses overlap (files not yet opened are
         // opened by the loop below).
-        let touched = tree_version
-            .files_for_key(user_key)
-            .filter_map(|file| file.reader.get())
-            .fold(0, |acc, reader| acc ^ reader.touch_filter(wanted.hash));
+        let touched =
+            files().filter_map(|file| file.reader.get()).fold(0, |acc, r| acc ^ r.touch_filter(wanted.hash));
         std::hint::black_box(touched);
         let mut probes = 0;
-        for file in tree_version.files_for_key(user_key) {
+        for file in files() {
             probes += 1;
-            if self.probe_file(sv, file, &wanted, probes, &mut timing, found)? {
-                return Ok(());
+            let reader = self.sst_readers.reader(wanted.tree, file)?;
+            let probe = timed.then(Instant::now);
+            let mut trace = LookupTrace { timed, ..LookupTrace::default() };
+            let mut block = None;
+            let answer = self.probe_file(&reader, file, wanted, &mut trace, &mut block)?;
+            self.counters.record_lookup(&trace);
+            if let Some(p) = probe {
+                timing.add_probe(&trace, p.elapsed().as_nanos() as u64);
+            }
+            if let Some((trailer, value)) = answer {
+                self.counters.record_get(probes);
+                if timed {
+                    self.counters.record_timing(&timing);
+                }
+                return found(trailer, value, Some(&reader));
             }
         }
         self.counters.record_get(probes);
@@ -140,93 +206,56 @@ impl DbInner {
         Ok(())
     }
 
-    /// Looks `wanted` up in one SST, the `probes`-th of the lookup: whether
-    /// the file decides it (its newest version is there; a value is handed
-    /// to `found`). The filter is asked before the row cache, so a key the
-    /// file lacks costs no hash lookup.
+    /// The newest version of `wanted` in one SST, if the file holds the
+    /// key: its filter first (a key the file lacks costs no hash lookup),
+    /// then the row cache, then the file's index and block. A table row of
+    /// an older schema version is adapted to the current one. The value may
+    /// borrow `block`, where the found block is kept.
     #[inline]
-    fn probe_file(
+    fn probe_file<'r: 'b, 'b>(
         &self,
-        sv: &SuperVersion,
+        reader: &'r SstReader,
         file: &FileMeta,
         wanted: &Wanted<'_>,
-        probes: u64,
-        timing: &mut GetTiming,
-        found: &mut dyn FnMut(Value<'_>),
-    ) -> Result<bool> {
-        let timed = self.opts.timing_stats;
-        let reader = self.sst_readers.reader(wanted.tree, file)?;
-        let mut trace = LookupTrace { timed, ..LookupTrace::default() };
-        let probe = timed.then(Instant::now);
-        let mut answer = None;
-        // The block a found value is borrowed from.
-        let block;
+        trace: &mut LookupTrace,
+        block: &'b mut Option<Fetched<'r>>,
+    ) -> Result<Option<(u64, Value<'b>)>> {
+        if !reader.filter_hash_traced(wanted.hash, trace) {
+            return Ok(None);
+        }
         // A table file of an older schema version is read through it into
         // the current one, and kept out of the row cache (whose rows are
         // each file's own version).
         let current_version = || wanted.layout.is_none_or(|l| l.version() == file.schema_version);
-        if !reader.filter_hash_traced(wanted.hash, &mut trace) {
-            self.counters.record_lookup(&trace);
-        } else if let Some((trailer, value)) = self
-            .row_cache
-            .as_ref()
-            .filter(|_| current_version())
-            .and_then(|r| r.get(file.number, wanted.user_key, wanted.seqno))
+        let cached = self.row_cache.as_ref().filter(|_| current_version());
+        if let Some((trailer, value)) = cached.and_then(|r| r.get(file.number, wanted.user_key, wanted.seqno))
         {
             // Counted by the row cache, not as a probe of the file's index.
-            answer = Some((trailer, Value::Shared(value)));
-        } else {
-            if let Some((fetched, i)) = reader.find(wanted.user_key, wanted.seqno, &mut trace)? {
-                block = fetched;
-                let trailer = block.rows().trailer(i);
-                // This lookup saw every version in the file: it found the newest.
-                let row_cache =
-                    self.row_cache.as_ref().filter(|_| wanted.seqno >= file.max_seqno && current_version());
-                // A key-value block's value is the row bytes of the
-                // key-value layout; a table block's rows are its columns.
-                let value = match (wanted.layout, block.cached()) {
-                    (Some(_), Some(cached)) if !cached.is_key_value() && current_version() => {
-                        Value::TableRow(cached, i)
-                    }
-                    // A delete's value is never read: nothing to adapt.
-                    (Some(_), Some(cached)) if !cached.is_key_value() && !is_put(trailer) => {
-                        Value::Borrowed(&[])
-                    }
-                    (Some(layout), Some(cached)) if !cached.is_key_value() => {
-                        Value::Shared(older_row(layout, file, cached, i)?)
-                    }
-                    _ => Value::Borrowed(block.rows().value(i)),
-                };
-                if let Some(row_cache) = row_cache {
-                    row_cache.insert(
-                        file.number,
-                        wanted.user_key,
-                        trailer,
-                        value.cached_bytes(wanted.layout)?,
-                    );
-                }
-                answer = Some((trailer, value));
-            }
-            self.counters.record_lookup(&trace);
+            return Ok(Some((trailer, Value::Shared(value))));
         }
-        if let Some(p) = probe {
-            timing.add_probe(&trace, p.elapsed().as_nanos() as u64);
-        }
-        let Some((trailer, value)) = answer else {
-            return Ok(false);
+        let Some((fetched, i)) = reader.find(wanted.user_key, wanted.seqno, trace)? else {
+            return Ok(None);
         };
-        self.counters.record_get(probes);
-        if timed {
-            self.counters.record_timing(timing);
-        }
-        match unpack_trailer(trailer) {
-            Some((_, Kind::Put)) => found(value),
-            Some((_, Kind::Blob)) => {
-                found(Value::Shared(self.read_blob_cold(&sv.version, value.as_slice(), reader.path())?));
+        let block = &*block.insert(fetched);
+        let trailer = block.rows().trailer(i);
+        // A key-value block's value is the row bytes of the key-value
+        // layout; a table block's rows are its columns.
+        let value = match (wanted.layout, block.cached()) {
+            (Some(_), Some(cached)) if !cached.is_key_value() && current_version() => {
+                Value::TableRow(cached, i)
             }
-            _ => {}
+            // A delete's value is never read: nothing to adapt.
+            (Some(_), Some(cached)) if !cached.is_key_value() && !is_put(trailer) => Value::Borrowed(&[]),
+            (Some(layout), Some(cached)) if !cached.is_key_value() => {
+                Value::Shared(older_row(layout, file, cached, i)?)
+            }
+            _ => Value::Borrowed(block.rows().value(i)),
+        };
+        // This lookup saw every version in the file: it found the newest.
+        if let Some(row_cache) = cached.filter(|_| wanted.seqno >= file.max_seqno) {
+            row_cache.insert(file.number, wanted.user_key, trailer, value.cached_bytes(wanted.layout)?);
         }
-        Ok(true)
+        Ok(Some((trailer, value)))
     }
 }
 
@@ -257,6 +286,11 @@ pub(crate) fn older_row_of(
     Ok(Bytes::from(bytes))
 }
 
+/// What the point-read path hands the newest version it found to: its
+/// trailer, its value (a blob pointer unresolved), and the SST it came
+/// from (`None` for a memtable).
+type FoundVersion<'f> = dyn FnMut(u64, Value<'_>, Option<&SstReader>) -> Result<()> + 'f;
+
 /// What one lookup looks for.
 struct Wanted<'a> {
     tree: TreeId,
@@ -264,6 +298,11 @@ struct Wanted<'a> {
     /// The key's filter hash, computed once for every file.
     hash: u64,
     seqno: SeqNo,
+    /// Sources holding nothing newer than this are skipped (a conflict
+    /// check asks only whether a version newer than its snapshot exists).
+    newer_than: Option<SeqNo>,
+    /// A table's current layout: its rows are handed out as columns, and
+    /// rows of older schema versions adapted to it.
     layout: Option<&'a TableLayout>,
 }
 
@@ -271,13 +310,11 @@ struct Wanted<'a> {
 /// then immutable, newest first), as its trailer and value, if one holds
 /// it: then it decides the lookup.
 #[inline]
-fn newest_in_memtables<'a>(
-    sv: &'a SuperVersion,
-    seqno: SeqNo,
-    tree: TreeId,
-    user_key: &[u8],
-) -> Option<(u64, &'a [u8])> {
-    std::iter::once(&sv.mem).chain(sv.imms.iter()).find_map(|mem| mem.get(tree, user_key, seqno))
+fn newest_in_memtables<'a>(sv: &'a SuperVersion, wanted: &Wanted<'_>) -> Option<(u64, &'a [u8])> {
+    std::iter::once(&sv.mem)
+        .chain(sv.imms.iter())
+        .filter(|mem| wanted.newer_than.is_none_or(|floor| mem.max_seqno() > floor))
+        .find_map(|mem| mem.get(wanted.tree, wanted.user_key, wanted.seqno))
 }
 
 impl DbInner {

@@ -306,6 +306,7 @@ impl Versions {
             std::ptr::eq(Arc::as_ptr(&version), set.current_version()),
             "an install left another version current"
         );
+        let fresh = matches!(memtables, Memtables::Fresh);
         let switch_to = match memtables {
             Memtables::Fresh if !self.current.load().mem.is_empty() => Some(set.new_file_number()),
             _ => None,
@@ -314,6 +315,10 @@ impl Versions {
             Some(wal) => self.switch_memtable_to(parts, wal, Some(version.clone()))?,
             None => self.replace(|sv| sv.with(version.clone(), memtables)),
         }
+        // A schema change's version comes with a memtable of its own: no
+        // row in it was written under another version. (The caller owns
+        // the write path: nothing is written meanwhile.)
+        debug_assert!(!fresh || self.current.load().mem.is_empty(), "a fresh memtable holds rows");
         parts.files.release(releasing);
         Ok(Some(version))
     }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::catalog::TreeKind;
-use crate::codec::internal::{Kind, SEQNO_MAX, SeqNo, pack_trailer, unpack_trailer};
+use crate::codec::internal::{Kind, SEQNO_MAX, SeqNo, pack_trailer};
 use crate::db::index::upkeep::GroupOverlay;
 use crate::db::state::DbInner;
 use crate::db::state::jobs::Interrupted;
@@ -204,51 +204,26 @@ impl DbInner {
         check: &ConflictCheck,
         written: &HashSet<(TreeId, Vec<u8>)>,
     ) -> Result<()> {
+        // A transaction's snapshot was published before it began.
+        debug_assert!(
+            check.snapshot <= self.writer.last_seqno(),
+            "a commit's snapshot {} is above the last seqno {}",
+            check.snapshot,
+            self.writer.last_seqno()
+        );
         for (tree, key) in &check.keys {
+            if sv.version.tree(*tree).is_none() {
+                return Err(Error::InvalidArgument(format!(
+                    "the transaction read or wrote tree {tree}, a keyspace or table dropped since"
+                )));
+            }
             if written.contains(&(*tree, key.clone()))
-                || self.written_since(sv, *tree, key, check.snapshot)?
+                || self.newest_seqno_after(sv, *tree, key, check.snapshot)?.is_some()
             {
                 return Err(conflict(&sv.version, *tree, key));
             }
         }
         Ok(())
-    }
-
-    /// Whether `tree` holds a version of `key` newer than `seqno` in `sv`:
-    /// the newest version is looked up in each memtable, then in each SST,
-    /// newest first, skipping those that hold nothing newer than `seqno`.
-    /// Compaction keeps the newest version of a key with its seqno (and
-    /// the transaction's snapshot keeps the versions it read), so a write
-    /// since `seqno` is found wherever it has moved.
-    fn written_since(&self, sv: &SuperVersion, tree: TreeId, key: &[u8], seqno: SeqNo) -> Result<bool> {
-        let Some(tree_version) = sv.version.tree(tree) else {
-            return Err(Error::InvalidArgument(format!(
-                "the transaction read or wrote tree {tree}, a keyspace or table dropped since"
-            )));
-        };
-        for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
-            if mem.max_seqno() <= seqno {
-                continue;
-            }
-            if let Some((trailer, _)) = mem.get(tree, key, SEQNO_MAX) {
-                return Ok(unpack_trailer(trailer).is_some_and(|(s, _)| s > seqno));
-            }
-        }
-        let hash = crate::sst::filter::key_hash(key);
-        for file in tree_version.files_for_key(key) {
-            if file.max_seqno <= seqno {
-                continue;
-            }
-            let reader = self.sst_readers.reader(tree, file)?;
-            let mut trace = crate::sst::reader::LookupTrace::default();
-            if !reader.filter_hash_traced(hash, &mut trace) {
-                continue;
-            }
-            if let Some((block, i)) = reader.find(key, SEQNO_MAX, &mut trace)? {
-                return Ok(unpack_trailer(block.rows().trailer(i)).is_some_and(|(s, _)| s > seqno));
-            }
-        }
-        Ok(false)
     }
 
     /// Appends the group's accepted batches to the WAL in one write, synced
