@@ -16,9 +16,8 @@ use std::thread::JoinHandle;
 use crate::ranked::{Rank, RankedMutex};
 use bytes::Bytes;
 
-pub use handles::keyspace::Keyspace;
 pub use handles::stats::{GetLatency, LevelStats, Stats};
-pub use handles::table::{Table, TableOptions};
+pub use handles::table::TableOptions;
 pub use index::query::{IndexPredicate, LookupOptions};
 #[cfg(feature = "inspect")]
 pub use index::verify::IndexCheck;
@@ -26,16 +25,23 @@ pub use index::{IndexInfo, IndexOptions};
 pub use jobs::ingest::BulkLoad;
 pub use read::estimates::{ColumnEstimate, OwnedKeyValueRange, TableEstimate};
 pub use read::iter::{DbIterator, Direction};
+pub use read::overlay::TableOverlay;
 pub use read::scan::{KeyValueRange, ScanOptions, ScanPlan, TableScan};
 pub use read::snapshot::{ReadOptions, Snapshot};
-pub use write::transaction::{TableOverlay, Transaction};
+pub use state::handles::Keyspace;
+pub use state::handles::Table;
+pub use write::transaction::Transaction;
 
+use arrow_schema::SchemaRef;
+
+use crate::catalog::{DEFAULT_KEYSPACE, Namespace, TreeKindRecord};
 use crate::error::Result;
 use crate::ids::DEFAULT_TREE;
 use crate::options::{Options, WriteOptions};
 use crate::wal::batch::WriteBatch;
+use handles::ddl::table_record;
 use read::iter;
-use state::DbInner;
+use state::inner::DbInner;
 
 /// An open database. `Send + Sync`: share it between threads by reference or
 /// in an `Arc`.
@@ -335,5 +341,77 @@ impl Db {
 impl Drop for Db {
     fn drop(&mut self) {
         let _ = self.shut_down(false);
+    }
+}
+
+/// The catalog: tables and keyspaces by name (`handles/ddl.rs` has the
+/// work).
+impl Db {
+    /// Creates a table with `schema` and a primary key of the named columns.
+    /// As SQL's `PRIMARY KEY` implies `NOT NULL`, the key columns are
+    /// stored non-nullable whatever their fields say (pyarrow and most
+    /// schema builders make every field nullable unless told otherwise):
+    /// [`Table::schema`] shows them so, and a write with a null in one is
+    /// refused naming the column. The schema and key are checked before
+    /// anything is written.
+    #[expect(clippy::needless_pass_by_value, reason = "a SchemaRef is an Arc; Arrow APIs take it by value")]
+    pub fn create_table(
+        &self,
+        name: &str,
+        schema: SchemaRef,
+        primary_key: &[&str],
+        _options: TableOptions,
+    ) -> Result<Table> {
+        let kind = table_record(&schema, primary_key)?;
+        self.inner.create_tree(Namespace::Tables, name, kind)?;
+        self.table(name)
+    }
+
+    /// The table called `name` (`"default"` is the default keyspace seen
+    /// as a table of two binary columns, `key` and `value`).
+    pub fn table(&self, name: &str) -> Result<Table> {
+        let shared = self.inner.open_tree(Namespace::Tables, name)?;
+        Ok(Table { inner: self.inner.clone(), shared })
+    }
+
+    /// Names of every table, `"default"` (the default keyspace's table
+    /// face) first.
+    pub fn tables(&self) -> Vec<String> {
+        let catalog = self.inner.versions.load().version.catalog.clone();
+        std::iter::once(DEFAULT_KEYSPACE.to_string()).chain(catalog.names(Namespace::Tables)).collect()
+    }
+
+    /// Drops a table and its data. Fails with [`Error::Busy`](crate::Error::Busy) while any
+    /// handle to it (or a scan over it) is alive, and refuses `"default"`.
+    pub fn drop_table(&self, name: &str) -> Result<()> {
+        self.inner.drop_tree(Namespace::Tables, name)
+    }
+
+    /// Creates a key-value keyspace: a tree of its own, with its own
+    /// keys, that shares the WAL, caches and write buffer (RocksDB's
+    /// column families, fjall's partitions). Writes to several keyspaces
+    /// commit atomically in one [`WriteBatch`](crate::WriteBatch).
+    pub fn create_keyspace(&self, name: &str) -> Result<Keyspace> {
+        self.inner.create_tree(Namespace::Keyspaces, name, TreeKindRecord::Keyspace)?;
+        self.keyspace(name)
+    }
+
+    /// The keyspace called `name`; `"default"` is the one the `Db`'s own
+    /// key-value methods use.
+    pub fn keyspace(&self, name: &str) -> Result<Keyspace> {
+        let shared = self.inner.open_tree(Namespace::Keyspaces, name)?;
+        Ok(Keyspace::new(self.inner.clone(), shared))
+    }
+
+    /// Names of every keyspace, `"default"` first.
+    pub fn keyspaces(&self) -> Vec<String> {
+        self.inner.versions.load().version.catalog.names(Namespace::Keyspaces)
+    }
+
+    /// Drops a keyspace and its data. Fails with [`Error::Busy`](crate::Error::Busy) while a
+    /// handle to it (or an iterator over it) is alive, and refuses
+    /// `"default"`.
+    pub fn drop_keyspace(&self, name: &str) -> Result<()> {
+        self.inner.drop_tree(Namespace::Keyspaces, name)
     }
 }

@@ -239,8 +239,15 @@ impl TableLayout {
             key_ids.iter().filter_map(|id| ids.iter().position(|i| i == id)).collect();
         let schema = Arc::new(Schema::new_with_metadata(fields, self.schema().metadata().clone()));
         let next = self.next_version(schema, &primary_key, ids, defaults)?;
-        // What a change keeps true (`next_version` checks a MANIFEST's
-        // record against less: its ids may have any order).
+        self.debug_assert_altered_into(&next);
+        Ok(next)
+    }
+
+    /// What a change keeps true of the layout it makes (`next_version`
+    /// checks a MANIFEST's record against less: its ids may come in any
+    /// order): the version is the next one, column ids are unique and
+    /// rising and below the next id, and defaults have their column's type.
+    fn debug_assert_altered_into(&self, next: &TableLayout) {
         debug_assert_eq!(next.version, self.version + 1, "an altered layout skips a version");
         debug_assert!(
             next.column_ids.windows(2).all(|w| w[0] < w[1]),
@@ -248,7 +255,8 @@ impl TableLayout {
             next.column_ids
         );
         debug_assert!(
-            next.column_id_next > next.column_ids.last().copied().unwrap_or(0) || next.column_ids.is_empty()
+            next.column_ids.last().is_none_or(|&last| last < next.column_id_next),
+            "a column id at or above the next one"
         );
         debug_assert!(
             next.defaults.iter().zip(next.schema().fields()).all(|(d, f)| d
@@ -256,7 +264,6 @@ impl TableLayout {
                 .is_none_or(|d| super::layout::same_type(d.data_type(), f.data_type()))),
             "a default of another type than its column"
         );
-        Ok(next)
     }
 
     /// The id a column added next takes: above every id of every version,

@@ -19,9 +19,9 @@ use arrow_array::ArrayRef;
 use arrow_schema::{FieldRef, SchemaRef};
 
 use crate::catalog::{TableVersionRecord, TreeKind};
-use crate::db::handles::table::Table;
+use crate::db::state::handles::Table;
 use crate::db::state::versions::Memtables;
-use crate::db::{state::DbInner, state::versions::SuperVersion};
+use crate::db::{state::inner::DbInner, state::versions::SuperVersion};
 use crate::error::{Error, Result};
 use crate::ids::TreeId;
 use crate::row::evolve::ColumnChange;

@@ -9,11 +9,9 @@ use std::sync::Arc;
 use arrow_schema::{Schema, SchemaRef};
 
 use crate::catalog::{DEFAULT_KEYSPACE, Namespace, TreeKind, TreeKindRecord};
-use crate::db::handles::keyspace::Keyspace;
-use crate::db::handles::table::{Table, TableOptions};
+use crate::db::state::inner::DbInner;
 use crate::db::state::open_trees::TreeShared;
 use crate::db::state::versions::Memtables;
-use crate::db::{Db, state::DbInner};
 use crate::error::{Error, Result};
 use crate::ids::{DEFAULT_TREE, TreeId};
 use crate::row::layout::TableLayout;
@@ -24,78 +22,8 @@ use crate::version::edit::SCHEMA_BYTES_MAX;
 /// Longest keyspace or table name accepted, in bytes.
 const TREE_NAME_BYTES_MAX: usize = 255;
 
-impl Db {
-    /// Creates a table with `schema` and a primary key of the named columns.
-    /// As SQL's `PRIMARY KEY` implies `NOT NULL`, the key columns are
-    /// stored non-nullable whatever their fields say (pyarrow and most
-    /// schema builders make every field nullable unless told otherwise):
-    /// [`Table::schema`] shows them so, and a write with a null in one is
-    /// refused naming the column. The schema and key are checked before
-    /// anything is written.
-    #[expect(clippy::needless_pass_by_value, reason = "a SchemaRef is an Arc; Arrow APIs take it by value")]
-    pub fn create_table(
-        &self,
-        name: &str,
-        schema: SchemaRef,
-        primary_key: &[&str],
-        _options: TableOptions,
-    ) -> Result<Table> {
-        let kind = table_record(&schema, primary_key)?;
-        self.inner.create_tree(Namespace::Tables, name, kind)?;
-        self.table(name)
-    }
-
-    /// The table called `name` (`"default"` is the default keyspace seen
-    /// as a table of two binary columns, `key` and `value`).
-    pub fn table(&self, name: &str) -> Result<Table> {
-        let shared = self.inner.open_tree(Namespace::Tables, name)?;
-        Ok(Table { inner: self.inner.clone(), shared })
-    }
-
-    /// Names of every table, `"default"` (the default keyspace's table
-    /// face) first.
-    pub fn tables(&self) -> Vec<String> {
-        let catalog = self.inner.versions.load().version.catalog.clone();
-        std::iter::once(DEFAULT_KEYSPACE.to_string()).chain(catalog.names(Namespace::Tables)).collect()
-    }
-
-    /// Drops a table and its data. Fails with [`Error::Busy`] while any
-    /// handle to it (or a scan over it) is alive, and refuses `"default"`.
-    pub fn drop_table(&self, name: &str) -> Result<()> {
-        self.inner.drop_tree(Namespace::Tables, name)
-    }
-
-    /// Creates a key-value keyspace: a tree of its own, with its own
-    /// keys, that shares the WAL, caches and write buffer (RocksDB's
-    /// column families, fjall's partitions). Writes to several keyspaces
-    /// commit atomically in one [`WriteBatch`](crate::WriteBatch).
-    pub fn create_keyspace(&self, name: &str) -> Result<Keyspace> {
-        self.inner.create_tree(Namespace::Keyspaces, name, TreeKindRecord::Keyspace)?;
-        self.keyspace(name)
-    }
-
-    /// The keyspace called `name`; `"default"` is the one the `Db`'s own
-    /// key-value methods use.
-    pub fn keyspace(&self, name: &str) -> Result<Keyspace> {
-        let shared = self.inner.open_tree(Namespace::Keyspaces, name)?;
-        Ok(Keyspace::new(self.inner.clone(), shared))
-    }
-
-    /// Names of every keyspace, `"default"` first.
-    pub fn keyspaces(&self) -> Vec<String> {
-        self.inner.versions.load().version.catalog.names(Namespace::Keyspaces)
-    }
-
-    /// Drops a keyspace and its data. Fails with [`Error::Busy`] while a
-    /// handle to it (or an iterator over it) is alive, and refuses
-    /// `"default"`.
-    pub fn drop_keyspace(&self, name: &str) -> Result<()> {
-        self.inner.drop_tree(Namespace::Keyspaces, name)
-    }
-}
-
 /// The catalog record of a table, with its schema and key checked.
-fn table_record(schema: &SchemaRef, primary_key: &[&str]) -> Result<TreeKindRecord> {
+pub(crate) fn table_record(schema: &SchemaRef, primary_key: &[&str]) -> Result<TreeKindRecord> {
     let mut key = Vec::with_capacity(primary_key.len());
     for col in primary_key {
         let i = schema
@@ -161,7 +89,12 @@ impl DbInner {
         Some((id, layout))
     }
 
-    fn create_tree(&self, namespace: Namespace, name: &str, kind: TreeKindRecord) -> Result<TreeId> {
+    pub(crate) fn create_tree(
+        &self,
+        namespace: Namespace,
+        name: &str,
+        kind: TreeKindRecord,
+    ) -> Result<TreeId> {
         check_name(namespace, name)?;
         self.check_writable()?;
         self.with_exclusive_writer(|| {
@@ -200,7 +133,7 @@ impl DbInner {
 
     /// The shared state of the handles of a tree, registered so that a
     /// drop can refuse while one is alive.
-    fn open_tree(&self, namespace: Namespace, name: &str) -> Result<Arc<TreeShared>> {
+    pub(crate) fn open_tree(&self, namespace: Namespace, name: &str) -> Result<Arc<TreeShared>> {
         let (id, layout) = self
             .find_tree(namespace, name)
             .ok_or_else(|| Error::InvalidArgument(format!("no {} {name}", what(namespace))))?;
@@ -210,7 +143,7 @@ impl DbInner {
     /// Drops a tree. A compaction running on it is not waited for (writes
     /// would wait with it): it finds the tree gone when it installs its
     /// result and discards it (`compact.rs`).
-    fn drop_tree(&self, namespace: Namespace, name: &str) -> Result<()> {
+    pub(crate) fn drop_tree(&self, namespace: Namespace, name: &str) -> Result<()> {
         let what = what(namespace);
         self.drop_trees(|| {
             let (id, _) = self

@@ -7,25 +7,12 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::db::read::iter::{self, DbIterator, Direction};
+use crate::db::state::handles::Keyspace;
 use crate::db::state::open_trees::TreeShared;
-use crate::db::{read::snapshot::ReadOptions, state::DbInner};
+use crate::db::{read::snapshot::ReadOptions, state::inner::DbInner};
 use crate::error::{Error, Result};
 use crate::options::WriteOptions;
 use crate::wal::batch::WriteBatch;
-
-/// A handle to one keyspace. Cheap to clone; `Send + Sync`. While a handle
-/// (or an iterator from it) is alive, the keyspace cannot be dropped.
-#[derive(Clone)]
-pub struct Keyspace {
-    pub(crate) inner: Arc<DbInner>,
-    pub(crate) shared: Arc<TreeShared>,
-}
-
-impl std::fmt::Debug for Keyspace {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Keyspace").field("name", &self.shared.name).finish_non_exhaustive()
-    }
-}
 
 impl Keyspace {
     pub(crate) fn new(inner: Arc<DbInner>, shared: Arc<TreeShared>) -> Self {

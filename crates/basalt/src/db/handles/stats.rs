@@ -5,12 +5,12 @@ use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::db::state::DbInner;
 use crate::db::state::counters::{
     READ_BLOCK_NS, READ_BY_FENCES, READ_BY_MODEL, READ_FILTER_NS, READ_FILTERED, READ_GETS,
     READ_INDEX_ENTRIES, READ_INDEX_NS, READ_MEMTABLE_NS, READ_SEARCH_NS, READ_SST_PROBES, READ_TABLE_ROWS,
     READ_TIMED_GETS, READ_WINDOW_SUM,
 };
+use crate::db::state::inner::DbInner;
 use crate::ids::DEFAULT_TREE;
 use crate::version::LEVELS;
 

@@ -24,7 +24,9 @@ use crate::db::handles::ddl::check_name;
 use crate::db::jobs::flush::finish_sst;
 use crate::db::jobs::ingest::{Pending, key_head};
 use crate::db::read::iter::{Direction, RangeReader};
-use crate::db::{handles::table::Table, read::scan::ScanOptions, read::snapshot::Snapshot, state::DbInner};
+use crate::db::{
+    read::scan::ScanOptions, read::snapshot::Snapshot, state::handles::Table, state::inner::DbInner,
+};
 use crate::error::{Error, Result};
 use crate::ids::TreeId;
 use crate::row::encode::RowEncoder;

@@ -10,12 +10,11 @@
 pub(crate) mod build;
 pub(crate) mod plan;
 pub(crate) mod query;
-pub(crate) mod upkeep;
 #[cfg(feature = "inspect")]
 pub(crate) mod verify;
 
 use crate::catalog::{Namespace, TreeKind};
-use crate::db::handles::table::Table;
+use crate::db::state::handles::Table;
 use crate::error::{Error, Result};
 use crate::ids::TreeId;
 

@@ -21,7 +21,7 @@ use super::query::{IndexPredicate, IndexRead, predicate_range};
 use crate::codec::internal::SeqNo;
 use crate::codec::key::KeyValue;
 use crate::db::read::iter::{Direction, RangeReader};
-use crate::db::{handles::table::Table, state::versions::SuperVersion};
+use crate::db::{state::handles::Table, state::versions::SuperVersion};
 use crate::error::Result;
 use crate::row::encode::{key_value_of, value_bytes};
 use crate::row::filter::{CmpOp, Filter, Predicate};

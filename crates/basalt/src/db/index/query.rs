@@ -15,7 +15,7 @@ use crate::catalog::IndexDef;
 use crate::codec::internal::SeqNo;
 use crate::codec::key::{KeyValue, prefix_successor};
 use crate::db::read::iter::{Direction, KeyRange, RangeReader};
-use crate::db::{handles::table::Table, read::snapshot::Snapshot, state::versions::SuperVersion};
+use crate::db::{read::snapshot::Snapshot, state::handles::Table, state::versions::SuperVersion};
 use crate::error::{Error, Result};
 use crate::ids::TreeId;
 use crate::row::decode::{ColumnBuilder, builders_for};
@@ -218,7 +218,7 @@ impl Table {
     }
 }
 
-impl crate::db::state::DbInner {
+impl crate::db::state::inner::DbInner {
     /// Whether index `index` answers reads at `seqno` (an index built in
     /// this process does not answer for snapshots older than its build).
     pub(crate) fn index_ready_at(&self, index: TreeId, seqno: SeqNo) -> bool {

@@ -10,9 +10,9 @@ use std::ops::Bound;
 
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
-use crate::db::handles::table::Table;
 use crate::db::read::iter::{Direction, RangeReader};
 use crate::db::read::scan::ScanOptions;
+use crate::db::state::handles::Table;
 use crate::error::{Error, Result};
 use crate::row::index::RowValues;
 

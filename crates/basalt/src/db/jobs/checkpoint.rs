@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::db::state::DbInner;
+use crate::db::state::inner::DbInner;
 use crate::error::{Error, Result};
 use crate::files;
 use crate::log::writer::LogWriter;

@@ -2,7 +2,7 @@
 //! files and WALs, and at open the MANIFESTs and temporary files a crash
 //! left.
 
-use crate::db::state::DbInner;
+use crate::db::state::inner::DbInner;
 use crate::db::state::versions::Collectable;
 use crate::error::{Error, Result};
 use crate::files::{self, FileKind};

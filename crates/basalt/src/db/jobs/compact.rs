@@ -12,7 +12,7 @@ use crate::codec::internal::{Kind, unpack_trailer};
 use crate::compaction::retain::Retention;
 use crate::compaction::{self, CompactionTask};
 use crate::db::read::cursor::{KeyRange, TreeCursor, file_overlaps};
-use crate::db::state::DbInner;
+use crate::db::state::inner::DbInner;
 use crate::db::state::jobs::Interrupted;
 use crate::db::state::versions::Memtables;
 use crate::error::{Error, Result};

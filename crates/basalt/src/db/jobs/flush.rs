@@ -9,7 +9,7 @@ use std::time::Instant;
 use crate::blob::BlobWriter;
 use crate::catalog::TreeKind;
 use crate::codec::internal::{Kind, pack_trailer, unpack_trailer};
-use crate::db::state::DbInner;
+use crate::db::state::inner::DbInner;
 use crate::db::state::jobs::Interrupted;
 use crate::db::state::versions::Memtables;
 use crate::error::{Error, Result};

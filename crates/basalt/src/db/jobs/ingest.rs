@@ -20,7 +20,7 @@ use crate::catalog::TreeKind;
 use crate::codec::internal::{Kind, SEQNO_MAX, pack_trailer};
 use crate::db::jobs::flush::finish_sst;
 use crate::db::read::cursor::file_overlaps;
-use crate::db::state::DbInner;
+use crate::db::state::inner::DbInner;
 use crate::db::state::versions::Memtables;
 use crate::error::{Error, Result};
 use crate::ids::TreeId;

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 use crate::codec::internal::{SEQNO_MAX, SeqNo};
-use crate::db::state::DbInner;
 use crate::db::state::counters::Counters;
 use crate::db::state::files_in_use::FilesInUse;
 use crate::db::state::index_builds::IndexBuilds;
+use crate::db::state::inner::DbInner;
 use crate::db::state::jobs::Jobs;
 use crate::db::state::lifecycle::Lifecycle;
 use crate::db::state::open_trees::OpenTrees;

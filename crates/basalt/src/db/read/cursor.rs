@@ -361,7 +361,7 @@ impl TreeCursor {
     }
 
     /// Whether opening this cursor made a file ask for a compaction (see
-    /// [`DbInner::wake_compaction`](crate::db::state::DbInner::wake_compaction)).
+    /// [`DbInner::wake_compaction`](crate::db::state::inner::DbInner::wake_compaction)).
     pub(crate) fn asks_compaction(&self) -> bool {
         self.asks_compaction
     }

@@ -16,7 +16,7 @@ use crate::codec::key::{self, KeyValue, OwnedKeyValue};
 use crate::db::read::cursor::{KeyRange, covers_file, file_overlaps, in_range, span_overlaps};
 use crate::db::read::iter::{Direction, RangeReader};
 use crate::db::read::scan::{KeyValueRange, encode_range};
-use crate::db::{handles::table::Table, read::snapshot::Snapshot, state::versions::SuperVersion};
+use crate::db::{read::snapshot::Snapshot, state::handles::Table, state::versions::SuperVersion};
 use crate::error::{Error, Result};
 use crate::files;
 use crate::memtable::{MemCursor, Memtable};

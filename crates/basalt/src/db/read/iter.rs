@@ -12,7 +12,7 @@ use crate::codec::internal::{Kind, SeqNo, unpack_trailer};
 use crate::codec::key::prefix_successor;
 use crate::db::read::cursor::TreeCursor;
 use crate::db::state::open_trees::TreeShared;
-use crate::db::{read::snapshot::Snapshot, state::DbInner, state::versions::SuperVersion};
+use crate::db::{read::snapshot::Snapshot, state::inner::DbInner, state::versions::SuperVersion};
 use crate::error::Result;
 use crate::ids::TreeId;
 use crate::sst::{Blocks, SstIter};

@@ -5,6 +5,7 @@
 pub(crate) mod cursor;
 pub(crate) mod estimates;
 pub(crate) mod iter;
+pub(crate) mod overlay;
 pub(crate) mod point;
 pub(crate) mod scan;
 pub(crate) mod snapshot;

@@ -8,7 +8,7 @@ use std::time::Instant;
 use bytes::Bytes;
 
 use crate::db::state::counters::GetTiming;
-use crate::db::{state::DbInner, state::versions::SuperVersion};
+use crate::db::{state::inner::DbInner, state::versions::SuperVersion};
 use std::path::Path;
 
 use crate::blob::{BlobFiles, BlobPointer};

@@ -15,7 +15,7 @@ use bytes::Bytes;
 use crate::codec::internal::{Kind, SeqNo, pack_trailer, unpack_trailer};
 use crate::codec::key::{KeyValue, prefix_successor};
 use crate::db::read::cursor::{KeyRange, TreeCursor, in_range};
-use crate::db::{handles::table::Table, read::snapshot::Snapshot, state::versions::SuperVersion};
+use crate::db::{read::snapshot::Snapshot, state::handles::Table, state::versions::SuperVersion};
 use crate::error::{Error, Result};
 use crate::row::decode::{ColumnBuilder, builders_for, decode_row};
 use crate::row::filter::Filter;
@@ -51,7 +51,7 @@ pub struct ScanOptions<'a> {
     /// its rows replace and its deletes hide the snapshot's rows of their
     /// keys ([`Transaction::overlay`](crate::Transaction::overlay); pass
     /// the transaction's snapshot with it).
-    pub overlay: Option<crate::db::write::transaction::TableOverlay>,
+    pub overlay: Option<crate::db::read::overlay::TableOverlay>,
 }
 }
 
@@ -146,7 +146,7 @@ pub struct TableScan {
     by_index: Option<(crate::db::index::plan::IndexPlan, usize)>,
     /// A transaction's own rows in the scan's range, in key order (`None`:
     /// a deleted key), and the next one to merge.
-    own: Option<(crate::db::write::transaction::OwnRows, std::ops::Range<usize>)>,
+    own: Option<(crate::db::read::overlay::OwnRows, std::ops::Range<usize>)>,
 }
 
 impl std::fmt::Debug for TableScan {

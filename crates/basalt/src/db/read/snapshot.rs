@@ -8,7 +8,7 @@ use bytes::Bytes;
 
 use crate::codec::internal::SeqNo;
 use crate::db::read::iter::{self, DbIterator, Direction};
-use crate::db::state::DbInner;
+use crate::db::state::inner::DbInner;
 use crate::error::{Error, Result};
 use crate::ids::DEFAULT_TREE;
 

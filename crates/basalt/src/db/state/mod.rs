@@ -1,12 +1,15 @@
-//! The ground floor of the database: `DbInner`, everything the handle,
-//! iterators, snapshots and background threads share, as parts that each
-//! own their state and locks. Every room above (`read`, `write`, `jobs`,
-//! `index`, `handles`) works through these parts' operations; none takes
-//! a part's lock itself.
+//! The ground floor of the database: `DbInner` (`inner.rs`), everything
+//! the handle, iterators, snapshots and background threads share, as
+//! parts that each own their state and locks, and the data every handle
+//! of a tree holds (`handles.rs`). Every room above (`read`, `write`,
+//! `jobs`, `index`, `handles`) works through these parts' operations;
+//! none takes a part's lock itself.
 
 pub(crate) mod counters;
 pub(crate) mod files_in_use;
+pub(crate) mod handles;
 pub(crate) mod index_builds;
+pub(crate) mod inner;
 pub(crate) mod jobs;
 pub(crate) mod lifecycle;
 pub(crate) mod open_trees;
@@ -15,131 +18,3 @@ pub(crate) mod snapshots;
 pub(crate) mod sst_readers;
 pub(crate) mod versions;
 pub(crate) mod write_path;
-
-use std::path::PathBuf;
-use std::sync::Arc;
-
-use crate::error::{Error, Result};
-use crate::io::Fs;
-use crate::options::Options;
-use crate::version::{Version, VersionEdit};
-use counters::Counters;
-use files_in_use::FilesInUse;
-use index_builds::IndexBuilds;
-use jobs::Jobs;
-use lifecycle::Lifecycle;
-use open_trees::OpenTrees;
-use row_cache::RowCache;
-use snapshots::Snapshots;
-use sst_readers::SstReaders;
-use versions::{Held, InstallParts, Memtables, Versions};
-use write_path::WritePath;
-
-/// Everything shared between the handle, iterators, snapshots and the
-/// background threads.
-///
-/// Constant after construction: `dir`, `opts`, `fs`, `id`, `read_only`.
-/// Every other field is a part that guards its own state; which lock
-/// guards what:
-///
-/// | part | guards | lock(s), taken only in |
-/// | --- | --- | --- |
-/// | `versions` | the MANIFEST, file numbers, the current version and the super version readers load | `Versions`' set and replace locks, `versions.rs` |
-/// | `writer` | the group-commit queue, the exclusive writer right, the WAL, the seqnos | queue and WAL locks, `write_path.rs` |
-/// | `jobs` | the first fatal error, stopping, one compaction and one flush at a time, the drain rate | `jobs.rs` |
-/// | `files` | files jobs hold from collection, one collection at a time | `files_in_use.rs` |
-/// | `snapshots` | the live snapshots' seqnos | `snapshots.rs` |
-/// | `open_trees` | the open table and keyspace handles by tree | `open_trees.rs` |
-/// | `indexes` | rows touched during index builds, when each index became ready | `index_builds.rs` |
-/// | `lifecycle` | open, closed, released; the directory lock | `lifecycle.rs` |
-/// | `sst_readers`, `blob_files`, `row_cache` | open files and cached blocks and rows | internal to each |
-/// | `counters` | statistics (atomics) | none |
-///
-/// The order locks may nest in is their rank (`ranked.rs`, `Rank`, first
-/// taken first): debug builds, every test included, panic on a lock taken
-/// out of order, naming both. The exclusive writer right (a right the
-/// write queue grants, not a held mutex) ranks between `Collecting` and
-/// `OpenTrees`.
-///
-/// Reads take none of these locks: they load the super version and a
-/// seqno (`read/point.rs`), and the caches lock internally.
-pub(crate) struct DbInner {
-    pub dir: PathBuf,
-    pub opts: Options,
-    /// The file system, guarded: it refuses every change once the
-    /// database let its directory go (`lifecycle`).
-    pub fs: Arc<dyn Fs>,
-    /// Unique among the databases this process opened.
-    pub id: u64,
-    /// Open, closed, released: every call through a handle that outlived
-    /// the `Db` gets `Error::Closed`, and nothing is written after the
-    /// directory lock is given up.
-    pub lifecycle: Lifecycle,
-    /// Opened by `Db::open_read_only`: nothing is written, no thread runs.
-    pub read_only: bool,
-    /// The catalog and SSTs of every tree, the MANIFEST that logs them,
-    /// and what reads see: memtables and the current version.
-    pub versions: Versions,
-    pub writer: WritePath,
-    pub jobs: Jobs,
-    pub files: FilesInUse,
-    /// Open SST readers and the block cache they read through.
-    pub sst_readers: Arc<SstReaders>,
-    /// Open blob files, for values kept apart from their keys.
-    pub blob_files: Arc<crate::blob::BlobFiles>,
-    /// With `Options::row_cache_bytes` above zero.
-    pub row_cache: Option<RowCache>,
-    pub snapshots: Snapshots,
-    pub counters: Counters,
-    /// Live table and keyspace handles by tree, to refuse dropping a tree
-    /// in use.
-    pub open_trees: OpenTrees,
-    /// Index builds under way and when each index became usable.
-    pub indexes: IndexBuilds,
-}
-
-impl DbInner {
-    /// Whether the `Db` was closed or dropped.
-    pub(crate) fn is_closed(&self) -> bool {
-        self.lifecycle.is_closed()
-    }
-
-    /// [`Error::Closed`] once the `Db` was closed or dropped.
-    pub(crate) fn check_open(&self) -> Result<()> {
-        self.lifecycle.check_open()
-    }
-
-    /// Records the first fatal error (writes stop) and returns it.
-    pub(crate) fn set_bg_error(&self, e: Error) -> Error {
-        self.jobs.fail(e)
-    }
-
-    /// What an install works with besides the versions.
-    pub(crate) fn install_parts(&self) -> InstallParts<'_> {
-        InstallParts {
-            read_only: self.read_only,
-            lifecycle: &self.lifecycle,
-            jobs: &self.jobs,
-            files: &self.files,
-            writer: &self.writer,
-            fs: self.fs.as_ref(),
-            dir: &self.dir,
-        }
-    }
-
-    /// Logs and installs the edit `make` returns (see
-    /// [`Versions::install`]).
-    pub(crate) fn install(
-        &self,
-        memtables: Memtables<'_>,
-        releasing: &[u64],
-        make: impl FnOnce(&mut Held<'_>) -> Result<Option<VersionEdit>>,
-    ) -> Result<Option<Arc<Version>>> {
-        self.versions.install(&self.install_parts(), memtables, releasing, make)
-    }
-
-    /// Logs and installs `edit`, the memtables kept.
-    pub(crate) fn install_edit(&self, edit: VersionEdit) -> Result<()> {
-        self.install(Memtables::Keep, &[], |_| Ok(Some(edit))).map(drop)
-    }
-}

@@ -12,11 +12,11 @@ use std::time::Instant;
 
 use crate::catalog::TreeKind;
 use crate::codec::internal::{Kind, SEQNO_MAX, SeqNo, pack_trailer};
-use crate::db::index::upkeep::GroupOverlay;
-use crate::db::state::DbInner;
+use crate::db::state::inner::DbInner;
 use crate::db::state::jobs::Interrupted;
 use crate::db::state::versions::SuperVersion;
 use crate::db::state::write_path::{ConflictCheck, Request};
+use crate::db::write::index_upkeep::GroupOverlay;
 use crate::db::write::write_buffer::{self, StallAction, WriteBufferState};
 use crate::error::{Error, Result};
 use crate::ids::TreeId;

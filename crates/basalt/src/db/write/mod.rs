@@ -3,5 +3,6 @@
 //! that paces it, and optimistic transactions.
 
 pub(crate) mod commit;
+pub(crate) mod index_upkeep;
 pub(crate) mod transaction;
 pub(crate) mod write_buffer;

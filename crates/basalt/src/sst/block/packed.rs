@@ -96,6 +96,13 @@ pub fn pack(
     for (r, v) in ordered.iter_mut().enumerate() {
         *v = if is_null(r) { 0 } else { *v - reference };
     }
+    // Every distance fits the bits chosen: a wider one would spill into
+    // its neighbour's bits, a silently wrong value on reading.
+    debug_assert!(bits <= 64, "{bits} bits for a 64-bit value");
+    debug_assert!(
+        ordered.iter().all(|&d| bits == 64 || d >> bits == 0),
+        "a distance does not fit {bits} bits"
+    );
     // Eight bytes of slack, so that every value is one unaligned 8-byte
     // read-modify-write (up to 57 bits fit one from the value's first
     // byte); cut off at the end.

@@ -17,7 +17,7 @@ use crate::catalog::{IndexDef, TreeDef};
 use crate::codec::internal::{Kind, SeqNo};
 use crate::codec::key::prefix_successor;
 use crate::db::read::iter::{Direction, RangeReader};
-use crate::db::{state::DbInner, state::versions::SuperVersion};
+use crate::db::{state::inner::DbInner, state::versions::SuperVersion};
 use crate::error::{Error, Result};
 use crate::ids::TreeId;
 use crate::row::index::{IndexEntry, IndexLayout, RowValues};
@@ -134,7 +134,7 @@ impl DbInner {
     }
 
     /// [`DbInner::check_index_entry`] on an entry's lengths.
-    pub(super) fn check_entry_limits(&self, name: &str, key_len: usize, value_len: usize) -> Result<()> {
+    pub(crate) fn check_entry_limits(&self, name: &str, key_len: usize, value_len: usize) -> Result<()> {
         if key_len > self.opts.key_bytes_max {
             return Err(Error::InvalidArgument(format!(
                 "an entry of index {name} takes {key_len} bytes, over key_bytes_max ({})",
@@ -233,7 +233,7 @@ impl DbInner {
     }
 
     /// The row bytes of `user_key` in `table` at `seqno`, if it exists.
-    pub(super) fn current_row(
+    pub(crate) fn current_row(
         &self,
         sv: &SuperVersion,
         seqno: SeqNo,
@@ -252,7 +252,7 @@ impl DbInner {
     /// `entry` holds its indexed values, in the index tree at `seqno` or in
     /// `overlays` (newest first), which override the tree.
     #[expect(clippy::too_many_arguments, reason = "the read view, the index and the entry")]
-    pub(super) fn check_unique_entry(
+    pub(crate) fn check_unique_entry(
         &self,
         sv: &SuperVersion,
         seqno: SeqNo,
