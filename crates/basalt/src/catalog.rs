@@ -144,6 +144,31 @@ pub(crate) enum Namespace {
     IndexesOf(TreeId),
 }
 
+/// Longest keyspace, table or index name accepted, in bytes.
+const TREE_NAME_BYTES_MAX: usize = 255;
+
+impl Namespace {
+    /// Refuses a name no tree of this namespace may take.
+    pub(crate) fn check_name(self, name: &str) -> crate::error::Result<()> {
+        if name.is_empty() || name.len() > TREE_NAME_BYTES_MAX {
+            return Err(crate::error::Error::InvalidArgument(format!(
+                "{} name must be 1 to {TREE_NAME_BYTES_MAX} bytes",
+                self.what()
+            )));
+        }
+        Ok(())
+    }
+
+    /// What this namespace's trees are called in messages.
+    pub(crate) fn what(self) -> &'static str {
+        match self {
+            Namespace::Keyspaces => "keyspace",
+            Namespace::Tables => "table",
+            Namespace::IndexesOf(_) => "index",
+        }
+    }
+}
+
 /// One tree: its name and kind.
 #[derive(Debug, Clone)]
 pub(crate) struct TreeDef {

@@ -342,3 +342,28 @@ fn settled_directory_holds_only_live_ssts() {
     assert_eq!((stats.open_sst_readers, stats.blocks_unchecked), (live, 0), "{stats}");
     assert!(db.get(7u64.to_be_bytes()).is_ok());
 }
+
+/// Writers whose batches together exceed `group_commit_bytes_max`: a
+/// writer may lead a group that does not hold its own request (the front
+/// of the queue filled it), and must then lead again or be carried, never
+/// stop the queue (an assertion once did, in debug builds, hanging every
+/// writer).
+#[test]
+fn writers_lead_groups_without_their_own_request() {
+    let opts = Options::default().fs(Arc::new(basalt::testing::MemFs::new())).group_commit_bytes_max(1);
+    let db = Arc::new(Db::open("/db", opts).expect("open"));
+    let threads: Vec<_> = (0..6)
+        .map(|t| {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                for i in 0..2000 {
+                    db.put(format!("k{t}-{i}"), "v").expect("put");
+                }
+            })
+        })
+        .collect();
+    for th in threads {
+        th.join().expect("writer thread");
+    }
+    assert_eq!(db.iter_all().count(), 6 * 2000);
+}

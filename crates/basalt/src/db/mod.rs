@@ -18,10 +18,10 @@ use bytes::Bytes;
 
 pub use handles::stats::{GetLatency, LevelStats, Stats};
 pub use handles::table::TableOptions;
+pub use index::options::{IndexInfo, IndexOptions};
 pub use index::query::{IndexPredicate, LookupOptions};
 #[cfg(feature = "inspect")]
 pub use index::verify::IndexCheck;
-pub use index::{IndexInfo, IndexOptions};
 pub use jobs::ingest::BulkLoad;
 pub use read::estimates::{ColumnEstimate, OwnedKeyValueRange, TableEstimate};
 pub use read::iter::{DbIterator, Direction};
@@ -330,10 +330,7 @@ impl Db {
             // making progress, and there is nothing left to clean up.
             let _ = handle.join();
         }
-        // Without a writable MANIFEST (an earlier failure, a read-only
-        // open) there is nothing to log.
-        let log = !inner.jobs.failed() && !inner.read_only;
-        let logged = inner.versions.release_directory(&inner.install_parts(), log);
+        let logged = inner.versions.release_directory(&inner.install_parts());
         synced.and(logged)
     }
 }

@@ -29,54 +29,36 @@ use crate::version::VersionEdit;
 use crate::version::edit::SCHEMA_BYTES_MAX;
 
 impl Table {
-    /// Adds a column at the end of the table's schema. Rows written before
-    /// read `default` there (a one-value array of the column's type), or
-    /// null without one; a column that is not nullable needs a default. No
-    /// file is rewritten: the change is one MANIFEST record, after a flush
-    /// of the memtables if they hold rows of this table.
-    pub fn add_column(&self, field: impl Into<FieldRef>, default: Option<ArrayRef>) -> Result<()> {
+    /// [`Table::add_column`]'s work.
+    pub(crate) fn add_column_now(&self, field: impl Into<FieldRef>, default: Option<ArrayRef>) -> Result<()> {
         self.alter(&[ColumnChange::Add { field: field.into(), default }])
     }
 
-    /// Drops a column. Key columns cannot be dropped (a row's key is its
-    /// identity), nor columns an index holds (drop the index first). Its
-    /// values stay in the files until compaction rewrites them, and are
-    /// never read again; a column added later under the same name is a
-    /// new, empty column.
-    pub fn drop_column(&self, name: &str) -> Result<()> {
+    /// [`Table::drop_column`]'s work.
+    pub(crate) fn drop_column_now(&self, name: &str) -> Result<()> {
         self.alter(&[ColumnChange::Drop { name: name.to_string() }])
     }
 
-    /// Renames a column (key and indexed columns too); nothing stored
-    /// changes.
-    pub fn rename_column(&self, from: &str, to: &str) -> Result<()> {
+    /// [`Table::rename_column`]'s work.
+    pub(crate) fn rename_column_now(&self, from: &str, to: &str) -> Result<()> {
         self.alter(&[ColumnChange::Rename { from: from.to_string(), to: to.to_string() }])
     }
 
-    /// The value rows written before column `name` was added read there
-    /// (as `ALTER TABLE … ADD COLUMN … DEFAULT` gave it), if it has one.
-    pub fn column_default(&self, name: &str) -> Option<ArrayRef> {
+    /// [`Table::column_default`]'s work.
+    pub(crate) fn default_of(&self, name: &str) -> Option<ArrayRef> {
         let layout = self.layout();
         let c = layout.schema().index_of(name).ok()?;
         layout.defaults()[c].clone()
     }
 
-    /// The schema and, per column, the value rows written before it was
-    /// added read there ([`Table::column_default`]), from one load of the
-    /// table's state: the two are always of the same schema version.
-    pub fn schema_with_defaults(&self) -> (SchemaRef, Vec<Option<ArrayRef>>) {
+    /// [`Table::schema_with_defaults`]'s work.
+    pub(crate) fn schema_and_defaults(&self) -> (SchemaRef, Vec<Option<ArrayRef>>) {
         let layout = self.layout();
         (layout.schema().clone(), layout.defaults().to_vec())
     }
 
-    /// Applies `changes`, in order, to the table's columns (see
-    /// [`Table::add_column`], [`Table::drop_column`],
-    /// [`Table::rename_column`]) as one change: all of them or, when one
-    /// is refused, none (the table is as it was). Changing a column's type, or the primary
-    /// key, is not a change Basalt makes in place: files hold values in
-    /// their type's encoding and rows under their key, so either means a
-    /// new table and a copy.
-    pub fn alter(&self, changes: &[ColumnChange]) -> Result<()> {
+    /// [`Table::alter`]'s work.
+    pub(crate) fn alter_columns(&self, changes: &[ColumnChange]) -> Result<()> {
         self.inner().alter_table(self.tree(), self.name(), changes)
     }
 }

@@ -19,9 +19,6 @@ use crate::row::schema_to_ipc;
 use crate::version::VersionEdit;
 use crate::version::edit::SCHEMA_BYTES_MAX;
 
-/// Longest keyspace or table name accepted, in bytes.
-const TREE_NAME_BYTES_MAX: usize = 255;
-
 /// The catalog record of a table, with its schema and key checked.
 pub(crate) fn table_record(schema: &SchemaRef, primary_key: &[&str]) -> Result<TreeKindRecord> {
     let mut key = Vec::with_capacity(primary_key.len());
@@ -53,26 +50,6 @@ pub(crate) fn table_record(schema: &SchemaRef, primary_key: &[&str]) -> Result<T
     Ok(TreeKindRecord::Table { primary_key: key, schema_ipc: ipc })
 }
 
-/// Refuses an empty or overlong name.
-pub(crate) fn check_name(namespace: Namespace, name: &str) -> Result<()> {
-    if name.is_empty() || name.len() > TREE_NAME_BYTES_MAX {
-        return Err(Error::InvalidArgument(format!(
-            "{} name must be 1 to {TREE_NAME_BYTES_MAX} bytes",
-            what(namespace)
-        )));
-    }
-    Ok(())
-}
-
-/// What a namespace's trees are called in messages.
-fn what(namespace: Namespace) -> &'static str {
-    match namespace {
-        Namespace::Keyspaces => "keyspace",
-        Namespace::Tables => "table",
-        Namespace::IndexesOf(_) => "index",
-    }
-}
-
 impl DbInner {
     /// The tree called `name` in `namespace` now, with its layout; the
     /// table `"default"` is the default keyspace.
@@ -95,7 +72,7 @@ impl DbInner {
         name: &str,
         kind: TreeKindRecord,
     ) -> Result<TreeId> {
-        check_name(namespace, name)?;
+        namespace.check_name(name)?;
         self.check_writable()?;
         self.with_exclusive_writer(|| {
             // Again, owning the write path: a close may have come first.
@@ -113,7 +90,7 @@ impl DbInner {
         kind: TreeKindRecord,
     ) -> Result<TreeId> {
         if self.find_tree(namespace, name).is_some() {
-            return Err(Error::InvalidArgument(format!("{} {name} already exists", what(namespace))));
+            return Err(Error::InvalidArgument(format!("{} {name} already exists", namespace.what())));
         }
         let mut created = None;
         self.install(Memtables::Keep, &[], |held| {
@@ -136,7 +113,7 @@ impl DbInner {
     pub(crate) fn open_tree(&self, namespace: Namespace, name: &str) -> Result<Arc<TreeShared>> {
         let (id, layout) = self
             .find_tree(namespace, name)
-            .ok_or_else(|| Error::InvalidArgument(format!("no {} {name}", what(namespace))))?;
+            .ok_or_else(|| Error::InvalidArgument(format!("no {} {name}", namespace.what())))?;
         Ok(self.open_trees.open(id, || TreeShared { id, name: name.to_string(), layout }))
     }
 
@@ -144,7 +121,7 @@ impl DbInner {
     /// would wait with it): it finds the tree gone when it installs its
     /// result and discards it (`compact.rs`).
     pub(crate) fn drop_tree(&self, namespace: Namespace, name: &str) -> Result<()> {
-        let what = what(namespace);
+        let what = namespace.what();
         self.drop_trees(|| {
             let (id, _) = self
                 .find_tree(namespace, name)

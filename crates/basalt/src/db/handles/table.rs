@@ -10,6 +10,15 @@ use arrow_schema::SchemaRef;
 use crate::codec::internal::SeqNo;
 use crate::codec::key::{self, KeyValue};
 use crate::db::read::point::Value;
+use arrow_array::ArrayRef;
+use arrow_schema::FieldRef;
+
+use crate::codec::key::OwnedKeyValue;
+use crate::db::index::options::{IndexInfo, IndexOptions};
+use crate::db::index::query::{IndexPredicate, LookupOptions};
+use crate::db::read::estimates::{ColumnEstimate, OwnedKeyValueRange, TableEstimate};
+use crate::db::read::scan::{KeyValueRange, KeyedRows, ScanOptions, TableScan};
+use crate::db::read::snapshot::Snapshot;
 use crate::db::state::handles::Table;
 use crate::db::{read::snapshot::ReadOptions, state::inner::DbInner, state::versions::SuperVersion};
 use crate::error::{Error, Result};
@@ -17,6 +26,7 @@ use crate::ids::TreeId;
 use crate::options::WriteOptions;
 use crate::row;
 use crate::row::decode::{ColumnBuilder, builders_for};
+use crate::row::evolve::ColumnChange;
 use crate::row::layout::TableLayout;
 use crate::wal::batch::WriteBatch;
 
@@ -374,5 +384,160 @@ impl Table {
             out = f.take().map(|f| f(layout, value));
         })?;
         Ok(out)
+    }
+
+    /// Scans the table: an iterator of record batches in key order.
+    pub fn scan(&self, opts: ScanOptions<'_>) -> Result<TableScan> {
+        self.open_scan(opts, &|table, filter, seqno, sv| {
+            let plan = table.plan_index(filter, seqno, sv)?;
+            Ok(plan.map(|p| Box::new(p) as Box<dyn KeyedRows>))
+        })
+    }
+
+    /// Splits `range` into at most `parts` consecutive, disjoint key ranges
+    /// whose union is `range`, cut at the smallest keys of SSTs that lie
+    /// inside it so that each part holds a similar number of SST bytes.
+    /// One range (the given one) when no SST starts inside it.
+    pub fn split_range(&self, range: &KeyValueRange<'_>, parts: usize) -> Result<Vec<OwnedKeyValueRange>> {
+        self.split_range_by_files(range, parts)
+    }
+
+    /// Up to `n - 1` primary keys, ascending, that cut the table into `n`
+    /// key ranges holding similar numbers of SST bytes, from the SSTs'
+    /// boundaries and sizes alone (no data block is read): range `i` is
+    /// `[points[i - 1], points[i])`, the first unbounded below and the last
+    /// above. Fewer points when the table has fewer SSTs to cut at (none
+    /// for a table held in one SST or only in memtables). What a
+    /// sharded store or a parallel reader splits a table with.
+    pub fn split_points(&self, n: usize) -> Result<Vec<Vec<OwnedKeyValue>>> {
+        self.split_points_by_files(n)
+    }
+
+    /// Rows and bytes as the table's SSTs and memtables record them.
+    pub fn estimate(&self) -> Result<TableEstimate> {
+        self.estimate_now()
+    }
+
+    /// [`Table::estimate`] as of a snapshot (which decides
+    /// [`TableEstimate::exact_rows`]).
+    pub fn estimate_opt(&self, snapshot: Option<&Snapshot>) -> Result<TableEstimate> {
+        self.estimate_at(snapshot)
+    }
+
+    /// How many rows the table holds in `range` (key tuples, as a scan
+    /// takes them), exactly, as of `snapshot` (`None`: now). An SST whose
+    /// keys no other source holds counts from its properties without a
+    /// block read; between such files, a stretch of a block that no other
+    /// source overlaps counts by a binary search; rows are merged one by
+    /// one only where memtables and SSTs hold the same keys.
+    pub fn count_rows(&self, range: &KeyValueRange<'_>, snapshot: Option<&Snapshot>) -> Result<u64> {
+        self.count_rows_at(range, snapshot)
+    }
+
+    /// What the SSTs' zone maps record of each column, in schema order:
+    /// bounds and null counts for a query planner, read from metadata (each
+    /// file's zones are folded once per open reader). Every column is
+    /// unknown while a memtable holds any of the table's rows, whose values
+    /// nothing summarizes.
+    pub fn column_estimates(&self) -> Result<Vec<ColumnEstimate>> {
+        self.fold_column_estimates()
+    }
+
+    /// Creates an index `name` on `columns` (in key order) of any type a
+    /// primary key may have, nullable ones included (nulls sort first).
+    /// Rows already in the table are indexed before it returns; writes
+    /// may go on meanwhile and are indexed too. Fails with a clear error,
+    /// and creates nothing, on an unknown or unsupported column, a name
+    /// in use, or (for a unique index) rows that already violate it
+    /// ([`Error::UniqueViolation`]). A crash before it returns leaves no
+    /// index behind.
+    pub fn create_index(&self, name: &str, columns: &[&str], opts: IndexOptions) -> Result<()> {
+        self.build_index(name, columns, opts)
+    }
+
+    /// Drops index `name` and its entries.
+    pub fn drop_index(&self, name: &str) -> Result<()> {
+        self.drop_index_tree(name)
+    }
+
+    /// The table's indexes (those being created are not listed), in
+    /// creation order.
+    pub fn indexes(&self) -> Vec<IndexInfo> {
+        self.index_infos()
+    }
+
+    /// The rows whose indexed values satisfy `predicate`, in index order
+    /// (by primary key among equal values), as one record batch.
+    pub fn lookup(
+        &self,
+        index: &str,
+        predicate: IndexPredicate<'_>,
+        opts: LookupOptions<'_>,
+    ) -> Result<RecordBatch> {
+        self.lookup_rows(index, predicate, opts)
+    }
+
+    /// How many rows' indexed values satisfy `predicate`, read from the
+    /// index alone.
+    pub fn count(&self, index: &str, predicate: IndexPredicate<'_>) -> Result<u64> {
+        self.count_entries_now(index, predicate)
+    }
+
+    /// [`Table::count`] as of a snapshot.
+    pub fn count_opt(
+        &self,
+        index: &str,
+        predicate: IndexPredicate<'_>,
+        snapshot: Option<&Snapshot>,
+    ) -> Result<u64> {
+        self.count_entries_at(index, predicate, snapshot)
+    }
+
+    /// Adds a column at the end of the table's schema. Rows written before
+    /// read `default` there (a one-value array of the column's type), or
+    /// null without one; a column that is not nullable needs a default. No
+    /// file is rewritten: the change is one MANIFEST record, after a flush
+    /// of the memtables if they hold rows of this table.
+    pub fn add_column(&self, field: impl Into<FieldRef>, default: Option<ArrayRef>) -> Result<()> {
+        self.add_column_now(field, default)
+    }
+
+    /// Drops a column. Key columns cannot be dropped (a row's key is its
+    /// identity), nor columns an index holds (drop the index first). Its
+    /// values stay in the files until compaction rewrites them, and are
+    /// never read again; a column added later under the same name is a
+    /// new, empty column.
+    pub fn drop_column(&self, name: &str) -> Result<()> {
+        self.drop_column_now(name)
+    }
+
+    /// Renames a column (key and indexed columns too); nothing stored
+    /// changes.
+    pub fn rename_column(&self, from: &str, to: &str) -> Result<()> {
+        self.rename_column_now(from, to)
+    }
+
+    /// The value rows written before column `name` was added read there
+    /// (as `ALTER TABLE … ADD COLUMN … DEFAULT` gave it), if it has one.
+    pub fn column_default(&self, name: &str) -> Option<ArrayRef> {
+        self.default_of(name)
+    }
+
+    /// The schema and, per column, the value rows written before it was
+    /// added read there ([`Table::column_default`]), from one load of the
+    /// table's state: the two are always of the same schema version.
+    pub fn schema_with_defaults(&self) -> (SchemaRef, Vec<Option<ArrayRef>>) {
+        self.schema_and_defaults()
+    }
+
+    /// Applies `changes`, in order, to the table's columns (see
+    /// [`Table::add_column`], [`Table::drop_column`],
+    /// [`Table::rename_column`]) as one change: all of them or, when one
+    /// is refused, none (the table is as it was). Changing a column's type, or the primary
+    /// key, is not a change Basalt makes in place: files hold values in
+    /// their type's encoding and rows under their key, so either means a
+    /// new table and a copy.
+    pub fn alter(&self, changes: &[ColumnChange]) -> Result<()> {
+        self.alter_columns(changes)
     }
 }

@@ -17,10 +17,9 @@ use std::ops::Bound;
 
 use bytes::Bytes;
 
-use super::IndexOptions;
+use super::options::IndexOptions;
 use crate::catalog::{Namespace, TreeKind, TreeKindRecord};
 use crate::codec::internal::{Kind, pack_trailer};
-use crate::db::handles::ddl::check_name;
 use crate::db::jobs::flush::finish_sst;
 use crate::db::jobs::ingest::{Pending, key_head};
 use crate::db::read::iter::{Direction, RangeReader};
@@ -38,7 +37,7 @@ use crate::wal::batch::WriteBatch;
 /// `Table::create_index`.
 pub(super) fn create(table: &Table, name: &str, columns: &[&str], opts: &IndexOptions) -> Result<()> {
     let inner = table.inner();
-    check_name(Namespace::IndexesOf(table.tree()), name)?;
+    Namespace::IndexesOf(table.tree()).check_name(name)?;
     inner.check_writable()?;
     let catalog = inner.versions.load().version.catalog.clone();
     if !matches!(catalog.tree(table.tree()).map(|t| &t.kind), Some(TreeKind::Table(_))) {

@@ -8,6 +8,7 @@
 //! for it to be right.
 
 pub(crate) mod build;
+pub(crate) mod options;
 pub(crate) mod plan;
 pub(crate) mod query;
 #[cfg(feature = "inspect")]
@@ -17,51 +18,17 @@ use crate::catalog::{Namespace, TreeKind};
 use crate::db::state::handles::Table;
 use crate::error::{Error, Result};
 use crate::ids::TreeId;
-
-crate::options::option_struct! {
-/// How an index is made ([`Table::create_index`]).
-#[derive(Debug, Clone, Default)]
-pub struct IndexOptions {
-    /// At most one row per indexed value. Rows with a null in an indexed
-    /// column do not take part (as in SQL: nulls are never equal).
-    pub unique: bool,
-    /// Columns stored in each entry, by name, so a query that needs only
-    /// indexed, primary-key and included columns is answered from the
-    /// index alone.
-    pub include: Vec<String>,
-}
-}
-
-/// An index as [`Table::indexes`] lists it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct IndexInfo {
-    /// The index's name, unique within its table.
-    pub name: String,
-    /// Indexed columns, in key order.
-    pub columns: Vec<String>,
-    /// Included columns.
-    pub include: Vec<String>,
-    /// At most one row per indexed value.
-    pub unique: bool,
-}
+use options::{IndexInfo, IndexOptions};
 
 impl Table {
-    /// Creates an index `name` on `columns` (in key order) of any type a
-    /// primary key may have, nullable ones included (nulls sort first).
-    /// Rows already in the table are indexed before it returns; writes
-    /// may go on meanwhile and are indexed too. Fails with a clear error,
-    /// and creates nothing, on an unknown or unsupported column, a name
-    /// in use, or (for a unique index) rows that already violate it
-    /// ([`Error::UniqueViolation`]). A crash before it returns leaves no
-    /// index behind.
+    /// [`Table::create_index`]'s work.
     #[expect(clippy::needless_pass_by_value, reason = "built inline by the caller, as ScanOptions are")]
-    pub fn create_index(&self, name: &str, columns: &[&str], opts: IndexOptions) -> Result<()> {
+    pub(crate) fn build_index(&self, name: &str, columns: &[&str], opts: IndexOptions) -> Result<()> {
         build::create(self, name, columns, &opts)
     }
 
-    /// Drops index `name` and its entries.
-    pub fn drop_index(&self, name: &str) -> Result<()> {
+    /// [`Table::drop_index`]'s work.
+    pub(crate) fn drop_index_tree(&self, name: &str) -> Result<()> {
         let inner = self.inner();
         let mut dropped = None;
         inner.drop_trees(|| {
@@ -76,9 +43,8 @@ impl Table {
         Ok(())
     }
 
-    /// The table's indexes (those being created are not listed), in
-    /// creation order.
-    pub fn indexes(&self) -> Vec<IndexInfo> {
+    /// [`Table::indexes`]'s work.
+    pub(crate) fn index_infos(&self) -> Vec<IndexInfo> {
         // One load of the state: the index's column positions and the
         // schema they point into must be of the same version.
         let sv = self.inner().versions.load();

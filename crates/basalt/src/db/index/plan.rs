@@ -21,8 +21,10 @@ use super::query::{IndexPredicate, IndexRead, predicate_range};
 use crate::codec::internal::SeqNo;
 use crate::codec::key::KeyValue;
 use crate::db::read::iter::{Direction, RangeReader};
+use crate::db::read::scan::KeyedRows;
 use crate::db::{state::handles::Table, state::versions::SuperVersion};
 use crate::error::Result;
+use crate::row::decode::ColumnBuilder;
 use crate::row::encode::{key_value_of, value_bytes};
 use crate::row::filter::{CmpOp, Filter, Predicate};
 
@@ -36,6 +38,24 @@ pub(crate) struct IndexPlan {
     pub name: String,
     pub read: IndexRead,
     pub keys: Vec<Bytes>,
+}
+
+impl KeyedRows for IndexPlan {
+    fn index(&self) -> &str {
+        &self.name
+    }
+
+    fn keys(&self) -> &[Bytes] {
+        &self.keys
+    }
+
+    fn retain(&mut self, keep: &mut dyn FnMut(&[u8]) -> bool) {
+        self.keys.retain(|k| keep(k));
+    }
+
+    fn fetch(&self, table: &Table, key: &[u8], builders: &mut [ColumnBuilder]) -> Result<()> {
+        table.fetch_row(&self.read, key, builders, &self.name)
+    }
 }
 
 impl Table {

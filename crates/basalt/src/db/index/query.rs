@@ -82,10 +82,9 @@ pub(crate) struct IndexRead {
 }
 
 impl Table {
-    /// The rows whose indexed values satisfy `predicate`, in index order
-    /// (by primary key among equal values), as one record batch.
+    /// [`Table::lookup`]'s work.
     #[expect(clippy::needless_pass_by_value, reason = "built inline by the caller, as ScanOptions are")]
-    pub fn lookup(
+    pub(crate) fn lookup_rows(
         &self,
         index: &str,
         predicate: IndexPredicate<'_>,
@@ -149,15 +148,14 @@ impl Table {
         batch(schema, arrays, keys.len())
     }
 
-    /// How many rows' indexed values satisfy `predicate`, read from the
-    /// index alone.
-    pub fn count(&self, index: &str, predicate: IndexPredicate<'_>) -> Result<u64> {
+    /// [`Table::count`]'s work.
+    pub(crate) fn count_entries_now(&self, index: &str, predicate: IndexPredicate<'_>) -> Result<u64> {
         self.count_opt(index, predicate, None)
     }
 
-    /// [`Table::count`] as of a snapshot.
+    /// [`Table::count_opt`]'s work.
     #[expect(clippy::needless_pass_by_value, reason = "built inline by the caller, as ScanOptions are")]
-    pub fn count_opt(
+    pub(crate) fn count_entries_at(
         &self,
         index: &str,
         predicate: IndexPredicate<'_>,

@@ -64,11 +64,12 @@ pub struct ColumnEstimate {
 }
 
 impl Table {
-    /// Splits `range` into at most `parts` consecutive, disjoint key ranges
-    /// whose union is `range`, cut at the smallest keys of SSTs that lie
-    /// inside it so that each part holds a similar number of SST bytes.
-    /// One range (the given one) when no SST starts inside it.
-    pub fn split_range(&self, range: &KeyValueRange<'_>, parts: usize) -> Result<Vec<OwnedKeyValueRange>> {
+    /// [`Table::split_range`]'s work.
+    pub(crate) fn split_range_by_files(
+        &self,
+        range: &KeyValueRange<'_>,
+        parts: usize,
+    ) -> Result<Vec<OwnedKeyValueRange>> {
         self.inner().check_open()?;
         let encoded = encode_range(self, range)?;
         let whole = (owned_bound(&range.0), owned_bound(&range.1));
@@ -89,14 +90,8 @@ impl Table {
         Ok(out)
     }
 
-    /// Up to `n - 1` primary keys, ascending, that cut the table into `n`
-    /// key ranges holding similar numbers of SST bytes, from the SSTs'
-    /// boundaries and sizes alone (no data block is read): range `i` is
-    /// `[points[i - 1], points[i])`, the first unbounded below and the last
-    /// above. Fewer points when the table has fewer SSTs to cut at (none
-    /// for a table held in one SST or only in memtables). What a
-    /// sharded store or a parallel reader splits a table with.
-    pub fn split_points(&self, n: usize) -> Result<Vec<Vec<OwnedKeyValue>>> {
+    /// [`Table::split_points`]'s work.
+    pub(crate) fn split_points_by_files(&self, n: usize) -> Result<Vec<Vec<OwnedKeyValue>>> {
         self.inner().check_open()?;
         if n <= 1 {
             return Ok(Vec::new());
@@ -167,14 +162,13 @@ impl Table {
         key::decode(user_key, &types).map_err(|_| corrupt())
     }
 
-    /// Rows and bytes as the table's SSTs and memtables record them.
-    pub fn estimate(&self) -> Result<TableEstimate> {
+    /// [`Table::estimate`]'s work.
+    pub(crate) fn estimate_now(&self) -> Result<TableEstimate> {
         self.estimate_opt(None)
     }
 
-    /// [`Table::estimate`] as of a snapshot (which decides
-    /// [`TableEstimate::exact_rows`]).
-    pub fn estimate_opt(&self, snapshot: Option<&Snapshot>) -> Result<TableEstimate> {
+    /// [`Table::estimate_opt`]'s work.
+    pub(crate) fn estimate_at(&self, snapshot: Option<&Snapshot>) -> Result<TableEstimate> {
         self.inner().check_open()?;
         let (seqno, sv) = self.inner().read_view(self.inner().snapshot_seqno(snapshot)?);
         let Some(tree) = sv.version.tree(self.tree()) else {
@@ -203,13 +197,12 @@ impl Table {
         Ok(estimate)
     }
 
-    /// How many rows the table holds in `range` (key tuples, as a scan
-    /// takes them), exactly, as of `snapshot` (`None`: now). An SST whose
-    /// keys no other source holds counts from its properties without a
-    /// block read; between such files, a stretch of a block that no other
-    /// source overlaps counts by a binary search; rows are merged one by
-    /// one only where memtables and SSTs hold the same keys.
-    pub fn count_rows(&self, range: &KeyValueRange<'_>, snapshot: Option<&Snapshot>) -> Result<u64> {
+    /// [`Table::count_rows`]'s work.
+    pub(crate) fn count_rows_at(
+        &self,
+        range: &KeyValueRange<'_>,
+        snapshot: Option<&Snapshot>,
+    ) -> Result<u64> {
         self.inner().check_open()?;
         let range = encode_range(self, range)?;
         let (seqno, sv) = self.inner().read_view(self.inner().snapshot_seqno(snapshot)?);
@@ -277,12 +270,8 @@ impl Table {
         Ok(alone)
     }
 
-    /// What the SSTs' zone maps record of each column, in schema order:
-    /// bounds and null counts for a query planner, read from metadata (each
-    /// file's zones are folded once per open reader). Every column is
-    /// unknown while a memtable holds any of the table's rows, whose values
-    /// nothing summarizes.
-    pub fn column_estimates(&self) -> Result<Vec<ColumnEstimate>> {
+    /// [`Table::column_estimates`]'s work.
+    pub(crate) fn fold_column_estimates(&self) -> Result<Vec<ColumnEstimate>> {
         self.inner().check_open()?;
         let (_, sv) = self.inner().read_view(None);
         let Some(tree) = sv.version.tree(self.tree()) else {

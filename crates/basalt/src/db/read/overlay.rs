@@ -15,7 +15,7 @@ use crate::ids::TreeId;
 pub(crate) type OwnRows = Arc<Vec<(Vec<u8>, Option<Bytes>)>>;
 
 /// A transaction's own writes to one table at one moment
-/// ([`Transaction::overlay`]), for a scan to read over the transaction's
+/// ([`Transaction::overlay`](crate::Transaction::overlay)), for a scan to read over the transaction's
 /// snapshot ([`ScanOptions::overlay`](crate::ScanOptions)): what a scan of
 /// the table inside the transaction must see.
 #[derive(Debug, Clone)]

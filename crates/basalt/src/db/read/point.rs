@@ -101,11 +101,11 @@ impl DbInner {
     ) -> Result<()> {
         let wanted = Wanted { tree, user_key, hash: key_hash(user_key), seqno, newer_than: None, layout };
         self.newest_version(sv, &wanted, &mut |trailer, value, file| {
-            match unpack_trailer(trailer) {
-                Some((_, Kind::Put)) => found(value),
-                Some((_, Kind::Blob)) => {
-                    let sst = file.map_or(Path::new(""), SstReader::path);
-                    found(Value::Shared(self.read_blob_cold(&sv.version, value.as_slice(), sst)?));
+            match (unpack_trailer(trailer), file) {
+                (Some((_, Kind::Put)), _) => found(value),
+                // Only SSTs point into blob files (a flush writes them).
+                (Some((_, Kind::Blob)), Some(sst)) => {
+                    found(Value::Shared(self.read_blob_cold(&sv.version, value.as_slice(), sst.path())?));
                 }
                 _ => {}
             }
@@ -116,7 +116,9 @@ impl DbInner {
     /// The seqno of the newest version (a value or a delete) of `user_key`
     /// in `tree` in `sv`, if it is newer than `newer_than`: a transaction's
     /// conflict check. Sources holding nothing newer than `newer_than` are
-    /// skipped. Compaction keeps the newest version of a key with its seqno
+    /// skipped; the row cache is neither read nor filled (its rows are a
+    /// table's, decoded with its layout, which this check has none of), and
+    /// nothing is counted as a get. Compaction keeps the newest version of a key with its seqno
     /// (and the transaction's snapshot keeps the versions it read), so a
     /// write since `newer_than` is found wherever it has moved.
     pub(crate) fn newest_seqno_after(
@@ -153,11 +155,15 @@ impl DbInner {
         wanted: &Wanted<'_>,
         found: &mut FoundVersion<'_>,
     ) -> Result<()> {
-        let timed = self.opts.timing_stats;
+        // A conflict check is not a get: it is neither timed nor counted.
+        let counted = wanted.is_get();
+        let timed = counted && self.opts.timing_stats;
         let clock = timed.then(Instant::now);
         let mut timing = GetTiming::default();
         if let Some((trailer, value)) = newest_in_memtables(sv, wanted) {
-            self.counters.record_get(0);
+            if counted {
+                self.counters.record_get(0);
+            }
             if let Some(c) = clock {
                 timing.memtable_ns = c.elapsed().as_nanos() as u64;
                 self.counters.record_timing(&timing);
@@ -187,19 +193,22 @@ impl DbInner {
             let mut trace = LookupTrace { timed, ..LookupTrace::default() };
             let mut block = None;
             let answer = self.probe_file(&reader, file, wanted, &mut trace, &mut block)?;
-            self.counters.record_lookup(&trace);
             if let Some(p) = probe {
                 timing.add_probe(&trace, p.elapsed().as_nanos() as u64);
             }
             if let Some((trailer, value)) = answer {
-                self.counters.record_get(probes);
+                if counted {
+                    self.counters.record_get(probes);
+                }
                 if timed {
                     self.counters.record_timing(&timing);
                 }
                 return found(trailer, value, Some(&reader));
             }
         }
-        self.counters.record_get(probes);
+        if counted {
+            self.counters.record_get(probes);
+        }
         if timed {
             self.counters.record_timing(&timing);
         }
@@ -208,9 +217,11 @@ impl DbInner {
 
     /// The newest version of `wanted` in one SST, if the file holds the
     /// key: its filter first (a key the file lacks costs no hash lookup),
-    /// then the row cache, then the file's index and block. A table row of
-    /// an older schema version is adapted to the current one. The value may
-    /// borrow `block`, where the found block is kept.
+    /// then the row cache (a get's only), then the file's index and block.
+    /// A table row of an older schema version is adapted to the current
+    /// one. The value may borrow `block`, where the found block is kept.
+    /// A get's probe of the file is counted, unless the row cache answered
+    /// (it counts its own hits).
     #[inline]
     fn probe_file<'r: 'b, 'b>(
         &self,
@@ -220,20 +231,28 @@ impl DbInner {
         trace: &mut LookupTrace,
         block: &'b mut Option<Fetched<'r>>,
     ) -> Result<Option<(u64, Value<'b>)>> {
+        let counted = wanted.is_get();
         if !reader.filter_hash_traced(wanted.hash, trace) {
+            if counted {
+                self.counters.record_lookup(trace);
+            }
             return Ok(None);
         }
         // A table file of an older schema version is read through it into
         // the current one, and kept out of the row cache (whose rows are
         // each file's own version).
         let current_version = || wanted.layout.is_none_or(|l| l.version() == file.schema_version);
-        let cached = self.row_cache.as_ref().filter(|_| current_version());
+        let cached = self.row_cache.as_ref().filter(|_| counted && current_version());
         if let Some((trailer, value)) = cached.and_then(|r| r.get(file.number, wanted.user_key, wanted.seqno))
         {
             // Counted by the row cache, not as a probe of the file's index.
             return Ok(Some((trailer, Value::Shared(value))));
         }
-        let Some((fetched, i)) = reader.find(wanted.user_key, wanted.seqno, trace)? else {
+        let found = reader.find(wanted.user_key, wanted.seqno, trace)?;
+        if counted {
+            self.counters.record_lookup(trace);
+        }
+        let Some((fetched, i)) = found else {
             return Ok(None);
         };
         let block = &*block.insert(fetched);
@@ -304,6 +323,13 @@ struct Wanted<'a> {
     /// A table's current layout: its rows are handed out as columns, and
     /// rows of older schema versions adapted to it.
     layout: Option<&'a TableLayout>,
+}
+
+impl Wanted<'_> {
+    /// A get (counted, timed, through the row cache), not a conflict check.
+    fn is_get(&self) -> bool {
+        self.newer_than.is_none()
+    }
 }
 
 /// The newest version of `user_key` at `seqno` in the memtables (active,

@@ -142,8 +142,8 @@ pub struct TableScan {
     /// Blocks the zone maps ruled out.
     blocks_skipped: u64,
     plan: ScanPlan,
-    /// With an index plan: the index read and the keys not fetched yet.
-    by_index: Option<(crate::db::index::plan::IndexPlan, usize)>,
+    /// With an index plan: the rows it names and the next key to fetch.
+    by_index: Option<(Box<dyn KeyedRows>, usize)>,
     /// A transaction's own rows in the scan's range, in key order (`None`:
     /// a deleted key), and the next one to merge.
     own: Option<(crate::db::read::overlay::OwnRows, std::ops::Range<usize>)>,
@@ -155,9 +155,28 @@ impl std::fmt::Debug for TableScan {
     }
 }
 
+/// Rows a scan reads by primary key instead of by range: what an index
+/// plan (`index/plan.rs`) hands a scan. Defined here, where it is read, so
+/// that scans need nothing of the index room; `Table::scan` joins the two.
+pub(crate) trait KeyedRows: Send {
+    /// The index whose entries named the rows.
+    fn index(&self) -> &str;
+    /// The rows' primary keys, ascending.
+    fn keys(&self) -> &[Bytes];
+    /// Keeps only the keys `keep` accepts.
+    fn retain(&mut self, keep: &mut dyn FnMut(&[u8]) -> bool);
+    /// Appends the row of `key` (one of [`KeyedRows::keys`]) to `builders`.
+    fn fetch(&self, table: &Table, key: &[u8], builders: &mut [ColumnBuilder]) -> Result<()>;
+}
+
+/// How a scan finds rows by primary key for a filter at a seqno in a
+/// super version: an index's plan, if one reads fewer rows than the scan.
+pub(crate) type PlanByKey<'a> =
+    &'a dyn Fn(&Table, &Filter, SeqNo, &Arc<SuperVersion>) -> Result<Option<Box<dyn KeyedRows>>>;
+
 impl Table {
-    /// Scans the table: an iterator of record batches in key order.
-    pub fn scan(&self, opts: ScanOptions<'_>) -> Result<TableScan> {
+    /// [`Table::scan`]'s work; `plan_by_key` may choose an index.
+    pub(crate) fn open_scan(&self, opts: ScanOptions<'_>, plan_by_key: PlanByKey<'_>) -> Result<TableScan> {
         self.inner().check_open()?;
         // The layout of the version read: files and memtables decode with it.
         let (seqno, sv) = self.inner().read_view(self.inner().snapshot_seqno(opts.snapshot)?);
@@ -196,14 +215,14 @@ impl Table {
         let by_index = match &opts.filter {
             // An index holds no entries of a transaction's own writes.
             Some(_) if own.is_some() => None,
-            Some(f) => self.plan_index(f, seqno, &sv)?.map(|mut p| {
-                p.keys.retain(|k| in_range(&range, k));
+            Some(f) => plan_by_key(self, f, seqno, &sv)?.map(|mut p| {
+                p.retain(&mut |k| in_range(&range, k));
                 (p, 0)
             }),
             None => None,
         };
         let plan = match &by_index {
-            Some((p, _)) => ScanPlan::Index { index: p.name.clone(), entries: p.keys.len() as u64 },
+            Some((p, _)) => ScanPlan::Index { index: p.index().to_string(), entries: p.keys().len() as u64 },
             None => ScanPlan::KeyRange,
         };
         Ok(TableScan {
@@ -593,13 +612,14 @@ impl TableScan {
     fn advance_by_index(&mut self) -> Result<()> {
         while self.ready.is_empty() {
             let Some((plan, next)) = &mut self.by_index else { return Ok(()) };
-            if *next >= plan.keys.len() {
+            let keys = plan.keys();
+            if *next >= keys.len() {
                 self.done = true;
                 return Ok(());
             }
-            let end = (*next + self.batch_rows).min(plan.keys.len());
-            for key in &plan.keys[*next..end] {
-                self.table.fetch_row(&plan.read, key, &mut self.builders, &plan.name)?;
+            let end = (*next + self.batch_rows).min(keys.len());
+            for key in &keys[*next..end] {
+                plan.fetch(&self.table, key, &mut self.builders)?;
             }
             self.merged_rows += (end - *next) as u64;
             *next = end;

@@ -364,17 +364,27 @@ impl Versions {
     }
 
     /// Logs the file numbers handed out, if the directory is still this
-    /// handle's and `log` (a writable MANIFEST), then gives the directory
-    /// up (`lifecycle.rs`), in one hold of the set: no install runs after.
+    /// handle's and its MANIFEST writable (no earlier failure, not a read-only
+    /// open), then gives the directory up (`lifecycle.rs`), in one hold of the set: no install runs after.
     /// A compaction or index build running on a caller's thread may hold
     /// numbers of files it has not created yet: the next owner of the
     /// directory must start above them.
-    pub(crate) fn release_directory(&self, parts: &InstallParts<'_>, log: bool) -> Result<()> {
+    pub(crate) fn release_directory(&self, parts: &InstallParts<'_>) -> Result<()> {
         let mut set = self.set.lock();
         if parts.lifecycle.is_released() {
             return Ok(());
         }
-        let logged = if log { set.log_file_numbers().map_err(|f| parts.edit_failed(f)) } else { Ok(()) };
+        // Decided under the hold of the set, after every install that ran:
+        // without a writable MANIFEST (an earlier failure, a read-only
+        // open) there is nothing to log.
+        let log = !parts.jobs.failed() && !parts.read_only;
+        let logged = if log {
+            set.log_file_numbers().map_err(|f| match f {
+                EditFailure::Refused(e) | EditFailure::Unwritten(e) => parts.jobs.fail(e),
+            })
+        } else {
+            Ok(())
+        };
         parts.lifecycle.release();
         logged
     }

@@ -212,14 +212,15 @@ impl DbInner {
             self.writer.last_seqno()
         );
         for (tree, key) in &check.keys {
+            if written.contains(&(*tree, key.clone())) {
+                return Err(conflict(&sv.version, *tree, key));
+            }
             if sv.version.tree(*tree).is_none() {
                 return Err(Error::InvalidArgument(format!(
                     "the transaction read or wrote tree {tree}, a keyspace or table dropped since"
                 )));
             }
-            if written.contains(&(*tree, key.clone()))
-                || self.newest_seqno_after(sv, *tree, key, check.snapshot)?.is_some()
-            {
+            if self.newest_seqno_after(sv, *tree, key, check.snapshot)?.is_some() {
                 return Err(conflict(&sv.version, *tree, key));
             }
         }
