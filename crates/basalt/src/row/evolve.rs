@@ -95,7 +95,7 @@ impl ColumnMap {
         // 1,000-column table cost a million comparisons per older version.
         let positions: std::collections::HashMap<u32, usize> =
             older.column_ids.iter().enumerate().map(|(p, &id)| (id, p)).collect();
-        let origins = current
+        let origins: Vec<Origin> = current
             .ids
             .iter()
             .zip(&current.defaults)
@@ -104,6 +104,13 @@ impl ColumnMap {
                 None => Origin::Fill(default.clone()),
             })
             .collect();
+        // Every current column has an origin, and each older column one
+        // reads is one the older version has.
+        debug_assert_eq!(origins.len(), current.ids.len(), "a column map misses current columns");
+        debug_assert!(
+            origins.iter().all(|o| !matches!(o, Origin::Column(p) if *p >= older.column_ids.len())),
+            "a column map reads past the older version's columns"
+        );
         ColumnMap { origins }
     }
 

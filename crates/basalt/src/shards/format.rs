@@ -51,7 +51,7 @@ pub(super) fn encode(map: &ShardMap) -> Result<Vec<u8>> {
         put_bytes(&mut body, shard.path.as_bytes());
         let lower = shard.lower.as_deref().unwrap_or_default();
         put_u64(&mut body, lower.len() as u64);
-        let values: Vec<_> = lower.iter().map(crate::OwnedKeyValue::as_value).collect();
+        let values: Vec<_> = lower.iter().map(crate::codec::key::OwnedKeyValue::as_value).collect();
         put_bytes(&mut body, &key::encode(&values));
     }
     let mut out = Vec::with_capacity(HEADER_BYTES + body.len() + 4);

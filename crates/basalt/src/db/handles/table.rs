@@ -184,7 +184,10 @@ impl Table {
     /// path: a source that writes to this database (or flushes, runs DDL or
     /// closes it) waits forever. A panic in the source fails the load,
     /// which installs nothing, and is raised again.
-    pub fn bulk_load(&self, batches: impl IntoIterator<Item = RecordBatch>) -> Result<crate::BulkLoad> {
+    pub fn bulk_load(
+        &self,
+        batches: impl IntoIterator<Item = RecordBatch>,
+    ) -> Result<crate::db::jobs::ingest::BulkLoad> {
         self.inner.bulk_load(self.shared.id, &self.layout(), &mut batches.into_iter().map(Ok))
     }
 
@@ -194,7 +197,7 @@ impl Table {
     pub fn bulk_load_from<E: Into<Error>>(
         &self,
         batches: impl IntoIterator<Item = std::result::Result<RecordBatch, E>>,
-    ) -> Result<crate::BulkLoad> {
+    ) -> Result<crate::db::jobs::ingest::BulkLoad> {
         let mut batches = batches.into_iter().map(|b| b.map_err(Into::into));
         self.inner.bulk_load(self.shared.id, &self.layout(), &mut batches)
     }

@@ -55,7 +55,7 @@ impl Table {
     pub(crate) fn check_indexes(&self) -> Result<Vec<IndexCheck>> {
         let inner = self.inner();
         inner.check_open()?;
-        let snapshot = crate::Snapshot::new(inner.clone());
+        let snapshot = crate::db::read::snapshot::Snapshot::new(inner.clone());
         let (seqno, sv) = inner.read_view(Some(snapshot.seqno()));
         let indexes: Vec<_> = sv
             .version

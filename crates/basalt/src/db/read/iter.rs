@@ -87,7 +87,7 @@ impl RangeReader {
         direction: Direction,
     ) -> Result<RangeReader> {
         let Some(files) = sv.version.tree(tree) else {
-            return Err(crate::Error::InvalidArgument(format!("unknown tree {tree}")));
+            return Err(crate::error::Error::InvalidArgument(format!("unknown tree {tree}")));
         };
         let forward = direction == Direction::Forward;
         let cursor =
@@ -144,7 +144,9 @@ impl RangeReader {
 
     /// Source `i` of a run: an SST's cursor.
     fn run_source(&self, i: usize) -> Result<&SstIter> {
-        self.cursor.sources()[i].sst().ok_or_else(|| crate::Error::internal("a run's source is not an SST"))
+        self.cursor.sources()[i]
+            .sst()
+            .ok_or_else(|| crate::error::Error::internal("a run's source is not an SST"))
     }
 
     /// Moves to the next entry: where it is, or `None` at the end.
@@ -325,7 +327,7 @@ pub struct DbIterator {
     /// Set after the end or an error: the iterator yields nothing more.
     done: bool,
     /// An error met while positioning, reported by the first `next`.
-    pending_error: Option<crate::Error>,
+    pending_error: Option<crate::error::Error>,
 }
 
 impl std::fmt::Debug for DbIterator {
