@@ -10,16 +10,12 @@
 //! through it). The new version is installed with a memtable of its own,
 //! so a reader of the old one never meets a row written under the new. A
 //! write encoded under the old version that reaches the
-//! write path after the change is refused there (`write.rs`); a row cache
+//! write path after the change is refused there (`write/commit.rs`); a row cache
 //! entry is its file's own version, so none is read across the change.
 
 use std::sync::Arc;
 
-use arrow_array::ArrayRef;
-use arrow_schema::{FieldRef, SchemaRef};
-
 use crate::catalog::{TableVersionRecord, TreeKind};
-use crate::db::state::handles::Table;
 use crate::db::state::versions::Memtables;
 use crate::db::{state::inner::DbInner, state::versions::SuperVersion};
 use crate::error::{Error, Result};
@@ -28,43 +24,8 @@ use crate::row::evolve::ColumnChange;
 use crate::version::VersionEdit;
 use crate::version::edit::SCHEMA_BYTES_MAX;
 
-impl Table {
-    /// [`Table::add_column`]'s work.
-    pub(crate) fn add_column_now(&self, field: impl Into<FieldRef>, default: Option<ArrayRef>) -> Result<()> {
-        self.alter(&[ColumnChange::Add { field: field.into(), default }])
-    }
-
-    /// [`Table::drop_column`]'s work.
-    pub(crate) fn drop_column_now(&self, name: &str) -> Result<()> {
-        self.alter(&[ColumnChange::Drop { name: name.to_string() }])
-    }
-
-    /// [`Table::rename_column`]'s work.
-    pub(crate) fn rename_column_now(&self, from: &str, to: &str) -> Result<()> {
-        self.alter(&[ColumnChange::Rename { from: from.to_string(), to: to.to_string() }])
-    }
-
-    /// [`Table::column_default`]'s work.
-    pub(crate) fn default_of(&self, name: &str) -> Option<ArrayRef> {
-        let layout = self.layout();
-        let c = layout.schema().index_of(name).ok()?;
-        layout.defaults()[c].clone()
-    }
-
-    /// [`Table::schema_with_defaults`]'s work.
-    pub(crate) fn schema_and_defaults(&self) -> (SchemaRef, Vec<Option<ArrayRef>>) {
-        let layout = self.layout();
-        (layout.schema().clone(), layout.defaults().to_vec())
-    }
-
-    /// [`Table::alter`]'s work.
-    pub(crate) fn alter_columns(&self, changes: &[ColumnChange]) -> Result<()> {
-        self.inner().alter_table(self.tree(), self.name(), changes)
-    }
-}
-
 impl DbInner {
-    fn alter_table(&self, table: TreeId, name: &str, changes: &[ColumnChange]) -> Result<()> {
+    pub(crate) fn alter_table(&self, table: TreeId, name: &str, changes: &[ColumnChange]) -> Result<()> {
         if changes.is_empty() {
             return Ok(());
         }

@@ -119,7 +119,7 @@ impl DbInner {
 
     /// Drops a tree. A compaction running on it is not waited for (writes
     /// would wait with it): it finds the tree gone when it installs its
-    /// result and discards it (`compact.rs`).
+    /// result and discards it (`jobs/compact.rs`).
     pub(crate) fn drop_tree(&self, namespace: Namespace, name: &str) -> Result<()> {
         let what = namespace.what();
         self.drop_trees(|| {

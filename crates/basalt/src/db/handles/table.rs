@@ -1,6 +1,9 @@
-//! The `Table` handle, which writes and reads Arrow record batches. Each
-//! table is its own tree; all share the WAL, MANIFEST, block cache and
-//! write-buffer budget. Creating, listing and dropping tables is `ddl.rs`.
+//! Every public method of the `Table` handle, which writes and reads Arrow
+//! record batches; each one whose work belongs to another room (a scan,
+//! an estimate, an index) calls it in a line. Each table is its own tree;
+//! all share the WAL, MANIFEST, block cache and write-buffer budget.
+//! Creating, listing and dropping tables is `ddl.rs` (`Db`'s methods for
+//! them are in `db/mod.rs`).
 
 use std::sync::Arc;
 
@@ -418,7 +421,7 @@ impl Table {
 
     /// Rows and bytes as the table's SSTs and memtables record them.
     pub fn estimate(&self) -> Result<TableEstimate> {
-        self.estimate_now()
+        self.estimate_at(None)
     }
 
     /// [`Table::estimate`] as of a snapshot (which decides
@@ -454,8 +457,9 @@ impl Table {
     /// in use, or (for a unique index) rows that already violate it
     /// ([`Error::UniqueViolation`]). A crash before it returns leaves no
     /// index behind.
+    #[expect(clippy::needless_pass_by_value, reason = "built inline by the caller, as ScanOptions are")]
     pub fn create_index(&self, name: &str, columns: &[&str], opts: IndexOptions) -> Result<()> {
-        self.build_index(name, columns, opts)
+        crate::db::index::build::create(self, name, columns, &opts)
     }
 
     /// Drops index `name` and its entries.
@@ -483,7 +487,7 @@ impl Table {
     /// How many rows' indexed values satisfy `predicate`, read from the
     /// index alone.
     pub fn count(&self, index: &str, predicate: IndexPredicate<'_>) -> Result<u64> {
-        self.count_entries_now(index, predicate)
+        self.count_entries_at(index, predicate, None)
     }
 
     /// [`Table::count`] as of a snapshot.
@@ -502,7 +506,7 @@ impl Table {
     /// file is rewritten: the change is one MANIFEST record, after a flush
     /// of the memtables if they hold rows of this table.
     pub fn add_column(&self, field: impl Into<FieldRef>, default: Option<ArrayRef>) -> Result<()> {
-        self.add_column_now(field, default)
+        self.alter(&[ColumnChange::Add { field: field.into(), default }])
     }
 
     /// Drops a column. Key columns cannot be dropped (a row's key is its
@@ -511,26 +515,29 @@ impl Table {
     /// never read again; a column added later under the same name is a
     /// new, empty column.
     pub fn drop_column(&self, name: &str) -> Result<()> {
-        self.drop_column_now(name)
+        self.alter(&[ColumnChange::Drop { name: name.to_string() }])
     }
 
     /// Renames a column (key and indexed columns too); nothing stored
     /// changes.
     pub fn rename_column(&self, from: &str, to: &str) -> Result<()> {
-        self.rename_column_now(from, to)
+        self.alter(&[ColumnChange::Rename { from: from.to_string(), to: to.to_string() }])
     }
 
     /// The value rows written before column `name` was added read there
     /// (as `ALTER TABLE … ADD COLUMN … DEFAULT` gave it), if it has one.
     pub fn column_default(&self, name: &str) -> Option<ArrayRef> {
-        self.default_of(name)
+        let layout = self.layout();
+        let c = layout.schema().index_of(name).ok()?;
+        layout.defaults()[c].clone()
     }
 
     /// The schema and, per column, the value rows written before it was
     /// added read there ([`Table::column_default`]), from one load of the
     /// table's state: the two are always of the same schema version.
     pub fn schema_with_defaults(&self) -> (SchemaRef, Vec<Option<ArrayRef>>) {
-        self.schema_and_defaults()
+        let layout = self.layout();
+        (layout.schema().clone(), layout.defaults().to_vec())
     }
 
     /// Applies `changes`, in order, to the table's columns (see
@@ -541,6 +548,6 @@ impl Table {
     /// their type's encoding and rows under their key, so either means a
     /// new table and a copy.
     pub fn alter(&self, changes: &[ColumnChange]) -> Result<()> {
-        self.alter_columns(changes)
+        self.inner().alter_table(self.tree(), self.name(), changes)
     }
 }

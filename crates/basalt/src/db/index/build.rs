@@ -35,7 +35,7 @@ use crate::version::edit::FileMeta;
 use crate::wal::batch::WriteBatch;
 
 /// `Table::create_index`.
-pub(super) fn create(table: &Table, name: &str, columns: &[&str], opts: &IndexOptions) -> Result<()> {
+pub(crate) fn create(table: &Table, name: &str, columns: &[&str], opts: &IndexOptions) -> Result<()> {
     let inner = table.inner();
     Namespace::IndexesOf(table.tree()).check_name(name)?;
     inner.check_writable()?;

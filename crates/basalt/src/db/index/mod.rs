@@ -2,7 +2,7 @@
 //! are `enc(indexed values) | primary key` (`row/index.rs`); the engine
 //! keeps it: the group-commit leader reads each written row's old image
 //! and adds the index deletes and puts to the same WAL record as the row
-//! (`upkeep.rs`), creation sorts the existing rows' entries into SSTs while writes go on
+//! (`write/index_upkeep.rs`), creation sorts the existing rows' entries into SSTs while writes go on
 //! (`build.rs`), and lookups, counts and planned scans read it
 //! (`query.rs`). Nothing outside the engine has to know an index exists
 //! for it to be right.
@@ -18,15 +18,9 @@ use crate::catalog::{Namespace, TreeKind};
 use crate::db::state::handles::Table;
 use crate::error::{Error, Result};
 use crate::ids::TreeId;
-use options::{IndexInfo, IndexOptions};
+use options::IndexInfo;
 
 impl Table {
-    /// [`Table::create_index`]'s work.
-    #[expect(clippy::needless_pass_by_value, reason = "built inline by the caller, as ScanOptions are")]
-    pub(crate) fn build_index(&self, name: &str, columns: &[&str], opts: IndexOptions) -> Result<()> {
-        build::create(self, name, columns, &opts)
-    }
-
     /// [`Table::drop_index`]'s work.
     pub(crate) fn drop_index_tree(&self, name: &str) -> Result<()> {
         let inner = self.inner();

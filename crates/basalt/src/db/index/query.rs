@@ -148,11 +148,6 @@ impl Table {
         batch(schema, arrays, keys.len())
     }
 
-    /// [`Table::count`]'s work.
-    pub(crate) fn count_entries_now(&self, index: &str, predicate: IndexPredicate<'_>) -> Result<u64> {
-        self.count_opt(index, predicate, None)
-    }
-
     /// [`Table::count_opt`]'s work.
     #[expect(clippy::needless_pass_by_value, reason = "built inline by the caller, as ScanOptions are")]
     pub(crate) fn count_entries_at(
@@ -179,7 +174,7 @@ impl Table {
             return Err(Error::InvalidArgument(format!("table {} was dropped", self.name())));
         }
         let (index, def) = self.find_index(&sv.version.catalog, name)?;
-        if !inner.index_ready_at(index, seqno) {
+        if !inner.indexes.ready_at(index, seqno) {
             return Err(Error::InvalidArgument(format!(
                 "index {name} was created after the snapshot read at seqno {seqno}"
             )));
@@ -213,14 +208,6 @@ impl Table {
             0,
             format!("entry: {}", e.reason()),
         )
-    }
-}
-
-impl crate::db::state::inner::DbInner {
-    /// Whether index `index` answers reads at `seqno` (an index built in
-    /// this process does not answer for snapshots older than its build).
-    pub(crate) fn index_ready_at(&self, index: TreeId, seqno: SeqNo) -> bool {
-        self.indexes.ready_at(index, seqno)
     }
 }
 

@@ -1,6 +1,6 @@
 //! Flushing: the background thread that turns immutable memtables into L0
 //! SSTs and logs them to the MANIFEST; the WALs it makes obsolete are
-//! deleted by `cleanup.rs`.
+//! deleted by `jobs/cleanup.rs`.
 
 use std::sync::Arc;
 use std::thread::JoinHandle;

@@ -4,7 +4,7 @@
 //! only when the current one is used up. Only files that overlap the range
 //! are listed, so a short scan reads one file per level rather than
 //! seeking into every file after its start. `DbIterator`, `TableScan` and
-//! compaction all read through it; point lookups are `read.rs`.
+//! compaction all read through it; point lookups are `point.rs`.
 
 use std::ops::Bound;
 use std::sync::Arc;

@@ -162,11 +162,6 @@ impl Table {
         key::decode(user_key, &types).map_err(|_| corrupt())
     }
 
-    /// [`Table::estimate`]'s work.
-    pub(crate) fn estimate_now(&self) -> Result<TableEstimate> {
-        self.estimate_opt(None)
-    }
-
     /// [`Table::estimate_opt`]'s work.
     pub(crate) fn estimate_at(&self, snapshot: Option<&Snapshot>) -> Result<TableEstimate> {
         self.inner().check_open()?;

@@ -1,6 +1,6 @@
 //! The engine's own counters, bumped on the hot paths: per-thread stripes
 //! for reads (no shared cache line written by parallel lookups), plain
-//! atomics elsewhere. `stats.rs` turns them into the public report.
+//! atomics elsewhere. `handles/stats.rs` turns them into the public report.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;

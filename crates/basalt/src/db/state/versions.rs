@@ -364,8 +364,9 @@ impl Versions {
     }
 
     /// Logs the file numbers handed out, if the directory is still this
-    /// handle's and its MANIFEST writable (no earlier failure, not a read-only
-    /// open), then gives the directory up (`lifecycle.rs`), in one hold of the set: no install runs after.
+    /// handle's and its MANIFEST writable (no earlier failure, not a
+    /// read-only open), then gives the directory up (`lifecycle.rs`), in
+    /// one hold of the set: no install runs after.
     /// A compaction or index build running on a caller's thread may hold
     /// numbers of files it has not created yet: the next owner of the
     /// directory must start above them.

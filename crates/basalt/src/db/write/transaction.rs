@@ -2,7 +2,7 @@
 //! transaction's snapshot (its own writes first), writes gathered into one
 //! write batch, and a commit that the group-commit leader refuses with
 //! [`Error::Conflict`] when another commit wrote one of its keys since the
-//! snapshot (`write.rs`, `check_conflicts`). Nothing is locked while a
+//! snapshot (`write/commit.rs`, `check_conflicts`). Nothing is locked while a
 //! transaction runs; a commit costs its write batch plus one lookup per
 //! key it tracks, and only in the memtables and SSTs written since its
 //! snapshot.
@@ -396,7 +396,7 @@ impl Transaction {
 }
 
 /// Every write of `batch` as reads of the transaction see it, in the
-/// order the commit applies them (`insert_entries` in `write.rs`): key
+/// order the commit applies them (`insert_entries` in `write/commit.rs`): key
 /// entries and table rows interleaved as they were added, so a later
 /// write of a key replaces an earlier one whichever face wrote each.
 fn own_writes_in_order(batch: &WriteBatch) -> Vec<(OwnKey, Option<Bytes>)> {
