@@ -302,14 +302,18 @@ def test_get_gives_what_pyarrow_converts(rows: list[dict[str, Any]], columns: li
         assert sorted(_SIMPLE_VALUES) == sorted(SIMPLE_TYPES.names[1:])
         data = [dict(row, id=i) for i, row in enumerate(rows)]
         table.write(pa.Table.from_pylist(data, schema=SIMPLE_TYPES))
-        for i in range(len(rows)):
-            for projection in (None, columns or None):
-                got = table.get(i, columns=projection)
-                want = table.get_many([i], columns=projection).to_pylist()[0]
-                assert got is not None
-                assert list(got) == list(want)
-                assert repr(got) == repr(want)
-                assert [type(v) for v in got.values()] == [type(v) for v in want.values()]
+        # From the memtable, then from an SST's blocks (packed integers).
+        for flushed in (False, True):
+            if flushed:
+                db.flush()
+            for i in range(len(rows)):
+                for projection in (None, columns or None):
+                    got = table.get(i, columns=projection)
+                    want = table.get_many([i], columns=projection).to_pylist()[0]
+                    assert got is not None
+                    assert list(got) == list(want)
+                    assert repr(got) == repr(want)
+                    assert [type(v) for v in got.values()] == [type(v) for v in want.values()]
         db.close()
 
 

@@ -40,6 +40,72 @@ pub(crate) fn project(py: Python<'_>, row: &RecordBatch, names: &[String]) -> Py
     row.project(&indices).map_err(|e| errors::invalid(py, e.to_string()))
 }
 
+/// Whether a column's Python values are made here (numbers, booleans,
+/// strings and bytes) rather than by pyarrow. An extension type (its name
+/// in the field's metadata) has pyarrow scalars of its own: pyarrow
+/// converts those columns too.
+pub(crate) fn made_here(f: &Field) -> bool {
+    use arrow_schema::DataType;
+    let t = f.data_type();
+    let simple = t.is_integer()
+        || matches!(
+            t,
+            DataType::Float32
+                | DataType::Float64
+                | DataType::Boolean
+                | DataType::Utf8
+                | DataType::LargeUtf8
+                | DataType::Binary
+                | DataType::LargeBinary
+        );
+    simple && !f.metadata().contains_key("ARROW:extension:name")
+}
+
+/// A row view as the `dict` [`row_as_dict`] makes, of the columns `names`
+/// (all without names), with no Arrow array on the way; `None` when a
+/// column is not one [`made_here`] or a name is not a column (the caller
+/// then takes the batch path, which converts or refuses it).
+pub(crate) fn view_as_dict<'py>(
+    py: Python<'py>,
+    row: basalt::RowRef<'_>,
+    names: Option<&[String]>,
+) -> PyResult<Option<Bound<'py, PyDict>>> {
+    use basalt::Cell;
+    let schema = row.schema();
+    let columns: Vec<usize> = match names {
+        None => (0..schema.fields().len()).collect(),
+        Some(names) => match names.iter().map(|n| schema.index_of(n)).collect::<Result<_, _>>() {
+            Ok(c) => c,
+            Err(_) => return Ok(None),
+        },
+    };
+    if !columns.iter().all(|&c| made_here(schema.field(c))) {
+        return Ok(None);
+    }
+    let dict = PyDict::new(py);
+    for c in columns {
+        let value: Bound<'py, PyAny> = match row.value(c).map_err(|e| errors::to_py(py, e))? {
+            Cell::Null => py.None().into_bound(py),
+            Cell::Boolean(v) => v.into_pyobject(py)?.to_owned().into_any(),
+            Cell::Int8(v) => v.into_pyobject(py)?.into_any(),
+            Cell::Int16(v) => v.into_pyobject(py)?.into_any(),
+            Cell::Int32(v) => v.into_pyobject(py)?.into_any(),
+            Cell::Int64(v) => v.into_pyobject(py)?.into_any(),
+            Cell::UInt8(v) => v.into_pyobject(py)?.into_any(),
+            Cell::UInt16(v) => v.into_pyobject(py)?.into_any(),
+            Cell::UInt32(v) => v.into_pyobject(py)?.into_any(),
+            Cell::UInt64(v) => v.into_pyobject(py)?.into_any(),
+            Cell::Float32(v) => f64::from(v).into_pyobject(py)?.into_any(),
+            Cell::Float64(v) => v.into_pyobject(py)?.into_any(),
+            Cell::Utf8(v) => v.into_pyobject(py)?.into_any(),
+            Cell::Binary(v) => PyBytes::new(py, v).into_any(),
+            other => return Err(errors::invalid(py, format!("no conversion of {other:?} here (a bug)"))),
+        };
+        dict.set_item(schema.field(c).name(), value)?;
+    }
+    Ok(Some(dict))
+}
+
 /// Row 0 of `row` as the `dict` pyarrow's `to_pylist` makes. Numbers,
 /// booleans, strings and bytes are made here; only the other columns
 /// (dates, timestamps, decimals) go to pyarrow, in one batch: handing the
@@ -53,23 +119,7 @@ pub(crate) fn row_as_dict<'py>(py: Python<'py>, row: &RecordBatch) -> PyResult<B
     };
     use arrow_schema::DataType;
 
-    let simple = |t: &DataType| {
-        t.is_integer()
-            || matches!(
-                t,
-                DataType::Float32
-                    | DataType::Float64
-                    | DataType::Boolean
-                    | DataType::Utf8
-                    | DataType::LargeUtf8
-                    | DataType::Binary
-                    | DataType::LargeBinary
-            )
-    };
     let schema = row.schema();
-    // An extension type (its name in the field's metadata) has pyarrow
-    // scalars of its own: pyarrow converts those columns too.
-    let made_here = |f: &Field| simple(f.data_type()) && !f.metadata().contains_key("ARROW:extension:name");
     let others: Vec<usize> = (0..schema.fields().len()).filter(|&i| !made_here(schema.field(i))).collect();
     // pyarrow's values of the other columns, by position among them.
     let converted: Vec<Bound<'py, PyAny>> = if others.is_empty() || row.num_rows() == 0 {

@@ -20,7 +20,7 @@ use pyo3_arrow::{PyArray, PyField, PySchema, PyTable};
 use crate::convert::{self, type_name};
 use crate::errors::{self, IntoPy};
 use crate::filter::{filter, index_predicate};
-use crate::rows::{key_value_to_py, project, row_as_dict};
+use crate::rows::{key_value_to_py, made_here, project, row_as_dict, view_as_dict};
 use crate::scan::{Batches, Scan};
 use crate::snapshot::Snapshot;
 use crate::state::Shared;
@@ -414,6 +414,30 @@ impl Table {
         let table = self.handle(py)?;
         let key = convert::key_values(py, key, &self.key_fields(), false)?;
         let borrowed: Vec<KeyValue<'_>> = key.iter().map(OwnedKeyValue::as_value).collect();
+        // A row of numbers, strings and bytes is read as a view, copied
+        // out with the GIL released, and made a dict: no Arrow array on
+        // the way. Other rows take the batch path below.
+        let schema = table.schema();
+        let fits_view = match &columns {
+            None => schema.fields().iter().all(|f| made_here(f)),
+            Some(names) => names.iter().all(|n| schema.field_with_name(n).is_ok_and(made_here)),
+        };
+        if fits_view {
+            let read = |s: Option<&basalt::Snapshot>| {
+                let opts = basalt::ReadOptions::default().snapshot(s);
+                py.detach(|| table.get_with_opt(&borrowed, &opts, |row| row.to_row())?.transpose()).py_err(py)
+            };
+            let row = match snapshot {
+                Some(s) => s.get().with_for(py, &self.state, |s| read(Some(s)))?,
+                None => read(None)?,
+            };
+            let Some(row) = row else { return Ok(None) };
+            // `None` only when the table's columns changed since: the
+            // batch path reads the row again.
+            if let Some(dict) = view_as_dict(py, row.view(), columns.as_deref())? {
+                return Ok(Some(dict.into_any()));
+            }
+        }
         let row = match snapshot {
             Some(s) => s.get().with_for(py, &self.state, |s| {
                 let opts = basalt::ReadOptions::default().snapshot(Some(s));

@@ -54,11 +54,13 @@ pub use bytes::Bytes;
 pub use codec::key::{KeyValue, OwnedKeyValue};
 pub use db::{
     BulkLoad, ColumnEstimate, Db, DbIterator, Direction, GetLatency, IndexInfo, IndexOptions, IndexPredicate,
-    KeyValueRange, Keyspace, LevelStats, LookupOptions, OwnedKeyValueRange, ReadOptions, ScanOptions,
-    ScanPlan, Snapshot, Stats, Table, TableEstimate, TableOptions, TableOverlay, TableScan, Transaction,
+    KeyValueRange, Keyspace, LevelStats, LookupOptions, OwnedKeyValueRange, ReadOptions, Row, RowRef,
+    ScanOptions, ScanPlan, Snapshot, Stats, Table, TableEstimate, TableOptions, TableOverlay, TableScan,
+    Transaction,
 };
 pub use error::{Error, Result};
 pub use options::{Compression, Options, WriteOptions};
+pub use row::cell::Cell;
 pub use row::evolve::ColumnChange;
 pub use row::filter::{CmpOp, Filter, Predicate};
 pub use row::layout::COLUMNS_MAX as TABLE_COLUMNS_MAX;

@@ -22,7 +22,7 @@ use basalt::{
     CmpOp, Db, Error, Filter, IndexOptions, IndexPredicate, KeyValue, LookupOptions, Options, Predicate,
     ScanOptions, ScanPlan, Table, TableOptions,
 };
-use common::schema_gen::{self, Cell, Shape, TableSpec, batch_of, rows_of};
+use common::schema_gen::{self, Cell, Shape, TableSpec, batch_of, rows_of, view_cells};
 use common::table_oracle::{
     OracleKey, PredSpec, Rows, ScanPlan as OraclePlan, expected_scan, in_range, prefix_cmp,
 };
@@ -408,6 +408,24 @@ impl Case {
                 opts.projection(Some(p.iter().map(|&c| self.spec.schema.field(c).name().clone()).collect()));
             expected = expected.into_iter().map(|r| p.iter().map(|&c| r[c].clone()).collect()).collect();
         }
+        // The same lookup as row views, reading the columns projected.
+        let columns: Vec<usize> = match &opts.projection {
+            None => (0..width).collect(),
+            Some(names) => names.iter().map(|n| self.spec.schema.index_of(n).expect("column")).collect(),
+        };
+        let mut viewed = Vec::new();
+        let n = self
+            .table()
+            .lookup_with(&ix.name, pred.api(), opts.clone(), |row| {
+                viewed.push(view_cells(row, &columns));
+                Ok::<_, basalt::Error>(())
+            })
+            .unwrap_or_else(|e| panic!("lookup_with {pred:?} on {ix:?} in {:?}: {e}", self.spec.schema));
+        assert_eq!(n, viewed.len(), "rows lookup_with counted");
+        assert_eq!(
+            viewed, expected,
+            "lookup_with {pred:?} on {ix:?} (projection {projection:?}, limit {limit:?}, reverse {reverse})"
+        );
         let got = self.table().lookup(&ix.name, pred.api(), opts).unwrap_or_else(|e| {
             panic!("lookup {pred:?} on {ix:?} (projection {projection:?}) in {:?}: {e}", self.spec.schema)
         });

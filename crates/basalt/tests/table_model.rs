@@ -33,7 +33,7 @@ use basalt::{
     CmpOp, Db, Error, Filter, KeyValue, Options, Predicate, ReadOptions, ScanOptions, Snapshot, Table,
     TableOptions, TableScan, WriteBatch, WriteOptions,
 };
-use common::schema_gen::{self, Cell, Shape, TableSpec, array_of, batch_of, rows_of};
+use common::schema_gen::{self, Cell, Shape, TableSpec, array_of, batch_of, row_of_view, rows_of};
 use common::table_oracle::{CellRange, OPS, OracleKey, PredSpec, Rows, ScanPlan, expected_scan};
 use rand::Rng;
 use rand::rngs::StdRng;
@@ -277,6 +277,17 @@ fn check_get(ctx: &str, table: &Table, model: &Model, rows: &Rows, key: &[Cell],
     });
     let want = rows.get(&OracleKey(key.to_vec())).map(|r| vec![r.clone()]);
     assert_eq!(got, want, "{ctx}: get {key:?} in table {}", model.name);
+    // The same row as a view, and as the owned row a view copies out.
+    let opts = ReadOptions::default().snapshot(snap);
+    let viewed = table
+        .get_with_opt(&kv, &opts, |row| {
+            assert_eq!(row.schema(), &model.spec.schema, "{ctx}: schema of a row view");
+            (row_of_view(row), row.to_row().expect("to_row"))
+        })
+        .unwrap_or_else(|e| panic!("{ctx}: get_with {key:?}: {e}"));
+    let (viewed, owned) = viewed.map(|(v, o)| (vec![v], vec![row_of_view(o.view())])).unzip();
+    assert_eq!(viewed, want, "{ctx}: get_with {key:?} in table {}", model.name);
+    assert_eq!(owned, want, "{ctx}: get_with {key:?} kept as a Row, in table {}", model.name);
 }
 
 fn check_get_many(ctx: &str, table: &Table, model: &Model, rng: &mut StdRng) {

@@ -509,6 +509,57 @@ impl<'a> KeyReader<'a> {
         }
     }
 
+    /// Moves past one nullable part (a marker, then the value if present)
+    /// without decoding it: nothing is allocated, and a fixed-width value's
+    /// bytes are not checked (a key a writer made is only being measured).
+    pub fn skip_nullable(&mut self, ty: KeyType) -> Result<()> {
+        match self.buf.get(self.pos) {
+            Some(&NULL_MARKER) => {
+                self.pos += 1;
+                Ok(())
+            }
+            Some(&PRESENT_MARKER) => {
+                self.pos += 1;
+                self.skip(ty)
+            }
+            Some(b) => Err(corrupt(self.pos, format!("bad null marker {b:02x} before {ty:?} part"))),
+            None => Err(corrupt(self.pos, format!("key ends before nullable {ty:?} part"))),
+        }
+    }
+
+    /// Moves past one non-null part of type `ty` without decoding it (see
+    /// [`KeyReader::skip_nullable`]).
+    pub fn skip(&mut self, ty: KeyType) -> Result<()> {
+        if let Some(w) = ty.fixed_width() {
+            if self.buf.len() - self.pos < w {
+                let left = self.buf.len() - self.pos;
+                return Err(corrupt(self.pos, format!("{ty:?} part needs {w} bytes, {left} left")));
+            }
+            self.pos += w;
+            return Ok(());
+        }
+        loop {
+            let Some(zero) = self.rest().iter().position(|&b| b == ESCAPE) else {
+                return Err(corrupt(self.buf.len(), "bytes key part has no terminator 00 01"));
+            };
+            let marker_at = self.pos + zero + 1;
+            match self.buf.get(marker_at) {
+                Some(&ESCAPED_ZERO) => self.pos = marker_at + 1,
+                Some(&TERMINATOR) => {
+                    self.pos = marker_at + 1;
+                    return Ok(());
+                }
+                Some(b) => return Err(corrupt(marker_at, format!("bad escape 00 {b:02x}"))),
+                None => return Err(corrupt(marker_at, "key ends inside an escape")),
+            }
+        }
+    }
+
+    /// Bytes read so far.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
     /// Reads one non-null part of type `ty`.
     pub fn read(&mut self, ty: KeyType) -> Result<OwnedKeyValue> {
         let at = self.pos;

@@ -26,6 +26,7 @@ pub use jobs::ingest::BulkLoad;
 pub use read::estimates::{ColumnEstimate, OwnedKeyValueRange, TableEstimate};
 pub use read::iter::{DbIterator, Direction};
 pub use read::overlay::TableOverlay;
+pub use read::row_view::{Row, RowRef};
 pub use read::scan::{KeyValueRange, ScanOptions, ScanPlan, TableScan};
 pub use read::snapshot::{ReadOptions, Snapshot};
 pub use state::handles::Keyspace;

@@ -241,6 +241,23 @@ impl IndexLayout {
         Ok((parts, r.rest()))
     }
 
+    /// Calls `f` with the end of each leading run of indexed values in an
+    /// entry's key — after the first part, the first two, …, all of them:
+    /// the prefixes an equality or a prefix lookup seeks, which an SST's
+    /// filter holds (`sst/writer.rs`). Nothing is allocated.
+    pub fn prefix_ends(&self, index_key: &[u8], mut f: impl FnMut(usize)) -> Result<()> {
+        let mut r = KeyReader::new(index_key);
+        for &(ty, nullable) in &self.parts {
+            if nullable {
+                r.skip_nullable(ty)?;
+            } else {
+                r.skip(ty)?;
+            }
+            f(r.position());
+        }
+        Ok(())
+    }
+
     /// The table's user key in an entry's key.
     pub fn user_key<'k>(&self, index_key: &'k [u8]) -> Result<&'k [u8]> {
         Ok(self.split_key(index_key)?.1)
@@ -275,18 +292,34 @@ impl IndexLayout {
     /// Appends the values of one entry to `builders` (one per schema
     /// column; columns the entry does not cover are left alone).
     pub fn decode_entry(&self, index_key: &[u8], value: &[u8], builders: &mut [ColumnBuilder]) -> Result<()> {
+        self.entry_values(index_key, value, |i, v| match v {
+            None => builders[i].push_null(),
+            Some(v) => builders[i].push(v),
+        })
+    }
+
+    /// Calls `f(schema index, value)` with each value one entry holds, in
+    /// the row encoding (`None`: null): the indexed columns, the primary
+    /// key's and the included ones, each column once. Every byte is
+    /// checked.
+    pub fn entry_values(
+        &self,
+        index_key: &[u8],
+        value: &[u8],
+        mut f: impl FnMut(usize, Option<&[u8]>),
+    ) -> Result<()> {
         let (parts, user_key) = self.split_key(index_key)?;
         for (&i, part) in self.columns.iter().zip(&parts) {
             match part {
-                None => builders[i].push_null(),
-                Some(v) => push_key_value(&mut builders[i], v),
+                None => f(i, None),
+                Some(v) => with_row_bytes(v, |b| f(i, Some(b))),
             }
         }
         let table = &self.table;
         let pk = table.primary_key();
         if table.raw_key() {
             if !self.columns.contains(&pk[0]) {
-                builders[pk[0]].push(user_key);
+                f(pk[0], Some(user_key));
             }
         } else {
             let mut r = KeyReader::new(user_key);
@@ -295,7 +328,7 @@ impl IndexLayout {
                     .ok_or_else(|| Error::corruption("", 0, "primary key column without a key type"))?;
                 let v = r.read(ty)?;
                 if !self.columns.contains(&i) {
-                    push_key_value(&mut builders[i], &v);
+                    with_row_bytes(&v, |b| f(i, Some(b)));
                 }
             }
             r.finish()?;
@@ -306,7 +339,7 @@ impl IndexLayout {
             let marker = *value.get(pos).ok_or_else(|| bad("short"))?;
             pos += 1;
             match marker {
-                key::NULL_MARKER => builders[i].push_null(),
+                key::NULL_MARKER => f(i, None),
                 key::PRESENT_MARKER => {
                     let v = match table.columns()[i].width {
                         Width::Fixed(w) => value.get(pos..pos + w).ok_or_else(|| bad("short value"))?,
@@ -319,7 +352,7 @@ impl IndexLayout {
                         }
                     };
                     pos += v.len();
-                    builders[i].push(v);
+                    f(i, Some(v));
                 }
                 b => return Err(bad(&format!("bad null marker {b:02x}"))),
             }
@@ -331,21 +364,21 @@ impl IndexLayout {
     }
 }
 
-/// Appends a decoded key part as the row bytes a builder takes.
-fn push_key_value(builder: &mut ColumnBuilder, v: &OwnedKeyValue) {
+/// `f` of a decoded key part as row bytes.
+fn with_row_bytes(v: &OwnedKeyValue, f: impl FnOnce(&[u8])) {
     match v {
-        OwnedKeyValue::Bool(b) => builder.push(&[u8::from(*b)]),
-        OwnedKeyValue::I8(x) => builder.push(&x.to_le_bytes()),
-        OwnedKeyValue::I16(x) => builder.push(&x.to_le_bytes()),
-        OwnedKeyValue::I32(x) => builder.push(&x.to_le_bytes()),
-        OwnedKeyValue::I64(x) => builder.push(&x.to_le_bytes()),
-        OwnedKeyValue::U8(x) => builder.push(&x.to_le_bytes()),
-        OwnedKeyValue::U16(x) => builder.push(&x.to_le_bytes()),
-        OwnedKeyValue::U32(x) => builder.push(&x.to_le_bytes()),
-        OwnedKeyValue::U64(x) => builder.push(&x.to_le_bytes()),
-        OwnedKeyValue::F32(x) => builder.push(&x.to_le_bytes()),
-        OwnedKeyValue::F64(x) => builder.push(&x.to_le_bytes()),
-        OwnedKeyValue::Bytes(b) => builder.push(b),
-        OwnedKeyValue::Str(s) => builder.push(s.as_bytes()),
+        OwnedKeyValue::Bool(b) => f(&[u8::from(*b)]),
+        OwnedKeyValue::I8(x) => f(&x.to_le_bytes()),
+        OwnedKeyValue::I16(x) => f(&x.to_le_bytes()),
+        OwnedKeyValue::I32(x) => f(&x.to_le_bytes()),
+        OwnedKeyValue::I64(x) => f(&x.to_le_bytes()),
+        OwnedKeyValue::U8(x) => f(&x.to_le_bytes()),
+        OwnedKeyValue::U16(x) => f(&x.to_le_bytes()),
+        OwnedKeyValue::U32(x) => f(&x.to_le_bytes()),
+        OwnedKeyValue::U64(x) => f(&x.to_le_bytes()),
+        OwnedKeyValue::F32(x) => f(&x.to_le_bytes()),
+        OwnedKeyValue::F64(x) => f(&x.to_le_bytes()),
+        OwnedKeyValue::Bytes(b) => f(b),
+        OwnedKeyValue::Str(s) => f(s.as_bytes()),
     }
 }

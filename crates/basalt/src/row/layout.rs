@@ -220,6 +220,17 @@ impl TableLayout {
         &self.stored
     }
 
+    /// Where column `c` (a schema index) lies among the stored columns,
+    /// `None` for a column kept only in the key (or past the schema).
+    pub fn stored_position(&self, c: usize) -> Option<usize> {
+        if self.columns.get(c)?.source == ColumnSource::Key {
+            return None;
+        }
+        // `stored` is every column but a raw key's, in schema order.
+        let key = self.primary_key[0];
+        Some(c - usize::from(key < c && self.columns[key].source == ColumnSource::Key))
+    }
+
     /// True when the user key is the raw bytes of the single key column.
     pub fn raw_key(&self) -> bool {
         self.columns.iter().any(|c| c.source == ColumnSource::Key)

@@ -1,10 +1,11 @@
 //! The row codec: how a table's Arrow rows become keys and row bytes and
-//! back (`layout`, `encode`, `decode`), filters over them (`filter`) and the zone maps that
+//! back (`layout`, `encode`, `decode`; one value at a time, `cell`), filters over them (`filter`) and the zone maps that
 //! skip blocks (`zone`), and the Arrow IPC streams the WAL and MANIFEST
 //! keep. Its decoders do not know which file their bytes came from: their
 //! `Error::Corruption` has an empty file, and each caller reports the
 //! `reason` under the file and offset it read (`catalog.rs`, WAL recovery).
 
+pub mod cell;
 pub mod decode;
 pub mod encode;
 pub mod evolve;

@@ -30,6 +30,7 @@ use super::format::{
 };
 use crate::codec::internal::unpack_trailer;
 use crate::error::{Error, Result};
+use crate::row::cell::RawCell;
 use crate::row::decode::{ColumnBuilder, array_from_buffers};
 use crate::row::layout::{COLUMNS_MAX, ColumnSource, TableLayout, Width};
 
@@ -332,68 +333,97 @@ impl Block {
     }
 
     /// Appends row `i` of a table block to `builders` (one per schema
-    /// column), read straight from the column buffers: one load for a
-    /// fixed-width value, two offsets for a variable-width one, and no
-    /// Arrow array built for the rest of the block (a point read of one
-    /// row would otherwise build and validate every row's columns). Every
-    /// position is bounds-checked here; the values themselves (UTF-8, ...)
-    /// are validated when the builders finish.
+    /// column), read straight from the column buffers ([`Block::table_cell`]):
+    /// no Arrow array is built for the rest of the block (a point read of
+    /// one row would otherwise build and validate every row's columns).
+    /// The values themselves (UTF-8, ...) are validated when the builders
+    /// finish.
     pub fn push_table_row(
         &self,
         layout: &TableLayout,
         i: usize,
         builders: &mut [ColumnBuilder],
     ) -> std::result::Result<(), String> {
-        let stored = layout.stored();
-        let expected = 3 + 3 * stored.len();
-        if self.buffer_count != expected || i >= self.rows || builders.len() != layout.columns().len() {
+        self.check_table_row(layout, i)?;
+        if builders.len() != layout.columns().len() {
+            return Err(format!("{} builders for {} columns", builders.len(), layout.columns().len()));
+        }
+        for (c, builder) in builders.iter_mut().enumerate() {
+            match self.table_cell(layout, c, i)? {
+                RawCell::Null => builder.push_null(),
+                RawCell::Bytes(b) => builder.push(b),
+                RawCell::Word(w) => builder.push(&w[..fixed_width(layout, c)]),
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether row `i` can be read as a row of `layout`'s table: the row
+    /// exists and the block has the buffers its stored columns need.
+    pub fn check_table_row(&self, layout: &TableLayout, i: usize) -> std::result::Result<(), String> {
+        let expected = 3 + 3 * layout.stored().len();
+        if self.buffer_count != expected || i >= self.rows {
             return Err(format!(
                 "row {i} of {} rows, {} buffers, the table layout needs {expected}",
                 self.rows, self.buffer_count
             ));
         }
-        for column in layout.columns() {
-            if column.source == ColumnSource::Key {
-                builders[column.index].push(self.key(i));
-            }
-        }
-        for (n, &c) in stored.iter().enumerate() {
-            let at = 3 + 3 * n;
-            let (validity, offsets, values) = (self.buffer(at), self.buffer(at + 1), self.buffer(at + 2));
-            let builder = &mut builders[c];
-            if !validity.is_empty() {
-                let byte = validity.get(i / 8).ok_or_else(|| format!("column {c}: short validity"))?;
-                if byte & (1 << (i % 8)) == 0 {
-                    builder.push_null();
-                    continue;
-                }
-            }
-            let short = || format!("column {c}: row {i} past its buffers");
-            match layout.columns()[c].width {
-                Width::Fixed(w) => match self.packed(&layout.columns()[c], at)? {
-                    Some(packed) => builder.push(&packed.value(values, i)[..w]),
-                    None => builder.push(values.get(i * w..(i + 1) * w).ok_or_else(short)?),
-                },
-                Width::Bool => {
-                    let byte = values.get(i / 8).ok_or_else(short)?;
-                    builder.push(&[(byte >> (i % 8)) & 1]);
-                }
-                Width::Var32 | Width::Var64 => {
-                    let w = if layout.columns()[c].width == Width::Var32 { 4 } else { 8 };
-                    let offset = |r: usize| -> Option<usize> {
-                        let b = offsets.get(r * w..(r + 1) * w)?;
-                        if w == 4 {
-                            usize::try_from(i32::from_le_bytes(b.try_into().ok()?)).ok()
-                        } else {
-                            usize::try_from(i64::from_le_bytes(b.try_into().ok()?)).ok()
-                        }
-                    };
-                    let (start, end) = offset(i).zip(offset(i + 1)).ok_or_else(short)?;
-                    builder.push(values.get(start..end).ok_or_else(short)?);
-                }
-            }
-        }
         Ok(())
+    }
+
+    /// Column `c` (a schema index) of row `i` of a table block, read in
+    /// place: one load for a fixed-width value (unpacked from a packed
+    /// column), two offsets for a variable-width one, a bit for a bool,
+    /// the row's key for a column kept only there. Every position is
+    /// bounds-checked; the block must have passed [`Block::check_table_row`].
+    #[inline]
+    pub fn table_cell(
+        &self,
+        layout: &TableLayout,
+        col: usize,
+        row: usize,
+    ) -> std::result::Result<RawCell<'_>, String> {
+        let (c, i) = (col, row);
+        let Some(slot) = layout.stored_position(c) else {
+            return if c < layout.columns().len() {
+                Ok(RawCell::Bytes(self.key(i)))
+            } else {
+                Err(format!("no column {c} in the table layout"))
+            };
+        };
+        let column = &layout.columns()[c];
+        let at = 3 + 3 * slot;
+        let (validity, offsets, values) = (self.buffer(at), self.buffer(at + 1), self.buffer(at + 2));
+        if !validity.is_empty() {
+            let byte = validity.get(i / 8).ok_or_else(|| format!("column {c}: short validity"))?;
+            if byte & (1 << (i % 8)) == 0 {
+                return Ok(RawCell::Null);
+            }
+        }
+        let short = || format!("column {c}: row {i} past its buffers");
+        Ok(match column.width {
+            Width::Fixed(width) => match self.packed(column, at)? {
+                Some(packed) => RawCell::Word(packed.value(values, i)),
+                None => RawCell::Bytes(values.get(i * width..(i + 1) * width).ok_or_else(short)?),
+            },
+            Width::Bool => {
+                let byte = values.get(i / 8).ok_or_else(short)?;
+                RawCell::Word([(byte >> (i % 8)) & 1, 0, 0, 0, 0, 0, 0, 0])
+            }
+            Width::Var32 | Width::Var64 => {
+                let wide = if column.width == Width::Var32 { 4 } else { 8 };
+                let offset = |r: usize| -> Option<usize> {
+                    let b = offsets.get(r * wide..(r + 1) * wide)?;
+                    if wide == 4 {
+                        usize::try_from(i32::from_le_bytes(b.try_into().ok()?)).ok()
+                    } else {
+                        usize::try_from(i64::from_le_bytes(b.try_into().ok()?)).ok()
+                    }
+                };
+                let (start, end) = offset(i).zip(offset(i + 1)).ok_or_else(short)?;
+                RawCell::Bytes(values.get(start..end).ok_or_else(short)?)
+            }
+        })
     }
 
     /// Bytes the packed columns take once unpacked: a packed column's
@@ -458,6 +488,14 @@ impl Block {
             // A table block's Arrow arrays share its bytes; count their
             // bookkeeping.
             + if self.is_key_value() { 0 } else { self.buffer_count * 64 }
+    }
+}
+
+/// The bytes of a fixed-width (or bool) column's values in row bytes.
+fn fixed_width(layout: &TableLayout, c: usize) -> usize {
+    match layout.columns()[c].width {
+        Width::Fixed(w) => w,
+        _ => 1,
     }
 }
 

@@ -29,6 +29,16 @@ pub fn key_hash(user_key: &[u8]) -> u64 {
     xxh3_64(user_key)
 }
 
+/// Seed of the hash of a key prefix: a prefix and a whole key with the same
+/// bytes hash apart, so neither answers for the other.
+const PREFIX_SEED: u64 = 0x7072_6566_6978;
+
+/// Hashes a key prefix (an index entry's leading indexed values) for the
+/// filter.
+pub fn prefix_hash(prefix: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64_with_seed(prefix, PREFIX_SEED)
+}
+
 /// Probes per key for a bits-per-key budget: `bits_per_key * ln 2`, rounded,
 /// in `1..=FILTER_PROBES_MAX`.
 pub fn probes_for(bits_per_key: u32) -> u32 {
@@ -74,6 +84,12 @@ impl BloomBuilder {
     /// waste bits.
     pub fn add_key(&mut self, user_key: &[u8]) {
         self.hashes.push(key_hash(user_key));
+    }
+
+    /// Adds a key prefix ([`prefix_hash`]); the caller adds each distinct
+    /// prefix once.
+    pub fn add_prefix(&mut self, prefix: &[u8]) {
+        self.hashes.push(prefix_hash(prefix));
     }
 
     /// Encodes the filter block: header, then each line as eight u64 LE.

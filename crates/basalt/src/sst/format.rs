@@ -29,7 +29,15 @@ use crate::error::{Error, Result};
 /// reference and bit packing, `block/packed.rs`); a version 5 reader would
 /// take a packed column's header for offsets, so it refuses the file by
 /// its footer instead.
-pub const FORMAT_VERSION: u32 = 6;
+/// Version 7 records in the properties how many key prefixes (an index
+/// entry's leading indexed values) the filter holds besides the whole
+/// keys: an equality or prefix lookup on an index skips a file whose
+/// filter lacks its prefix. Files before it hold none, and are read.
+pub const FORMAT_VERSION: u32 = 7;
+
+/// The first version whose properties hold the count of key prefixes in
+/// the filter.
+pub const FORMAT_VERSION_PREFIXES: u32 = 7;
 
 /// The first version whose properties hold the count of distinct user keys.
 pub const FORMAT_VERSION_DISTINCT_KEYS: u32 = 5;

@@ -8,8 +8,8 @@ use bytes::Bytes;
 
 use super::format::{
     BlockHandle, FORMAT_VERSION, FORMAT_VERSION_DISTINCT_KEYS, FORMAT_VERSION_FILE_NUMBER,
-    FORMAT_VERSION_MIN, METAINDEX_ENTRIES_MAX, METAINDEX_ENTRY_BYTES, METAINDEX_HEADER_BYTES,
-    PROPERTIES_FIXED_BYTES,
+    FORMAT_VERSION_MIN, FORMAT_VERSION_PREFIXES, METAINDEX_ENTRIES_MAX, METAINDEX_ENTRY_BYTES,
+    METAINDEX_HEADER_BYTES, PROPERTIES_FIXED_BYTES,
 };
 use crate::codec::internal::{InternalKey, SeqNo, compare, unpack_trailer};
 use crate::codec::varint::Reader;
@@ -79,6 +79,10 @@ pub struct Properties {
     /// User keys, each counted once however many versions the file holds
     /// of it; `None` in files before version 5, which did not record it.
     pub distinct_keys: Option<u64>,
+    /// Key prefixes (each leading run of an index entry's indexed values)
+    /// the filter holds besides the whole keys; `None` in files before
+    /// version 7. `Some(0)`: the filter answers for whole keys only.
+    pub prefixes: Option<u64>,
     /// Data blocks.
     pub data_blocks: u64,
     /// Sum of user key lengths.
@@ -98,7 +102,8 @@ pub struct Properties {
 impl Properties {
     /// Encodes the fixed 80-byte part, the file number (u64 LE, from
     /// version 3), the count of distinct user keys (u64 LE, from version
-    /// 5), then the smallest and largest user keys, each as length u32 LE
+    /// 5), the count of key prefixes in the filter (u64 LE, from version
+    /// 7), then the smallest and largest user keys, each as length u32 LE
     /// and bytes.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(
@@ -120,7 +125,7 @@ impl Properties {
             out.extend_from_slice(&v.to_le_bytes());
         }
         debug_assert_eq!(out.len(), PROPERTIES_FIXED_BYTES);
-        for n in [self.file_number, self.distinct_keys].into_iter().flatten() {
+        for n in [self.file_number, self.distinct_keys, self.prefixes].into_iter().flatten() {
             out.extend_from_slice(&n.to_le_bytes());
         }
         for key in [&self.smallest.user_key, &self.largest.user_key] {
@@ -153,6 +158,7 @@ impl Properties {
         let file_number = if format_version >= FORMAT_VERSION_FILE_NUMBER { Some(r.u64_le()?) } else { None };
         let distinct_keys =
             if format_version >= FORMAT_VERSION_DISTINCT_KEYS { Some(r.u64_le()?) } else { None };
+        let prefixes = if format_version >= FORMAT_VERSION_PREFIXES { Some(r.u64_le()?) } else { None };
         let mut key = || -> Result<Bytes> {
             let len = r.u32_le()? as usize;
             Ok(Bytes::copy_from_slice(r.bytes(len)?))
@@ -169,6 +175,7 @@ impl Properties {
             entries,
             deletions,
             distinct_keys,
+            prefixes,
             data_blocks,
             raw_key_bytes,
             raw_value_bytes,
@@ -197,6 +204,9 @@ impl Properties {
         }
         if self.distinct_keys.is_some() != (self.format_version >= FORMAT_VERSION_DISTINCT_KEYS) {
             return Err("distinct key count present in a version without it, or missing");
+        }
+        if self.prefixes.is_some() != (self.format_version >= FORMAT_VERSION_PREFIXES) {
+            return Err("prefix count present in a version without it, or missing");
         }
         if self.distinct_keys.is_some_and(|d| d == 0 || d > self.entries) {
             return Err("impossible distinct key count");
@@ -236,6 +246,7 @@ mod tests {
             entries: 10,
             deletions: 2,
             distinct_keys: Some(6),
+            prefixes: Some(4),
             data_blocks: 3,
             raw_key_bytes: 40,
             raw_value_bytes: 400,
@@ -250,7 +261,7 @@ mod tests {
     fn properties_round_trip() {
         let p = sample();
         let bytes = p.encode();
-        assert_eq!(bytes.len(), PROPERTIES_FIXED_BYTES + 8 + 8 + 8 + 5 + 4);
+        assert_eq!(bytes.len(), PROPERTIES_FIXED_BYTES + 8 + 8 + 8 + 8 + 5 + 4);
         assert_eq!(Properties::decode(&bytes, Path::new("p"), 0).expect("decodes"), p);
     }
 

@@ -287,6 +287,14 @@ impl SstReader {
         self.filter.as_ref().is_none_or(|f| f.may_contain_hash(hash))
     }
 
+    /// False only if no entry whose key starts with the prefix of
+    /// [`prefix_hash`](super::filter::prefix_hash) `hash` can be in the
+    /// file: its filter holds the prefixes of its keys (a secondary
+    /// index's file from format version 7). Other files may hold any.
+    pub fn may_hold_prefix(&self, hash: u64) -> bool {
+        self.properties.prefixes.is_none_or(|n| n == 0) || self.may_contain_hash(hash)
+    }
+
     /// Loads the filter line of a key's [`key_hash`] (see
     /// [`BloomFilter::touch`]); the word read, for `black_box`.
     pub fn touch_filter(&self, hash: u64) -> u64 {

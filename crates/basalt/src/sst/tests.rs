@@ -32,6 +32,7 @@ fn options(block_bytes_target: usize, compression: Compression, bloom_bits_per_k
         learned_index_epsilon: Some(4),
         file_number: 1,
         pack_integers: true,
+        key_prefixes: None,
     }
 }
 
@@ -591,8 +592,7 @@ const V5_FIXTURE_HEX: &str = concat!(
 );
 
 /// Version 6: the same file (a key-value block packs nothing; table blocks
-/// may pack integer columns). A change here is a format change: bump
-/// `FORMAT_VERSION` and keep this file readable.
+/// may pack integer columns).
 const V6_FIXTURE_HEX: &str = concat!(
     "010000000500000030000000000000003000000001000000380000000800000040000000000000004000000001000000",
     "6b00000000000000010100000000000076000000d22fd6ce010000000700000000000000000000204000000000000000",
@@ -603,6 +603,22 @@ const V6_FIXTURE_HEX: &str = concat!(
     "0000000000000101000000000000010100000000000001000000000000000100000000000000010000006b010000006b",
     "00c86bfd3e03000000014800000000000000480000000295000000000000004c00000003e6000000000000006a000000",
     "005e437cb555010000000000002b00000006000000000000000000000000000000794a6aa689424153414c540a",
+);
+
+/// Version 7: the properties count the key prefixes the filter holds (0:
+/// a key-value tree's file holds none). A change here is a format change:
+/// bump `FORMAT_VERSION` and keep this file readable.
+const V7_FIXTURE_HEX: &str = concat!(
+    "010000000500000030000000000000003000000001000000380000000800000040000000000000004000000001000000",
+    "6b00000000000000010100000000000076000000d22fd6ce010000000700000000000000000000204000000000000000",
+    "000000800000000000000000000000000000000000000000000000002000000020000000000200000000000000000001",
+    "00431fe43201000000050000003000000000000000300000000100000038000000080000004000000000000000400000",
+    "000c0000006b00000000000000010100000000000000000000000000004300000000b4fd28fe07000000030000000100",
+    "000000000000000000000000000001000000000000000100000000000000010000000000000001000000000000000100",
+    "000000000000010100000000000001010000000000000100000000000000010000000000000000000000000000000100",
+    "00006b010000006b00c68c8b3a03000000014800000000000000480000000295000000000000004c00000003e6000000",
+    "000000007200000000e4b600695d010000000000002b0000000700000000000000000000000000000032a9b393894241",
+    "53414c540a",
 );
 
 fn to_hex(bytes: &[u8]) -> String {
@@ -625,7 +641,7 @@ fn fixtures_of_every_version_read_and_this_one_is_stable() -> Result<()> {
     // files must stay byte-identical and readable.
     let no_model = SstWriterOptions { learned_index_epsilon: None, ..options(4096, Compression::None, 10) };
     write_sst(&fs, Path::new("new.sst"), &entries, &no_model)?;
-    assert_eq!(to_hex(&fs.get(Path::new("new.sst"))), V6_FIXTURE_HEX, "the SST format changed");
+    assert_eq!(to_hex(&fs.get(Path::new("new.sst"))), V7_FIXTURE_HEX, "the SST format changed");
     for (name, fixture) in [
         ("v1.sst", V1_FIXTURE_HEX),
         ("v2.sst", V2_FIXTURE_HEX),
@@ -633,6 +649,7 @@ fn fixtures_of_every_version_read_and_this_one_is_stable() -> Result<()> {
         ("v4.sst", V4_FIXTURE_HEX),
         ("v5.sst", V5_FIXTURE_HEX),
         ("v6.sst", V6_FIXTURE_HEX),
+        ("v7.sst", V7_FIXTURE_HEX),
     ] {
         fs.put(Path::new(name), from_hex(fixture));
         check_all(&open(&fs, Path::new(name))?, &entries)?;
@@ -683,4 +700,63 @@ proptest! {
         let distinct = 1 + entries.windows(2).filter(|w| w[0].0 != w[1].0).count();
         prop_assert_eq!(reader.properties().distinct_keys, Some(distinct as u64));
     }
+}
+
+/// An index tree's keys: (a string, an integer) then the primary key.
+fn index_keys(rng: &mut StdRng, n: usize) -> (Arc<crate::row::index::IndexLayout>, Vec<Entry>) {
+    use arrow_schema::{DataType, Field, Schema};
+
+    use crate::codec::key::{self, KeyValue};
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("region", DataType::Utf8, false),
+        Field::new("score", DataType::Int64, true),
+    ]));
+    let table = Arc::new(crate::row::layout::TableLayout::new(schema, &[0]).expect("table"));
+    let layout = Arc::new(crate::row::index::IndexLayout::new(table, &[1, 2], &[]).expect("index"));
+    let mut entries = Vec::new();
+    for id in 0..n as i64 {
+        let region = format!("r\0{}", rng.random_range(0..n / 4));
+        let score = rng.random_bool(0.9).then(|| KeyValue::I64(rng.random_range(-5..5)));
+        let mut k = layout.encode_values(&[Some(KeyValue::Str(&region)), score]).expect("values");
+        key::put_value(&mut k, &KeyValue::I64(id));
+        entries.push((k, pack_trailer(1, Kind::Put), Vec::new()));
+    }
+    (layout, normalize(entries))
+}
+
+/// The filter of an index's file holds each leading run of indexed values
+/// of every key (a lookup of one is never told the file lacks it) and
+/// rules out most runs the file does not hold; a file written without
+/// the index's layout answers "may hold" for every prefix.
+#[test]
+fn an_index_file_filter_holds_every_prefix_of_its_keys() {
+    use crate::sst::filter::prefix_hash;
+    let mut rng = StdRng::seed_from_u64(seed(58));
+    let (layout, entries) = index_keys(&mut rng, 2000);
+    // Keys of another file: their prefixes are mostly not this one's.
+    let (_, others) = index_keys(&mut rng, 2000);
+    let fs = TestFs::default();
+    let prefixes_of = |k: &[u8]| {
+        let mut ends = Vec::new();
+        layout.prefix_ends(k, |e| ends.push(e)).expect("prefix ends");
+        ends.into_iter().map(|e| k[..e].to_vec()).collect::<Vec<_>>()
+    };
+    let with =
+        SstWriterOptions { key_prefixes: Some(layout.clone()), ..options(4096, Compression::None, 10) };
+    write_sst(&fs, Path::new("with.sst"), &entries, &with).expect("write");
+    write_sst(&fs, Path::new("without.sst"), &entries, &options(4096, Compression::None, 10)).expect("write");
+    let with = open_with(&fs, Path::new("with.sst"), false).expect("open");
+    let without = open_with(&fs, Path::new("without.sst"), false).expect("open");
+    let held: std::collections::HashSet<Vec<u8>> = entries.iter().flat_map(|e| prefixes_of(&e.0)).collect();
+    assert_eq!(with.properties().prefixes, Some(held.len() as u64), "each distinct prefix added once");
+    assert_eq!(without.properties().prefixes, Some(0));
+    for p in &held {
+        assert!(with.may_hold_prefix(prefix_hash(p)), "prefix {p:?} of a key the file holds");
+    }
+    let absent: Vec<Vec<u8>> =
+        others.iter().flat_map(|e| prefixes_of(&e.0)).filter(|p| !held.contains(p)).collect();
+    let ruled_out = absent.iter().filter(|p| !with.may_hold_prefix(prefix_hash(p))).count();
+    assert!(ruled_out * 10 >= absent.len() * 9, "{ruled_out} of {} absent prefixes ruled out", absent.len());
+    assert!(absent.iter().all(|p| without.may_hold_prefix(prefix_hash(p))), "a file without prefixes");
 }

@@ -43,6 +43,10 @@ pub struct SstWriterOptions {
     pub file_number: u64,
     /// Table blocks store integer columns packed where that saves.
     pub pack_integers: bool,
+    /// For a secondary index's tree, its layout: the filter then also
+    /// holds each distinct leading run of indexed values (`prefix_hash`),
+    /// so an equality or prefix lookup skips files without its prefix.
+    pub key_prefixes: Option<std::sync::Arc<crate::row::index::IndexLayout>>,
 }
 
 /// What a finished SST holds, for the version edit that adds it.
@@ -89,6 +93,51 @@ pub struct SstWriter {
     model: Option<super::model::ModelBuilder>,
     /// Value bytes pointed to per blob file by the `Blob` entries so far.
     blob_refs: std::collections::BTreeMap<u64, u64>,
+    /// The prefixes added to the filter, when it holds them.
+    prefixes: Option<PrefixFilter>,
+}
+
+/// What the writer keeps to add each distinct key prefix to the filter once.
+#[derive(Debug)]
+struct PrefixFilter {
+    layout: std::sync::Arc<crate::row::index::IndexLayout>,
+    /// Where each prefix of the last key added ends, and of this one.
+    last_ends: Vec<usize>,
+    ends: Vec<usize>,
+    /// Prefixes added.
+    added: u64,
+    /// A key did not parse as an entry of the index: the filter cannot
+    /// answer for prefixes, and the file says it holds none.
+    failed: bool,
+}
+
+impl PrefixFilter {
+    /// Adds the prefixes of `key` that `last_key`'s (`None` for the
+    /// file's first key) do not share.
+    fn add(&mut self, key: &[u8], last_key: Option<&[u8]>, filter: &mut BloomBuilder) {
+        if self.failed {
+            return;
+        }
+        self.ends.clear();
+        let ends = &mut self.ends;
+        if self.layout.prefix_ends(key, |e| ends.push(e)).is_err() {
+            self.failed = true;
+            return;
+        }
+        for (j, &end) in self.ends.iter().enumerate() {
+            let same = last_key.zip(self.last_ends.get(j)).is_some_and(|(last, &e)| last[..e] == key[..end]);
+            if !same {
+                filter.add_prefix(&key[..end]);
+                self.added += 1;
+            }
+        }
+        std::mem::swap(&mut self.ends, &mut self.last_ends);
+    }
+
+    /// What the properties record: the prefixes the filter can answer for.
+    fn count(&self) -> u64 {
+        if self.failed { 0 } else { self.added }
+    }
 }
 
 impl std::fmt::Debug for SstWriter {
@@ -114,6 +163,13 @@ impl SstWriter {
         let tree_id = options.tree_id;
         let file_number = options.file_number;
         let model = options.learned_index_epsilon.map(super::model::ModelBuilder::new);
+        let prefixes = options.key_prefixes.clone().filter(|_| filter.is_some()).map(|layout| PrefixFilter {
+            layout,
+            last_ends: Vec::new(),
+            ends: Vec::new(),
+            added: 0,
+            failed: false,
+        });
         SstWriter {
             file,
             path,
@@ -127,6 +183,7 @@ impl SstWriter {
             zones: Vec::new(),
             model,
             blob_refs: std::collections::BTreeMap::new(),
+            prefixes,
             stats: Properties {
                 format_version: FORMAT_VERSION,
                 tree_id,
@@ -134,6 +191,7 @@ impl SstWriter {
                 entries: 0,
                 deletions: 0,
                 distinct_keys: Some(0),
+                prefixes: Some(0),
                 data_blocks: 0,
                 raw_key_bytes: 0,
                 raw_value_bytes: 0,
@@ -219,6 +277,9 @@ impl SstWriter {
         if first || self.last_key != user_key {
             if let Some(filter) = &mut self.filter {
                 filter.add_key(user_key);
+                if let Some(prefixes) = &mut self.prefixes {
+                    prefixes.add(user_key, (!first).then_some(self.last_key.as_slice()), filter);
+                }
             }
             self.stats.distinct_keys = self.stats.distinct_keys.map(|d| d + 1);
         }
@@ -292,6 +353,7 @@ impl SstWriter {
             return Err(Error::InvalidArgument(format!("SST {} has no entries", self.path.display())));
         };
         self.flush_block()?;
+        self.stats.prefixes = Some(self.prefixes.as_ref().map_or(0, PrefixFilter::count));
         let mut meta = Vec::with_capacity(3);
         if let Some(filter) = self.filter.take() {
             let handle = self.write_block(filter.finish(), Compression::None)?;

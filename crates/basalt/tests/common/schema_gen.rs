@@ -676,3 +676,65 @@ pub fn cell_at(array: &dyn Array, i: usize) -> Cell {
 pub fn rows_of(batch: &RecordBatch) -> Vec<Vec<Cell>> {
     (0..batch.num_rows()).map(|r| batch.columns().iter().map(|c| cell_at(c.as_ref(), r)).collect()).collect()
 }
+
+/// A row view's values as cells, read through the typed accessor of each
+/// column's type and, as a second reading that must agree, through
+/// `RowRef::value`.
+pub fn row_of_view(row: basalt::RowRef<'_>) -> Vec<Cell> {
+    view_cells(row, &(0..row.num_columns()).collect::<Vec<_>>())
+}
+
+/// [`row_of_view`] of the columns `columns` (schema positions), in order.
+pub fn view_cells(row: basalt::RowRef<'_>, columns: &[usize]) -> Vec<Cell> {
+    use basalt::Cell as V;
+    columns
+        .iter()
+        .map(|&c| {
+            let by_value = match row.value(c).expect("value") {
+                V::Null => Cell::Null,
+                V::Boolean(v) => Cell::Bool(v),
+                V::Int8(v) => Cell::I8(v),
+                V::Int16(v) => Cell::I16(v),
+                V::Int32(v) | V::Date32(v) => Cell::I32(v),
+                V::Int64(v) | V::Date64(v) | V::Timestamp(v) => Cell::I64(v),
+                V::UInt8(v) => Cell::U8(v),
+                V::UInt16(v) => Cell::U16(v),
+                V::UInt32(v) => Cell::U32(v),
+                V::UInt64(v) => Cell::U64(v),
+                V::Float32(v) => Cell::F32(v.to_bits()),
+                V::Float64(v) => Cell::F64(v.to_bits()),
+                V::Decimal128(v) => Cell::I128(v),
+                V::Utf8(v) => Cell::Str(v.to_string()),
+                V::Binary(v) => Cell::Bin(v.to_vec()),
+                other => panic!("no cell for {other:?}"),
+            };
+            let typed = |v: Option<Cell>| v.unwrap_or(Cell::Null);
+            let by_accessor = match row.schema().field(c).data_type() {
+                DataType::Boolean => typed(row.bool(c).expect("bool").map(Cell::Bool)),
+                DataType::Int8 => typed(row.i8(c).expect("i8").map(Cell::I8)),
+                DataType::Int16 => typed(row.i16(c).expect("i16").map(Cell::I16)),
+                DataType::Int32 | DataType::Date32 => typed(row.i32(c).expect("i32").map(Cell::I32)),
+                DataType::Int64 | DataType::Date64 | DataType::Timestamp(..) => {
+                    typed(row.i64(c).expect("i64").map(Cell::I64))
+                }
+                DataType::UInt8 => typed(row.u8(c).expect("u8").map(Cell::U8)),
+                DataType::UInt16 => typed(row.u16(c).expect("u16").map(Cell::U16)),
+                DataType::UInt32 => typed(row.u32(c).expect("u32").map(Cell::U32)),
+                DataType::UInt64 => typed(row.u64(c).expect("u64").map(Cell::U64)),
+                DataType::Float32 => typed(row.f32(c).expect("f32").map(|v| Cell::F32(v.to_bits()))),
+                DataType::Float64 => typed(row.f64(c).expect("f64").map(|v| Cell::F64(v.to_bits()))),
+                DataType::Decimal128(..) => typed(row.decimal128(c).expect("decimal").map(Cell::I128)),
+                DataType::Utf8 | DataType::LargeUtf8 => {
+                    typed(row.str(c).expect("str").map(|s| Cell::Str(s.to_string())))
+                }
+                DataType::Binary | DataType::LargeBinary => {
+                    typed(row.bytes(c).expect("bytes").map(|b| Cell::Bin(b.to_vec())))
+                }
+                other => panic!("no accessor for {other}"),
+            };
+            assert_eq!(by_value, by_accessor, "column {c}: value and typed accessor disagree");
+            assert_eq!(row.is_null(c).expect("is_null"), by_value == Cell::Null, "column {c}: is_null");
+            by_value
+        })
+        .collect()
+}

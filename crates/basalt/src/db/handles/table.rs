@@ -13,6 +13,7 @@ use arrow_schema::SchemaRef;
 use crate::codec::internal::SeqNo;
 use crate::codec::key::{self, KeyValue};
 use crate::db::read::point::Value;
+use crate::db::read::row_view::RowRef;
 use arrow_array::ArrayRef;
 use arrow_schema::FieldRef;
 
@@ -244,6 +245,48 @@ impl Table {
         self.get_opt(key, &ReadOptions::default())
     }
 
+    /// `f` of a view of the row with primary key `key` (one value per key
+    /// column, in key order), read where it lies — a memtable entry, the
+    /// row cache, a cached block — without building Arrow arrays; `None`
+    /// when the key has no row. The cheapest way to read one row: the
+    /// view's typed accessors read only the columns asked for.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use basalt::arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+    /// # use basalt::arrow_schema::{DataType, Field, Schema};
+    /// # use basalt::{Db, KeyValue, Options, TableOptions};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = Db::open(dir.path(), Options::default())?;
+    /// let schema = Arc::new(Schema::new(vec![
+    ///     Field::new("id", DataType::Int64, false),
+    ///     Field::new("name", DataType::Utf8, true),
+    /// ]));
+    /// let users = db.create_table("users", schema.clone(), &["id"], TableOptions::default())?;
+    /// users.write(&RecordBatch::try_new(schema, vec![
+    ///     Arc::new(Int64Array::from(vec![1])) as ArrayRef,
+    ///     Arc::new(StringArray::from(vec!["ada"])),
+    /// ])?)?;
+    /// let name = users.get_with(&[KeyValue::I64(1)], |row| row.str(1).map(|s| s.map(str::to_owned)))?;
+    /// assert_eq!(name.transpose()?.flatten().as_deref(), Some("ada"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn get_with<R>(&self, key: &[KeyValue<'_>], f: impl FnOnce(RowRef<'_>) -> R) -> Result<Option<R>> {
+        self.get_with_opt(key, &ReadOptions::default(), f)
+    }
+
+    /// [`Table::get_with`] with explicit read options.
+    pub fn get_with_opt<R>(
+        &self,
+        key: &[KeyValue<'_>],
+        opts: &ReadOptions<'_>,
+        f: impl FnOnce(RowRef<'_>) -> R,
+    ) -> Result<Option<R>> {
+        let user_key = self.encode_key_values(key, true)?;
+        let (seqno, sv) = self.inner.read_guard(self.inner.snapshot_seqno(opts.snapshot)?);
+        self.view_at(&user_key, seqno, &sv, f)
+    }
+
     /// [`Table::get`] with explicit read options.
     pub fn get_opt(&self, key: &[KeyValue<'_>], opts: &ReadOptions<'_>) -> Result<Option<RecordBatch>> {
         let user_key = self.encode_key_values(key, true)?;
@@ -349,6 +392,18 @@ impl Table {
             .map(Some)
     }
 
+    /// `f` of a view of the newest visible version of `user_key`, if the
+    /// key has a row.
+    pub(crate) fn view_at<R>(
+        &self,
+        user_key: &[u8],
+        seqno: SeqNo,
+        sv: &SuperVersion,
+        f: impl FnOnce(RowRef<'_>) -> R,
+    ) -> Result<Option<R>> {
+        self.with_row_at(user_key, seqno, sv, |layout, value| value.view(layout, user_key, f))?.transpose()
+    }
+
     /// Refuses reads of a closed database or a dropped table.
     pub(crate) fn check_readable(&self, sv: &SuperVersion) -> Result<()> {
         self.inner.check_open()?;
@@ -381,7 +436,7 @@ impl Table {
         user_key: &[u8],
         seqno: SeqNo,
         sv: &SuperVersion,
-        f: impl FnOnce(&TableLayout, Value<'_>) -> R,
+        f: impl FnOnce(&Arc<TableLayout>, Value<'_>) -> R,
     ) -> Result<Option<R>> {
         self.check_readable(sv)?;
         let layout = self.layout_in(sv);
@@ -482,6 +537,25 @@ impl Table {
         opts: LookupOptions<'_>,
     ) -> Result<RecordBatch> {
         self.lookup_rows(index, predicate, opts)
+    }
+
+    /// `f` of a view of each row whose indexed values satisfy `predicate`,
+    /// in index order (reversed with `opts.reverse`), up to `opts.limit`;
+    /// the rows viewed. No Arrow array is built: the cheapest way to read
+    /// a few rows through an index. When `opts.projection` names only
+    /// columns the index holds (indexed, primary-key and included columns;
+    /// not floats of the key), the index alone is read and the view's
+    /// other columns are not read (asking for one is an error). The first
+    /// error `f` returns ends the lookup and is returned.
+    #[expect(clippy::needless_pass_by_value, reason = "built inline by the caller, as for Table::lookup")]
+    pub fn lookup_with<E: From<Error>>(
+        &self,
+        index: &str,
+        predicate: IndexPredicate<'_>,
+        opts: LookupOptions<'_>,
+        mut f: impl FnMut(RowRef<'_>) -> std::result::Result<(), E>,
+    ) -> std::result::Result<usize, E> {
+        self.lookup_views(index, &predicate, &opts, &mut f)
     }
 
     /// How many rows' indexed values satisfy `predicate`, read from the

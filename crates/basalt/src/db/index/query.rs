@@ -15,9 +15,11 @@ use crate::catalog::IndexDef;
 use crate::codec::internal::SeqNo;
 use crate::codec::key::{KeyValue, prefix_successor};
 use crate::db::read::iter::{Direction, KeyRange, RangeReader};
+use crate::db::read::row_view::RowRef;
 use crate::db::{read::snapshot::Snapshot, state::handles::Table, state::versions::SuperVersion};
 use crate::error::{Error, Result};
 use crate::ids::TreeId;
+use crate::row::cell::Span;
 use crate::row::decode::{ColumnBuilder, builders_for};
 
 /// Which entries of an index a query reads. Values are the indexed
@@ -94,9 +96,7 @@ impl Table {
         let range = predicate_range(&read.def, &predicate)?;
         let (projection, schema) = projection(self.layout_in(&read.sv).schema(), opts.projection.as_deref())?;
         let limit = opts.limit.unwrap_or(usize::MAX);
-        let direction = if opts.reverse { Direction::Reverse } else { Direction::Forward };
-        let mut entries =
-            RangeReader::open(self.inner(), &read.sv, read.seqno, read.index, range, direction)?;
+        let mut entries = self.open_entries(&read, &predicate, range, opts.reverse)?;
         let layout = self.layout_in(&read.sv).clone();
         let mut builders = builders_for(&layout);
         if projection.iter().all(|&c| read.def.layout.covers(c)) {
@@ -148,6 +148,76 @@ impl Table {
         batch(schema, arrays, keys.len())
     }
 
+    /// [`Table::lookup_with`]'s work: each row a view, in index order. A
+    /// lookup whose projection the entries cover reads the index alone and
+    /// views the entries' values (columns the entries lack are not read).
+    pub(crate) fn lookup_views<E: From<Error>>(
+        &self,
+        index: &str,
+        predicate: &IndexPredicate<'_>,
+        opts: &LookupOptions<'_>,
+        f: &mut dyn FnMut(RowRef<'_>) -> Result<(), E>,
+    ) -> Result<usize, E> {
+        let read = self.index_read(index, opts.snapshot)?;
+        let range = predicate_range(&read.def, predicate)?;
+        // An equality's entries all start with its encoded values, which
+        // name every indexed column: the primary key is what follows.
+        let eq_prefix = match (predicate, &range.0) {
+            (IndexPredicate::Eq(_), Bound::Included(prefix)) => Some(prefix.len()),
+            _ => None,
+        };
+        let layout = self.layout_in(&read.sv).clone();
+        let (projection, _) = projection(layout.schema(), opts.projection.as_deref())?;
+        let limit = opts.limit.unwrap_or(usize::MAX);
+        let mut entries = self.open_entries(&read, predicate, range, opts.reverse)?;
+        let mut rows = 0;
+        if projection.iter().all(|&c| read.def.layout.covers(c)) {
+            let mut bytes = Vec::new();
+            let mut spans = vec![Span::Absent; layout.columns().len()];
+            while rows < limit
+                && let Some((key, value)) = entries.next_entry()?
+            {
+                bytes.clear();
+                spans.fill(Span::Absent);
+                read.def
+                    .layout
+                    .entry_values(&key, &value, |i, v| {
+                        spans[i] = v.map_or(Span::Null, |v| {
+                            let start = bytes.len();
+                            bytes.extend_from_slice(v);
+                            // An entry's key and value are each bounded by
+                            // `key_bytes_max`/`value_bytes_max` (u32).
+                            Span::At(start as u32, bytes.len() as u32)
+                        });
+                    })
+                    .map_err(|e| self.bad_entry(index, &e))?;
+                rows += 1;
+                f(RowRef::over_spans(&layout, &bytes, &[], &spans))?;
+            }
+            self.inner().counters.record_index_entries(rows as u64);
+            return Ok(rows);
+        }
+        while rows < limit
+            && let Some((key, _)) = entries.next_entry()?
+        {
+            let pk = match eq_prefix {
+                Some(n) => {
+                    key.get(n..).ok_or_else(|| self.bad_entry(index, &Error::internal("a short entry")))?
+                }
+                None => read.def.layout.user_key(&key).map_err(|e| self.bad_entry(index, &e))?,
+            };
+            debug_assert_eq!(Some(pk), read.def.layout.user_key(&key).ok());
+            rows += 1;
+            match self.view_at(pk, read.seqno, &read.sv, &mut *f)? {
+                Some(done) => done?,
+                None => return Err(self.missing_row(index).into()),
+            }
+        }
+        self.inner().counters.record_index_entries(rows as u64);
+        self.inner().counters.record_table_rows(rows as u64);
+        Ok(rows)
+    }
+
     /// [`Table::count_opt`]'s work.
     #[expect(clippy::needless_pass_by_value, reason = "built inline by the caller, as ScanOptions are")]
     pub(crate) fn count_entries_at(
@@ -158,11 +228,33 @@ impl Table {
     ) -> Result<u64> {
         let read = self.index_read(index, snapshot)?;
         let range = predicate_range(&read.def, &predicate)?;
-        let mut entries =
-            RangeReader::open(self.inner(), &read.sv, read.seqno, read.index, range, Direction::Forward)?;
+        let mut entries = self.open_entries(&read, &predicate, range, false)?;
         let n = entries.count_rest()?;
         self.inner().counters.record_index_entries(n);
         Ok(n)
+    }
+
+    /// The entries of `range`, the range of `predicate`, in `read`'s
+    /// index: an equality's or a prefix's only from the files whose filter
+    /// may hold its values ([`predicate_prefix`]).
+    fn open_entries(
+        &self,
+        read: &IndexRead,
+        predicate: &IndexPredicate<'_>,
+        range: KeyRange,
+        reverse: bool,
+    ) -> Result<RangeReader> {
+        let prefix = predicate_prefix(predicate, &range);
+        let direction = if reverse { Direction::Reverse } else { Direction::Forward };
+        RangeReader::open_prefixed(
+            self.inner(),
+            &read.sv,
+            read.seqno,
+            read.index,
+            range,
+            direction,
+            prefix.as_deref(),
+        )
     }
 
     /// The ready index `name` and the moment to read it at.
@@ -194,11 +286,16 @@ impl Table {
         if self.push_row_at(user_key, read.seqno, &read.sv, builders)? {
             return Ok(());
         }
-        Err(Error::corruption(
+        Err(self.missing_row(index))
+    }
+
+    /// An entry of `index` that names no row, as damage naming the index.
+    fn missing_row(&self, index: &str) -> Error {
+        Error::corruption(
             format!("index {index} of table {}", self.name()),
             0,
             "an entry names a row the table does not hold",
-        ))
+        )
     }
 
     /// An index entry that does not decode, as damage naming the index.
@@ -246,6 +343,21 @@ pub(crate) fn predicate_range(def: &IndexDef, predicate: &IndexPredicate<'_>) ->
             (lower, upper)
         }
     })
+}
+
+/// The prefix every entry an equality or prefix predicate selects starts
+/// with: its encoded values, whole leading parts of the index key, which
+/// SST filters hold (`sst/writer.rs`). `None` for a range, and for a
+/// prefix of no values.
+fn predicate_prefix(predicate: &IndexPredicate<'_>, range: &KeyRange) -> Option<Vec<u8>> {
+    match (predicate, &range.0) {
+        (IndexPredicate::Eq(_) | IndexPredicate::Prefix(_), Bound::Included(prefix))
+            if !prefix.is_empty() =>
+        {
+            Some(prefix.clone())
+        }
+        _ => None,
+    }
 }
 
 /// The projected builders' arrays (a column projected twice is built once).

@@ -172,6 +172,7 @@ impl DbInner {
         let number = self.versions.new_file_number_held(&self.files);
         let path = self.dir.join(files::sst(number));
         let file = self.fs.create(&path)?;
+        let (compression, key_prefixes) = self.index_traits_of(tree);
         let options = SstWriterOptions {
             block_bytes_target: if layout.is_some() {
                 self.opts.table_block_bytes_target
@@ -179,24 +180,30 @@ impl DbInner {
                 self.opts.block_bytes_target
             },
             bloom_bits_per_key: self.opts.bloom_bits_per_key,
-            compression: self.compression_of(tree),
+            compression,
             tree_id: tree,
             layout,
             learned_index_epsilon: self.opts.learned_index.then_some(self.opts.learned_index_epsilon),
             file_number: number,
             pack_integers: self.opts.pack_integers,
+            key_prefixes,
         };
         Ok((tree, number, SstWriter::new(file, path, &options)))
     }
 
-    /// How the data blocks of `tree` are compressed: `index_compression`
-    /// for a secondary index (being built or not), `compression` for any
-    /// other tree, and for one dropped while a compaction wrote it.
-    fn compression_of(&self, tree: TreeId) -> crate::options::Compression {
+    /// How the data blocks of `tree` are compressed, and the layout whose
+    /// key prefixes its filter holds: `index_compression` and the index's
+    /// layout for a secondary index (being built or not); `compression`
+    /// and none for any other tree, and for one dropped while a
+    /// compaction wrote it.
+    fn index_traits_of(
+        &self,
+        tree: TreeId,
+    ) -> (crate::options::Compression, Option<Arc<crate::row::index::IndexLayout>>) {
         let state = self.versions.load();
         match state.version.catalog.tree(tree).map(|t| &t.kind) {
-            Some(TreeKind::Index(_)) => self.opts.index_compression,
-            _ => self.opts.compression,
+            Some(TreeKind::Index(def)) => (self.opts.index_compression, Some(def.layout.clone())),
+            _ => (self.opts.compression, None),
         }
     }
 }

@@ -291,6 +291,7 @@ impl TreeCursor {
         files: &TreeVersion,
         (range, forward): (&KeyRange, bool),
         blocks: Blocks,
+        prefix: Option<u64>,
     ) -> Result<TreeCursor> {
         let start = match (forward, range) {
             (true, (Bound::Included(k) | Bound::Excluded(k), _)) => Some((k.as_slice(), u64::MAX)),
@@ -311,7 +312,18 @@ impl TreeCursor {
         }
         let mut runs = Vec::new();
         for (level, level_files) in files.levels.iter().enumerate() {
-            let meeting = level_files.iter().filter(|f| file_overlaps(f, range)).cloned();
+            let mut meeting = Vec::new();
+            for file in level_files.iter().filter(|f| file_overlaps(f, range)) {
+                // Every key of the range starts with `prefix`: a file whose
+                // filter lacks it holds none of them.
+                if let Some(hash) = prefix
+                    && !readers.get(tree, file)?.may_hold_prefix(hash)
+                {
+                    continue;
+                }
+                meeting.push(file.clone());
+            }
+            let meeting = meeting.into_iter();
             if level == 0 {
                 // L0 files overlap each other: each is its own run.
                 runs.extend(meeting.map(|file| vec![file]));

@@ -15,6 +15,7 @@ use crate::db::state::open_trees::TreeShared;
 use crate::db::{read::snapshot::Snapshot, state::inner::DbInner, state::versions::SuperVersion};
 use crate::error::Result;
 use crate::ids::TreeId;
+use crate::sst::filter::prefix_hash;
 use crate::sst::{Blocks, SstIter};
 use crate::version::Version;
 
@@ -86,12 +87,34 @@ impl RangeReader {
         range: KeyRange,
         direction: Direction,
     ) -> Result<RangeReader> {
+        RangeReader::open_prefixed(inner, sv, seqno, tree, range, direction, None)
+    }
+
+    /// [`RangeReader::open`] of a range every key of which starts with
+    /// `prefix`, a leading run of an index's indexed values: files whose
+    /// filter lacks it are not read (`SstReader::may_hold_prefix`).
+    pub(crate) fn open_prefixed(
+        inner: &DbInner,
+        sv: &SuperVersion,
+        seqno: SeqNo,
+        tree: TreeId,
+        range: KeyRange,
+        direction: Direction,
+        prefix: Option<&[u8]>,
+    ) -> Result<RangeReader> {
         let Some(files) = sv.version.tree(tree) else {
             return Err(crate::error::Error::InvalidArgument(format!("unknown tree {tree}")));
         };
         let forward = direction == Direction::Forward;
-        let cursor =
-            TreeCursor::open(&inner.sst_readers, sv, tree, files, (&range, forward), Blocks::InPlace)?;
+        let cursor = TreeCursor::open(
+            &inner.sst_readers,
+            sv,
+            tree,
+            files,
+            (&range, forward),
+            Blocks::InPlace,
+            prefix.map(prefix_hash),
+        )?;
         if cursor.asks_compaction() {
             inner.wake_compaction();
         }

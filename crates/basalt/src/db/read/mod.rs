@@ -1,5 +1,5 @@
 //! Reads: the point path (memtables, then each SST that may hold the key),
-//! the cursors that merge sorted runs, iterators, scans and their plans,
+//! row views (a row read where it lies), the cursors that merge sorted runs, iterators, scans and their plans,
 //! size and value estimates, and snapshots.
 
 pub(crate) mod cursor;
@@ -7,5 +7,6 @@ pub(crate) mod estimates;
 pub(crate) mod iter;
 pub(crate) mod overlay;
 pub(crate) mod point;
+pub(crate) mod row_view;
 pub(crate) mod scan;
 pub(crate) mod snapshot;

@@ -46,6 +46,16 @@ impl DbInner {
         (seqno, sv)
     }
 
+    /// [`DbInner::read_view`] borrowing the state: no reference count to
+    /// update for a read that ends before anything changes.
+    pub(crate) fn read_guard(&self, snapshot: Option<SeqNo>) -> (SeqNo, arc_swap::Guard<Arc<SuperVersion>>) {
+        let sv = self.versions.load();
+        #[cfg(test)]
+        between_loads::run();
+        let seqno = snapshot.unwrap_or_else(|| self.writer.visible_seqno());
+        (seqno, sv)
+    }
+
     /// The value of `user_key` in `tree` as of `snapshot` (or now).
     #[expect(
         clippy::redundant_closure_for_method_calls,
@@ -75,13 +85,7 @@ impl DbInner {
         f: impl FnOnce(Value<'_>) -> R,
     ) -> Result<Option<R>> {
         self.check_open()?;
-        // As `read_view` (the state before the seqno), but borrowing the
-        // super version: no reference count to update for a lookup that
-        // returns before anything changes.
-        let sv = self.versions.load();
-        #[cfg(test)]
-        between_loads::run();
-        let seqno = snapshot.unwrap_or_else(|| self.writer.visible_seqno());
+        let (seqno, sv) = self.read_guard(snapshot);
         let (mut f, mut out) = (Some(f), None);
         self.lookup(&sv, seqno, tree, user_key, layout, &mut |v| out = f.take().map(|f| f(v)))?;
         Ok(out)

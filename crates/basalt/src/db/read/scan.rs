@@ -318,7 +318,7 @@ fn open_cursor(table: &Table, sv: &SuperVersion, range: &KeyRange) -> Result<Tre
         .tree(tree)
         .ok_or_else(|| Error::InvalidArgument(format!("table {} was dropped", table.name())))?;
     let mut cursor =
-        TreeCursor::open(&table.inner().sst_readers, sv, tree, files, (range, true), Blocks::Cached)?;
+        TreeCursor::open(&table.inner().sst_readers, sv, tree, files, (range, true), Blocks::Cached, None)?;
     if cursor.asks_compaction() {
         table.inner().wake_compaction();
     }

@@ -20,6 +20,10 @@ pub(crate) struct IndexBuilds {
     /// in this process; an index recovered at open answers at any seqno a
     /// snapshot of this process can have.
     ready: RankedMutex<HashMap<TreeId, SeqNo>>,
+    /// The largest seqno `ready` has held: a read at or above it needs no
+    /// look at the map (every read of the current state), so an index
+    /// query takes no lock.
+    ready_max: std::sync::atomic::AtomicU64,
     /// Set by `testing::skip_index_upkeep`: writes leave the indexes
     /// alone, the bug a check of index consistency must catch.
     #[cfg(feature = "testing")]
@@ -31,6 +35,7 @@ impl Default for IndexBuilds {
         IndexBuilds {
             touched: RankedMutex::new(Rank::IndexBuilds, HashMap::new()),
             ready: RankedMutex::new(Rank::IndexReady, HashMap::new()),
+            ready_max: std::sync::atomic::AtomicU64::new(0),
             #[cfg(feature = "testing")]
             skip_upkeep: std::sync::atomic::AtomicBool::new(false),
         }
@@ -70,7 +75,11 @@ impl IndexBuilds {
 
     /// Index `index` answers reads from `seqno` on.
     pub(crate) fn set_ready(&self, index: TreeId, seqno: SeqNo) {
-        self.ready.lock().insert(index, seqno);
+        let mut ready = self.ready.lock();
+        ready.insert(index, seqno);
+        // Raised under the map's lock, before a reader can see the index
+        // answer at a seqno below it.
+        self.ready_max.fetch_max(seqno, std::sync::atomic::Ordering::Release);
     }
 
     /// Forgets a dropped index.
@@ -81,6 +90,9 @@ impl IndexBuilds {
     /// Whether index `index` answers reads at `seqno` (an index built in
     /// this process does not answer for snapshots older than its build).
     pub(crate) fn ready_at(&self, index: TreeId, seqno: SeqNo) -> bool {
+        if seqno >= self.ready_max.load(std::sync::atomic::Ordering::Acquire) {
+            return true;
+        }
         self.ready.lock().get(&index).is_none_or(|&ready| seqno >= ready)
     }
 }
