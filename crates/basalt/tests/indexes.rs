@@ -703,3 +703,69 @@ fn index_compression_shrinks_the_index_alone_and_changes_no_answer() {
     assert!(lz4.1 * 2 < plain.1, "index bytes: {} compressed, {} plain", lz4.1, plain.1);
     assert_eq!(plain.2, lz4.2, "the same answers");
 }
+
+/// `lookup_with` hands out the rows `lookup` returns, in the same (index)
+/// order, whether it fetches them one by one (a few rows) or in primary-
+/// key order into one buffer (many: 64 or more), with rows in memtables
+/// and SSTs, nulls, rewrites, deletes, reversed and limited.
+#[test]
+fn lookup_with_gives_lookups_rows_in_index_order_few_or_many() {
+    let fs = MemFs::new();
+    let (db, t) = open(&fs);
+    t.create_index("by_age", &["age"], IndexOptions::default()).expect("index");
+    // Every age holds about 3000 / 90 rows; some written twice, some
+    // deleted, half of them flushed to SSTs before the rest are written.
+    t.write(&rows(0..1500, |i| (i % 5 != 0).then(|| format!("c{i}")))).expect("write");
+    db.flush().expect("flush");
+    t.write(&rows(1500..3000, |i| (i % 5 != 0).then(|| format!("c{i}")))).expect("write");
+    t.write(&rows((0..3000).step_by(7), |i| Some(format!("again{i}")))).expect("rewrite");
+    t.delete(&key_batch((0..3000).step_by(11))).expect("delete");
+    for (predicate, reverse, limit) in [
+        (IndexPredicate::Eq(vec![Some(KeyValue::I64(-3))]), false, None),
+        (IndexPredicate::Eq(vec![Some(KeyValue::I64(7))]), true, Some(5)),
+        (
+            IndexPredicate::Range(
+                std::ops::Bound::Included(vec![Some(KeyValue::I64(-10))]),
+                std::ops::Bound::Excluded(vec![Some(KeyValue::I64(10))]),
+            ),
+            false,
+            None,
+        ),
+        (IndexPredicate::Prefix(vec![Some(KeyValue::I64(44))]), true, Some(100)),
+    ] {
+        let opts = LookupOptions::default().reverse(reverse).limit(limit);
+        let want = t.lookup("by_age", predicate.clone(), opts.clone()).expect("lookup");
+        let mut got: Vec<(i64, Option<String>, i64)> = Vec::new();
+        let n = t
+            .lookup_with("by_age", predicate.clone(), opts, |row| {
+                got.push((
+                    row.i64(0)?.expect("id"),
+                    row.str(1)?.map(str::to_string),
+                    row.i64(2)?.expect("age"),
+                ));
+                Ok::<_, Error>(())
+            })
+            .expect("lookup_with");
+        let ids = want.column(0).as_any().downcast_ref::<Int64Array>().expect("ids");
+        let cities = want.column(1).as_any().downcast_ref::<StringArray>().expect("cities");
+        let ages = want.column(2).as_any().downcast_ref::<Int64Array>().expect("ages");
+        let want: Vec<(i64, Option<String>, i64)> = (0..want.num_rows())
+            .map(|i| {
+                let city = (!arrow_array::Array::is_null(cities, i)).then(|| cities.value(i).to_string());
+                (ids.value(i), city, ages.value(i))
+            })
+            .collect();
+        assert_eq!(n, want.len(), "{predicate:?}");
+        assert_eq!(got, want, "{predicate:?}");
+    }
+    // The range lookup above fetched many rows, the equalities few.
+    let many = t
+        .lookup_with(
+            "by_age",
+            IndexPredicate::Range(std::ops::Bound::Unbounded, std::ops::Bound::Unbounded),
+            LookupOptions::default(),
+            |_| Ok::<_, Error>(()),
+        )
+        .expect("all");
+    assert!(many > 2000, "{many} rows");
+}

@@ -133,23 +133,29 @@ fn visit_batch(batch: &RecordBatch, visit: &mut dyn FnMut(RowRef<'_>)) -> Result
     Ok(batch.num_rows())
 }
 
+/// Which of `name`, `region` and `payload` a query reads: all of them,
+/// or those of a covering lookup's projection (worked out once per query).
+fn wanted(projection: Option<&[String]>) -> [bool; 3] {
+    let read = |name: &str| projection.is_none_or(|w| w.iter().any(|c| c == name));
+    [read("name"), read("region"), read("payload")]
+}
+
 /// Hands `visit` a row view's values: `id` and `score` always, the other
-/// columns where `wanted` (a covering lookup reads only its projection).
+/// columns where `wanted` (see [`wanted`]).
 fn visit_view(
     row: basalt::RowRef<'_>,
-    wanted: Option<&[String]>,
+    [name, region, payload]: [bool; 3],
     visit: &mut dyn FnMut(RowRef<'_>),
 ) -> basalt::Result<()> {
-    let read = |name: &str| wanted.is_none_or(|w| w.iter().any(|c| c == name));
     let int = |c: usize| -> basalt::Result<i64> {
         row.i64(c)?.ok_or_else(|| basalt::Error::InvalidArgument(format!("column {c} is null")))
     };
     visit(RowRef {
         id: int(0)?,
         score: int(2)?,
-        name: if read("name") { row.str(1)? } else { None },
-        region: if read("region") { row.str(3)? } else { None },
-        payload: if read("payload") { row.bytes(4)? } else { None },
+        name: if name { row.str(1)? } else { None },
+        region: if region { row.str(3)? } else { None },
+        payload: if payload { row.bytes(4)? } else { None },
     });
     Ok(())
 }
@@ -184,7 +190,7 @@ impl IndexedStore for BasaltStore {
     fn get(&mut self, id: i64, visit: &mut dyn FnMut(RowRef<'_>)) -> Result<bool> {
         // A row view: the fastest form Basalt offers, as SQLite's adapter
         // reads borrowed columns.
-        match self.table.get_with(&[KeyValue::I64(id)], |row| visit_view(row, None, visit))? {
+        match self.table.get_with(&[KeyValue::I64(id)], |row| visit_view(row, [true; 3], visit))? {
             Some(done) => done.map(|()| true).map_err(Into::into),
             None => Ok(false),
         }
@@ -193,10 +199,9 @@ impl IndexedStore for BasaltStore {
     fn query(&mut self, q: &Query, covering: bool, visit: &mut dyn FnMut(RowRef<'_>)) -> Result<usize> {
         let projection = projection(q, covering);
         if let Some((index, predicate)) = self.index_for(q) {
-            let opts = LookupOptions::default().projection(projection.clone());
-            let n = self
-                .table
-                .lookup_with(index, predicate, opts, |row| visit_view(row, projection.as_deref(), visit))?;
+            let read = wanted(projection.as_deref());
+            let opts = LookupOptions::default().projection(projection);
+            let n = self.table.lookup_with(index, predicate, opts, |row| visit_view(row, read, visit))?;
             return Ok(n);
         }
         let scan =

@@ -155,20 +155,27 @@ impl<'a> RowRef<'a> {
     /// An owned copy of the row, with the same accessors
     /// ([`Row::view`]).
     pub fn to_row(&self) -> Result<Row> {
-        let n = self.num_columns();
         let mut bytes = Vec::new();
-        let mut spans = Vec::with_capacity(n);
-        for c in 0..n {
+        let mut spans = vec![Span::Absent; self.num_columns()];
+        self.copy_into(&mut bytes, &mut spans)?;
+        Ok(Row { layout: self.layout.clone(), bytes, spans })
+    }
+
+    /// Appends each column's bytes to `bytes` and says where they lie in
+    /// `spans` (one per column): a copy of the row that
+    /// [`RowRef::over_spans`] reads back. Columns not read stay absent.
+    pub(crate) fn copy_into(&self, bytes: &mut Vec<u8>, spans: &mut [Span]) -> Result<()> {
+        for (c, span) in spans.iter_mut().enumerate().take(self.num_columns()) {
             let raw = match self.raw(c) {
                 Err(Error::InvalidArgument(_)) => {
-                    spans.push(Span::Absent);
+                    *span = Span::Absent;
                     continue;
                 }
                 raw => raw?,
             };
             let value: &[u8] = match &raw {
                 RawCell::Null => {
-                    spans.push(Span::Null);
+                    *span = Span::Null;
                     continue;
                 }
                 RawCell::Bytes(b) => b,
@@ -179,11 +186,11 @@ impl<'a> RowRef<'a> {
             };
             let start = bytes.len();
             bytes.extend_from_slice(value);
-            let span = u32::try_from(start).ok().zip(u32::try_from(bytes.len()).ok());
-            let (start, end) = span.ok_or_else(|| Error::InvalidArgument("a row over 4 GiB".into()))?;
-            spans.push(Span::At(start, end));
+            let at = u32::try_from(start).ok().zip(u32::try_from(bytes.len()).ok());
+            let (start, end) = at.ok_or_else(|| Error::InvalidArgument("rows over 4 GiB".into()))?;
+            *span = Span::At(start, end);
         }
-        Ok(Row { layout: self.layout.clone(), bytes, spans })
+        Ok(())
     }
 }
 
