@@ -51,6 +51,7 @@ impl<'a> RowRef<'a> {
         row: usize,
     ) -> Result<RowRef<'a>> {
         block.check_table_row(layout, row).map_err(|e| block.corruption(e))?;
+        block.warm_table_row(layout, row);
         Ok(RowRef { layout, source: Source::Block { block, row } })
     }
 
