@@ -390,7 +390,9 @@ impl Block {
             acc ^= match layout.columns()[c].width {
                 Width::Fixed(w) if offsets.is_empty() => at_byte(values, i * w),
                 // A packed column: its header, and about where the value lies.
-                Width::Fixed(w) => at_byte(offsets, 1) ^ at_byte(values, i * values.len() / self.rows.max(1) / w * w),
+                Width::Fixed(w) => {
+                    at_byte(offsets, 1) ^ at_byte(values, i * values.len() / self.rows.max(1) / w * w)
+                }
                 Width::Bool => at_byte(values, i / 8),
                 Width::Var32 => at_byte(offsets, 4 * i) ^ at_byte(offsets, 4 * i + 7),
                 Width::Var64 => at_byte(offsets, 8 * i) ^ at_byte(offsets, 8 * i + 15),
