@@ -769,3 +769,49 @@ fn lookup_with_gives_lookups_rows_in_index_order_few_or_many() {
         .expect("all");
     assert!(many > 2000, "{many} rows");
 }
+
+/// A float of an index's key is kept in its canonical form only (`-0.0`
+/// as `0.0`): a covering `lookup_with` does not hand it out from the
+/// entry (reading it is an error, the column was not read), and a lookup
+/// that asks for it reads the row's exact bits.
+#[test]
+fn lookup_with_never_hands_out_a_float_of_the_key_from_the_entry() {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("x", DataType::Float64, true),
+        Field::new("y", DataType::Int64, false),
+    ]));
+    let db = Db::open("/db", Options::default().fs(Arc::new(MemFs::new()))).expect("open");
+    let t = db.create_table("t", schema.clone(), &["id"], TableOptions::default()).expect("table");
+    t.create_index("by_yx", &["y", "x"], IndexOptions::default()).expect("index");
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(Int64Array::from(vec![1, 2])),
+        Arc::new(arrow_array::Float64Array::from(vec![-0.0, f64::from_bits(0x7ff8_0000_dead_beef)])),
+        Arc::new(Int64Array::from(vec![5, 6])),
+    ];
+    t.write(&RecordBatch::try_new(schema, columns).expect("batch")).expect("write");
+    for flushed in [false, true] {
+        if flushed {
+            db.flush().expect("flush");
+        }
+        for (y, x, bits) in [(5, 0.0, (-0.0f64).to_bits()), (6, f64::NAN, 0x7ff8_0000_dead_beef)] {
+            let eq = || IndexPredicate::Eq(vec![Some(KeyValue::I64(y)), Some(KeyValue::F64(x))]);
+            let covering = LookupOptions::default().projection(Some(vec!["id".into(), "y".into()]));
+            let n = t
+                .lookup_with("by_yx", eq(), covering, |row| {
+                    assert_eq!(row.i64(2)?, Some(y));
+                    assert!(matches!(row.f64(1), Err(Error::InvalidArgument(_))), "{:?}", row.f64(1));
+                    Ok::<_, Error>(())
+                })
+                .expect("covering");
+            assert_eq!(n, 1, "flushed {flushed}");
+            let n = t
+                .lookup_with("by_yx", eq(), LookupOptions::default(), |row| {
+                    assert_eq!(row.f64(1)?.map(f64::to_bits), Some(bits), "the row's exact bits");
+                    Ok::<_, Error>(())
+                })
+                .expect("whole rows");
+            assert_eq!(n, 1, "flushed {flushed}");
+        }
+    }
+}

@@ -35,10 +35,6 @@ pub struct CompactionTask {
     /// The score that chose this task (≥ 1; 1 for one that reads asked
     /// for), or 0 for a manual compaction.
     pub score: f64,
-    /// Reads asked for it, and no level is over its target: it may wait,
-    /// and runs paced (`db/jobs/compact.rs`) so as not to take the
-    /// readers' CPU in a burst.
-    pub asked_by_reads: bool,
 }
 
 impl CompactionTask {
@@ -146,7 +142,6 @@ fn asked_by_reads(version: &Version) -> Option<CompactionTask> {
             let inputs = if level == 0 { tree.levels[0].clone() } else { vec![file.clone()] };
             let mut task = task_for(id, tree, level, inputs);
             task.score = 1.0;
-            task.asked_by_reads = true;
             return Some(task);
         }
     }
@@ -171,15 +166,7 @@ pub fn task_for(
     let (lo, hi) = key_range(&all);
     let bottommost =
         tree.levels[level + 2..].iter().all(|files| overlapping_files(files, &lo, &hi).is_empty());
-    CompactionTask {
-        tree: tree_id,
-        level,
-        inputs,
-        overlapping,
-        bottommost,
-        score: 0.0,
-        asked_by_reads: false,
-    }
+    CompactionTask { tree: tree_id, level, inputs, overlapping, bottommost, score: 0.0 }
 }
 
 /// The file of `level` (≥ 1) that is cheapest to push down: least overlap
@@ -311,19 +298,6 @@ mod tests {
         assert!(!t.bottommost, "L3 holds data in the range");
         let l0 = task_for(0, v.tree(0).expect("tree"), 0, v.tree(0).expect("tree").levels[0].clone());
         assert_eq!(l0.overlapping.len(), 1);
-    }
-
-    #[test]
-    fn a_compaction_reads_asked_for_is_paced_and_one_a_level_needs_is_not() {
-        let v = version(&[(0, file(1, "a", "m", 10, 2)), (1, file(2, "a", "z", 900, 1))]);
-        assert!(choose(&v, &opts()).is_none(), "below every trigger");
-        let l0 = &v.tree(0).expect("tree").levels[0][0];
-        while !l0.charge_merged_read(true) {}
-        let asked = choose(&v, &opts()).expect("reads asked for it");
-        assert!(asked.asked_by_reads && asked.level == 0);
-        let over = version(&[(1, file(1, "a", "c", 600, 1)), (1, file(2, "d", "f", 600, 1))]);
-        let needed = choose(&over, &opts()).expect("L1 over its target");
-        assert!(!needed.asked_by_reads, "a level over its target is not paced");
     }
 
     #[test]

@@ -546,7 +546,9 @@ impl Table {
     /// columns the index holds (indexed, primary-key and included columns;
     /// not floats of the key), the index alone is read and the view's
     /// other columns are not read (asking for one is an error). The first
-    /// error `f` returns ends the lookup and is returned.
+    /// error `f` returns ends the lookup and is returned. An answer of 64
+    /// rows or more is fetched in primary-key order into one buffer (at
+    /// most 4 GiB) before `f` sees its first row.
     #[expect(clippy::needless_pass_by_value, reason = "built inline by the caller, as for Table::lookup")]
     pub fn lookup_with<E: From<Error>>(
         &self,

@@ -174,6 +174,9 @@ impl Table {
         if projection.iter().all(|&c| read.def.layout.covers(c)) {
             let mut bytes = Vec::new();
             let mut spans = vec![Span::Absent; layout.columns().len()];
+            // A float of the key is there in its canonical form only (not
+            // its -0.0 or NaN payload): not read.
+            let covered: Vec<bool> = (0..spans.len()).map(|c| read.def.layout.covers(c)).collect();
             while rows < limit
                 && let Some((key, value)) = entries.next_entry()?
             {
@@ -182,6 +185,9 @@ impl Table {
                 read.def
                     .layout
                     .entry_values(&key, &value, |i, v| {
+                        if !covered[i] {
+                            return;
+                        }
                         spans[i] = v.map_or(Span::Null, |v| {
                             let start = bytes.len();
                             bytes.extend_from_slice(v);

@@ -243,11 +243,7 @@ impl DbInner {
         // The last input block of an older schema version, read into the
         // current one (held, so its address is not reused meanwhile).
         let mut adapted: Option<(Arc<crate::sst::block::Block>, Vec<arrow_array::ArrayRef>)> = None;
-        let mut pace = task.asked_by_reads.then(Pace::new);
         while let Some(source) = merged.next_source() {
-            if let Some(pace) = &mut pace {
-                pace.step();
-            }
             let entry = &merged.sources()[source];
             // Every source of a compaction is a run of SSTs, on a block.
             let (Some((key, trailer)), Some((block, i))) =
@@ -379,42 +375,6 @@ impl BlobRelocation {
         self.pointer.clear();
         writer.add(&value)?.encode_to(&mut self.pointer);
         Ok(&self.pointer)
-    }
-}
-
-/// Paces a compaction that reads asked for (no level is over its target,
-/// so it may wait): after each `PACE_WORK` of merging it rests as long, so
-/// it takes at most about half a core, and readers beside it — in a
-/// process sharing two cores with its application — are not left waiting
-/// for the CPU while it merges a level's worth of files in one burst.
-struct Pace {
-    entries: u32,
-    since: std::time::Instant,
-}
-
-/// How long a paced compaction works between rests.
-const PACE_WORK: std::time::Duration = std::time::Duration::from_millis(2);
-
-/// The longest rest: a thread descheduled for long (a busy machine) does
-/// not then rest as long, and a close waits for at most this.
-const PACE_REST_MAX: std::time::Duration = std::time::Duration::from_millis(10);
-
-impl Pace {
-    fn new() -> Pace {
-        Pace { entries: 0, since: std::time::Instant::now() }
-    }
-
-    /// Counts one entry merged; every 1024, rests if it worked `PACE_WORK`.
-    fn step(&mut self) {
-        self.entries = self.entries.wrapping_add(1);
-        if !self.entries.is_multiple_of(1024) {
-            return;
-        }
-        let worked = self.since.elapsed();
-        if worked >= PACE_WORK {
-            std::thread::sleep(worked.min(PACE_REST_MAX));
-            self.since = std::time::Instant::now();
-        }
     }
 }
 

@@ -315,9 +315,11 @@ impl TreeCursor {
             let mut meeting = Vec::new();
             for file in level_files.iter().filter(|f| file_overlaps(f, range)) {
                 // Every key of the range starts with `prefix`: a file whose
-                // filter lacks it holds none of them.
+                // filter lacks it holds none of them. Only files already
+                // open are asked; opening every file a wide prefix meets
+                // up front would cost more than reading them in turn.
                 if let Some(hash) = prefix
-                    && !readers.get(tree, file)?.may_hold_prefix(hash)
+                    && file.reader.get().is_some_and(|r| !r.may_hold_prefix(hash))
                 {
                     continue;
                 }

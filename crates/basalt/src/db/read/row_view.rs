@@ -112,10 +112,16 @@ impl<'a> RowRef<'a> {
     fn raw(&self, c: usize) -> Result<RawCell<'a>> {
         match self.source {
             Source::Block { block, row } => {
-                if c >= self.layout.columns().len() {
+                let Some(field) = self.layout.schema().fields().get(c) else {
                     return Err(self.no_column(c));
+                };
+                match block.table_cell(self.layout, c, row).map_err(|e| block.corruption(e))? {
+                    // A delete's row carries nulls in every column, but a
+                    // view is of a put: row bytes refuse this too.
+                    RawCell::Null if !field.is_nullable() => Err(block
+                        .corruption(format!("row {row}: a null in non-nullable column {}", field.name()))),
+                    raw => Ok(raw),
                 }
-                block.table_cell(self.layout, c, row).map_err(|e| block.corruption(e))
             }
             Source::Spans { bytes, key, spans } => match spans.get(c).ok_or_else(|| self.no_column(c))? {
                 Span::Null => Ok(RawCell::Null),
@@ -294,5 +300,53 @@ impl Value<'_> {
             Value::Shared(b) => RowRef::with_row_bytes(layout, user_key, b, f),
             Value::Borrowed(b) => RowRef::with_row_bytes(layout, user_key, b, f),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use arrow_array::{ArrayRef, Int64Array, RecordBatch};
+    use arrow_schema::{DataType, Field, Schema};
+
+    use super::RowRef;
+    use crate::codec::internal::{Kind, pack_trailer};
+    use crate::codec::key::{self, KeyValue};
+    use crate::error::Error;
+    use crate::row::encode::RowEncoder;
+    use crate::row::layout::TableLayout;
+    use crate::sst::block::{Block, BlockBuilder};
+
+    fn layout(nullable: bool) -> Arc<TableLayout> {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("k", DataType::Int64, false),
+            Field::new("v", DataType::Int64, nullable),
+        ]));
+        Arc::new(TableLayout::new(schema, &[0]).expect("layout"))
+    }
+
+    /// A block row with a null where the layout read through says the
+    /// column cannot hold one is damage, as row bytes and Arrow's checks
+    /// say; a nullable column's null is a null.
+    #[test]
+    fn a_null_in_a_non_nullable_column_of_a_block_is_corruption() {
+        let nullable = layout(true);
+        let columns: Vec<ArrayRef> =
+            vec![Arc::new(Int64Array::from(vec![1])), Arc::new(Int64Array::from(vec![None::<i64>]))];
+        let batch = RecordBatch::try_new(nullable.schema().clone(), columns).expect("batch");
+        let mut row = Vec::new();
+        RowEncoder::new(&nullable, &batch).expect("encoder").row(0, &mut row);
+        let mut builder = BlockBuilder::for_table(nullable.clone(), false);
+        builder.add_row(&key::encode(&[KeyValue::I64(1)]), pack_trailer(1, Kind::Put), &row).expect("row");
+        let block = Block::decode(builder.finish(), Path::new("t.sst"), 0).expect("block");
+        let view = RowRef::over_block(&nullable, &block, 0).expect("view");
+        assert_eq!(view.i64(1).expect("nullable"), None);
+        assert_eq!(view.i64(0).expect("key"), Some(1));
+        let strict = layout(false);
+        let view = RowRef::over_block(&strict, &block, 0).expect("view");
+        assert!(matches!(view.i64(1), Err(Error::Corruption { .. })), "{:?}", view.i64(1));
+        assert!(matches!(view.to_row(), Err(Error::Corruption { .. })));
     }
 }
