@@ -7,7 +7,7 @@
 use arrow_schema::{DataType, Field};
 
 use super::decode::row_fields;
-use super::layout::{ColumnSource, TableLayout};
+use super::layout::{ColumnSource, TableLayout, Width};
 use crate::error::{Error, Result};
 
 /// One column's value in a row view, typed by the column's Arrow type.
@@ -77,6 +77,21 @@ pub(crate) enum RawCell<'a> {
     /// A fixed-width value unpacked from a packed block column: its
     /// little-endian bytes, the first `width` of them the value's.
     Word([u8; 8]),
+}
+
+impl RawCell<'_> {
+    /// The value's row-encoding bytes for a column of `width` (a packed
+    /// word cut to the value's width, a bool's one byte); `None` for a null.
+    pub(crate) fn row_bytes(&self, width: Width) -> Option<&[u8]> {
+        match self {
+            RawCell::Null => None,
+            RawCell::Bytes(b) => Some(b),
+            RawCell::Word(w) => Some(match width {
+                Width::Fixed(n) => &w[..n.min(8)],
+                _ => &w[..1],
+            }),
+        }
+    }
 }
 
 /// Fills `spans` (one per schema column) with where each column's value

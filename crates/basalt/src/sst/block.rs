@@ -349,10 +349,9 @@ impl Block {
             return Err(format!("{} builders for {} columns", builders.len(), layout.columns().len()));
         }
         for (c, builder) in builders.iter_mut().enumerate() {
-            match self.table_cell(layout, c, i)? {
-                RawCell::Null => builder.push_null(),
-                RawCell::Bytes(b) => builder.push(b),
-                RawCell::Word(w) => builder.push(&w[..fixed_width(layout, c)]),
+            match self.table_cell(layout, c, i)?.row_bytes(layout.columns()[c].width) {
+                None => builder.push_null(),
+                Some(b) => builder.push(b),
             }
         }
         Ok(())
@@ -529,14 +528,6 @@ impl Block {
             // A table block's Arrow arrays share its bytes; count their
             // bookkeeping.
             + if self.is_key_value() { 0 } else { self.buffer_count * 64 }
-    }
-}
-
-/// The bytes of a fixed-width (or bool) column's values in row bytes.
-fn fixed_width(layout: &TableLayout, c: usize) -> usize {
-    match layout.columns()[c].width {
-        Width::Fixed(w) => w,
-        _ => 1,
     }
 }
 

@@ -13,7 +13,7 @@ use arrow_schema::SchemaRef;
 use super::point::Value;
 use crate::error::{Error, Result};
 use crate::row::cell::{Cell, RawCell, Span, row_spans, typed};
-use crate::row::layout::{TableLayout, Width};
+use crate::row::layout::TableLayout;
 use crate::sst::block::Block;
 
 /// One row of a table, borrowed where it lies for as long as the call that
@@ -180,16 +180,9 @@ impl<'a> RowRef<'a> {
                 }
                 raw => raw?,
             };
-            let value: &[u8] = match &raw {
-                RawCell::Null => {
-                    *span = Span::Null;
-                    continue;
-                }
-                RawCell::Bytes(b) => b,
-                RawCell::Word(w) => match self.layout.columns()[c].width {
-                    Width::Fixed(width) => &w[..width],
-                    _ => &w[..1],
-                },
+            let Some(value) = raw.row_bytes(self.layout.columns()[c].width) else {
+                *span = Span::Null;
+                continue;
             };
             let start = bytes.len();
             bytes.extend_from_slice(value);
