@@ -13,6 +13,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use crate::codec::internal::SeqNo;
 use crate::error::{Error, Result};
 use crate::ids::TreeId;
 use crate::row::index::IndexLayout;
@@ -21,6 +22,56 @@ use crate::row::layout::TableLayout;
 /// Name of the keyspace behind the key-value API's `Db` methods (and of
 /// its table face, `Db::table("default")`).
 pub(crate) const DEFAULT_KEYSPACE: &str = "default";
+
+crate::options::option_struct! {
+/// How much history a table or keyspace keeps: the versions its writes
+/// replace and delete, which compaction would otherwise collect. Off (the
+/// default) keeps none. A version is kept while either bound keeps it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct HistoryWindow {
+    /// Keep every version committed within this long before now, and the
+    /// version each key had at the window's start: reads as of any point
+    /// in the window (`Db::snapshot_at`) see exactly what was committed
+    /// then. Milliseconds are the unit kept.
+    pub keep_for: Option<std::time::Duration>,
+    /// Keep each key's newest this many versions (deletes count), however
+    /// old: a key's history returns at least these.
+    pub keep_versions: Option<u32>,
+}
+}
+
+impl HistoryWindow {
+    /// A window keeping every version committed within `keep_for`.
+    pub fn duration(keep_for: std::time::Duration) -> HistoryWindow {
+        HistoryWindow { keep_for: Some(keep_for), keep_versions: None }
+    }
+
+    /// A window keeping each key's newest `n` versions.
+    pub fn versions(n: u32) -> HistoryWindow {
+        HistoryWindow { keep_for: None, keep_versions: Some(n) }
+    }
+
+    /// Whether the window keeps anything.
+    pub fn is_on(&self) -> bool {
+        self.keep_for.is_some_and(|d| d.as_millis() > 0) || self.keep_versions.is_some_and(|n| n > 0)
+    }
+
+    /// The duration in whole milliseconds (at least 1 when set).
+    pub(crate) fn keep_for_ms(&self) -> Option<u64> {
+        self.keep_for
+            .filter(|d| !d.is_zero())
+            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1))
+    }
+}
+
+/// A tree's history window as the MANIFEST records it, with the seqno from
+/// which it holds: every version committed after `since` is kept (within
+/// the window), and so is the version each key had at `since`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TreeHistory {
+    pub window: HistoryWindow,
+    pub since: SeqNo,
+}
 
 /// What kind of tree a tree is, as its MANIFEST record holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -174,6 +225,9 @@ impl Namespace {
 pub(crate) struct TreeDef {
     pub name: String,
     pub kind: TreeKind,
+    /// The history the tree keeps (`None`: none). An index keeps its
+    /// table's window, from its own `since` (its build's end).
+    pub history: Option<TreeHistory>,
 }
 
 impl TreeDef {
@@ -220,6 +274,8 @@ pub(crate) struct CatalogChange<'a> {
     /// Later schema versions of tables, applied after the tables' kinds
     /// and before the indexes' (whose columns are the current version's).
     pub versions: &'a [(TreeId, TableVersionRecord)],
+    /// History windows set (`None`: turned off), applied after every kind.
+    pub histories: &'a [(TreeId, Option<TreeHistory>)],
     pub dropped: &'a [TreeId],
 }
 
@@ -229,6 +285,7 @@ impl CatalogChange<'_> {
         self.created.is_empty()
             && self.kinds.is_empty()
             && self.versions.is_empty()
+            && self.histories.is_empty()
             && self.dropped.is_empty()
     }
 }
@@ -239,7 +296,7 @@ impl Catalog {
     pub(crate) fn apply(&self, change: &CatalogChange<'_>, bad: &dyn Fn(String) -> Error) -> Result<Catalog> {
         let mut next = self.clone();
         for (id, name) in change.created {
-            let def = TreeDef { name: name.clone(), kind: TreeKind::Keyspace };
+            let def = TreeDef { name: name.clone(), kind: TreeKind::Keyspace, history: None };
             if next.trees.insert(*id, def).is_some() {
                 return Err(bad(format!("tree {id} created twice")));
             }
@@ -253,6 +310,10 @@ impl Catalog {
         }
         for (id, record) in change.kinds.iter().filter(|(_, r)| is_index(r)) {
             next.set_kind(*id, record, bad)?;
+        }
+        for (id, history) in change.histories {
+            let tree = next.trees.get_mut(id).ok_or_else(|| bad(format!("history of unknown tree {id}")))?;
+            tree.history = *history;
         }
         for id in change.dropped {
             next.trees.remove(id).ok_or_else(|| bad(format!("dropping unknown tree {id}")))?;
@@ -378,6 +439,44 @@ impl Catalog {
             TreeKind::Index(i) if i.table == table => Some((*id, t, i)),
             _ => None,
         })
+    }
+
+    /// The history tree `id` keeps, if any: its own record's window for a
+    /// table or keyspace; for an index, its table's window from the later
+    /// of the two `since`s (an index answers for no point before its
+    /// build ended, nor before its table kept history).
+    pub(crate) fn history(&self, id: TreeId) -> Option<TreeHistory> {
+        let tree = self.trees.get(&id)?;
+        let own = tree.history?;
+        match &tree.kind {
+            TreeKind::Index(i) => {
+                let table = self.trees.get(&i.table)?.history?;
+                Some(TreeHistory { window: table.window, since: own.since.max(table.since) })
+            }
+            _ => own.window.is_on().then_some(own),
+        }
+    }
+
+    /// Whether some tree keeps history (the WAL and commit times are kept
+    /// for it).
+    pub(crate) fn any_history(&self) -> bool {
+        self.trees.values().any(|t| t.history.is_some_and(|h| h.window.is_on()))
+    }
+
+    /// The longest `keep_for` of any tree, in milliseconds: how far back
+    /// commit times and WAL files are kept.
+    pub(crate) fn longest_history_ms(&self) -> Option<u64> {
+        self.trees.values().filter_map(|t| t.history.and_then(|h| h.window.keep_for_ms())).max()
+    }
+
+    /// Whether some tree keeps a count of versions.
+    pub(crate) fn trees_keep_versions(&self) -> bool {
+        self.trees.values().any(|t| t.history.is_some_and(|h| h.window.keep_versions.is_some_and(|n| n > 0)))
+    }
+
+    /// Every tree's history record.
+    pub(crate) fn history_records(&self) -> impl Iterator<Item = (TreeId, Option<TreeHistory>)> + '_ {
+        self.trees.iter().filter(|(_, t)| t.history.is_some()).map(|(id, t)| (*id, t.history))
     }
 
     /// Whether any table has an index (the write path's fast check).

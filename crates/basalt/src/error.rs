@@ -64,6 +64,16 @@ pub enum Error {
         /// The indexed values, as text.
         value: String,
     },
+    /// A read of a past point (a snapshot as of a time or a seqno, a key's
+    /// history, a change feed) that the tree's history window no longer
+    /// covers, or that it never kept; nothing was read.
+    #[error("history unavailable: {what}")]
+    HistoryUnavailable {
+        /// What was asked and why it cannot be answered.
+        what: String,
+        /// The oldest seqno a read of that tree may still ask for, if any.
+        oldest_seqno: Option<u64>,
+    },
     /// The engine broke one of its own invariants: a bug in Basalt, never
     /// the caller's input. Debug builds panic where it is made; release
     /// builds report it and change nothing more. Please report it.
@@ -127,6 +137,9 @@ impl Error {
             Error::ReadOnly(s) => Error::ReadOnly(s.clone()),
             Error::Conflict(s) => Error::Conflict(s.clone()),
             Error::Internal(s) => Error::Internal(s.clone()),
+            Error::HistoryUnavailable { what, oldest_seqno } => {
+                Error::HistoryUnavailable { what: what.clone(), oldest_seqno: *oldest_seqno }
+            }
             Error::UniqueViolation { index, value } => {
                 Error::UniqueViolation { index: index.clone(), value: value.clone() }
             }

@@ -51,12 +51,14 @@ pub mod fs {
 pub use {arrow_array, arrow_schema, bytes};
 
 pub use bytes::Bytes;
+pub use catalog::HistoryWindow;
 pub use codec::key::{KeyValue, OwnedKeyValue};
 pub use db::{
-    BulkLoad, ColumnEstimate, Db, DbIterator, Direction, GetLatency, IndexInfo, IndexOptions, IndexPredicate,
-    KeyValueRange, Keyspace, LevelStats, LookupOptions, OwnedKeyValueRange, ReadOptions, Row, RowRef,
-    ScanOptions, ScanPlan, Snapshot, Stats, Table, TableEstimate, TableOptions, TableOverlay, TableScan,
-    Transaction,
+    AsOf, BulkLoad, CHANGE_OP, Change, ColumnEstimate, Db, DbIterator, Direction, GetLatency,
+    HISTORY_COMMIT_TIME, HISTORY_DELETED, HISTORY_SEQNO, HistoryInfo, HistoryOptions, IndexInfo,
+    IndexOptions, IndexPredicate, KeyValueRange, KeyVersion, Keyspace, LevelStats, LookupOptions,
+    OwnedKeyValueRange, ReadOptions, Row, RowRef, ScanOptions, ScanPlan, Snapshot, Stats, Table,
+    TableEstimate, TableOptions, TableOverlay, TableScan, Transaction,
 };
 pub use error::{Error, Result};
 pub use options::{Compression, Options, WriteOptions};

@@ -39,6 +39,8 @@ pub(crate) enum Rank {
     Jobs,
     /// Leaves.
     WriteQueue,
+    /// Commit times.
+    Clock,
     Snapshots,
     /// The super version's replace lock.
     SuperVersion,

@@ -178,7 +178,10 @@ fn log_records(data: &[u8]) -> Vec<(usize, usize)> {
     let mut pos = 0;
     while pos < data.len() {
         let len = u32::from_le_bytes(data[pos..pos + 4].try_into().expect("4 bytes")) as usize;
-        if data[pos + 12..pos + 12 + len] != [0xff] {
+        // Seals end every append: the MANIFEST's is one byte 0xff, the
+        // WAL's 0xff and the commit time (9 bytes).
+        let payload = &data[pos + 12..pos + 12 + len];
+        if !(payload.first() == Some(&0xff) && (len == 1 || len == 9)) {
             out.push((pos, pos + 12 + len));
         }
         pos += 12 + len;

@@ -7,6 +7,11 @@
 //! ever be read, and every older one in the same stripe is dropped. A
 //! tombstone in the oldest stripe (visible to every reader) at the bottommost
 //! level hides nothing any reader could see below it and is dropped too.
+//!
+//! A tree's history window (`db/read/history.rs`) keeps more: every version
+//! above its floor (each one a stripe of its own), the newest at or below
+//! the floor (the floor counts as a snapshot), and each key's newest
+//! `versions` versions whatever their stripe.
 
 use crate::codec::internal::{Kind, SeqNo};
 
@@ -20,14 +25,33 @@ pub struct Retention {
     current_key: Option<Vec<u8>>,
     /// Stripe of the last version kept for the current key.
     last_stripe: Option<usize>,
+    /// Versions above it are all kept (a history window's floor).
+    floor: Option<SeqNo>,
+    /// Each key's newest this many versions are kept.
+    versions: u32,
+    /// Versions of the current key seen so far.
+    seen: u32,
 }
 
 impl Retention {
     /// `snapshots` need not be sorted or unique.
-    pub fn new(mut snapshots: Vec<SeqNo>, bottommost: bool) -> Retention {
+    #[cfg(test)]
+    pub fn new(snapshots: Vec<SeqNo>, bottommost: bool) -> Retention {
+        Retention::with_history(snapshots, bottommost, None, 0)
+    }
+
+    /// A retention that also keeps every version above `floor` and the
+    /// newest one at or below it, and each key's newest `versions`.
+    pub fn with_history(
+        mut snapshots: Vec<SeqNo>,
+        bottommost: bool,
+        floor: Option<SeqNo>,
+        versions: u32,
+    ) -> Retention {
+        snapshots.extend(floor);
         snapshots.sort_unstable();
         snapshots.dedup();
-        Retention { snapshots, bottommost, current_key: None, last_stripe: None }
+        Retention { snapshots, bottommost, current_key: None, last_stripe: None, floor, versions, seen: 0 }
     }
 
     /// The stripe of `seqno`: index of the oldest snapshot that sees it.
@@ -41,8 +65,15 @@ impl Retention {
         if self.current_key.as_deref() != Some(user_key) {
             self.current_key = Some(user_key.to_vec());
             self.last_stripe = None;
+            self.seen = 0;
         }
         let stripe = self.stripe(seqno);
+        self.seen = self.seen.saturating_add(1);
+        if self.floor.is_some_and(|f| seqno > f) || self.seen <= self.versions {
+            // History: a version the window keeps, a delete included.
+            self.last_stripe = Some(stripe);
+            return true;
+        }
         if self.last_stripe == Some(stripe) {
             // A newer version in the same stripe hides this one from every reader.
             return false;
@@ -59,7 +90,10 @@ mod tests {
     use super::*;
 
     fn run(snapshots: Vec<SeqNo>, bottommost: bool, entries: &[(&str, SeqNo, Kind)]) -> Vec<(String, SeqNo)> {
-        let mut r = Retention::new(snapshots, bottommost);
+        run_with(Retention::new(snapshots, bottommost), entries)
+    }
+
+    fn run_with(mut r: Retention, entries: &[(&str, SeqNo, Kind)]) -> Vec<(String, SeqNo)> {
         entries
             .iter()
             .filter(|(k, s, kind)| r.keep(k.as_bytes(), *s, *kind))
@@ -93,5 +127,29 @@ mod tests {
         assert_eq!(run(vec![], false, &e), vec![("a".into(), 8), ("b".into(), 6)]);
         // Snapshot 5 sees a@4 and must not see the delete at 8 as missing data.
         assert_eq!(run(vec![5], true, &e), vec![("a".into(), 8), ("a".into(), 4), ("b".into(), 6)]);
+    }
+
+    #[test]
+    fn a_history_floor_keeps_every_version_above_it_and_the_one_it_sees() {
+        let e = [
+            ("a", 9, Kind::Put),
+            ("a", 8, Kind::Delete),
+            ("a", 7, Kind::Put),
+            ("a", 4, Kind::Put),
+            ("a", 3, Kind::Put),
+            ("b", 2, Kind::Delete),
+            ("b", 1, Kind::Put),
+        ];
+        let kept = run_with(Retention::with_history(vec![], true, Some(5), 0), &e);
+        // Above 5: 9, 8 (a delete) and 7; at 5 a reader sees 4; 3 is hidden.
+        // b's delete at 2 is below the floor at the bottom: both go.
+        assert_eq!(kept, vec![("a".into(), 9), ("a".into(), 8), ("a".into(), 7), ("a".into(), 4)]);
+    }
+
+    #[test]
+    fn a_version_count_keeps_each_keys_newest() {
+        let e = [("a", 9, Kind::Put), ("a", 8, Kind::Delete), ("a", 7, Kind::Put), ("b", 2, Kind::Put)];
+        let kept = run_with(Retention::with_history(vec![], true, None, 2), &e);
+        assert_eq!(kept, vec![("a".into(), 9), ("a".into(), 8), ("b".into(), 2)]);
     }
 }

@@ -23,12 +23,17 @@ pub use index::query::{IndexPredicate, LookupOptions};
 #[cfg(feature = "inspect")]
 pub use index::verify::IndexCheck;
 pub use jobs::ingest::BulkLoad;
+pub use read::changes::{CHANGE_OP, Change};
 pub use read::estimates::{ColumnEstimate, OwnedKeyValueRange, TableEstimate};
+pub use read::history::HistoryInfo;
 pub use read::iter::{DbIterator, Direction};
+pub use read::key_history::{
+    HISTORY_COMMIT_TIME, HISTORY_DELETED, HISTORY_SEQNO, HistoryOptions, KeyVersion,
+};
 pub use read::overlay::TableOverlay;
 pub use read::row_view::{Row, RowRef};
 pub use read::scan::{KeyValueRange, ScanOptions, ScanPlan, TableScan};
-pub use read::snapshot::{ReadOptions, Snapshot};
+pub use read::snapshot::{AsOf, ReadOptions, Snapshot};
 pub use state::handles::Keyspace;
 pub use state::handles::Table;
 pub use write::transaction::Transaction;
@@ -214,7 +219,7 @@ impl Db {
 
     /// The value of `key` with explicit read options (for example a snapshot).
     pub fn get_opt(&self, key: impl AsRef<[u8]>, opts: &ReadOptions<'_>) -> Result<Option<Bytes>> {
-        self.inner.get(DEFAULT_TREE, key.as_ref(), self.inner.snapshot_seqno(opts.snapshot)?)
+        self.inner.get(DEFAULT_TREE, key.as_ref(), self.inner.snapshot_seqno(opts.snapshot, DEFAULT_TREE)?)
     }
 
     /// Values of several keys, in the order asked.
@@ -257,6 +262,19 @@ impl Db {
     /// A consistent, read-only view of the database as of now.
     pub fn snapshot(&self) -> Snapshot {
         Snapshot::new(self.inner.clone())
+    }
+
+    /// A read-only view of the database as of a past point: just after
+    /// the commit of a seqno, or the last commit at or before a time.
+    /// Every read through it (gets, scans with filters and projections,
+    /// index lookups, counts) answers as of that point, for each table or
+    /// keyspace whose history window ([`Table::set_history`]) holds it;
+    /// a read of a tree whose window does not is refused with
+    /// [`Error::HistoryUnavailable`](crate::Error::HistoryUnavailable),
+    /// naming the oldest point it still holds. Refused here for a seqno
+    /// not committed yet, or a time older than every commit time kept.
+    pub fn snapshot_at(&self, point: AsOf) -> Result<Snapshot> {
+        Snapshot::at(self.inner.clone(), point)
     }
 
     /// Starts an optimistic transaction reading at a snapshot taken now

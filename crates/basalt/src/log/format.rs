@@ -17,6 +17,43 @@
 /// least 12 bytes; a version edit never starts with tag 0xff).
 pub const SEAL_PAYLOAD: &[u8] = &[0xff];
 
+/// First byte of a WAL's *timed* seal, which carries the append's commit
+/// time after it: `0xff | unix milliseconds: u64 LE` (9 bytes). No data
+/// payload is 9 bytes starting with it either.
+pub const SEAL_BYTE: u8 = 0xff;
+
+/// Bytes of a timed seal's payload.
+pub const TIMED_SEAL_BYTES: usize = 9;
+
+/// The payload of a timed seal at `unix_ms`.
+pub fn timed_seal(unix_ms: u64) -> [u8; TIMED_SEAL_BYTES] {
+    let mut p = [SEAL_BYTE; TIMED_SEAL_BYTES];
+    p[1..].copy_from_slice(&unix_ms.to_le_bytes());
+    p
+}
+
+/// What a log record's payload is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Payload {
+    /// A record's data.
+    Data,
+    /// The seal ending an append.
+    Seal,
+    /// A WAL's seal, with the append's commit time in unix milliseconds.
+    TimedSeal(u64),
+}
+
+/// What `payload` is.
+pub fn payload_kind(payload: &[u8]) -> Payload {
+    match payload {
+        [SEAL_BYTE] => Payload::Seal,
+        [SEAL_BYTE, t @ ..] if t.len() == 8 => {
+            Payload::TimedSeal(u64::from_le_bytes([t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7]]))
+        }
+        _ => Payload::Data,
+    }
+}
+
 /// Bytes before the payload of every record.
 pub const HEADER_BYTES: usize = 12;
 

@@ -14,6 +14,9 @@ pub struct LogContents {
     /// Where a damaged or incomplete final record starts, if there was one.
     /// Those bytes were dropped as a torn write.
     pub torn_tail_at: Option<u64>,
+    /// The times of timed seals (a WAL's appends): (records before the
+    /// seal, unix milliseconds).
+    pub seal_times: Vec<(usize, u64)>,
 }
 
 /// Parses a whole log file held in memory.
@@ -26,14 +29,17 @@ pub struct LogContents {
 /// is always followed by a valid seal; seals are not returned.
 pub fn read_log(path: &Path, data: &[u8]) -> Result<LogContents> {
     let mut records = Vec::new();
+    let mut seal_times = Vec::new();
     let mut pos = 0usize;
     while pos < data.len() {
         match record_at(data, pos) {
             Some((len, payload_ok)) if payload_ok => {
                 let start = pos + HEADER_BYTES;
                 let payload = &data[start..start + len];
-                if payload != format::SEAL_PAYLOAD {
-                    records.push((pos as u64, payload.to_vec()));
+                match format::payload_kind(payload) {
+                    format::Payload::Data => records.push((pos as u64, payload.to_vec())),
+                    format::Payload::TimedSeal(ms) => seal_times.push((records.len(), ms)),
+                    format::Payload::Seal => {}
                 }
                 pos = start + len;
             }
@@ -48,11 +54,11 @@ pub fn read_log(path: &Path, data: &[u8]) -> Result<LogContents> {
                         format!("damaged log record before a valid one at offset {next}"),
                     ));
                 }
-                return Ok(LogContents { records, torn_tail_at: Some(pos as u64) });
+                return Ok(LogContents { records, torn_tail_at: Some(pos as u64), seal_times });
             }
         }
     }
-    Ok(LogContents { records, torn_tail_at: None })
+    Ok(LogContents { records, torn_tail_at: None, seal_times })
 }
 
 /// Checks the record starting at `pos`: `None` if its header is damaged or

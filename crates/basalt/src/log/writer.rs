@@ -23,6 +23,20 @@ impl LogWriter {
     /// nothing written: recovery would read it as a torn tail. Callers
     /// refuse such records first; this is the last line.
     pub fn append<'a>(&mut self, payloads: impl IntoIterator<Item = &'a [u8]>) -> Result<()> {
+        self.append_sealed(payloads, format::SEAL_PAYLOAD)
+    }
+
+    /// [`LogWriter::append`] ended by the WAL's timed seal: the commit
+    /// time of the append, read back with its records.
+    pub fn append_timed<'a>(
+        &mut self,
+        payloads: impl IntoIterator<Item = &'a [u8]>,
+        unix_ms: u64,
+    ) -> Result<()> {
+        self.append_sealed(payloads, &format::timed_seal(unix_ms))
+    }
+
+    fn append_sealed<'a>(&mut self, payloads: impl IntoIterator<Item = &'a [u8]>, seal: &[u8]) -> Result<()> {
         self.scratch.clear();
         for p in payloads {
             if p.len() > format::PAYLOAD_BYTES_MAX {
@@ -38,7 +52,7 @@ impl LogWriter {
         if self.scratch.is_empty() {
             return Ok(());
         }
-        format::encode_record(format::SEAL_PAYLOAD, &mut self.scratch);
+        format::encode_record(seal, &mut self.scratch);
         self.file.append(&self.scratch)?;
         // Keep the scratch buffer from pinning a huge allocation.
         if self.scratch.capacity() > 8 << 20 {

@@ -365,7 +365,7 @@ impl IndexLayout {
 }
 
 /// `f` of a decoded key part as row bytes.
-fn with_row_bytes(v: &OwnedKeyValue, f: impl FnOnce(&[u8])) {
+pub(crate) fn with_row_bytes(v: &OwnedKeyValue, f: impl FnOnce(&[u8])) {
     match v {
         OwnedKeyValue::Bool(b) => f(&[u8::from(*b)]),
         OwnedKeyValue::I8(x) => f(&x.to_le_bytes()),

@@ -40,6 +40,17 @@
 //! 13 file schema    varint tree | varint file number | varint version
 //!                   (after the file's 6 or 11 in the same edit; written
 //!                   only for a version other than 0)
+//! 14 tree history   varint tree | u8 flags (bit 0: keep for, bit 1: keep
+//!                   versions; none: history off) | varint milliseconds
+//!                   (bit 0) | varint versions (bit 1) | varint since seqno
+//!                   (applied after every tree kind of the edit)
+//! 15 commit times   varint after | varint n | (varint seqno - previous
+//!                   seqno | varint unix ms - previous ms){n}: the last
+//!                   seqno committed in each millisecond
+//!                   (`db/state/clock.rs`), seqnos ascending, times never
+//!                   descending, the first mark's
+//!                   deltas from zero; they time every commit after
+//!                   seqno `after`
 //! file meta := number | size | entries | min seqno | max seqno (varints)
 //!              | smallest: varint len + key | u64 LE trailer
 //!              | largest:  varint len + key | u64 LE trailer
@@ -50,7 +61,7 @@ use std::path::Path;
 use bytes::Bytes;
 
 use super::version::LEVELS;
-use crate::catalog::{TableVersionRecord, TreeKindRecord};
+use crate::catalog::{HistoryWindow, TableVersionRecord, TreeHistory, TreeKindRecord};
 use crate::codec::internal::{InternalKey, SeqNo};
 use crate::codec::varint::{self, Reader};
 use crate::error::Result;
@@ -69,6 +80,15 @@ const TAG_BLOB_FILE_ADDED: u8 = 10;
 const TAG_FILE_ADDED_WITH_BLOBS: u8 = 11;
 const TAG_TABLE_VERSION: u8 = 12;
 const TAG_FILE_SCHEMA: u8 = 13;
+const TAG_TREE_HISTORY: u8 = 14;
+const TAG_COMMIT_TIMES: u8 = 15;
+
+/// Flags of a tree history record.
+const HISTORY_KEEP_FOR: u8 = 1;
+const HISTORY_KEEP_VERSIONS: u8 = 2;
+
+/// Most commit-time marks one record may hold.
+const COMMIT_TIMES_MAX: usize = 1 << 26;
 
 /// Most blob files one SST may point into in a MANIFEST record.
 const BLOB_REFS_MAX: usize = 1 << 20;
@@ -301,6 +321,13 @@ pub struct VersionEdit {
     /// Blob files added. A blob file leaves the version when no SST points
     /// into it any more, without a record of its own.
     pub blob_files_added: Vec<BlobFileMeta>,
+    /// History windows set (`None`: turned off).
+    pub(crate) tree_histories: Vec<(TreeId, Option<TreeHistory>)>,
+    /// (seqno, unix milliseconds) marks: the last seqno committed in each
+    /// millisecond, ascending (kept by the version set, not the version).
+    pub commit_times: Vec<(SeqNo, u64)>,
+    /// The marks time every commit after this seqno.
+    pub commit_times_after: SeqNo,
 }
 
 fn put_key(out: &mut Vec<u8>, key: &InternalKey) {
@@ -353,6 +380,41 @@ fn read_table_version(r: &mut Reader<'_, '_>) -> Result<(TreeId, TableVersionRec
         defaults.push((column, read_schema(r)?));
     }
     Ok((tree, TableVersionRecord { version, primary_key, column_ids, schema_ipc, defaults }))
+}
+
+fn read_commit_times(r: &mut Reader<'_, '_>, e: &mut VersionEdit) -> Result<()> {
+    e.commit_times_after = r.varint()?;
+    let n = r.varint_len(COMMIT_TIMES_MAX)?;
+    let (mut seqno, mut ms) = (0u64, 0u64);
+    for _ in 0..n {
+        let (ds, dt) = (r.varint()?, r.varint()?);
+        seqno = seqno.checked_add(ds).ok_or_else(|| r.corrupt("commit time seqno overflows"))?;
+        ms = ms.checked_add(dt).ok_or_else(|| r.corrupt("commit time overflows"))?;
+        if e.commit_times.last().is_some_and(|&(s, t)| s >= seqno || t > ms) || seqno <= e.commit_times_after
+        {
+            return Err(r.corrupt("commit times out of order"));
+        }
+        e.commit_times.push((seqno, ms));
+    }
+    Ok(())
+}
+
+fn read_tree_history(r: &mut Reader<'_, '_>) -> Result<(TreeId, Option<TreeHistory>)> {
+    let tree = read_tree(r)?;
+    let flags = r.u8()?;
+    if flags & !(HISTORY_KEEP_FOR | HISTORY_KEEP_VERSIONS) != 0 {
+        return Err(r.corrupt(format!("unknown history flags {flags:#x}")));
+    }
+    let keep_for = if flags & HISTORY_KEEP_FOR != 0 {
+        Some(std::time::Duration::from_millis(r.varint()?))
+    } else {
+        None
+    };
+    let keep_versions = if flags & HISTORY_KEEP_VERSIONS != 0 { Some(read_u32(r)?) } else { None };
+    let since = r.varint()?;
+    let history =
+        (flags != 0).then_some(TreeHistory { window: HistoryWindow { keep_for, keep_versions }, since });
+    Ok((tree, history))
 }
 
 fn read_u32(r: &mut Reader<'_, '_>) -> Result<u32> {
@@ -460,6 +522,7 @@ impl VersionEdit {
                 varint::put_bytes(&mut out, ipc);
             }
         }
+        self.encode_history(&mut out);
         for tree in &self.trees_dropped {
             out.push(TAG_TREE_DROPPED);
             varint::put_u64(&mut out, u64::from(*tree));
@@ -502,6 +565,38 @@ impl VersionEdit {
         out
     }
 
+    /// Tags 14 and 15: history windows and commit times.
+    fn encode_history(&self, out: &mut Vec<u8>) {
+        for (tree, history) in &self.tree_histories {
+            out.push(TAG_TREE_HISTORY);
+            varint::put_u64(out, u64::from(*tree));
+            // `None` is written as no bound: set windows always have one.
+            let window = history.map(|h| h.window).unwrap_or_default();
+            let ms = window.keep_for.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+            let flags = if ms.is_some() { HISTORY_KEEP_FOR } else { 0 }
+                | if window.keep_versions.is_some() { HISTORY_KEEP_VERSIONS } else { 0 };
+            out.push(flags);
+            if let Some(ms) = ms {
+                varint::put_u64(out, ms);
+            }
+            if let Some(n) = window.keep_versions {
+                varint::put_u64(out, u64::from(n));
+            }
+            varint::put_u64(out, history.map_or(0, |h| h.since));
+        }
+        if !self.commit_times.is_empty() {
+            out.push(TAG_COMMIT_TIMES);
+            varint::put_u64(out, self.commit_times_after);
+            varint::put_u64(out, self.commit_times.len() as u64);
+            let (mut seqno, mut ms) = (0, 0);
+            for &(s, t) in &self.commit_times {
+                varint::put_u64(out, s - seqno);
+                varint::put_u64(out, t - ms);
+                (seqno, ms) = (s, t);
+            }
+        }
+    }
+
     /// Decodes a MANIFEST record that starts at `offset` of `file`.
     pub fn decode(payload: &[u8], file: &Path, offset: u64) -> Result<VersionEdit> {
         let mut r = Reader::new(payload, file, offset);
@@ -534,6 +629,8 @@ impl VersionEdit {
                     e.tree_kinds.push((tree, kind));
                 }
                 TAG_TABLE_VERSION => e.table_versions.push(read_table_version(&mut r)?),
+                TAG_TREE_HISTORY => e.tree_histories.push(read_tree_history(&mut r)?),
+                TAG_COMMIT_TIMES => read_commit_times(&mut r, &mut e)?,
                 TAG_FILE_SCHEMA => {
                     let tree = read_tree(&mut r)?;
                     let number = r.varint()?;
@@ -688,7 +785,53 @@ mod tests {
                 BlobFileMeta { number: 11, size: 20_000, records: 2, value_bytes: 19_000 },
                 BlobFileMeta { number: 12, size: 1 << 34, records: 9, value_bytes: 1 << 33 },
             ],
+            tree_histories: vec![
+                (
+                    4,
+                    Some(TreeHistory {
+                        window: HistoryWindow {
+                            keep_for: Some(std::time::Duration::from_secs(3600)),
+                            keep_versions: Some(3),
+                        },
+                        since: 77,
+                    }),
+                ),
+                (5, Some(TreeHistory { window: HistoryWindow::versions(9), since: 80 })),
+                (6, None),
+            ],
+            commit_times: vec![(10, 1_795_000_000_000), (12, 1_795_000_000_000), (40, 1_795_000_000_009)],
+            commit_times_after: 3,
         }
+    }
+
+    /// History records and commit times, byte for byte (a format fixture).
+    #[test]
+    fn history_records_keep_their_bytes() {
+        let edit = VersionEdit {
+            tree_histories: vec![
+                (
+                    4,
+                    Some(TreeHistory {
+                        window: HistoryWindow::duration(std::time::Duration::from_millis(300)),
+                        since: 5,
+                    }),
+                ),
+                (6, None),
+            ],
+            commit_times: vec![(7, 1000), (9, 1000), (12, 1002)],
+            commit_times_after: 2,
+            ..VersionEdit::default()
+        };
+        let bytes = edit.encode();
+        assert_eq!(
+            bytes,
+            vec![
+                14, 4, 1, 0xac, 0x02, 5, // tree 4: keep for 300 ms since seqno 5
+                14, 6, 0, 0, // tree 6: off
+                15, 2, 3, 7, 0xe8, 0x07, 2, 0, 3, 2, // after 2: (7, 1000), (9, 1000), (12, 1002)
+            ]
+        );
+        assert_eq!(VersionEdit::decode(&bytes, Path::new("M"), 0).expect("valid"), edit);
     }
 
     #[test]

@@ -23,6 +23,23 @@ use crate::log::writer::LogWriter;
 /// snapshot edit, so recovery never replays an unbounded log.
 const MANIFEST_BYTES_MAX: u64 = 64 << 20;
 
+/// Commit-time marks kept before the older half is thinned to every other
+/// mark (the times of those commits become upper bounds two marks wide):
+/// 2^21 marks are 35 minutes of commits in every millisecond, 32 MiB.
+pub const COMMIT_MARKS_MAX: usize = 1 << 21;
+
+/// Drops every other mark of the older half of `marks`: each dropped
+/// mark's commits then map to the next mark's time, an upper bound.
+pub fn thin_commit_marks(marks: &mut Vec<(SeqNo, u64)>) {
+    let half = marks.len() / 2;
+    let mut i = 0;
+    marks.retain(|_| {
+        let keep = i >= half || i % 2 == 1;
+        i += 1;
+        keep
+    });
+}
+
 /// The versions of one database and the MANIFEST that records them.
 pub struct VersionSet {
     fs: Arc<dyn Fs>,
@@ -42,6 +59,11 @@ pub struct VersionSet {
     next_file_number_logged: u64,
     log_number: u64,
     last_seqno: SeqNo,
+    /// The commit-time marks the MANIFEST holds (`db/state/clock.rs`),
+    /// ascending: rewritten into every new MANIFEST.
+    commit_times: Vec<(SeqNo, u64)>,
+    /// They time every commit after this seqno.
+    commit_times_after: SeqNo,
 }
 
 /// Why [`VersionSet::log_and_apply`] installed nothing.
@@ -99,6 +121,8 @@ impl VersionSet {
             next_file_number_logged: 0,
             log_number: 0,
             last_seqno: 0,
+            commit_times: Vec::new(),
+            commit_times_after: 0,
         }
     }
 
@@ -168,6 +192,40 @@ impl VersionSet {
         if let Some(s) = edit.last_seqno {
             self.last_seqno = self.last_seqno.max(s);
         }
+        // Marks that do not follow on from those held (history was off in
+        // between: the commits of the gap have no time) replace them.
+        if !edit.commit_times.is_empty()
+            && self.commit_times.last().is_none_or(|&(s, _)| edit.commit_times_after > s)
+        {
+            self.commit_times.clear();
+            self.commit_times_after = edit.commit_times_after;
+        }
+        // Marks only grow; a mark at or below the last one (a checkpoint's
+        // copy, replayed) adds nothing.
+        let last = self.commit_times.last().copied();
+        self.commit_times.extend(
+            edit.commit_times.iter().filter(|&&(s, t)| last.is_none_or(|(ls, lt)| s > ls && t >= lt)),
+        );
+        if self.commit_times.len() > COMMIT_MARKS_MAX {
+            thin_commit_marks(&mut self.commit_times);
+        }
+    }
+
+    /// The commit-time marks the MANIFEST holds, and the seqno after
+    /// which they time every commit.
+    pub fn commit_times(&self) -> (SeqNo, &[(SeqNo, u64)]) {
+        (self.commit_times_after, &self.commit_times)
+    }
+
+    /// Forgets the marks before the last one at or before `ms` (older
+    /// commits are out of every history window): the next MANIFEST is
+    /// written without them.
+    pub fn forget_commit_times_before(&mut self, ms: u64) {
+        let keep_from = self.commit_times.partition_point(|&(_, t)| t <= ms).saturating_sub(1);
+        if let Some(&(s, _)) = keep_from.checked_sub(1).and_then(|i| self.commit_times.get(i)) {
+            self.commit_times_after = s;
+        }
+        self.commit_times.drain(..keep_from);
     }
 
     /// Writes a new MANIFEST holding the whole current state, points CURRENT
@@ -179,6 +237,8 @@ impl VersionSet {
         edit.log_number = Some(self.log_number);
         edit.last_seqno = Some(self.last_seqno);
         edit.next_file_number = Some(self.next_file_number);
+        edit.commit_times.clone_from(&self.commit_times);
+        edit.commit_times_after = self.commit_times_after;
         let payload = edit.encode();
         check_record_bytes(payload.len(), "the MANIFEST's snapshot of the catalog and files")?;
         let mut writer = LogWriter::new(self.fs.create(&path)?);
@@ -303,6 +363,8 @@ impl VersionSet {
         edit.log_number = Some(log_number);
         edit.last_seqno = Some(self.last_seqno);
         edit.next_file_number = Some(self.next_file_number);
+        edit.commit_times.clone_from(&self.commit_times);
+        edit.commit_times_after = self.commit_times_after;
         edit
     }
 

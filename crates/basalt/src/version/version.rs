@@ -78,6 +78,7 @@ impl Version {
             created: &edit.trees_created,
             kinds: old_schemas.chain(edit.tree_kinds.iter().cloned()).collect(),
             versions: &edit.table_versions,
+            histories: &edit.tree_histories,
             dropped: &edit.trees_dropped,
         };
         if !change.is_empty() {
@@ -209,6 +210,7 @@ impl Version {
             e.tree_kinds.push((id, kind));
         }
         e.table_versions = self.catalog.version_records().collect();
+        e.tree_histories = self.catalog.history_records().collect();
         for (id, tree) in &self.trees {
             for (level, f) in tree.all_files() {
                 e.files_added.push((*id, level, (**f).clone()));

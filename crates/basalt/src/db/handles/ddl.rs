@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use arrow_schema::{Schema, SchemaRef};
 
-use crate::catalog::{DEFAULT_KEYSPACE, Namespace, TreeKind, TreeKindRecord};
+use crate::catalog::{DEFAULT_KEYSPACE, HistoryWindow, Namespace, TreeHistory, TreeKind, TreeKindRecord};
 use crate::db::state::inner::DbInner;
 use crate::db::state::open_trees::TreeShared;
 use crate::db::state::versions::Memtables;
@@ -170,5 +170,59 @@ impl DbInner {
     /// path.
     pub(crate) fn log_drop(&self, ids: &[TreeId]) -> Result<()> {
         self.install_edit(VersionEdit { trees_dropped: ids.to_vec(), ..VersionEdit::default() })
+    }
+
+    /// Sets the history window of `tree`, a table (with its indexes) or a
+    /// keyspace: one MANIFEST edit, logged owning the write path. A window
+    /// turned on, or made to keep more, holds from now on: what the old
+    /// one let go is not brought back, so reads before its new `since`
+    /// are refused (a longer duration keeps what the old one still held).
+    pub(crate) fn set_history(&self, tree: TreeId, name: &str, window: HistoryWindow) -> Result<()> {
+        const KEEP_FOR_MAX: std::time::Duration = std::time::Duration::from_secs(100 * 366 * 86_400);
+        if window.keep_for.is_some_and(|d| d > KEEP_FOR_MAX) {
+            return Err(Error::InvalidArgument(format!(
+                "a history window of {:?} is longer than the {} years allowed",
+                window.keep_for.unwrap_or_default(),
+                KEEP_FOR_MAX.as_secs() / (366 * 86_400)
+            )));
+        }
+        self.check_writable()?;
+        self.with_exclusive_writer(|| {
+            self.check_writable()?;
+            let catalog = self.versions.load().version.catalog.clone();
+            let def =
+                catalog.tree(tree).ok_or_else(|| Error::InvalidArgument(format!("{name} was dropped")))?;
+            if matches!(def.kind, TreeKind::Index(_)) {
+                return Err(Error::internal("a history window set on an index"));
+            }
+            // Every commit so far is visible: the exclusive writer waits
+            // for groups to publish.
+            let now = self.writer.visible_seqno();
+            let record = window.is_on().then(|| {
+                let since = match def.history.filter(|h| h.window.is_on()) {
+                    None => now,
+                    Some(old) => {
+                        let (ms, old_ms) = (window.keep_for_ms(), old.window.keep_for_ms());
+                        if window.keep_versions.unwrap_or(0) > old.window.keep_versions.unwrap_or(0) {
+                            now
+                        } else if ms > old_ms {
+                            self.oldest_readable(&old).unwrap_or(now).max(old.since)
+                        } else {
+                            old.since
+                        }
+                    }
+                };
+                TreeHistory { window, since }
+            });
+            let mut tree_histories = vec![(tree, record)];
+            for (index, index_def, _) in catalog.indexes_of(tree) {
+                let since = index_def.history.map_or(0, |h| h.since);
+                tree_histories.push((
+                    index,
+                    record.map(|r| TreeHistory { window: r.window, since: since.max(r.since) }),
+                ));
+            }
+            self.install_edit(VersionEdit { tree_histories, ..VersionEdit::default() })
+        })
     }
 }

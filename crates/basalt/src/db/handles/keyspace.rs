@@ -6,7 +6,11 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+use crate::catalog::HistoryWindow;
+use crate::db::read::changes::Change;
+use crate::db::read::history::HistoryInfo;
 use crate::db::read::iter::{self, DbIterator, Direction};
+use crate::db::read::key_history::{HistoryOptions, KeyVersion};
 use crate::db::state::handles::Keyspace;
 use crate::db::state::open_trees::TreeShared;
 use crate::db::{read::snapshot::ReadOptions, state::inner::DbInner};
@@ -31,12 +35,41 @@ impl Keyspace {
 
     /// The value of `key` as of the snapshot in `opts` (or now).
     pub fn get_opt(&self, key: impl AsRef<[u8]>, opts: &ReadOptions<'_>) -> Result<Option<Bytes>> {
-        self.inner.get(self.shared.id, key.as_ref(), self.inner.snapshot_seqno(opts.snapshot)?)
+        self.inner.get(
+            self.shared.id,
+            key.as_ref(),
+            self.inner.snapshot_seqno(opts.snapshot, self.shared.id)?,
+        )
     }
 
     /// `f` of the value of `key`, borrowed where it lies (see `Db::get_with`).
     pub fn get_with<R>(&self, key: impl AsRef<[u8]>, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
         self.inner.get_with(self.shared.id, key.as_ref(), None, None, |v| f(v.as_slice()))
+    }
+
+    /// The versions of `key` the keyspace's history window keeps, newest
+    /// first, within `opts` (see [`HistoryWindow`](crate::HistoryWindow)).
+    /// Refused ([`Error::HistoryUnavailable`]) when it keeps no history.
+    pub fn history(&self, key: impl AsRef<[u8]>, opts: HistoryOptions) -> Result<Vec<KeyVersion>> {
+        self.inner.key_history(self.shared.id, &self.shared.name, key.as_ref(), &opts)
+    }
+
+    /// The keyspace's committed changes after seqno `since`, in commit
+    /// order, at most `limit` (see [`Table::changes`](crate::Table::changes)).
+    pub fn changes(&self, since: u64, limit: usize) -> Result<Vec<Change>> {
+        self.inner.key_changes(self.shared.id, &self.shared.name, since, limit)
+    }
+
+    /// Keeps `window` of history from now on (see
+    /// [`HistoryWindow`](crate::HistoryWindow)); `HistoryWindow::default()`
+    /// turns it off.
+    pub fn set_history(&self, window: HistoryWindow) -> Result<()> {
+        self.inner.set_history(self.shared.id, &self.shared.name, window)
+    }
+
+    /// The keyspace's history window and the oldest point it holds.
+    pub fn history_info(&self) -> Option<HistoryInfo> {
+        self.inner.history_info(self.shared.id)
     }
 
     /// Sets `key` to `value`.

@@ -17,10 +17,13 @@ use crate::db::read::row_view::RowRef;
 use arrow_array::ArrayRef;
 use arrow_schema::FieldRef;
 
+use crate::catalog::HistoryWindow;
 use crate::codec::key::OwnedKeyValue;
 use crate::db::index::options::{IndexInfo, IndexOptions};
 use crate::db::index::query::{IndexPredicate, LookupOptions};
 use crate::db::read::estimates::{ColumnEstimate, OwnedKeyValueRange, TableEstimate};
+use crate::db::read::history::HistoryInfo;
+use crate::db::read::key_history::HistoryOptions;
 use crate::db::read::scan::{KeyValueRange, KeyedRows, ScanOptions, TableScan};
 use crate::db::read::snapshot::Snapshot;
 use crate::db::state::handles::Table;
@@ -283,14 +286,14 @@ impl Table {
         f: impl FnOnce(RowRef<'_>) -> R,
     ) -> Result<Option<R>> {
         let user_key = self.encode_key_values(key, true)?;
-        let (seqno, sv) = self.inner.read_guard(self.inner.snapshot_seqno(opts.snapshot)?);
+        let (seqno, sv) = self.inner.read_guard(self.inner.snapshot_seqno(opts.snapshot, self.shared.id)?);
         self.view_at(&user_key, seqno, &sv, f)
     }
 
     /// [`Table::get`] with explicit read options.
     pub fn get_opt(&self, key: &[KeyValue<'_>], opts: &ReadOptions<'_>) -> Result<Option<RecordBatch>> {
         let user_key = self.encode_key_values(key, true)?;
-        let (seqno, sv) = self.inner.read_view(self.inner.snapshot_seqno(opts.snapshot)?);
+        let (seqno, sv) = self.inner.read_view(self.inner.snapshot_seqno(opts.snapshot, self.shared.id)?);
         self.row_at(&user_key, seqno, &sv)
     }
 
@@ -502,6 +505,45 @@ impl Table {
     /// nothing summarizes.
     pub fn column_estimates(&self) -> Result<Vec<ColumnEstimate>> {
         self.fold_column_estimates()
+    }
+
+    /// The versions of the row with primary key `key` that the table's
+    /// history window keeps, newest first, within `opts`, as one batch:
+    /// `_seqno` (`UInt64`), `_commit_time` (millisecond timestamp, UTC),
+    /// `_deleted`, then the table's columns (a delete holds its key and
+    /// nulls). Refused ([`Error::HistoryUnavailable`]) when the table keeps
+    /// no history ([`Table::set_history`]).
+    pub fn history(&self, key: &[KeyValue<'_>], opts: HistoryOptions) -> Result<RecordBatch> {
+        let user_key = self.encode_key_values(key, true)?;
+        let layout = self.layout();
+        self.inner.row_history(self.shared.id, &self.shared.name, &layout, &user_key, &opts)
+    }
+
+    /// The table's committed changes after seqno `since`, in commit order,
+    /// at most `limit` rows, as one batch: `_op` (`"upsert"` or
+    /// `"delete"`), `_seqno`, `_commit_time`, then the table's columns in
+    /// its current schema (a delete holds its key and nulls). Resume from
+    /// the last `_seqno` read. Read from the WAL, which a history window
+    /// keeps for its duration; refused ([`Error::HistoryUnavailable`],
+    /// naming the oldest `since` available) for changes no longer kept,
+    /// or when the table keeps no history.
+    pub fn changes(&self, since: u64, limit: usize) -> Result<RecordBatch> {
+        let layout = self.layout();
+        self.inner.row_changes(self.shared.id, &self.shared.name, &layout, since, limit)
+    }
+
+    /// Keeps `window` of history from now on, for the table and its
+    /// indexes (see [`HistoryWindow`]): compaction keeps the versions in
+    /// it, reads as of a point in it ([`Db::snapshot_at`](crate::Db::snapshot_at))
+    /// see exactly what was committed then, and [`Table::history`] and
+    /// [`Table::changes`] read it. `HistoryWindow::default()` turns it off.
+    pub fn set_history(&self, window: HistoryWindow) -> Result<()> {
+        self.inner.set_history(self.shared.id, &self.shared.name, window)
+    }
+
+    /// The table's history window and the oldest point it holds.
+    pub fn history_info(&self) -> Option<HistoryInfo> {
+        self.inner.history_info(self.shared.id)
     }
 
     /// Creates an index `name` on `columns` (in key order) of any type a

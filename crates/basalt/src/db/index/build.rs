@@ -108,8 +108,19 @@ pub(crate) fn create(table: &Table, name: &str, columns: &[&str], opts: &IndexOp
             // Ready before it is seen built: a reader whose snapshot is
             // older than the build's entries must not take it. (An index
             // not yet built is never asked; a failed build forgets it.)
-            inner.indexes.set_ready(index, inner.writer.last_seqno());
-            inner.install_edit(VersionEdit { tree_kinds: vec![(index, record)], ..VersionEdit::default() })
+            let ready = inner.writer.last_seqno();
+            inner.indexes.set_ready(index, ready);
+            // On a table keeping history, the index answers past points
+            // from here on only.
+            let history = inner.versions.load().version.catalog.tree(table.tree()).and_then(|t| t.history);
+            let tree_histories = history
+                .map(|h| vec![(index, Some(crate::catalog::TreeHistory { window: h.window, since: ready }))])
+                .unwrap_or_default();
+            inner.install_edit(VersionEdit {
+                tree_kinds: vec![(index, record)],
+                tree_histories,
+                ..VersionEdit::default()
+            })
         })
     });
     drop(snapshot);

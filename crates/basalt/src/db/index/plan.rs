@@ -76,7 +76,7 @@ impl Table {
         let cap = INDEX_ROWS_FLOOR.max(table_rows / 8);
         let mut best: Option<IndexPlan> = None;
         for (index, tree, def) in catalog.indexes_of(self.tree()) {
-            if def.building || !self.inner().indexes.ready_at(index, seqno) {
+            if def.building || !self.inner().index_answers_at(catalog, index, seqno) {
                 continue;
             }
             let mut scratch = Vec::new();

@@ -289,12 +289,12 @@ impl Table {
     pub(crate) fn index_read(&self, name: &str, snapshot: Option<&Snapshot>) -> Result<IndexRead> {
         let inner = self.inner();
         inner.check_open()?;
-        let (seqno, sv) = inner.read_view(inner.snapshot_seqno(snapshot)?);
+        let (seqno, sv) = inner.read_view(inner.snapshot_seqno(snapshot, self.tree())?);
         if sv.version.tree(self.tree()).is_none() {
             return Err(Error::InvalidArgument(format!("table {} was dropped", self.name())));
         }
         let (index, def) = self.find_index(&sv.version.catalog, name)?;
-        if !inner.indexes.ready_at(index, seqno) {
+        if !inner.index_answers_at(&sv.version.catalog, index, seqno) {
             return Err(Error::InvalidArgument(format!(
                 "index {name} was created after the snapshot read at seqno {seqno}"
             )));

@@ -22,6 +22,7 @@ impl DbInner {
         let names = self.fs.list(&self.dir)?;
         let Collectable { live, held, log_number, numbered_below, manifest } =
             self.versions.collectable(&self.files);
+        let wals_kept = self.wals_kept_for_history(&names, log_number)?;
         for name in names {
             let obsolete = match files::parse(&name) {
                 // A number this handle never handed out is not its file: a
@@ -29,7 +30,7 @@ impl DbInner {
                 // made it (`lifecycle.rs`).
                 Some(FileKind::Sst(n) | FileKind::Blob(n) | FileKind::Wal(n)) if n >= numbered_below => false,
                 Some(FileKind::Sst(n) | FileKind::Blob(n)) => !live.contains(&n) && !held.contains(&n),
-                Some(FileKind::Wal(n)) => n < log_number,
+                Some(FileKind::Wal(n)) => n < log_number && n < wals_kept,
                 // At run time the version set removes the MANIFEST it replaces
                 // itself; a failed switch may leave CURRENT naming either
                 // one, so only an open (which just rewrote CURRENT) sweeps.
@@ -50,5 +51,38 @@ impl DbInner {
             }
         }
         Ok(())
+    }
+
+    /// The number of the oldest WAL below `log_number` that a history
+    /// window keeps (it and every later one stay; `u64::MAX`: none): a
+    /// WAL stays while it may hold a commit newer than the floor of the
+    /// longest window with a duration, so the change feed reaches back as
+    /// far as reads as of a past point do (`read/changes.rs`). A WAL's
+    /// newest commit is just before the next WAL's first.
+    fn wals_kept_for_history(&self, names: &[String], log_number: u64) -> Result<u64> {
+        let catalog = self.versions.load().version.catalog.clone();
+        let Some(ms) = catalog.longest_history_ms() else { return Ok(u64::MAX) };
+        let floor = self.clock.seqno_at(self.clock.now_ms().saturating_sub(ms)).unwrap_or(0);
+        let mut wals: Vec<u64> = names
+            .iter()
+            .filter_map(|n| match files::parse(n) {
+                Some(FileKind::Wal(x)) => Some(x),
+                _ => None,
+            })
+            .collect();
+        wals.sort_unstable();
+        for (i, &n) in wals.iter().enumerate().filter(|&(_, &n)| n < log_number) {
+            let mut newest = self.writer.last_seqno();
+            for &next in &wals[i + 1..] {
+                if let Some(first) = self.wal_first_seqno(next)? {
+                    newest = first - 1;
+                    break;
+                }
+            }
+            if newest > floor {
+                return Ok(n);
+            }
+        }
+        Ok(u64::MAX)
     }
 }

@@ -230,8 +230,17 @@ impl DbInner {
     /// garbage: those move to a blob file of this compaction's own.
     fn merge_inputs(&self, task: &CompactionTask) -> Result<(Vec<FileMeta>, Option<BlobFileMeta>)> {
         let mut merged = TreeCursor::over_runs(&self.sst_readers, task.tree, task.input_runs())?;
+        // The history floor before the snapshots: a read that checked its
+        // point against a later floor is either above this one or listed
+        // (`read/history.rs`).
+        let history = self.history_retention(task.tree);
         let snapshots: Vec<u64> = self.snapshots.seqnos();
-        let mut retention = Retention::new(snapshots, task.bottommost);
+        let mut retention = Retention::with_history(
+            snapshots,
+            task.bottommost,
+            history.and_then(|h| h.floor),
+            history.map_or(0, |h| h.versions),
+        );
         let version = self.versions.current();
         let layout = version.catalog.table_layout(task.tree);
         let mut relocation = BlobRelocation::new(&version, self.opts.blob_gc_garbage_percent);

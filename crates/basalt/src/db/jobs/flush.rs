@@ -77,6 +77,14 @@ impl DbInner {
             // (they are collected as obsolete files).
             let current = held.current();
             edit.files_added.retain(|(tree, _, _)| current.tree(*tree).is_some());
+            // The times of the commits now durable in SSTs, while a tree
+            // keeps history (the WAL that held them may go).
+            let catalog = current.catalog.clone();
+            (edit.commit_times_after, edit.commit_times) =
+                self.commit_times_to_log(&catalog, edit.last_seqno.unwrap_or(0));
+            if let Some(ms) = self.commit_times_kept_from(&catalog) {
+                held.forget_commit_times_before(ms);
+            }
             Ok(Some(edit))
         })?;
         self.counters.record_flush(bytes, start.elapsed());

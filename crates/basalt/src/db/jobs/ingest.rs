@@ -449,6 +449,14 @@ impl DbInner {
                     .into(),
             ));
         }
+        if catalog.tree(tree).is_some_and(|t| t.history.is_some()) {
+            // Loaded rows bypass the WAL: the change feed would never see
+            // them, and their versions share one seqno per run.
+            return Err(Error::InvalidArgument(
+                "bulk_load into a table keeping history: load the rows first, then set the history window"
+                    .into(),
+            ));
+        }
         Ok(())
     }
 

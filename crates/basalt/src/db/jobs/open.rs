@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 use crate::codec::internal::{SEQNO_MAX, SeqNo};
+use crate::db::state::clock::CommitClock;
 use crate::db::state::counters::Counters;
 use crate::db::state::files_in_use::FilesInUse;
 use crate::db::state::index_builds::IndexBuilds;
@@ -41,6 +42,8 @@ pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<DbInner
     let names = fs.list(dir)?;
     let (versions, log_number, last_seqno) = recover_versions(&fs, dir, &names, exists, read_only)?;
     let wals = wals_to_replay(&names, log_number);
+    let (after, marks) = versions.commit_times();
+    let clock = CommitClock::new(after, marks.to_vec(), last_seqno);
     let inner = DbInner {
         dir: dir.to_path_buf(),
         fs: fs.clone(),
@@ -61,6 +64,7 @@ pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<DbInner
         blob_files: Arc::new(crate::blob::BlobFiles::new(fs.clone(), dir.to_path_buf())),
         row_cache: (opts.row_cache_bytes > 0).then(|| RowCache::new(opts.row_cache_bytes)),
         snapshots: Snapshots::new(),
+        clock,
         counters: Counters::default(),
         open_trees: OpenTrees::new(),
         indexes: IndexBuilds::default(),
@@ -386,13 +390,25 @@ impl DbInner {
         }
         let version = self.versions.current();
         for (path, log) in logs {
-            for (offset, payload) in log.records {
+            // Each timed seal ends a commit group: its time is that of the
+            // last seqno before it.
+            let mut seals = log.seal_times.iter().peekable();
+            for (i, (offset, payload)) in log.records.into_iter().enumerate() {
                 let decoded = batch::decode(&payload, &path, offset)?;
                 let seqnos: u64 = decoded.entries.iter().map(crate::wal::batch::BatchEntry::seqnos).sum();
+                let last = decoded.first_seqno.saturating_add(seqnos.saturating_sub(1));
+                while let Some(&&(before, ms)) = seals.peek() {
+                    if before > i + 1 {
+                        break;
+                    }
+                    if seqnos > 0 && before == i + 1 {
+                        self.clock.record(last, ms);
+                    }
+                    seals.next();
+                }
                 if seqnos == 0 || decoded.first_seqno <= flushed_seqno {
                     continue;
                 }
-                let last = decoded.first_seqno.saturating_add(seqnos - 1);
                 if last > SEQNO_MAX {
                     return Err(Error::corruption(&path, offset, format!("seqno {last} out of range")));
                 }
@@ -426,6 +442,8 @@ impl DbInner {
             blob_files_added: blobs,
             ..VersionEdit::default()
         };
+        let (after, marks) = self.commit_times_to_log(&version.catalog, max_seqno);
+        let edit = VersionEdit { commit_times_after: after, commit_times: marks, ..edit };
         self.writer.replace_wal(LogWriter::new(file));
         self.install(Memtables::Recovered(Arc::new(Memtable::new(number))), &[], |_| Ok(Some(edit)))?;
         self.files.release_all();

@@ -165,7 +165,7 @@ impl Table {
     /// [`Table::estimate_opt`]'s work.
     pub(crate) fn estimate_at(&self, snapshot: Option<&Snapshot>) -> Result<TableEstimate> {
         self.inner().check_open()?;
-        let (seqno, sv) = self.inner().read_view(self.inner().snapshot_seqno(snapshot)?);
+        let (seqno, sv) = self.inner().read_view(self.inner().snapshot_seqno(snapshot, self.tree())?);
         let Some(tree) = sv.version.tree(self.tree()) else {
             return Err(Error::InvalidArgument(format!("table {} was dropped", self.name())));
         };
@@ -200,7 +200,7 @@ impl Table {
     ) -> Result<u64> {
         self.inner().check_open()?;
         let range = encode_range(self, range)?;
-        let (seqno, sv) = self.inner().read_view(self.inner().snapshot_seqno(snapshot)?);
+        let (seqno, sv) = self.inner().read_view(self.inner().snapshot_seqno(snapshot, self.tree())?);
         let Some(tree) = sv.version.tree(self.tree()) else {
             return Err(Error::InvalidArgument(format!("table {} was dropped", self.name())));
         };

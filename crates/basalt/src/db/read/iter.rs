@@ -373,7 +373,7 @@ pub(crate) fn new(
 ) -> DbIterator {
     // A snapshot of another database: the error, reported by `next`, and
     // a reader of nothing.
-    let pinned = inner.snapshot_seqno(snapshot);
+    let pinned = inner.snapshot_seqno(snapshot, tree);
     let (seqno, sv) = inner.read_view(pinned.as_ref().ok().copied().flatten());
     let opened = inner
         .check_open()

@@ -179,7 +179,7 @@ impl Table {
     pub(crate) fn open_scan(&self, opts: ScanOptions<'_>, plan_by_key: PlanByKey<'_>) -> Result<TableScan> {
         self.inner().check_open()?;
         // The layout of the version read: files and memtables decode with it.
-        let (seqno, sv) = self.inner().read_view(self.inner().snapshot_seqno(opts.snapshot)?);
+        let (seqno, sv) = self.inner().read_view(self.inner().snapshot_seqno(opts.snapshot, self.tree())?);
         let layout = self.layout_in(&sv).clone();
         let range = encode_range(self, &opts.range)?;
         let projection = match &opts.projection {

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use super::clock::CommitClock;
 use super::counters::Counters;
 use super::files_in_use::FilesInUse;
 use super::index_builds::IndexBuilds;
@@ -34,6 +35,7 @@ use crate::version::{Version, VersionEdit};
 /// | `jobs` | the first fatal error, stopping, one compaction and one flush at a time, the drain rate | `jobs.rs` |
 /// | `files` | files jobs hold from collection, one collection at a time | `files_in_use.rs` |
 /// | `snapshots` | the live snapshots' seqnos | `snapshots.rs` |
+/// | `clock` | which seqno was committed when | `clock.rs` |
 /// | `open_trees` | the open table and keyspace handles by tree | `open_trees.rs` |
 /// | `indexes` | rows touched during index builds, when each index became ready | `index_builds.rs` |
 /// | `lifecycle` | open, closed, released; the directory lock | `lifecycle.rs` |
@@ -75,6 +77,8 @@ pub(crate) struct DbInner {
     /// With `Options::row_cache_bytes` above zero.
     pub row_cache: Option<RowCache>,
     pub snapshots: Snapshots,
+    /// Commit times, for history windows and reads as of a time.
+    pub clock: CommitClock,
     pub counters: Counters,
     /// Live table and keyspace handles by tree, to refuse dropping a tree
     /// in use.

@@ -5,6 +5,7 @@
 //! `jobs`, `index`, `handles`) works through these parts' operations;
 //! none takes a part's lock itself.
 
+pub(crate) mod clock;
 pub(crate) mod counters;
 pub(crate) mod files_in_use;
 pub(crate) mod handles;

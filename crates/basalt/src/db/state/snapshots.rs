@@ -32,6 +32,12 @@ impl Snapshots {
         seqno
     }
 
+    /// Registers a snapshot at `seqno`, a committed point that may be
+    /// older than live ones (a read as of a past point).
+    pub(crate) fn register_at(&self, seqno: SeqNo) {
+        *self.live.lock().entry(seqno).or_insert(0) += 1;
+    }
+
     /// Another handle on the live snapshot at `seqno`.
     pub(crate) fn register_again(&self, seqno: SeqNo) {
         let mut live = self.live.lock();

@@ -144,6 +144,12 @@ impl Held<'_> {
     pub(crate) fn new_file_number(&mut self) -> u64 {
         self.set.new_file_number()
     }
+
+    /// Forgets the MANIFEST's commit-time marks older than every history
+    /// window (see [`VersionSet::forget_commit_times_before`]).
+    pub(crate) fn forget_commit_times_before(&mut self, ms: u64) {
+        self.set.forget_commit_times_before(ms);
+    }
 }
 
 /// The owner of the version set (the MANIFEST, the catalog and the files

@@ -208,13 +208,17 @@ impl WritePath {
         f()
     }
 
-    /// Appends the group's accepted batches to the WAL in one write, synced
-    /// if `sync`; returns the bytes appended. The caller owns the write
-    /// path; on an error the WAL may hold part of the group.
-    pub(crate) fn append(&self, group: &[Request], sync: bool) -> Result<u64> {
+    /// Appends the group's accepted batches to the WAL in one write, sealed
+    /// with their commit time `unix_ms`, synced if `sync`; returns the
+    /// bytes appended. The caller owns the write path; on an error the WAL
+    /// may hold part of the group.
+    pub(crate) fn append(&self, group: &[Request], sync: bool, unix_ms: u64) -> Result<u64> {
         let mut wal = self.wal.lock();
         let before = wal.len();
-        wal.append(group.iter().filter(|r| r.rejected.is_none()).map(|r| r.batch.sealed_bytes()))?;
+        wal.append_timed(
+            group.iter().filter(|r| r.rejected.is_none()).map(|r| r.batch.sealed_bytes()),
+            unix_ms,
+        )?;
         if sync {
             wal.sync()?;
         }

@@ -180,7 +180,8 @@ impl DbInner {
             seqno += r.batch.len() as u64;
         }
         let sync = group.iter().any(|r| r.sync);
-        let wal_bytes = self.append_to_wal(group, sync)?;
+        let commit_ms = self.clock.now_ms();
+        let wal_bytes = self.append_to_wal(group, sync, commit_ms)?;
         let inserted = self.insert_group(group, first)?;
         // Each seqno the group sealed is in the memtable, none twice.
         debug_assert_eq!(
@@ -188,6 +189,8 @@ impl DbInner {
             "the group sealed seqnos {first}..{seqno} but inserted up to {inserted}"
         );
         self.counters.record_memtable_bytes(self.write_buffer_state(0).total_bytes);
+        // Timed before it is visible: a read never sees an untimed commit.
+        self.clock.record(seqno - 1, commit_ms);
         self.writer.publish(seqno - 1);
         self.counters.record_group(group.len() as u64, wal_bytes, sync);
         Ok(())
@@ -231,8 +234,8 @@ impl DbInner {
     /// if any writer asked; returns the bytes appended. A failure stops
     /// writes: the WAL may now hold part of the group, and no later write
     /// may be acknowledged after it.
-    fn append_to_wal(&self, group: &[Request], sync: bool) -> Result<u64> {
-        self.writer.append(group, sync).map_err(|e| self.set_bg_error(e))
+    fn append_to_wal(&self, group: &[Request], sync: bool, unix_ms: u64) -> Result<u64> {
+        self.writer.append(group, sync, unix_ms).map_err(|e| self.set_bg_error(e))
     }
 
     /// Inserts the group's accepted (logged) batches into the active

@@ -1,0 +1,375 @@
+//! The change feed: the committed changes of one table or keyspace after a
+//! seqno, in commit order, read from the WAL (`wal/format.rs`), which
+//! holds every commit in order with its seqnos, a delete's key, and the
+//! commit time in each group's seal. A consumer resumes from the last
+//! seqno it read.
+//!
+//! While some tree keeps history with a duration, WAL files stay for the
+//! longest window (`jobs/cleanup.rs`), so the feed reaches back as far as
+//! reads as of a past point do. Only the changes a commit made are here:
+//! a bulk load, which bypasses the WAL, is refused on a table keeping
+//! history (`jobs/ingest.rs`).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use arrow_array::{Array, ArrayRef, RecordBatch, StringArray, TimestampMillisecondArray, UInt64Array};
+use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use bytes::Bytes;
+
+use crate::codec::internal::{Kind, SeqNo};
+use crate::db::read::history::describe_ms;
+use crate::db::state::inner::DbInner;
+use crate::error::{Error, Result};
+use crate::files::{self, FileKind};
+use crate::ids::TreeId;
+use crate::log::format::{HEADER_BYTES, parse_header};
+use crate::log::reader::read_log_file;
+use crate::row::layout::TableLayout;
+use crate::wal::batch;
+
+/// Name of the operation column of a table's change feed: `"upsert"` or
+/// `"delete"`.
+pub const CHANGE_OP: &str = "_op";
+
+/// One change of a keyspace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    /// The seqno of the write.
+    pub seqno: u64,
+    /// When it was committed (to the millisecond), if on record.
+    pub commit_time: Option<SystemTime>,
+    /// The key written.
+    pub key: Bytes,
+    /// The value set; `None` for a delete.
+    pub value: Option<Bytes>,
+}
+
+/// One WAL entry of the tree asked for.
+enum Entry<'a> {
+    Key { seqno: SeqNo, kind: Kind, key: &'a [u8], value: &'a [u8] },
+    Rows { first: SeqNo, kind: Kind, ipc: &'a [u8], rows: u32, path: &'a Path, offset: u64 },
+}
+
+impl DbInner {
+    /// The WAL files in the directory, ascending.
+    fn wal_numbers(&self) -> Result<Vec<u64>> {
+        let mut numbers: Vec<u64> = self
+            .fs
+            .list(&self.dir)?
+            .iter()
+            .filter_map(|n| match files::parse(n) {
+                Some(FileKind::Wal(x)) => Some(x),
+                _ => None,
+            })
+            .collect();
+        numbers.sort_unstable();
+        Ok(numbers)
+    }
+
+    /// The seqno of the first commit in WAL `number` (`None`: it holds none
+    /// yet), read from its first record's header.
+    pub(crate) fn wal_first_seqno(&self, number: u64) -> Result<Option<SeqNo>> {
+        let path = self.dir.join(files::wal(number));
+        let file = match self.fs.open(&path) {
+            Ok(f) => f,
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
+        };
+        if file.len() < (HEADER_BYTES + crate::wal::format::BATCH_HEADER_BYTES) as u64 {
+            return Ok(None);
+        }
+        let head = file.read_at(0, HEADER_BYTES + 8)?;
+        match parse_header(&head) {
+            Some(h) if h.len >= crate::wal::format::BATCH_HEADER_BYTES => {
+                let s = &head[HEADER_BYTES..HEADER_BYTES + 8];
+                Ok(Some(u64::from_le_bytes([s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]])))
+            }
+            // A torn first record: no commit in it survived.
+            _ => Ok(None),
+        }
+    }
+
+    /// The oldest `since` a change feed can start from: the seqno before
+    /// the first commit in the oldest WAL kept.
+    fn feed_start(&self, wals: &[u64]) -> Result<SeqNo> {
+        for &n in wals {
+            if let Some(first) = self.wal_first_seqno(n)? {
+                return Ok(first - 1);
+            }
+        }
+        Ok(self.writer.visible_seqno())
+    }
+
+    /// Calls `f` with each change to `tree` after `since`, in commit order,
+    /// with its commit time, until `f` says stop; refused when the WAL
+    /// kept no longer reaches back to `since`.
+    fn walk_changes(
+        &self,
+        tree: TreeId,
+        name: &str,
+        since: SeqNo,
+        f: &mut dyn FnMut(Entry<'_>, Option<u64>) -> Result<bool>,
+    ) -> Result<()> {
+        self.check_open()?;
+        let visible = self.writer.visible_seqno();
+        let catalog = self.versions.load().version.catalog.clone();
+        if catalog.tree(tree).is_none() {
+            return Err(Error::InvalidArgument(format!("{name} was dropped")));
+        }
+        if since >= visible {
+            return Ok(());
+        }
+        let Some(history) = catalog.history(tree) else {
+            return Err(Error::HistoryUnavailable {
+                what: format!("{name} keeps no history (set a history window first)"),
+                oldest_seqno: None,
+            });
+        };
+        let wals = self.wal_numbers()?;
+        // The feed reaches back to the oldest WAL kept, and no further than
+        // the tree's history (bulk loads, which bypass the WAL, are refused
+        // only from then on).
+        let oldest = self.feed_start(&wals)?.max(history.since);
+        if since < oldest {
+            return Err(Error::HistoryUnavailable {
+                what: format!(
+                    "the changes of {name} after seqno {since} are no longer kept: the feed starts after seqno {oldest}{}",
+                    self.clock.time_of(oldest).map(|t| format!(" ({})", describe_ms(t))).unwrap_or_default()
+                ),
+                oldest_seqno: Some(oldest),
+            });
+        }
+        // Skip the files whose commits all lie at or below `since`.
+        let mut firsts = Vec::with_capacity(wals.len());
+        for &n in &wals {
+            firsts.push(self.wal_first_seqno(n)?);
+        }
+        let skip = (0..wals.len())
+            .take_while(|&i| firsts[i + 1..].iter().flatten().next().is_some_and(|&next| next <= since + 1))
+            .count();
+        for &number in &wals[skip..] {
+            let path = self.dir.join(files::wal(number));
+            let log = match read_log_file(self.fs.as_ref(), &path) {
+                Ok(log) => log,
+                // Collected meanwhile: its commits are older than the window
+                // now, and so is `since`.
+                Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                    return Err(Error::HistoryUnavailable {
+                        what: format!(
+                            "the WAL holding the changes of {name} after seqno {since} was collected"
+                        ),
+                        oldest_seqno: None,
+                    });
+                }
+                Err(e) => return Err(e),
+            };
+            let mut seals = log.seal_times.iter().peekable();
+            for (i, (offset, payload)) in log.records.iter().enumerate() {
+                while seals.peek().is_some_and(|&&(before, _)| before <= i) {
+                    seals.next();
+                }
+                let time = seals.peek().map(|&&(_, ms)| ms);
+                let decoded = batch::decode(payload, &path, *offset)?;
+                let mut seqno = decoded.first_seqno;
+                for entry in &decoded.entries {
+                    let n = entry.seqnos();
+                    let (first, last) = (seqno, seqno + n - 1);
+                    seqno += n;
+                    if first > visible {
+                        return Ok(());
+                    }
+                    if entry.tree != tree || last <= since {
+                        continue;
+                    }
+                    let e = if entry.arrow_rows == 0 {
+                        Entry::Key { seqno: first, kind: entry.kind, key: entry.key, value: entry.value }
+                    } else {
+                        Entry::Rows {
+                            first,
+                            kind: entry.kind,
+                            ipc: entry.value,
+                            rows: entry.arrow_rows,
+                            path: &path,
+                            offset: *offset,
+                        }
+                    };
+                    if !f(e, time)? {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A keyspace's changes after `since`, at most `limit`.
+    pub(crate) fn key_changes(
+        &self,
+        tree: TreeId,
+        name: &str,
+        since: SeqNo,
+        limit: usize,
+    ) -> Result<Vec<Change>> {
+        let mut out = Vec::new();
+        let time = |ms: Option<u64>| ms.map(|ms| UNIX_EPOCH + Duration::from_millis(ms));
+        self.walk_changes(tree, name, since, &mut |entry, ms| {
+            match entry {
+                Entry::Key { seqno, kind, key, value } => out.push(Change {
+                    seqno,
+                    commit_time: time(ms),
+                    key: Bytes::copy_from_slice(key),
+                    value: (kind != Kind::Delete).then(|| Bytes::copy_from_slice(value)),
+                }),
+                Entry::Rows { first, kind, ipc, path, offset, .. } => {
+                    // A keyspace's table face: rows of (key, value).
+                    let rows = crate::row::batch_from_ipc(ipc)
+                        .map_err(|e| Error::corruption(path, offset, e.reason()))?;
+                    for r in 0..rows.num_rows() {
+                        let cell = |c: usize| -> Result<Bytes> {
+                            rows.columns()
+                                .get(c)
+                                .and_then(|col| col.as_any().downcast_ref::<arrow_array::BinaryArray>())
+                                .filter(|col| col.is_valid(r))
+                                .map(|col| Bytes::copy_from_slice(col.value(r)))
+                                .ok_or_else(|| {
+                                    Error::corruption(path, offset, "a keyspace row that is not binary")
+                                })
+                        };
+                        let seqno = first + r as u64;
+                        if seqno <= since {
+                            continue;
+                        }
+                        out.push(Change {
+                            seqno,
+                            commit_time: time(ms),
+                            key: cell(0)?,
+                            value: if kind == Kind::Delete { None } else { Some(cell(1)?) },
+                        });
+                    }
+                }
+            }
+            out.truncate(limit);
+            Ok(out.len() < limit)
+        })?;
+        Ok(out)
+    }
+
+    /// A table's changes after `since`, at most `limit` rows, as one batch
+    /// (see [`feed_schema`]) in the table's current schema.
+    pub(crate) fn row_changes(
+        &self,
+        tree: TreeId,
+        name: &str,
+        layout: &Arc<TableLayout>,
+        since: SeqNo,
+        limit: usize,
+    ) -> Result<RecordBatch> {
+        let schema = feed_schema(layout);
+        let mut parts: Vec<RecordBatch> = Vec::new();
+        let mut rows_out = 0usize;
+        self.walk_changes(tree, name, since, &mut |entry, ms| {
+            let Entry::Rows { first, kind, ipc, rows, path, offset } = entry else {
+                return Err(Error::corruption("wal", 0, format!("a key-value entry in table {name}'s tree")));
+            };
+            let batch =
+                crate::row::batch_from_ipc(ipc).map_err(|e| Error::corruption(path, offset, e.reason()))?;
+            if batch.num_rows() != rows as usize {
+                return Err(Error::corruption(path, offset, "an entry's row count differs from its rows"));
+            }
+            let columns = current_columns(layout, &batch, kind == Kind::Delete)
+                .map_err(|e| Error::corruption(path, offset, e))?;
+            // Rows at or below `since` (a resumed feed inside one entry).
+            let skip =
+                usize::try_from(since.saturating_sub(first - 1)).unwrap_or(usize::MAX).min(batch.num_rows());
+            let take = (batch.num_rows() - skip).min(limit - rows_out);
+            let n = take;
+            let op = if kind == Kind::Delete { "delete" } else { "upsert" };
+            let mut cols: Vec<ArrayRef> = vec![
+                Arc::new(StringArray::from(vec![op; n])),
+                Arc::new(UInt64Array::from_iter_values((0..n as u64).map(|i| first + skip as u64 + i))),
+                Arc::new(
+                    TimestampMillisecondArray::from(vec![
+                        ms.map(|t| i64::try_from(t).unwrap_or(i64::MAX));
+                        n
+                    ])
+                    .with_timezone("UTC"),
+                ),
+            ];
+            cols.extend(columns.iter().map(|c| c.slice(skip, n)));
+            parts
+                .push(RecordBatch::try_new(schema.clone(), cols).map_err(|e| {
+                    Error::corruption(path, offset, format!("a change of table {name}: {e}"))
+                })?);
+            rows_out += n;
+            Ok(rows_out < limit)
+        })?;
+        arrow_select::concat::concat_batches(&schema, &parts)
+            .map_err(|e| Error::internal(format!("joining the changes of {name}: {e}")))
+    }
+}
+
+/// The schema of a table's change feed: `_op`, `_seqno`, `_commit_time`,
+/// then the table's columns, every one but the key nullable (a delete
+/// holds only its key).
+pub(crate) fn feed_schema(layout: &TableLayout) -> SchemaRef {
+    let mut fields = vec![
+        Field::new(CHANGE_OP, DataType::Utf8, false),
+        Field::new(crate::db::read::key_history::HISTORY_SEQNO, DataType::UInt64, false),
+        Field::new(
+            crate::db::read::key_history::HISTORY_COMMIT_TIME,
+            DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
+            true,
+        ),
+    ];
+    fields.extend(
+        (0..layout.schema().fields().len())
+            .map(|c| crate::db::read::key_history::nullable_unless_key(layout, c)),
+    );
+    Arc::new(Schema::new(fields))
+}
+
+/// The columns of `batch`, rows as the WAL holds them (written under some
+/// schema version of the table; key rows for a delete), in the current
+/// `layout`'s schema: matched by the schema version whose columns they
+/// are, then adapted as an older file's rows are (`row/evolve.rs`).
+fn current_columns(
+    layout: &TableLayout,
+    batch: &RecordBatch,
+    delete: bool,
+) -> std::result::Result<Vec<ArrayRef>, String> {
+    let n = batch.num_rows();
+    let same = |a: &Schema, b: &Schema| {
+        a.fields().len() == b.fields().len()
+            && a.fields()
+                .iter()
+                .zip(b.fields())
+                .all(|(x, y)| x.name() == y.name() && x.data_type() == y.data_type())
+    };
+    let schema = layout.schema();
+    if delete {
+        // Key rows: the key columns by name, nulls elsewhere.
+        return schema
+            .fields()
+            .iter()
+            .map(|f| match batch.column_by_name(f.name()) {
+                Some(c) if c.data_type() == f.data_type() => Ok(c.clone()),
+                Some(_) => Err(format!("a deleted key's column {} of another type", f.name())),
+                None => Ok(arrow_array::new_null_array(f.data_type(), n)),
+            })
+            .collect();
+    }
+    if same(schema, batch.schema_ref()) {
+        return Ok(batch.columns().to_vec());
+    }
+    for v in (0..layout.version()).rev() {
+        let Ok(Some(older)) = layout.older_version(v) else { continue };
+        if same(older.layout.schema(), batch.schema_ref()) {
+            return older.map().adapt(layout, batch.columns(), n).map_err(|e| e.reason());
+        }
+    }
+    Err("rows of no schema version of the table".into())
+}
