@@ -1,6 +1,7 @@
 """Type stubs of the extension module ``basalt._basalt`` (re-exported by ``basalt``)."""
 
 from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime, timedelta
 from os import PathLike
 from types import TracebackType
 from typing import Any, Literal, TypeAlias, final
@@ -20,6 +21,7 @@ __all__ = [
     "DiskError",
     "ReadOnlyError",
     "ConflictError",
+    "HistoryUnavailableError",
     "open",
     "Database",
     "Keyspace",
@@ -86,6 +88,14 @@ class DiskError(Error, OSError):
 
 class ReadOnlyError(Error):
     """A write through a handle opened with ``read_only=True``."""
+
+class HistoryUnavailableError(Error, ValueError):
+    """A read as of a past point, a key's history or a change feed that the history window does not (or no longer) hold; ``oldest_seqno`` names the oldest point still readable."""
+
+    oldest_seqno: int | None
+
+HistoryInfo: TypeAlias = dict[str, Any]
+"""A history window: ``keep`` (timedelta or None), ``versions``, ``since``, ``oldest_seqno``, ``oldest_time``."""
 
 def open(
     path: str | PathLike[str],
@@ -155,7 +165,19 @@ class Keyspace:
         reverse: bool = False,
     ) -> KeyIterator:
         """``(key, value)`` pairs; yields ``tuple[bytes, bytes]``."""
-    def snapshot(self) -> Snapshot: ...
+    def snapshot(self, as_of: int | datetime | None = None) -> Snapshot: ...
+    def set_history(self, keep: timedelta | float | None = None, *, versions: int | None = None) -> None: ...
+    @property
+    def history_info(self) -> HistoryInfo | None: ...
+    def history(
+        self,
+        key: BytesLike,
+        *,
+        limit: int | None = None,
+        since: int | datetime | None = None,
+        until: int | datetime | None = None,
+    ) -> list[tuple[int, datetime | None, bytes | None]]: ...
+    def changes(self, since: int = 0, *, limit: int | None = None) -> list[tuple[int, datetime | None, bytes, bytes | None]]: ...
     def compact(self, start: BytesLike | None = None, end: BytesLike | None = None) -> None: ...
 
 @final
@@ -233,6 +255,8 @@ class Snapshot:
 
     @property
     def seqno(self) -> int: ...
+    @property
+    def commit_time(self) -> datetime | None: ...
     def get(self, key: BytesLike, default: bytes | None = None, *, keyspace: Keyspace | None = None) -> bytes | None: ...
     def __getitem__(self, key: BytesLike, /) -> bytes: ...
     def __contains__(self, key: BytesLike, /) -> bool: ...
@@ -437,5 +461,17 @@ class Table:
         range: tuple[Key | None, Key | None] | None = None,
         snapshot: Snapshot | None = None,
     ) -> int: ...
+    def set_history(self, keep: timedelta | float | None = None, *, versions: int | None = None) -> None: ...
+    @property
+    def history_info(self) -> HistoryInfo | None: ...
+    def history(
+        self,
+        key: Key,
+        *,
+        limit: int | None = None,
+        since: int | datetime | None = None,
+        until: int | datetime | None = None,
+    ) -> pyarrow.Table: ...
+    def changes(self, since: int = 0, *, limit: int | None = None) -> pyarrow.Table: ...
     def compact(self) -> None: ...
     def __datafusion_table_provider__(self, session: Any) -> object: ...

@@ -23,6 +23,7 @@ pub struct Exceptions {
     pub conflict: Py<PyType>,
     pub io: Py<PyType>,
     pub read_only: Py<PyType>,
+    pub history_unavailable: Py<PyType>,
 }
 
 static EXCEPTIONS: PyOnceLock<Exceptions> = PyOnceLock::new();
@@ -91,6 +92,13 @@ pub fn exceptions(py: Python<'_>) -> PyResult<&Exceptions> {
                 "The operating system refused an I/O operation.",
             )?,
             read_only: sub("ReadOnlyError", None, "A write through a handle opened with read_only=True.")?,
+            history_unavailable: sub(
+                "HistoryUnavailableError",
+                Some(py.get_type::<PyValueError>()),
+                "A read as of a past point, a key's history or a change feed that the history \
+                 window does not (or no longer) hold; nothing was read. `oldest_seqno` names the \
+                 oldest point still readable, if any.",
+            )?,
             error,
         })
     })
@@ -123,6 +131,11 @@ pub fn to_py(py: Python<'_>, error: basalt::Error) -> PyErr {
             let exc = err.value(py);
             let _ = exc.setattr("index", index);
             let _ = exc.setattr("value", value);
+            err
+        }
+        basalt::Error::HistoryUnavailable { oldest_seqno, .. } => {
+            let err = raise(&classes.history_unavailable, py, message);
+            let _ = err.value(py).setattr("oldest_seqno", oldest_seqno);
             err
         }
         basalt::Error::Locked(_) => raise(&classes.locked, py, message),
@@ -224,6 +237,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ("DiskError", &c.io),
         ("ReadOnlyError", &c.read_only),
         ("ConflictError", &c.conflict),
+        ("HistoryUnavailableError", &c.history_unavailable),
     ] {
         m.add(name, class.bind(py))?;
     }

@@ -9,7 +9,7 @@ use std::ops::Bound as Edge;
 use basalt::{Bytes, DbIterator, Direction, ReadOptions, WriteOptions};
 use parking_lot::Mutex;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
 use crate::convert::binary;
 use crate::errors::{self, IntoPy};
@@ -288,10 +288,100 @@ impl Keyspace {
         .py_err(py)
     }
 
-    /// A consistent view of the database as of now (every keyspace and
-    /// table); a context manager that releases it on exit.
-    fn snapshot(&self, py: Python<'_>) -> PyResult<Snapshot> {
-        Snapshot::take(py, &self.state)
+    /// A consistent view of the database (every keyspace and table) as of
+    /// now, or `as_of` a past point: a seqno (`int`) or an aware
+    /// `datetime`, read by every keyspace and table whose history window
+    /// holds it (others raise `HistoryUnavailableError`); a context
+    /// manager that releases it on exit.
+    #[pyo3(signature = (as_of=None))]
+    fn snapshot(&self, py: Python<'_>, as_of: Option<&Bound<'_, PyAny>>) -> PyResult<Snapshot> {
+        let point = as_of.map(|p| crate::history::as_of(py, p)).transpose()?;
+        Snapshot::take(py, &self.state, point)
+    }
+
+    /// Keeps history from now on: every version committed within `keep`
+    /// (a `timedelta` or seconds) and/or each key's newest `versions`.
+    /// `set_history(None)` turns it off.
+    #[pyo3(signature = (keep=None, *, versions=None))]
+    fn set_history(
+        &self,
+        py: Python<'_>,
+        keep: Option<&Bound<'_, PyAny>>,
+        versions: Option<u32>,
+    ) -> PyResult<()> {
+        let window = crate::history::window(py, keep, versions)?;
+        let keyspace = self.open(py)?;
+        self.state.db_for_write(py, "set_history")?;
+        py.detach(|| keyspace.set_history(window)).py_err(py)
+    }
+
+    /// The history window as a `dict` (`keep`, `versions`, `since`,
+    /// `oldest_seqno`, `oldest_time`), or `None` when off.
+    #[getter]
+    fn history_info<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let keyspace = self.open(py)?;
+        crate::history::info(py, keyspace.history_info())
+    }
+
+    /// The versions of `key` the window keeps, newest first, as
+    /// `(seqno, commit_time, value)` tuples (`value` is `None` for a
+    /// delete); at most `limit`, within `since`/`until` (seqnos or aware
+    /// `datetime`s).
+    #[pyo3(signature = (key, *, limit=None, since=None, until=None))]
+    fn history<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'py, PyAny>,
+        limit: Option<usize>,
+        since: Option<&Bound<'py, PyAny>>,
+        until: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Vec<Bound<'py, PyTuple>>> {
+        let keyspace = self.open(py)?;
+        let key = binary(key, "key")?;
+        let opts = crate::history::options(py, limit, since, until)?;
+        let versions = py.detach(|| keyspace.history(&key, opts)).py_err(py)?;
+        versions
+            .into_iter()
+            .map(|v| {
+                let value = v.value.map(|b| PyBytes::new(py, &b));
+                PyTuple::new(
+                    py,
+                    [
+                        v.seqno.into_pyobject(py)?.into_any(),
+                        crate::history::datetime(py, v.commit_time)?.into_pyobject(py)?,
+                        value.into_pyobject(py)?,
+                    ],
+                )
+            })
+            .collect()
+    }
+
+    /// The committed changes after seqno `since`, in commit order, as
+    /// `(seqno, commit_time, key, value)` tuples (`value` is `None` for a
+    /// delete), at most `limit`; resume from the last seqno read.
+    #[pyo3(signature = (since=0, *, limit=None))]
+    fn changes<'py>(
+        &self,
+        py: Python<'py>,
+        since: u64,
+        limit: Option<usize>,
+    ) -> PyResult<Vec<Bound<'py, PyTuple>>> {
+        let keyspace = self.open(py)?;
+        let changes = py.detach(|| keyspace.changes(since, limit.unwrap_or(usize::MAX))).py_err(py)?;
+        changes
+            .into_iter()
+            .map(|c| {
+                PyTuple::new(
+                    py,
+                    [
+                        c.seqno.into_pyobject(py)?.into_any(),
+                        crate::history::datetime(py, c.commit_time)?.into_pyobject(py)?,
+                        PyBytes::new(py, &c.key).into_any(),
+                        c.value.map(|v| PyBytes::new(py, &v)).into_pyobject(py)?,
+                    ],
+                )
+            })
+            .collect()
     }
 
     /// Compacts the keys in `[start, end)` down the levels (all keys by

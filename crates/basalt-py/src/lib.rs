@@ -12,6 +12,7 @@ mod convert;
 mod database;
 mod errors;
 mod filter;
+mod history;
 mod keyspace;
 mod rows;
 mod scan;

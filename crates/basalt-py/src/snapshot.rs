@@ -23,11 +23,16 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    pub(crate) fn take(py: Python<'_>, state: &Shared) -> PyResult<Snapshot> {
+    /// A snapshot of now, or as of a past point.
+    pub(crate) fn take(py: Python<'_>, state: &Shared, as_of: Option<basalt::AsOf>) -> PyResult<Snapshot> {
         let db = state.db(py)?;
         let keyspace = db.keyspace("default").map_err(|e| errors::to_py(py, e))?;
         let default = Py::new(py, Keyspace::new(state.clone(), keyspace))?;
-        Ok(Snapshot { state: state.clone(), view: RwLock::new(Some(db.snapshot())), default })
+        let view = match as_of {
+            None => db.snapshot(),
+            Some(point) => db.snapshot_at(point).map_err(|e| errors::to_py(py, e))?,
+        };
+        Ok(Snapshot { state: state.clone(), view: RwLock::new(Some(view)), default })
     }
 
     /// [`Snapshot::with`] for a read of a handle of `state`'s database:
@@ -74,6 +79,14 @@ impl Snapshot {
     #[getter]
     fn seqno(&self, py: Python<'_>) -> PyResult<u64> {
         self.with(py, |s| Ok(s.seqno()))
+    }
+
+    /// When the commit the snapshot reads after was made (an aware UTC
+    /// `datetime`), if on record.
+    #[getter]
+    fn commit_time<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let t = self.with(py, |s| Ok(s.commit_time()))?;
+        crate::history::datetime(py, t)
     }
 
     /// The value of `key` in `keyspace` (the default one if omitted) as of

@@ -711,6 +711,67 @@ impl Table {
         }
     }
 
+    /// Keeps history from now on, for the table and its indexes: every
+    /// version committed within `keep` (a `timedelta` or seconds) and/or
+    /// each row's newest `versions`. Reads as of a point in the window
+    /// (`db.snapshot(as_of=...)`) see exactly what was committed then.
+    /// `set_history(None)` turns it off.
+    #[pyo3(signature = (keep=None, *, versions=None))]
+    fn set_history(
+        &self,
+        py: Python<'_>,
+        keep: Option<&Bound<'_, PyAny>>,
+        versions: Option<u32>,
+    ) -> PyResult<()> {
+        let window = crate::history::window(py, keep, versions)?;
+        self.state.db_for_write(py, "set_history")?;
+        let table = self.handle(py)?;
+        py.detach(|| table.set_history(window)).py_err(py)
+    }
+
+    /// The history window as a `dict` (`keep`, `versions`, `since`,
+    /// `oldest_seqno`, `oldest_time`), or `None` when off.
+    #[getter]
+    fn history_info<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, pyo3::types::PyDict>>> {
+        let table = self.handle(py)?;
+        crate::history::info(py, table.history_info())
+    }
+
+    /// The versions of the row with primary key `key` that the window
+    /// keeps, newest first, as a `pyarrow.Table`: `_seqno`,
+    /// `_commit_time`, `_deleted`, then the table's columns (a delete
+    /// holds its key and nulls); at most `limit`, within `since`/`until`
+    /// (seqnos or aware `datetime`s).
+    #[pyo3(signature = (key, *, limit=None, since=None, until=None))]
+    fn history<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'py, PyAny>,
+        limit: Option<usize>,
+        since: Option<&Bound<'py, PyAny>>,
+        until: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let table = self.handle(py)?;
+        let key = convert::key_values(py, key, &self.key_fields(), false)?;
+        let borrowed: Vec<KeyValue<'_>> = key.iter().map(OwnedKeyValue::as_value).collect();
+        let opts = crate::history::options(py, limit, since, until)?;
+        let rows = py.detach(|| table.history(&borrowed, opts)).py_err(py)?;
+        let schema = rows.schema();
+        to_pyarrow(py, vec![rows], schema)
+    }
+
+    /// The committed changes after seqno `since`, in commit order, at most
+    /// `limit` rows, as a `pyarrow.Table`: `_op` (`"upsert"` or
+    /// `"delete"`), `_seqno`, `_commit_time`, then the table's columns
+    /// (a delete holds its key and nulls). Resume from the last `_seqno`.
+    #[pyo3(signature = (since=0, *, limit=None))]
+    fn changes<'py>(&self, py: Python<'py>, since: u64, limit: Option<usize>) -> PyResult<Bound<'py, PyAny>> {
+        let table = self.handle(py)?;
+        let rows = py.detach(|| table.changes(since, limit.unwrap_or(usize::MAX))).py_err(py)?;
+        let schema = rows.schema();
+        to_pyarrow(py, vec![rows], schema)
+    }
+
     /// Compacts the table (and its indexes) into one sorted run.
     fn compact(&self, py: Python<'_>) -> PyResult<()> {
         self.state.db_for_write(py, "compact")?;
