@@ -1,7 +1,9 @@
 //! `ALTER TABLE`: `ADD [COLUMN] [IF NOT EXISTS] c type [NULL | NOT NULL]
 //! [DEFAULT expr]`, `DROP [COLUMN] [IF EXISTS] c, …` and `RENAME [COLUMN] a
 //! TO b`, several in one statement applied together (the engine's
-//! `Table::alter`: all or nothing). Everything else is refused with the
+//! `Table::alter`: all or nothing); and `SET (history = '1 hour',
+//! history_versions = 10)`, the table's history window (`'off'` or NULL
+//! turns a bound off). Everything else is refused with the
 //! reason: a column's type or nullability, and the primary key, are how
 //! rows are stored, so changing them is a new table and a copy.
 
@@ -31,8 +33,13 @@ pub(crate) async fn alter_table(ctx: &SessionContext, alter: &ast::AlterTable) -
     };
     let mut columns: Vec<String> = table.schema().fields().iter().map(|f| f.name().clone()).collect();
     let mut changes = Vec::new();
+    let mut history = None;
     for op in &alter.operations {
         match op {
+            AlterTableOperation::SetOptionsParens { options } => {
+                let current = history.or_else(|| table.history_info().map(|i| i.window)).unwrap_or_default();
+                history = Some(history_window(ctx, &name, current, options).await?);
+            }
             AlterTableOperation::AddColumn { if_not_exists, column_def, column_position, .. } => {
                 if column_position.is_some() {
                     return not_impl_err!(
@@ -84,7 +91,15 @@ pub(crate) async fn alter_table(ctx: &SessionContext, alter: &ast::AlterTable) -
             other => return not_impl_err!("ALTER TABLE … {other} is not supported by Basalt"),
         }
     }
-    let run = move || table.alter(&changes).map_err(to_df);
+    let run = move || {
+        if !changes.is_empty() {
+            table.alter(&changes).map_err(to_df)?;
+        }
+        match history {
+            Some(window) => table.set_history(window).map_err(to_df),
+            None => Ok(()),
+        }
+    };
     // A change may flush the memtables and syncs the MANIFEST: not on an
     // async worker.
     tokio::task::spawn_blocking(run)
@@ -142,4 +157,83 @@ async fn evaluate(ctx: &SessionContext, expr: &str) -> Result<ArrayRef> {
         Some(b) if b.num_rows() == 1 => Ok(b.column(0).clone()),
         _ => exec_err!("{expr} is not one value"),
     }
+}
+
+/// The history window `SET (history = …, history_versions = …)` makes of
+/// `current`: `history` an interval (`'1 hour'`, `INTERVAL '30' MINUTE`)
+/// or seconds, `history_versions` a count; `'off'`, NULL or 0 turns a
+/// bound off.
+async fn history_window(
+    ctx: &SessionContext,
+    table: &str,
+    current: basalt::HistoryWindow,
+    options: &[ast::SqlOption],
+) -> Result<basalt::HistoryWindow> {
+    let mut window = current;
+    for option in options {
+        let ast::SqlOption::KeyValue { key, value } = option else {
+            return not_impl_err!(
+                "ALTER TABLE {table} SET ({option}): only history = … and history_versions = …"
+            );
+        };
+        let off = matches!(value, ast::Expr::Value(v) if matches!(&v.value, ast::Value::Null))
+            || matches!(value, ast::Expr::Value(v) if matches!(&v.value, ast::Value::SingleQuotedString(s) if s.eq_ignore_ascii_case("off")))
+            || matches!(value, ast::Expr::Identifier(i) if i.value.eq_ignore_ascii_case("off"));
+        match normalized(key).as_str() {
+            "history" => {
+                window.keep_for = if off { None } else { Some(duration(ctx, table, value).await?) };
+            }
+            "history_versions" => {
+                let n = if off {
+                    0
+                } else {
+                    evaluate(ctx, &format!("CAST(({value}) AS BIGINT)"))
+                        .await?
+                        .as_any()
+                        .downcast_ref::<arrow_array::Int64Array>()
+                        .filter(|a| a.is_valid(0))
+                        .map_or(0, |a| a.value(0))
+                };
+                let Ok(n) = u32::try_from(n) else {
+                    return plan_err!(
+                        "ALTER TABLE {table} SET (history_versions = {value}): a count from 0 to 2^32 - 1"
+                    );
+                };
+                window.keep_versions = (n > 0).then_some(n);
+            }
+            other => {
+                return not_impl_err!(
+                    "ALTER TABLE {table} SET ({other} = …): only history and history_versions"
+                );
+            }
+        }
+    }
+    Ok(window)
+}
+
+/// A duration: an interval, a string an interval is cast from, or a
+/// number of seconds.
+async fn duration(ctx: &SessionContext, table: &str, value: &ast::Expr) -> Result<std::time::Duration> {
+    let is_number = matches!(value, ast::Expr::Value(v) if matches!(&v.value, ast::Value::Number(..)));
+    let expr =
+        if is_number { format!("CAST(({value}) AS DOUBLE)") } else { format!("CAST(({value}) AS INTERVAL)") };
+    let array = evaluate(ctx, &expr).await?;
+    let secs = if let Some(a) = array.as_any().downcast_ref::<arrow_array::Float64Array>() {
+        a.value(0)
+    } else if let Some(a) = array.as_any().downcast_ref::<arrow_array::IntervalMonthDayNanoArray>() {
+        let v = a.value(0);
+        if v.months != 0 {
+            return plan_err!(
+                "ALTER TABLE {table} SET (history = {value}): give days, hours or less (a month has no fixed length)"
+            );
+        }
+        f64::from(v.days) * 86_400.0 + v.nanoseconds as f64 / 1e9
+    } else {
+        return plan_err!("ALTER TABLE {table} SET (history = {value}): not an interval");
+    };
+    std::time::Duration::try_from_secs_f64(secs).map_err(|_| {
+        datafusion::error::DataFusionError::Plan(format!(
+            "ALTER TABLE {table} SET (history = {value}): out of range"
+        ))
+    })
 }

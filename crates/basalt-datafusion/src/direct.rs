@@ -157,7 +157,9 @@ pub(crate) fn direct_shape(plan: &LogicalPlan) -> Option<Direct> {
     if !scan.filters.is_empty() || scan.fetch.is_some() || scan.projection.is_some() {
         return None;
     }
-    let table = basalt_table(scan)?;
+    // A table as of a past point is read by its scan, at that point.
+    let table =
+        basalt_table(scan).filter(|t| t.downcast_ref::<BasaltTable>().is_some_and(|b| !b.is_past()))?;
     let schema = table.schema();
     let columns = projection
         .expr
@@ -203,7 +205,9 @@ pub(crate) fn count_shape(plan: &LogicalPlan) -> Option<Direct> {
     if !plain_count || !aggregate.group_expr.is_empty() || !scan.filters.is_empty() || scan.fetch.is_some() {
         return None;
     }
-    let table = basalt_table(scan)?;
+    // A table as of a past point is read by its scan, at that point.
+    let table =
+        basalt_table(scan).filter(|t| t.downcast_ref::<BasaltTable>().is_some_and(|b| !b.is_past()))?;
     let schema = Arc::new(Schema::new(plan.schema().as_arrow().fields().clone()));
     Some(Direct {
         table,

@@ -43,6 +43,7 @@ mod direct;
 mod dml;
 mod error;
 mod exec;
+mod history;
 mod in_lists;
 mod index;
 mod insert;

@@ -31,6 +31,7 @@ pub fn session_with_config(db: Arc<Db>, config: SessionConfig) -> SessionContext
     let ctx = SessionContext::new_with_config(config);
     ctx.add_analyzer_rule(Arc::new(NullSafeInLists));
     ctx.add_analyzer_rule(Arc::new(ExactAggregates));
+    crate::history::register(&ctx, &db);
     if let Some(catalog) = ctx.catalog(CATALOG) {
         // Replaces the default in-memory schema.
         let _ = catalog.register_schema(SCHEMA, Arc::new(BasaltSchema::new(db)));

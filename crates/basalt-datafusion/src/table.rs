@@ -11,7 +11,8 @@ use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::stats::Precision;
 use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode};
 use datafusion::common::{
-    Column, Constraint, Constraints, DFSchema, DataFusionError, Result, ScalarValue, Statistics, not_impl_err,
+    Column, Constraint, Constraints, DFSchema, DataFusionError, Result, ScalarValue, Statistics,
+    not_impl_err, plan_err,
 };
 use datafusion::datasource::sink::DataSinkExec;
 use datafusion::logical_expr::dml::InsertOp;
@@ -41,6 +42,9 @@ pub struct BasaltTable {
     /// The defaults of columns added with one (`ALTER TABLE … ADD COLUMN
     /// … DEFAULT`), which an `INSERT` that leaves them out writes too.
     defaults: std::collections::HashMap<String, Expr>,
+    /// Read as of this past point (`as_of('t', …)`, `history.rs`): every
+    /// scan takes a snapshot there, and nothing is written through it.
+    as_of: Option<basalt::AsOf>,
 }
 
 impl BasaltTable {
@@ -60,7 +64,27 @@ impl BasaltTable {
                 Some((f.name().clone(), Expr::Literal(scalar, None)))
             })
             .collect();
-        Ok(BasaltTable { db, name: name.to_string(), schema, primary_key, constraints, defaults })
+        Ok(BasaltTable {
+            db,
+            name: name.to_string(),
+            schema,
+            primary_key,
+            constraints,
+            defaults,
+            as_of: None,
+        })
+    }
+
+    /// Whether it reads as of a past point.
+    pub(crate) fn is_past(&self) -> bool {
+        self.as_of.is_some()
+    }
+
+    /// The table read as of `point`, a past seqno or time (refused at scan
+    /// time where its history window does not hold it).
+    #[must_use]
+    pub fn as_of(self, point: basalt::AsOf) -> BasaltTable {
+        BasaltTable { as_of: Some(point), ..self }
     }
 
     /// A handle to the table (open while it is held).
@@ -124,12 +148,13 @@ impl BasaltTable {
         // snapshot's, which the scan reads. Inside `BEGIN … COMMIT`, the
         // transaction's (`txn.rs`).
         let in_block = match crate::txn::SessionTransaction::of(state.config()) {
-            Some(slot) => slot.read_view(&table),
-            None => None,
+            Some(slot) if self.as_of.is_none() => slot.read_view(&table),
+            _ => None,
         };
-        let (snapshot, overlay) = match in_block {
-            Some((snapshot, overlay)) => (snapshot, overlay),
-            None => (self.db.snapshot(), None),
+        let (snapshot, overlay) = match (in_block, self.as_of) {
+            (Some((snapshot, overlay)), _) => (snapshot, overlay),
+            (None, Some(point)) => (self.db.snapshot_at(point).map_err(to_df)?, None),
+            (None, None) => (self.db.snapshot(), None),
         };
         let snapshot = Arc::new(snapshot);
         let estimate = table.estimate_opt(Some(&snapshot)).ok().map(|mut estimate| {
@@ -281,6 +306,9 @@ impl TableProvider for BasaltTable {
         input: Arc<dyn ExecutionPlan>,
         insert_op: InsertOp,
     ) -> Result<Arc<dyn ExecutionPlan>> {
+        if self.as_of.is_some() {
+            return plan_err!("table {} as of a past point is read-only", self.name);
+        }
         if insert_op != InsertOp::Append {
             return not_impl_err!(
                 "INSERT {insert_op} into Basalt table {}: INSERT is an upsert by primary key, use plain INSERT INTO",
