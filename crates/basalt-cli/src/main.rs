@@ -74,6 +74,12 @@ enum Command {
   basalt get db orders 17 3            (a two-column key: order 17, line 3)
   basalt get db flights 42 --format json")]
     Get(read::GetArgs),
+    /// The versions of one row the table's history window keeps, newest
+    /// first (`ALTER TABLE t SET (history = '1 hour')` through `sql`
+    /// turns a window on).
+    History(read::HistoryArgs),
+    /// A table's committed changes after a seqno, in commit order.
+    Changes(read::ChangesArgs),
     /// Rows of a key range, in key order, filtered and projected.
     #[command(after_help = "Examples:
   basalt scan db flights --from 100 --to 199 --columns row_id,dest
@@ -152,6 +158,8 @@ fn main() -> ExitCode {
         Command::Load(args) => load::run(args, create),
         Command::Get(args) => read::get(args, create),
         Command::Scan(args) => read::scan(args, create),
+        Command::History(args) => read::history(args, create),
+        Command::Changes(args) => read::changes(args, create),
         Command::Query(args) => read::query(args, create),
         Command::Sql(args) => sql::run(args, create),
         Command::Tables(args) => manage::tables(args, create),

@@ -184,6 +184,7 @@ pub fn tables(args: &TablesArgs, create: bool) -> CliResult<()> {
     let db = open::open(&args.db, create)?;
     let (mut names, mut schemas, mut keys, mut indexes, mut rows, mut sizes) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut histories = Vec::new();
     for name in db.tables() {
         let table = db.table(&name)?;
         let estimate = table.estimate()?;
@@ -214,6 +215,7 @@ pub fn tables(args: &TablesArgs, create: bool) -> CliResult<()> {
         indexes.push(index_list);
         rows.push(estimate.rows);
         sizes.push(estimate.bytes);
+        histories.push(table.history_info().map(|h| describe_history(&h)).unwrap_or_default());
     }
     if !args.wide
         && args.output.format == Format::Table
@@ -231,6 +233,7 @@ pub fn tables(args: &TablesArgs, create: bool) -> CliResult<()> {
         // compaction drops them.
         number_column("rows_stored", rows),
         number_column("bytes", sizes),
+        text_column("history", histories),
     ];
     let (fields, arrays): (Vec<Field>, Vec<ArrayRef>) = columns.into_iter().unzip();
     let schema = Arc::new(Schema::new(fields));
@@ -409,4 +412,27 @@ pub fn export(args: &ExportArgs, create: bool) -> CliResult<()> {
         started.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// A history window in a few words: `keep 1h, 10 versions, from seqno 5`.
+fn describe_history(h: &basalt::HistoryInfo) -> String {
+    let mut parts = Vec::new();
+    if let Some(d) = h.window.keep_for {
+        let ms = d.as_millis();
+        let span = match ms {
+            ms if ms % 86_400_000 == 0 => format!("{}d", ms / 86_400_000),
+            ms if ms % 3_600_000 == 0 => format!("{}h", ms / 3_600_000),
+            ms if ms % 60_000 == 0 => format!("{}m", ms / 60_000),
+            ms if ms % 1000 == 0 => format!("{}s", ms / 1000),
+            ms => format!("{ms}ms"),
+        };
+        parts.push(format!("keep {span}"));
+    }
+    if let Some(n) = h.window.keep_versions {
+        parts.push(format!("{n} versions"));
+    }
+    if let Some(oldest) = h.oldest_seqno {
+        parts.push(format!("from seqno {oldest}"));
+    }
+    parts.join(", ")
 }

@@ -25,6 +25,42 @@ pub struct GetArgs {
     /// (a key of two columns takes two values per row).
     #[arg(required = true, allow_negative_numbers = true)]
     key: Vec<String>,
+    /// Read as of a past point: a seqno, or a time (RFC 3339, e.g.
+    /// 2026-11-29T10:00:00Z) the table's history window holds.
+    #[arg(long, value_name = "SEQNO|TIME")]
+    as_of: Option<String>,
+    #[command(flatten)]
+    output: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// The database directory.
+    db: PathBuf,
+    /// The table.
+    table: String,
+    /// The row's primary-key values, one per key column.
+    #[arg(required = true, allow_negative_numbers = true)]
+    key: Vec<String>,
+    /// At most this many versions (newest first).
+    #[arg(long)]
+    limit: Option<usize>,
+    #[command(flatten)]
+    output: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ChangesArgs {
+    /// The database directory.
+    db: PathBuf,
+    /// The table.
+    table: String,
+    /// Changes after this seqno (0: from the oldest kept).
+    #[arg(long, default_value_t = 0)]
+    since: u64,
+    /// At most this many changes.
+    #[arg(long)]
+    limit: Option<usize>,
     #[command(flatten)]
     output: OutputArgs,
 }
@@ -56,6 +92,9 @@ pub struct ScanArgs {
     /// Descending key order.
     #[arg(long)]
     reverse: bool,
+    /// Read as of a past point: a seqno, or an RFC 3339 time.
+    #[arg(long, value_name = "SEQNO|TIME")]
+    as_of: Option<String>,
     #[command(flatten)]
     output: OutputArgs,
 }
@@ -126,12 +165,71 @@ pub fn get(args: &GetArgs, create: bool) -> CliResult<()> {
             args.key.len()
         )));
     }
+    let snapshot = args.as_of.as_deref().map(|p| as_of(&db, p)).transpose()?;
+    let opts = basalt::ReadOptions::default().snapshot(snapshot.as_ref());
     let mut sink = Sink::new(&args.output, &schema)?;
     for texts in args.key.chunks(key_columns.len()) {
         let key = value::key_values(&schema, &key_columns, texts)?;
-        if let Some(row) = table.get(&value::borrowed(&key))? {
+        if let Some(row) = table.get_opt(&value::borrowed(&key), &opts)? {
             sink.write(&row)?;
         }
+    }
+    sink.finish(&schema)?;
+    Ok(())
+}
+
+/// A snapshot at `point`: a seqno, or an RFC 3339 time.
+fn as_of(db: &basalt::Db, point: &str) -> CliResult<basalt::Snapshot> {
+    let at = if let Ok(seqno) = point.parse::<u64>() {
+        basalt::AsOf::Seqno(seqno)
+    } else {
+        let t = chrono::DateTime::parse_from_rfc3339(point).map_err(|e| {
+            CliError::usage(format!(
+                "--as-of {point}: a seqno or an RFC 3339 time (2026-11-29T10:00:00Z): {e}"
+            ))
+        })?;
+        basalt::AsOf::Time(t.into())
+    };
+    Ok(db.snapshot_at(at)?)
+}
+
+/// The versions of one row, newest first.
+pub fn history(args: &HistoryArgs, create: bool) -> CliResult<()> {
+    let db = open::open(&args.db, create)?;
+    let table = open::table(&db, &args.table)?;
+    let schema = table.schema();
+    let key = value::key_values(&schema, &table.primary_key(), &args.key)?;
+    let rows = table.history(&value::borrowed(&key), basalt::HistoryOptions::default().limit(args.limit))?;
+    let mut sink = Sink::new(&args.output, &rows.schema())?;
+    sink.write(&rows)?;
+    sink.finish(&rows.schema())?;
+    Ok(())
+}
+
+/// The table's changes after a seqno, in commit order, read in parts.
+pub fn changes(args: &ChangesArgs, create: bool) -> CliResult<()> {
+    const PART_ROWS: usize = 65_536;
+    let db = open::open(&args.db, create)?;
+    let table = open::table(&db, &args.table)?;
+    let mut left = args.limit.unwrap_or(usize::MAX);
+    let mut since = args.since;
+    let first = table.changes(since, left.min(PART_ROWS))?;
+    let schema = first.schema();
+    let mut sink = Sink::new(&args.output, &schema)?;
+    let mut part = first;
+    loop {
+        let n = part.num_rows();
+        if n == 0 {
+            break;
+        }
+        sink.write(&part)?;
+        left -= n;
+        let seqnos = part.column(1).as_any().downcast_ref::<arrow_array::UInt64Array>();
+        since = seqnos.map_or(since, |s| s.value(n - 1));
+        if left == 0 {
+            break;
+        }
+        part = table.changes(since, left.min(PART_ROWS))?;
     }
     sink.finish(&schema)?;
     Ok(())
@@ -170,11 +268,13 @@ pub fn scan(args: &ScanArgs, create: bool) -> CliResult<()> {
         }
         Ok(())
     };
+    let snapshot = args.as_of.as_deref().map(|p| as_of(&db, p)).transpose()?;
     let scan_part = |range: &basalt::OwnedKeyValueRange| -> CliResult<basalt::TableScan> {
         let opts = ScanOptions::default()
             .range(value::borrowed_range(range))
             .projection(columns.clone())
-            .filter(filter.clone());
+            .filter(filter.clone())
+            .snapshot(snapshot.as_ref());
         Ok(table.scan(opts)?)
     };
     if args.reverse {

@@ -844,3 +844,35 @@ fn a_failed_load_into_a_table_with_a_unique_index_is_undone_newest_batch_first()
     assert_eq!(scan_csv(&db, "u"), before);
     basalt().arg("check").arg(&db).assert().success();
 }
+
+#[test]
+fn history_changes_and_reads_as_of_a_past_point() {
+    let (_dir, db) = people();
+    let sql = |statement: &str| stdout_of(basalt().arg("sql").arg(&db).args([statement, "--format", "csv"]));
+    sql("ALTER TABLE people SET (history = '1 hour')");
+    let seqno = |out: String| out.lines().nth(1).and_then(|l| l.parse::<u64>().ok()).expect("a seqno");
+    let before = seqno(sql("SELECT max(_seqno) AS s FROM history('people', 1)"));
+    sql("UPDATE people SET city = 'Rome' WHERE id = 1");
+    sql("DELETE FROM people WHERE id = 2");
+    let get = |args: &[&str]| stdout_of(basalt().arg("get").arg(&db).arg("people").args(args));
+    assert_eq!(get(&["1", "--format", "csv"]), "id,name,score,city\n1,alice,10.0,Rome\n");
+    let then = get(&["1", "2", "--as-of", &before.to_string(), "--format", "csv"]);
+    assert_eq!(then, "id,name,score,city\n1,alice,10.0,Paris\n2,bob,-2.25,\n");
+    let history = stdout_of(basalt().arg("history").arg(&db).args(["people", "1", "--format", "csv"]));
+    let cities: Vec<&str> = history.lines().skip(1).map(|l| l.rsplit(',').next().unwrap_or("")).collect();
+    assert_eq!(cities, vec!["Rome", "Paris"], "{history}");
+    let changes = stdout_of(basalt().arg("changes").arg(&db).args([
+        "people",
+        "--since",
+        &before.to_string(),
+        "--format",
+        "csv",
+    ]));
+    let ops: Vec<&str> = changes.lines().skip(1).map(|l| l.split(',').next().unwrap_or("")).collect();
+    assert_eq!(ops, vec!["upsert", "delete"], "{changes}");
+    let tables = stdout_of(basalt().arg("tables").arg(&db).args(["--format", "csv"]));
+    assert!(tables.contains("keep 1h"), "{tables}");
+    // Outside the window: refused, with the oldest point named.
+    let out = basalt().arg("get").arg(&db).args(["people", "1", "--as-of", "0"]).output().expect("runs");
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("history"), "{out:?}");
+}
