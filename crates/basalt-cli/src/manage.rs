@@ -222,19 +222,34 @@ pub fn tables(args: &TablesArgs, create: bool) -> CliResult<()> {
         && args.output.output.is_none()
         && let Some(width) = terminal_width()
     {
-        fit_lists(width, &names, &mut schemas, &keys, &mut indexes, &rows, &sizes);
+        // The history column, when shown, is never cut: the lists give
+        // up its width.
+        let history_width =
+            histories.iter().map(|h| h.chars().count()).max().filter(|&w| w > 0).map_or(0, |w| w.max(7) + 3);
+        fit_lists(
+            width.saturating_sub(history_width),
+            &names,
+            &mut schemas,
+            &keys,
+            &mut indexes,
+            &rows,
+            &sizes,
+        );
     }
-    let columns = vec![
+    let any_history = histories.iter().any(|h| !h.is_empty());
+    let mut columns = vec![
         text_column("table", names),
         text_column("columns", schemas.iter().map(|l| l.join(", ")).collect()),
         text_column("primary_key", keys),
         text_column("indexes", indexes.iter().map(|l| l.join("; ")).collect()),
         // Stored row versions: overwritten and deleted rows count until
-        // compaction drops them.
+        // compaction drops them (and a history window keeps).
         number_column("rows_stored", rows),
         number_column("bytes", sizes),
-        text_column("history", histories),
     ];
+    if any_history {
+        columns.push(text_column("history", histories));
+    }
     let (fields, arrays): (Vec<Field>, Vec<ArrayRef>) = columns.into_iter().unzip();
     let schema = Arc::new(Schema::new(fields));
     let batch = RecordBatch::try_new(schema.clone(), arrays)?;
