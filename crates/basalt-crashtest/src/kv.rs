@@ -1,10 +1,14 @@
 //! The key-value workload: each batch puts and deletes random keys of its
 //! thread's key space (`kv/<thread>/<n>`), and every value names the batch
-//! that wrote it, so a half-applied batch shows which batch is torn.
+//! that wrote it, so a half-applied batch shows which batch is torn. The
+//! keyspace keeps a day of history: after every kill, its change feed
+//! must hold each acknowledged batch's entries once, in commit order.
 
 use std::collections::BTreeMap;
 
-use basalt::{Db, WriteBatch, WriteOptions};
+use std::time::Duration;
+
+use basalt::{Db, HistoryWindow, WriteBatch, WriteOptions};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -60,6 +64,11 @@ impl Workload for KvWorkload {
         "kv"
     }
 
+    fn prepare(&self, db: &Db) -> basalt::Result<()> {
+        // Idempotent: the same window again keeps its start.
+        db.keyspace("default")?.set_history(HistoryWindow::duration(Duration::from_secs(86_400)))
+    }
+
     fn write(&self, db: &Db, thread: u32, id: u64, sync: bool) -> basalt::Result<()> {
         let mut wb = WriteBatch::new();
         for (key, value) in batch(self.seed, thread, id) {
@@ -72,7 +81,7 @@ impl Workload for KvWorkload {
     }
 
     fn model(&self, thread: u32) -> Box<dyn Model> {
-        Box::new(KvModel { seed: self.seed, thread, state: BTreeMap::new() })
+        Box::new(KvModel { seed: self.seed, thread, state: BTreeMap::new(), acked: 0 })
     }
 }
 
@@ -81,6 +90,8 @@ struct KvModel {
     seed: u64,
     thread: u32,
     state: BTreeMap<Vec<u8>, Vec<u8>>,
+    /// Batches `0..acked` were applied.
+    acked: u64,
 }
 
 fn apply(state: &mut BTreeMap<Vec<u8>, Vec<u8>>, entries: Vec<Entry>) {
@@ -106,6 +117,7 @@ fn describe(value: Option<&Vec<u8>>) -> String {
 impl Model for KvModel {
     fn apply(&mut self, id: u64) {
         apply(&mut self.state, batch(self.seed, self.thread, id));
+        self.acked = self.acked.max(id + 1);
     }
 
     fn check(&self, db: &Db, pending: Option<u64>) -> Result<bool, String> {
@@ -116,6 +128,40 @@ impl Model for KvModel {
         }
         let who = format!("kv thread {}", self.thread);
         let apply_pending = |state: &mut BTreeMap<_, _>, p| apply(state, batch(self.seed, self.thread, p));
-        judge(&who, &got, &self.state, pending, apply_pending, describe)
+        let present = judge(&who, &got, &self.state, pending, apply_pending, describe)?;
+        self.check_feed(db, present.then_some(pending).flatten())?;
+        Ok(present)
+    }
+}
+
+impl KvModel {
+    /// The change feed holds this thread's acknowledged batches (and the
+    /// pending one, when it is in the database), each entry once, in
+    /// commit order: nothing lost, repeated or reordered by a recovery.
+    fn check_feed(&self, db: &Db, pending: Option<u64>) -> Result<(), String> {
+        let prefix = prefix(self.thread);
+        let changes = db
+            .keyspace("default")
+            .and_then(|k| k.changes(0, usize::MAX))
+            .map_err(|e| format!("kv thread {}: change feed: {e}", self.thread))?;
+        let got: Vec<Entry> = changes
+            .into_iter()
+            .filter(|c| c.key.starts_with(prefix.as_bytes()))
+            .map(|c| (c.key.to_vec(), c.value.map(|v| v.to_vec())))
+            .collect();
+        let want: Vec<Entry> = (0..self.acked)
+            .chain(pending)
+            .flat_map(|id| batch(self.seed, self.thread, id))
+            .collect();
+        if got == want {
+            return Ok(());
+        }
+        let at = got.iter().zip(&want).position(|(g, w)| g != w).unwrap_or(got.len().min(want.len()));
+        Err(format!(
+            "kv thread {}: the change feed holds {} entries, the acknowledged batches {}; first difference at entry {at}",
+            self.thread,
+            got.len(),
+            want.len()
+        ))
     }
 }
