@@ -346,6 +346,17 @@ pub fn stats(args: &DbArgs, create: bool) -> CliResult<()> {
         stats.immutable_memtables
     );
     out!("tables' bytes   {} (SSTs and memtables)", bytes(live));
+    if stats.history_trees > 0 {
+        let oldest = stats.oldest_commit_time.map_or_else(
+            || "none".into(),
+            |t| chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        );
+        out!(
+            "history         {} trees keep history; {} commit-time marks, the oldest {oldest}",
+            stats.history_trees,
+            grouped(stats.commit_time_marks as u64)
+        );
+    }
     // Each tree's bytes over its last level's: what a full compaction of
     // every tree would leave, at best.
     let mut deepest: std::collections::HashMap<&str, (usize, u64)> = std::collections::HashMap::new();

@@ -872,6 +872,8 @@ fn history_changes_and_reads_as_of_a_past_point() {
     assert_eq!(ops, vec!["upsert", "delete"], "{changes}");
     let tables = stdout_of(basalt().arg("tables").arg(&db).args(["--format", "csv"]));
     assert!(tables.contains("keep 1h"), "{tables}");
+    let stats = stdout_of(basalt().arg("stats").arg(&db));
+    assert!(stats.contains("1 trees keep history"), "{stats}");
     // Outside the window: refused, with the oldest point named.
     let out = basalt().arg("get").arg(&db).args(["people", "1", "--as-of", "0"]).output().expect("runs");
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("history"), "{out:?}");

@@ -258,10 +258,7 @@ fn psql_queries_and_changes_a_database() {
     // A history window, and a row's versions through its table function.
     assert_eq!(server.psql("ALTER TABLE teams SET (history = '1 hour')").ok(), ["ALTER TABLE"]);
     assert_eq!(server.psql("UPDATE teams SET founded = 1901 WHERE team = 'bats'").ok(), ["UPDATE 1"]);
-    assert_eq!(
-        server.psql("SELECT founded, _deleted FROM history('teams', 'bats')").ok(),
-        ["1901|f", "|f"]
-    );
+    assert_eq!(server.psql("SELECT founded, _deleted FROM history('teams', 'bats')").ok(), ["1901|f", "|f"]);
 
     // psql's own catalog queries (\dt reads pg_catalog).
     let relations = server.psql("\\dt").ok();

@@ -325,6 +325,8 @@ impl Database {
         d.set_item("blob_files", s.blob_files)?;
         d.set_item("blob_file_bytes", s.blob_file_bytes)?;
         d.set_item("blob_live_bytes", s.blob_live_bytes)?;
+        d.set_item("history_trees", s.history_trees)?;
+        d.set_item("commit_time_marks", s.commit_time_marks)?;
         d.set_item("write_stalls", s.write_stalls)?;
         d.set_item("write_amplification", s.write_amplification())?;
         d.set_item("space_amplification", s.space_amplification())?;

@@ -469,6 +469,15 @@ impl Catalog {
         self.trees.values().filter_map(|t| t.history.and_then(|h| h.window.keep_for_ms())).max()
     }
 
+    /// Tables and keyspaces keeping history (an index's window is its
+    /// table's).
+    pub(crate) fn history_trees(&self) -> usize {
+        self.trees
+            .values()
+            .filter(|t| !matches!(t.kind, TreeKind::Index(_)) && t.history.is_some_and(|h| h.window.is_on()))
+            .count()
+    }
+
     /// Whether some tree keeps a count of versions.
     pub(crate) fn trees_keep_versions(&self) -> bool {
         self.trees.values().any(|t| t.history.is_some_and(|h| h.window.keep_versions.is_some_and(|n| n > 0)))

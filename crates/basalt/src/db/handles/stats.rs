@@ -158,6 +158,13 @@ pub struct Stats {
     /// values: shadowed versions count until a compaction drops them).
     /// `blob_file_bytes` minus this is garbage waiting for collection.
     pub blob_live_bytes: u64,
+    /// Tables and keyspaces keeping history (`docs/history.md`).
+    pub history_trees: usize,
+    /// Commit-time marks held (one per millisecond that had commits,
+    /// within the longest history window).
+    pub commit_time_marks: usize,
+    /// The oldest commit time on record.
+    pub oldest_commit_time: Option<std::time::SystemTime>,
 }
 
 impl DbInner {
@@ -175,7 +182,11 @@ impl DbInner {
                     .collect()
             },
         );
+        let (commit_time_marks, oldest_ms) = self.clock.span();
         Stats {
+            history_trees: sv.version.catalog.history_trees(),
+            commit_time_marks,
+            oldest_commit_time: oldest_ms.map(|ms| std::time::UNIX_EPOCH + Duration::from_millis(ms)),
             last_seqno: self.writer.visible_seqno(),
             batches_written: get(&c.batches),
             write_groups: get(&c.groups),
