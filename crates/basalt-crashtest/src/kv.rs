@@ -149,10 +149,8 @@ impl KvModel {
             .filter(|c| c.key.starts_with(prefix.as_bytes()))
             .map(|c| (c.key.to_vec(), c.value.map(|v| v.to_vec())))
             .collect();
-        let want: Vec<Entry> = (0..self.acked)
-            .chain(pending)
-            .flat_map(|id| batch(self.seed, self.thread, id))
-            .collect();
+        let want: Vec<Entry> =
+            (0..self.acked).chain(pending).flat_map(|id| batch(self.seed, self.thread, id)).collect();
         if got == want {
             return Ok(());
         }
