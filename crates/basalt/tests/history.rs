@@ -637,3 +637,31 @@ fn bulk_loads_and_absurd_windows_are_refused() {
     );
     assert_eq!(table.history(&[KeyValue::I64(1)], HistoryOptions::default()).expect("history").num_rows(), 2);
 }
+
+/// A keyspace's history reads values kept in blob files, in memtables and
+/// SSTs of every level alike.
+#[test]
+fn history_reads_values_wherever_they_lie() {
+    let fs = MemFs::new();
+    let opts = basalt::Options::default().fs(Arc::new(fs.clone())).blob_value_bytes_min(64);
+    let db = Db::open("/db", opts).expect("open");
+    let kv = db.keyspace("default").expect("default");
+    kv.set_history(HistoryWindow::versions(100)).expect("history");
+    let value = |i: usize| format!("{i:03}").repeat(if i.is_multiple_of(2) { 40 } else { 1 }).into_bytes();
+    for i in 0..30 {
+        db.put(b"k", value(i)).expect("put");
+        db.put(format!("other{i}"), b"x").expect("put");
+        match i % 10 {
+            3 => db.flush().expect("flush"),
+            7 => db.compact_range::<&[u8]>(..).expect("compact"),
+            _ => {}
+        }
+    }
+    db.delete(b"k").expect("delete");
+    let got = kv.history(b"k", HistoryOptions::default()).expect("history");
+    let want: Vec<Option<Vec<u8>>> =
+        std::iter::once(None).chain((0..30).rev().map(|i| Some(value(i)))).collect();
+    assert_eq!(got.iter().map(|v| v.value.as_ref().map(|b| b.to_vec())).collect::<Vec<_>>(), want);
+    let seqnos: Vec<u64> = got.iter().map(|v| v.seqno).collect();
+    assert!(seqnos.windows(2).all(|w| w[0] > w[1]), "newest first: {seqnos:?}");
+}

@@ -515,8 +515,7 @@ impl Table {
     /// no history ([`Table::set_history`]).
     pub fn history(&self, key: &[KeyValue<'_>], opts: HistoryOptions) -> Result<RecordBatch> {
         let user_key = self.encode_key_values(key, true)?;
-        let layout = self.layout();
-        self.inner.row_history(self.shared.id, &self.shared.name, &layout, &user_key, &opts)
+        self.inner.row_history(self.shared.id, &self.shared.name, &user_key, &opts)
     }
 
     /// The table's committed changes after seqno `since`, in commit order,

@@ -140,6 +140,13 @@ impl RunCursor {
         Ok(run)
     }
 
+    /// The file the current entry comes from (going forward).
+    fn current_file(&self) -> Option<&FileMeta> {
+        self.iter.as_ref()?;
+        if self.forward { self.files.get(self.next.checked_sub(1)?) } else { self.files.get(self.next) }
+            .map(AsRef::as_ref)
+    }
+
     fn take_next_file(&mut self) -> Option<Arc<FileMeta>> {
         if self.forward {
             let file = self.files.get(self.next).cloned();
@@ -252,6 +259,14 @@ impl Source {
         match self {
             Source::Mem(_) => None,
             Source::Run(r) => r.iter.as_ref(),
+        }
+    }
+
+    /// The SST file the current entry comes from (`None` for a memtable).
+    pub(crate) fn file(&self) -> Option<&FileMeta> {
+        match self {
+            Source::Mem(_) => None,
+            Source::Run(r) => r.current_file(),
         }
     }
 

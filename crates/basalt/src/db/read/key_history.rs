@@ -17,14 +17,20 @@ use arrow_array::{ArrayRef, BooleanArray, RecordBatch, TimestampMillisecondArray
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use bytes::Bytes;
 
-use crate::codec::internal::{Kind, SeqNo};
+use std::ops::Bound;
+use std::path::Path;
+
+use crate::codec::internal::{Kind, SeqNo, unpack_trailer};
 use crate::codec::key;
+use crate::db::read::cursor::{Source, TreeCursor};
+use crate::db::read::point::{Value, older_row};
 use crate::db::state::inner::DbInner;
 use crate::db::state::versions::SuperVersion;
 use crate::error::{Error, Result};
 use crate::ids::TreeId;
 use crate::row::decode::ColumnBuilder;
 use crate::row::layout::{ColumnSource, TableLayout, key_type_of};
+use crate::sst::iter::Blocks;
 
 crate::options::option_struct! {
 /// Bounds of a key's history read. Versions come newest first.
@@ -67,22 +73,21 @@ impl DbInner {
     /// Refused for a tree keeping no history.
     fn walk_history(
         &self,
-        tree: TreeId,
-        name: &str,
+        view: (SeqNo, &SuperVersion),
+        (tree, name): (TreeId, &str),
         user_key: &[u8],
         layout: Option<&TableLayout>,
         opts: &HistoryOptions,
-        found: &mut dyn FnMut(SeqNo, Kind, crate::db::read::point::Value<'_>) -> Result<()>,
+        found: &mut dyn FnMut(SeqNo, Kind, Value<'_>) -> Result<()>,
     ) -> Result<()> {
-        self.check_open()?;
-        let (visible, sv) = self.read_view(None);
+        let (visible, sv) = view;
         let Some(history) = sv.version.catalog.history(tree) else {
             return Err(Error::HistoryUnavailable {
                 what: format!("{name} keeps no history (set a history window first)"),
                 oldest_seqno: None,
             });
         };
-        check_tree(&sv, tree, name)?;
+        check_tree(sv, tree, name)?;
         // The window's start for a duration, the `since` for a count.
         let oldest = self.oldest_readable(&history);
         let count = history.window.keep_versions.unwrap_or(0);
@@ -90,29 +95,91 @@ impl DbInner {
         let limit = opts.limit.unwrap_or(usize::MAX);
         let (mut by_time, mut by_count) = (oldest.is_some(), count > 0);
         let (mut rank, mut emitted) = (0u32, 0usize);
-        let mut bound = visible;
-        while (by_time || by_count) && emitted < limit && bound >= low.max(1) {
-            let mut step = None;
-            let mut emit = false;
-            self.version_at(&sv, tree, user_key, bound, layout, &mut |seqno, kind, value| {
-                let shown_by_time = by_time;
-                let shown_by_count = by_count && rank < count;
-                if oldest.is_some_and(|o| seqno <= o) {
-                    by_time = false;
-                }
-                rank += 1;
-                if seqno <= history.since || rank >= count {
-                    by_count = false;
-                }
-                step = Some(seqno);
-                emit = (shown_by_time || shown_by_count) && seqno >= low && seqno <= high;
-                if emit { found(seqno, kind, value) } else { Ok(()) }
-            })?;
-            let Some(seqno) = step else { break };
-            emitted += usize::from(emit);
-            bound = seqno - 1;
+        // One cursor over every source that may hold the key, walked from
+        // the newest version down: a seek per source, then a step per
+        // version (a point lookup per version cost a seek per source each).
+        let Some(files) = sv.version.tree(tree) else {
+            return Err(Error::InvalidArgument(format!("{name} was dropped")));
+        };
+        let range = (Bound::Included(user_key.to_vec()), Bound::Included(user_key.to_vec()));
+        let mut cursor =
+            TreeCursor::open(&self.sst_readers, sv, tree, files, (&range, true), Blocks::Cached, None)?;
+        while (by_time || by_count) && emitted < limit {
+            let Some(i) = cursor.next_source() else { break };
+            let source = &cursor.sources()[i];
+            let Some((key, trailer)) = source.key() else { break };
+            if key != user_key {
+                break;
+            }
+            let Some((seqno, kind)) = unpack_trailer(trailer) else {
+                return Err(Error::corruption(
+                    source.sst().map_or(Path::new("memtable"), |s| s.reader().path()),
+                    0,
+                    format!("a version of unknown kind {trailer:#x}"),
+                ));
+            };
+            if seqno > visible {
+                // Committed after this read began.
+                cursor.step(i)?;
+                continue;
+            }
+            if seqno < low.max(1) {
+                break;
+            }
+            let shown_by_time = by_time;
+            let shown_by_count = by_count && rank < count;
+            if oldest.is_some_and(|o| seqno <= o) {
+                by_time = false;
+            }
+            rank += 1;
+            if seqno <= history.since || rank >= count {
+                by_count = false;
+            }
+            if (shown_by_time || shown_by_count) && seqno <= high {
+                self.version_value(sv, source, kind, layout, &mut |kind, value| found(seqno, kind, value))?;
+                emitted += 1;
+            }
+            cursor.step(i)?;
         }
         Ok(())
+    }
+
+    /// The value of the version `source` is on, handed to `found`: a
+    /// memtable's row or value, an SST block's row (read through an older
+    /// schema version into the current `layout` where the file is of
+    /// one), a blob resolved (and reported as a put).
+    fn version_value(
+        &self,
+        sv: &SuperVersion,
+        source: &Source,
+        kind: Kind,
+        layout: Option<&TableLayout>,
+        found: &mut dyn FnMut(Kind, Value<'_>) -> Result<()>,
+    ) -> Result<()> {
+        if let Some(value) = source.mem_value() {
+            return found(kind, Value::Borrowed(value));
+        }
+        let (Some(sst), Some(file)) = (source.sst(), source.file()) else {
+            return Err(Error::internal("a history cursor lost its block"));
+        };
+        let Some((block, i)) = sst.current() else {
+            return Err(Error::internal("a history cursor lost its block"));
+        };
+        match (kind, layout) {
+            (Kind::Delete, _) => found(kind, Value::Borrowed(&[])),
+            (Kind::Blob, _) => {
+                let bytes = self.read_blob_cold(&sv.version, block.rows().value(i), sst.reader().path())?;
+                found(Kind::Put, Value::Shared(bytes))
+            }
+            (_, Some(layout)) if !block.is_key_value() => {
+                if file.schema_version == layout.version() {
+                    found(kind, Value::TableRow(block, i))
+                } else {
+                    found(kind, Value::Shared(older_row(layout, file, block, i)?))
+                }
+            }
+            _ => found(kind, Value::Borrowed(block.rows().value(i))),
+        }
     }
 
     /// The seqno range `opts` asks for: its seqno bounds, narrowed by its
@@ -142,8 +209,10 @@ impl DbInner {
         user_key: &[u8],
         opts: &HistoryOptions,
     ) -> Result<Vec<KeyVersion>> {
+        self.check_open()?;
+        let (visible, sv) = self.read_view(None);
         let mut versions = Vec::new();
-        self.walk_history(tree, name, user_key, None, opts, &mut |seqno, kind, value| {
+        self.walk_history((visible, &sv), (tree, name), user_key, None, opts, &mut |seqno, kind, value| {
             versions.push(KeyVersion {
                 seqno,
                 commit_time: None,
@@ -165,10 +234,17 @@ impl DbInner {
         &self,
         tree: TreeId,
         name: &str,
-        layout: &Arc<TableLayout>,
         user_key: &[u8],
         opts: &HistoryOptions,
     ) -> Result<RecordBatch> {
+        self.check_open()?;
+        let (visible, sv) = self.read_view(None);
+        // The layout of the state read: rows of older versions are read
+        // into it.
+        let Some(layout) = sv.version.catalog.table_layout(tree) else {
+            return Err(Error::InvalidArgument(format!("{name} was dropped")));
+        };
+        let layout = &layout;
         let schema = history_schema(layout);
         let mut builders: Vec<ColumnBuilder> = layout
             .columns()
@@ -177,19 +253,26 @@ impl DbInner {
             .collect();
         let (mut seqnos, mut deleted) = (Vec::new(), Vec::new());
         let mut key_row: Option<Vec<key::OwnedKeyValue>> = None;
-        self.walk_history(tree, name, user_key, Some(layout), opts, &mut |seqno, kind, value| {
-            if kind == Kind::Delete {
-                if key_row.is_none() {
-                    key_row = Some(decode_key(layout, user_key)?);
+        self.walk_history(
+            (visible, &sv),
+            (tree, name),
+            user_key,
+            Some(layout),
+            opts,
+            &mut |seqno, kind, value| {
+                if kind == Kind::Delete {
+                    if key_row.is_none() {
+                        key_row = Some(decode_key(layout, user_key)?);
+                    }
+                    push_deleted_row(layout, user_key, key_row.as_deref().unwrap_or_default(), &mut builders);
+                } else {
+                    value.push_row(layout, user_key, &mut builders)?;
                 }
-                push_deleted_row(layout, user_key, key_row.as_deref().unwrap_or_default(), &mut builders);
-            } else {
-                value.push_row(layout, user_key, &mut builders)?;
-            }
-            seqnos.push(seqno);
-            deleted.push(kind == Kind::Delete);
-            Ok(())
-        })?;
+                seqnos.push(seqno);
+                deleted.push(kind == Kind::Delete);
+                Ok(())
+            },
+        )?;
         let times = self.clock.times_of(seqnos.iter().copied());
         let mut columns: Vec<ArrayRef> = vec![
             Arc::new(UInt64Array::from(seqnos)),

@@ -148,44 +148,6 @@ impl DbInner {
         Ok(newest)
     }
 
-    /// The newest version of `user_key` in `tree` at or below `seqno` in
-    /// `sv`, a value or a delete, handed to `found` with its seqno and kind
-    /// (a blob value resolved, reported as a put): one step of a key's
-    /// history. Not a get: neither counted nor timed, and the row cache
-    /// is not asked. False when the key has no version that old.
-    pub(crate) fn version_at(
-        &self,
-        sv: &SuperVersion,
-        tree: TreeId,
-        user_key: &[u8],
-        seqno: SeqNo,
-        layout: Option<&TableLayout>,
-        found: &mut dyn FnMut(SeqNo, Kind, Value<'_>) -> Result<()>,
-    ) -> Result<bool> {
-        // Seqnos start at 1: "newer than 0" skips no source, and makes the
-        // lookup one that is not a get.
-        let wanted = Wanted { tree, user_key, hash: key_hash(user_key), seqno, newer_than: Some(0), layout };
-        let mut any = false;
-        self.newest_version(sv, &wanted, &mut |trailer, value, file| {
-            let Some((s, kind)) = unpack_trailer(trailer) else {
-                return Err(Error::corruption(
-                    file.map_or(Path::new("memtable"), |f| f.path()),
-                    0,
-                    format!("a version of unknown kind {trailer:#x}"),
-                ));
-            };
-            any = true;
-            match (kind, file) {
-                (Kind::Blob, Some(sst)) => {
-                    let bytes = self.read_blob_cold(&sv.version, value.as_slice(), sst.path())?;
-                    found(s, Kind::Put, Value::Shared(bytes))
-                }
-                (kind, _) => found(s, kind, value),
-            }
-        })?;
-        Ok(any)
-    }
-
     /// The one point-read path of every tree: calls `found` with the newest
     /// version of `wanted` (its trailer, its value unresolved, and the SST
     /// it came from, `None` for a memtable), looking in the memtables
@@ -324,7 +286,7 @@ impl DbInner {
 /// version than the current `layout`'s, as row bytes of `layout`.
 #[cold]
 #[inline(never)]
-fn older_row(layout: &TableLayout, file: &FileMeta, block: &Block, i: usize) -> Result<Bytes> {
+pub(crate) fn older_row(layout: &TableLayout, file: &FileMeta, block: &Block, i: usize) -> Result<Bytes> {
     let older = layout.older_version(file.schema_version).map_err(|e| block.corruption(e.reason()))?;
     let older =
         older.ok_or_else(|| block.corruption("a file of the current schema version read as an older one"))?;
@@ -390,7 +352,7 @@ impl DbInner {
     /// inline values, and the blob read's code inlined there slowed them.
     #[cold]
     #[inline(never)]
-    fn read_blob_cold(&self, version: &Version, pointer: &[u8], sst: &Path) -> Result<Bytes> {
+    pub(crate) fn read_blob_cold(&self, version: &Version, pointer: &[u8], sst: &Path) -> Result<Bytes> {
         read_blob(&self.blob_files, version, pointer, sst)
     }
 }
