@@ -5,7 +5,7 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyFloat, PyInt};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt};
 
 use crate::errors;
 
@@ -23,6 +23,12 @@ pub fn window(
 /// Seconds of a `timedelta` or a number, refused when negative or not
 /// finite.
 fn seconds(py: Python<'_>, v: &Bound<'_, PyAny>, what: &str) -> PyResult<f64> {
+    if v.is_instance_of::<PyBool>() {
+        return Err(errors::invalid(
+            py,
+            format!("{what} must be a timedelta or a number of seconds, not a bool"),
+        ));
+    }
     let secs: f64 = if v.is_instance_of::<PyInt>() || v.is_instance_of::<PyFloat>() {
         v.extract()?
     } else if v.hasattr("total_seconds")? {
@@ -38,6 +44,9 @@ fn seconds(py: Python<'_>, v: &Bound<'_, PyAny>, what: &str) -> PyResult<f64> {
 
 /// A point to read as of: a seqno (`int`) or an aware `datetime`.
 pub fn as_of(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<basalt::AsOf> {
+    if v.is_instance_of::<PyBool>() {
+        return Err(errors::invalid(py, "as_of must be a seqno (int) or a datetime, not a bool".to_string()));
+    }
     if v.is_instance_of::<PyInt>() {
         return Ok(basalt::AsOf::Seqno(v.extract()?));
     }

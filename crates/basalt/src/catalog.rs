@@ -53,7 +53,7 @@ impl HistoryWindow {
 
     /// Whether the window keeps anything.
     pub fn is_on(&self) -> bool {
-        self.keep_for.is_some_and(|d| d.as_millis() > 0) || self.keep_versions.is_some_and(|n| n > 0)
+        self.keep_for.is_some_and(|d| !d.is_zero()) || self.keep_versions.is_some_and(|n| n > 0)
     }
 
     /// The duration in whole milliseconds (at least 1 when set).
@@ -115,6 +115,11 @@ pub(crate) struct TableDef {
     /// The records of the versions after creation, in order: each shared,
     /// so a change copies pointers and not every earlier schema.
     pub versions: Arc<Vec<Arc<TableVersionRecord>>>,
+    /// (version, seqno): the rows of commits after the seqno are of that
+    /// version or a later one — each change of columns records the seqno
+    /// it was made at, so a WAL row is read through the version it was
+    /// written under (the change feed).
+    pub version_starts: Arc<Vec<(u32, SeqNo)>>,
 }
 
 impl TableVersionRecord {
@@ -276,6 +281,8 @@ pub(crate) struct CatalogChange<'a> {
     pub versions: &'a [(TreeId, TableVersionRecord)],
     /// History windows set (`None`: turned off), applied after every kind.
     pub histories: &'a [(TreeId, Option<TreeHistory>)],
+    /// (table, schema version, seqno it began after).
+    pub version_starts: &'a [(TreeId, u32, SeqNo)],
     pub dropped: &'a [TreeId],
 }
 
@@ -286,6 +293,7 @@ impl CatalogChange<'_> {
             && self.kinds.is_empty()
             && self.versions.is_empty()
             && self.histories.is_empty()
+            && self.version_starts.is_empty()
             && self.dropped.is_empty()
     }
 }
@@ -310,6 +318,14 @@ impl Catalog {
         }
         for (id, record) in change.kinds.iter().filter(|(_, r)| is_index(r)) {
             next.set_kind(*id, record, bad)?;
+        }
+        for (id, version, seqno) in change.version_starts {
+            let Some(TreeKind::Table(t)) = next.trees.get_mut(id).map(|t| &mut t.kind) else {
+                return Err(bad(format!("a schema version start of tree {id}, not a table")));
+            };
+            let mut starts = (*t.version_starts).clone();
+            starts.push((*version, *seqno));
+            t.version_starts = Arc::new(starts);
         }
         for (id, history) in change.histories {
             let tree = next.trees.get_mut(id).ok_or_else(|| bad(format!("history of unknown tree {id}")))?;
@@ -392,6 +408,7 @@ impl Catalog {
                     primary_key: primary_key.clone(),
                     schema_ipc: Arc::new(schema_ipc.clone()),
                     versions: Arc::default(),
+                    version_starts: Arc::default(),
                 })
             }
             TreeKindRecord::Index { table, unique, building, columns, include } => {
@@ -506,6 +523,14 @@ impl Catalog {
     /// Every tree as the records that recreate it: (id, name, kind).
     pub(crate) fn records(&self) -> impl Iterator<Item = (TreeId, String, TreeKindRecord)> + '_ {
         self.trees.iter().map(|(id, t)| (*id, t.name.clone(), t.record()))
+    }
+
+    /// Every table's schema version starts, as their records.
+    pub(crate) fn version_start_records(&self) -> impl Iterator<Item = (TreeId, u32, SeqNo)> + '_ {
+        self.trees.iter().flat_map(|(id, t)| match &t.kind {
+            TreeKind::Table(def) => def.version_starts.iter().map(|&(v, s)| (*id, v, s)).collect(),
+            _ => Vec::new(),
+        })
     }
 
     /// Every table's later schema versions, as their records.

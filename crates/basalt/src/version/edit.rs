@@ -50,7 +50,11 @@
 //!                   (`db/state/clock.rs`), seqnos ascending, times never
 //!                   descending, the first mark's
 //!                   deltas from zero; they time every commit after
-//!                   seqno `after`
+//!                   seqno `after` (no marks: the MANIFEST's marks are
+//!                   dropped, no tree keeping history)
+//! 16 table version start  varint tree | varint version | varint seqno:
+//!                   rows of commits after the seqno are of that schema
+//!                   version or a later one (applied after tag 12)
 //! file meta := number | size | entries | min seqno | max seqno (varints)
 //!              | smallest: varint len + key | u64 LE trailer
 //!              | largest:  varint len + key | u64 LE trailer
@@ -82,6 +86,7 @@ const TAG_TABLE_VERSION: u8 = 12;
 const TAG_FILE_SCHEMA: u8 = 13;
 const TAG_TREE_HISTORY: u8 = 14;
 const TAG_COMMIT_TIMES: u8 = 15;
+const TAG_TABLE_VERSION_START: u8 = 16;
 
 /// Flags of a tree history record.
 const HISTORY_KEEP_FOR: u8 = 1;
@@ -328,6 +333,11 @@ pub struct VersionEdit {
     pub commit_times: Vec<(SeqNo, u64)>,
     /// The marks time every commit after this seqno.
     pub commit_times_after: SeqNo,
+    /// The MANIFEST's marks are dropped (no tree keeps history any more;
+    /// written as tag 15 with no marks).
+    pub commit_times_cleared: bool,
+    /// (table, schema version, the seqno it began after).
+    pub table_version_starts: Vec<(TreeId, u32, SeqNo)>,
 }
 
 fn put_key(out: &mut Vec<u8>, key: &InternalKey) {
@@ -385,6 +395,7 @@ fn read_table_version(r: &mut Reader<'_, '_>) -> Result<(TreeId, TableVersionRec
 fn read_commit_times(r: &mut Reader<'_, '_>, e: &mut VersionEdit) -> Result<()> {
     e.commit_times_after = r.varint()?;
     let n = r.varint_len(COMMIT_TIMES_MAX)?;
+    e.commit_times_cleared = n == 0;
     let (mut seqno, mut ms) = (0u64, 0u64);
     for _ in 0..n {
         let (ds, dt) = (r.varint()?, r.varint()?);
@@ -565,8 +576,15 @@ impl VersionEdit {
         out
     }
 
-    /// Tags 14 and 15: history windows and commit times.
+    /// Tags 14, 15 and 16: history windows, commit times, schema version
+    /// starts.
     fn encode_history(&self, out: &mut Vec<u8>) {
+        for &(tree, version, seqno) in &self.table_version_starts {
+            out.push(TAG_TABLE_VERSION_START);
+            varint::put_u64(out, u64::from(tree));
+            varint::put_u64(out, u64::from(version));
+            varint::put_u64(out, seqno);
+        }
         for (tree, history) in &self.tree_histories {
             out.push(TAG_TREE_HISTORY);
             varint::put_u64(out, u64::from(*tree));
@@ -584,7 +602,7 @@ impl VersionEdit {
             }
             varint::put_u64(out, history.map_or(0, |h| h.since));
         }
-        if !self.commit_times.is_empty() {
+        if !self.commit_times.is_empty() || self.commit_times_cleared {
             out.push(TAG_COMMIT_TIMES);
             varint::put_u64(out, self.commit_times_after);
             varint::put_u64(out, self.commit_times.len() as u64);
@@ -631,6 +649,12 @@ impl VersionEdit {
                 TAG_TABLE_VERSION => e.table_versions.push(read_table_version(&mut r)?),
                 TAG_TREE_HISTORY => e.tree_histories.push(read_tree_history(&mut r)?),
                 TAG_COMMIT_TIMES => read_commit_times(&mut r, &mut e)?,
+                TAG_TABLE_VERSION_START => {
+                    let tree = read_tree(&mut r)?;
+                    let version = read_u32(&mut r)?;
+                    let seqno = r.varint()?;
+                    e.table_version_starts.push((tree, version, seqno));
+                }
                 TAG_FILE_SCHEMA => {
                     let tree = read_tree(&mut r)?;
                     let number = r.varint()?;
@@ -701,6 +725,7 @@ mod tests {
     use super::*;
     use crate::codec::internal::Kind;
 
+    #[expect(clippy::too_many_lines, reason = "one edit holding every kind of field")]
     fn sample() -> VersionEdit {
         let key = |s: &'static [u8], seq| InternalKey::new(Bytes::from_static(s), seq, Kind::Put);
         VersionEdit {
@@ -801,6 +826,8 @@ mod tests {
             ],
             commit_times: vec![(10, 1_795_000_000_000), (12, 1_795_000_000_000), (40, 1_795_000_000_009)],
             commit_times_after: 3,
+            commit_times_cleared: false,
+            table_version_starts: vec![(4, 1, 33)],
         }
     }
 

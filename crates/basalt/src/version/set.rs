@@ -194,8 +194,9 @@ impl VersionSet {
         }
         // Marks that do not follow on from those held (history was off in
         // between: the commits of the gap have no time) replace them.
-        if !edit.commit_times.is_empty()
-            && self.commit_times.last().is_none_or(|&(s, _)| edit.commit_times_after > s)
+        if edit.commit_times_cleared
+            || !edit.commit_times.is_empty()
+                && self.commit_times.last().is_none_or(|&(s, _)| edit.commit_times_after > s)
         {
             self.commit_times.clear();
             self.commit_times_after = edit.commit_times_after;
@@ -211,6 +212,11 @@ impl VersionSet {
         }
     }
 
+    /// Whether the MANIFEST holds commit-time marks.
+    pub fn has_commit_times(&self) -> bool {
+        !self.commit_times.is_empty()
+    }
+
     /// The commit-time marks the MANIFEST holds, and the seqno after
     /// which they time every commit.
     pub fn commit_times(&self) -> (SeqNo, &[(SeqNo, u64)]) {
@@ -221,6 +227,11 @@ impl VersionSet {
     /// commits are out of every history window): the next MANIFEST is
     /// written without them.
     pub fn forget_commit_times_before(&mut self, ms: u64) {
+        if ms == u64::MAX {
+            // Every mark: no tree keeps history.
+            self.commit_times.clear();
+            return;
+        }
         let keep_from = self.commit_times.partition_point(|&(_, t)| t <= ms).saturating_sub(1);
         if let Some(&(s, _)) = keep_from.checked_sub(1).and_then(|i| self.commit_times.get(i)) {
             self.commit_times_after = s;

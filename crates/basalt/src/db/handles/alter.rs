@@ -40,7 +40,11 @@ impl DbInner {
                 self.switch_memtable()?;
                 self.wait_for_imms_flushed()?;
             }
+            // Every commit so far is visible (the exclusive writer waits
+            // for groups to publish): later rows are of the new versions.
+            let start = self.writer.visible_seqno();
             let edit = VersionEdit {
+                table_version_starts: records.iter().map(|r| (table, r.version, start)).collect(),
                 table_versions: records.into_iter().map(|r| (table, r)).collect(),
                 ..VersionEdit::default()
             };

@@ -174,9 +174,10 @@ impl DbInner {
 
     /// Sets the history window of `tree`, a table (with its indexes) or a
     /// keyspace: one MANIFEST edit, logged owning the write path. A window
-    /// turned on, or made to keep more, holds from now on: what the old
-    /// one let go is not brought back, so reads before its new `since`
-    /// are refused (a longer duration keeps what the old one still held).
+    /// turned on holds from now on; one made to keep more (a longer
+    /// duration, a higher count) holds from the old window's start: what
+    /// the old one let go is not brought back (a count-only window had
+    /// no start: from now on).
     pub(crate) fn set_history(&self, tree: TreeId, name: &str, window: HistoryWindow) -> Result<()> {
         const KEEP_FOR_MAX: std::time::Duration = std::time::Duration::from_secs(100 * 366 * 86_400);
         if window.keep_for.is_some_and(|d| d > KEEP_FOR_MAX) {
@@ -202,11 +203,13 @@ impl DbInner {
                 let since = match def.history.filter(|h| h.window.is_on()) {
                     None => now,
                     Some(old) => {
-                        let (ms, old_ms) = (window.keep_for_ms(), old.window.keep_for_ms());
-                        if window.keep_versions.unwrap_or(0) > old.window.keep_versions.unwrap_or(0) {
-                            now
-                        } else if ms > old_ms {
-                            self.oldest_readable(&old).unwrap_or(now).max(old.since)
+                        let longer = window.keep_for_ms() > old.window.keep_for_ms();
+                        let more = window.keep_versions.unwrap_or(0) > old.window.keep_versions.unwrap_or(0);
+                        if longer || more {
+                            // Everything above the old window's start was
+                            // kept (by its duration); without a duration,
+                            // nothing past is sure.
+                            self.oldest_readable(tree, &old).unwrap_or(now).max(old.since)
                         } else {
                             old.since
                         }

@@ -527,8 +527,7 @@ impl Table {
     /// naming the oldest `since` available) for changes no longer kept,
     /// or when the table keeps no history.
     pub fn changes(&self, since: u64, limit: usize) -> Result<RecordBatch> {
-        let layout = self.layout();
-        self.inner.row_changes(self.shared.id, &self.shared.name, &layout, since, limit)
+        self.inner.row_changes(self.shared.id, &self.shared.name, since, limit)
     }
 
     /// Keeps `window` of history from now on, for the table and its

@@ -22,7 +22,9 @@ impl DbInner {
         let names = self.fs.list(&self.dir)?;
         let Collectable { live, held, log_number, numbered_below, manifest } =
             self.versions.collectable(&self.files);
-        let wals_kept = self.wals_kept_for_history(&names, log_number)?;
+        // A WAL whose first record cannot be read is kept, with every later
+        // one: collecting less is never wrong.
+        let wals_kept = self.wals_kept_for_history(&names, log_number).unwrap_or(0);
         for name in names {
             let obsolete = match files::parse(&name) {
                 // A number this handle never handed out is not its file: a
@@ -75,7 +77,7 @@ impl DbInner {
             let mut newest = self.writer.last_seqno();
             for &next in &wals[i + 1..] {
                 if let Some(first) = self.wal_first_seqno(next)? {
-                    newest = first - 1;
+                    newest = first.saturating_sub(1);
                     break;
                 }
             }

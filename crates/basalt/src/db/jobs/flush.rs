@@ -80,8 +80,14 @@ impl DbInner {
             // The times of the commits now durable in SSTs, while a tree
             // keeps history (the WAL that held them may go).
             let catalog = current.catalog.clone();
-            (edit.commit_times_after, edit.commit_times) =
-                self.commit_times_to_log(&catalog, edit.last_seqno.unwrap_or(0));
+            let through = edit.last_seqno.unwrap_or(0);
+            (edit.commit_times_after, edit.commit_times) = self.commit_times_to_log(&catalog, through);
+            if !catalog.any_history() && held.has_commit_times() {
+                // History was turned off: the marks go from the MANIFEST
+                // too, or a reopen would time later commits by them.
+                edit.commit_times_cleared = true;
+                edit.commit_times_after = through;
+            }
             if let Some(ms) = self.commit_times_kept_from(&catalog) {
                 held.forget_commit_times_before(ms);
             }

@@ -18,13 +18,14 @@ use arrow_array::{Array, ArrayRef, RecordBatch, StringArray, TimestampMillisecon
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use bytes::Bytes;
 
+use crate::catalog::TreeKind;
 use crate::codec::internal::{Kind, SeqNo};
 use crate::db::read::history::describe_ms;
 use crate::db::state::inner::DbInner;
 use crate::error::{Error, Result};
 use crate::files::{self, FileKind};
 use crate::ids::TreeId;
-use crate::log::format::{HEADER_BYTES, parse_header};
+use crate::log::format::{HEADER_BYTES, mask_crc, parse_header};
 use crate::log::reader::read_log_file;
 use crate::row::layout::TableLayout;
 use crate::wal::batch;
@@ -69,7 +70,9 @@ impl DbInner {
     }
 
     /// The seqno of the first commit in WAL `number` (`None`: it holds none
-    /// yet), read from its first record's header.
+    /// yet, or its first record did not survive whole), read from its
+    /// first record, checksum verified: a header whose payload a power
+    /// loss left as zeros names no commit.
     pub(crate) fn wal_first_seqno(&self, number: u64) -> Result<Option<SeqNo>> {
         let path = self.dir.join(files::wal(number));
         let file = match self.fs.open(&path) {
@@ -82,15 +85,22 @@ impl DbInner {
         if file.len() < (HEADER_BYTES + crate::wal::format::BATCH_HEADER_BYTES) as u64 {
             return Ok(None);
         }
-        let head = file.read_at(0, HEADER_BYTES + 8)?;
-        match parse_header(&head) {
-            Some(h) if h.len >= crate::wal::format::BATCH_HEADER_BYTES => {
-                let s = &head[HEADER_BYTES..HEADER_BYTES + 8];
-                Ok(Some(u64::from_le_bytes([s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]])))
-            }
-            // A torn first record: no commit in it survived.
-            _ => Ok(None),
+        let head = file.read_at(0, HEADER_BYTES)?;
+        let Some(header) = parse_header(&head) else { return Ok(None) };
+        if header.len < crate::wal::format::BATCH_HEADER_BYTES
+            || (HEADER_BYTES + header.len) as u64 > file.len()
+        {
+            return Ok(None);
         }
+        let payload = file.read_at(HEADER_BYTES as u64, header.len)?;
+        if mask_crc(crc32c::crc32c(&payload)) != header.payload_crc {
+            return Ok(None);
+        }
+        let first = u64::from_le_bytes([
+            payload[0], payload[1], payload[2], payload[3], payload[4], payload[5], payload[6], payload[7],
+        ]);
+        // Seqnos start at 1.
+        Ok((first > 0).then_some(first))
     }
 
     /// The oldest `since` a change feed can start from: the seqno before
@@ -98,7 +108,7 @@ impl DbInner {
     fn feed_start(&self, wals: &[u64]) -> Result<SeqNo> {
         for &n in wals {
             if let Some(first) = self.wal_first_seqno(n)? {
-                return Ok(first - 1);
+                return Ok(first.saturating_sub(1));
             }
         }
         Ok(self.writer.visible_seqno())
@@ -109,13 +119,12 @@ impl DbInner {
     /// kept no longer reaches back to `since`.
     fn walk_changes(
         &self,
-        tree: TreeId,
-        name: &str,
+        (tree, name): (TreeId, &str),
         since: SeqNo,
+        visible: SeqNo,
         f: &mut dyn FnMut(Entry<'_>, Option<u64>) -> Result<bool>,
     ) -> Result<()> {
         self.check_open()?;
-        let visible = self.writer.visible_seqno();
         let catalog = self.versions.load().version.catalog.clone();
         if catalog.tree(tree).is_none() {
             return Err(Error::InvalidArgument(format!("{name} was dropped")));
@@ -149,7 +158,9 @@ impl DbInner {
             firsts.push(self.wal_first_seqno(n)?);
         }
         let skip = (0..wals.len())
-            .take_while(|&i| firsts[i + 1..].iter().flatten().next().is_some_and(|&next| next <= since + 1))
+            .take_while(|&i| {
+                firsts[i + 1..].iter().flatten().next().is_some_and(|&next| next <= since.saturating_add(1))
+            })
             .count();
         for &number in &wals[skip..] {
             let path = self.dir.join(files::wal(number));
@@ -216,7 +227,8 @@ impl DbInner {
     ) -> Result<Vec<Change>> {
         let mut out = Vec::new();
         let time = |ms: Option<u64>| ms.map(|ms| UNIX_EPOCH + Duration::from_millis(ms));
-        self.walk_changes(tree, name, since, &mut |entry, ms| {
+        let visible = self.writer.visible_seqno();
+        self.walk_changes((tree, name), since, visible, &mut |entry, ms| {
             match entry {
                 Entry::Key { seqno, kind, key, value } => out.push(Change {
                     seqno,
@@ -259,34 +271,60 @@ impl DbInner {
     }
 
     /// A table's changes after `since`, at most `limit` rows, as one batch
-    /// (see [`feed_schema`]) in the table's current schema.
+    /// (see [`feed_schema`]) in the table's current schema (a keyspace's
+    /// table face: its key-value layout).
     pub(crate) fn row_changes(
         &self,
         tree: TreeId,
         name: &str,
-        layout: &Arc<TableLayout>,
         since: SeqNo,
         limit: usize,
     ) -> Result<RecordBatch> {
-        let schema = feed_schema(layout);
+        // The seqno first, then the layout: every row up to the seqno was
+        // written under this layout's version or an earlier one.
+        let visible = self.writer.visible_seqno();
+        let catalog = self.versions.load().version.catalog.clone();
+        let (layout, starts) = match catalog.tree(tree).map(|t| &t.kind) {
+            Some(TreeKind::Table(t)) => (t.layout.clone(), t.version_starts.clone()),
+            Some(TreeKind::Keyspace) => (Arc::new(TableLayout::key_value()), Arc::default()),
+            _ => return Err(Error::InvalidArgument(format!("{name} was dropped"))),
+        };
+        let schema = feed_schema(&layout);
         let mut parts: Vec<RecordBatch> = Vec::new();
         let mut rows_out = 0usize;
-        self.walk_changes(tree, name, since, &mut |entry, ms| {
-            let Entry::Rows { first, kind, ipc, rows, path, offset } = entry else {
-                return Err(Error::corruption("wal", 0, format!("a key-value entry in table {name}'s tree")));
+        self.walk_changes((tree, name), since, visible, &mut |entry, ms| {
+            let (first, kind, columns) = match entry {
+                Entry::Rows { first, kind, ipc, rows, path, offset } => {
+                    let batch = crate::row::batch_from_ipc(ipc)
+                        .map_err(|e| Error::corruption(path, offset, e.reason()))?;
+                    if batch.num_rows() != rows as usize {
+                        return Err(Error::corruption(
+                            path,
+                            offset,
+                            "an entry's row count differs from its rows",
+                        ));
+                    }
+                    let version = version_at(&layout, &starts, first);
+                    let columns = current_columns(&layout, version, &batch, kind == Kind::Delete)
+                        .map_err(|e| Error::corruption(path, offset, e))?;
+                    (first, kind, columns)
+                }
+                // A keyspace's key-value write, read through its table face.
+                Entry::Key { seqno, kind, key, value } => {
+                    let value = (kind != Kind::Delete).then_some(value);
+                    let columns: Vec<ArrayRef> = vec![
+                        Arc::new(arrow_array::BinaryArray::from_vec(vec![key])),
+                        Arc::new(arrow_array::BinaryArray::from_opt_vec(vec![value])),
+                    ];
+                    (seqno, kind, columns)
+                }
             };
-            let batch =
-                crate::row::batch_from_ipc(ipc).map_err(|e| Error::corruption(path, offset, e.reason()))?;
-            if batch.num_rows() != rows as usize {
-                return Err(Error::corruption(path, offset, "an entry's row count differs from its rows"));
-            }
-            let columns = current_columns(layout, &batch, kind == Kind::Delete)
-                .map_err(|e| Error::corruption(path, offset, e))?;
+            let n_rows = columns.first().map_or(0, Array::len);
             // Rows at or below `since` (a resumed feed inside one entry).
-            let skip =
-                usize::try_from(since.saturating_sub(first - 1)).unwrap_or(usize::MAX).min(batch.num_rows());
-            let take = (batch.num_rows() - skip).min(limit - rows_out);
-            let n = take;
+            let skip = usize::try_from(since.saturating_sub(first.saturating_sub(1)))
+                .unwrap_or(usize::MAX)
+                .min(n_rows);
+            let n = (n_rows - skip).min(limit - rows_out);
             let op = if kind == Kind::Delete { "delete" } else { "upsert" };
             let mut cols: Vec<ArrayRef> = vec![
                 Arc::new(StringArray::from(vec![op; n])),
@@ -300,15 +338,26 @@ impl DbInner {
                 ),
             ];
             cols.extend(columns.iter().map(|c| c.slice(skip, n)));
-            parts
-                .push(RecordBatch::try_new(schema.clone(), cols).map_err(|e| {
-                    Error::corruption(path, offset, format!("a change of table {name}: {e}"))
-                })?);
+            parts.push(
+                RecordBatch::try_new(schema.clone(), cols)
+                    .map_err(|e| Error::internal(format!("a change of table {name}: {e}")))?,
+            );
             rows_out += n;
             Ok(rows_out < limit)
         })?;
         arrow_select::concat::concat_batches(&schema, &parts)
             .map_err(|e| Error::internal(format!("joining the changes of {name}: {e}")))
+    }
+}
+
+/// The schema version the rows of a commit at `seqno` were written under:
+/// the last version that began before it (`starts`, recorded by each
+/// change of columns), or, before the first recorded change, the version
+/// that change replaced.
+fn version_at(layout: &TableLayout, starts: &[(u32, SeqNo)], seqno: SeqNo) -> u32 {
+    match starts.iter().filter(|&&(_, start)| start < seqno).map(|&(v, _)| v).max() {
+        Some(v) => v,
+        None => starts.iter().map(|&(v, _)| v).min().map_or(layout.version(), |v| v.saturating_sub(1)),
     }
 }
 
@@ -332,44 +381,51 @@ pub(crate) fn feed_schema(layout: &TableLayout) -> SchemaRef {
     Arc::new(Schema::new(fields))
 }
 
-/// The columns of `batch`, rows as the WAL holds them (written under some
-/// schema version of the table; key rows for a delete), in the current
-/// `layout`'s schema: matched by the schema version whose columns they
-/// are, then adapted as an older file's rows are (`row/evolve.rs`).
+/// The columns of `batch`, rows as the WAL holds them — written under
+/// schema `version` of the table; key rows for a delete — in the current
+/// `layout`'s schema: an older version's rows adapted as an older file's
+/// are (`row/evolve.rs`: columns matched by their ids, so a renamed or
+/// re-added column is read as what it is).
 fn current_columns(
     layout: &TableLayout,
+    version: u32,
     batch: &RecordBatch,
     delete: bool,
 ) -> std::result::Result<Vec<ArrayRef>, String> {
     let n = batch.num_rows();
-    let same = |a: &Schema, b: &Schema| {
-        a.fields().len() == b.fields().len()
-            && a.fields()
-                .iter()
-                .zip(b.fields())
-                .all(|(x, y)| x.name() == y.name() && x.data_type() == y.data_type())
-    };
-    let schema = layout.schema();
-    if delete {
-        // Key rows: the key columns by name, nulls elsewhere.
-        return schema
+    let older = layout.older_version(version).map_err(|e| e.reason())?;
+    let written = older.map_or(layout, |o| o.layout.as_ref());
+    let schema = written.schema();
+    let columns: Vec<ArrayRef> = if delete {
+        // Key rows: the key columns by their name at that version, nulls
+        // elsewhere.
+        schema
             .fields()
             .iter()
-            .map(|f| match batch.column_by_name(f.name()) {
-                Some(c) if c.data_type() == f.data_type() => Ok(c.clone()),
-                Some(_) => Err(format!("a deleted key's column {} of another type", f.name())),
-                None => Ok(arrow_array::new_null_array(f.data_type(), n)),
+            .enumerate()
+            .map(|(c, f)| match batch.column_by_name(f.name()) {
+                Some(col) if written.primary_key().contains(&c) && col.data_type() == f.data_type() => {
+                    Ok(col.clone())
+                }
+                Some(_) if written.primary_key().contains(&c) => {
+                    Err(format!("a deleted key's column {} of another type", f.name()))
+                }
+                None if written.primary_key().contains(&c) => {
+                    Err(format!("a deleted key without column {}", f.name()))
+                }
+                _ => Ok(arrow_array::new_null_array(f.data_type(), n)),
             })
-            .collect();
-    }
-    if same(schema, batch.schema_ref()) {
-        return Ok(batch.columns().to_vec());
-    }
-    for v in (0..layout.version()).rev() {
-        let Ok(Some(older)) = layout.older_version(v) else { continue };
-        if same(older.layout.schema(), batch.schema_ref()) {
-            return older.map().adapt(layout, batch.columns(), n).map_err(|e| e.reason());
+            .collect::<std::result::Result<_, String>>()?
+    } else {
+        if batch.num_columns() != schema.fields().len()
+            || batch.columns().iter().zip(schema.fields()).any(|(c, f)| c.data_type() != f.data_type())
+        {
+            return Err(format!("rows that are not of the table's schema version {version}"));
         }
+        batch.columns().to_vec()
+    };
+    match older {
+        None => Ok(columns),
+        Some(older) => older.map().adapt(layout, &columns, n).map_err(|e| e.reason()),
     }
-    Err("rows of no schema version of the table".into())
 }

@@ -48,9 +48,11 @@ impl DbInner {
     /// The floor of a window of `keep_for_ms` now: the last seqno
     /// committed at or before its start (0 when every commit timed is
     /// inside it).
-    fn history_floor(&self, keep_for_ms: u64) -> SeqNo {
+    fn history_floor(&self, tree: TreeId, keep_for_ms: u64) -> SeqNo {
         let start = self.clock.now_ms().saturating_sub(keep_for_ms);
-        self.clock.seqno_at(start).unwrap_or(0)
+        // Never below a floor already handed out for the tree (marks
+        // thinned, the wall clock set back): a compaction may have used it.
+        self.clock.floor_at_least(tree, self.clock.seqno_at(start).unwrap_or(0))
     }
 
     /// What a compaction of `tree` must keep beyond its snapshots, if the
@@ -58,20 +60,20 @@ impl DbInner {
     /// snapshots.
     pub(crate) fn history_retention(&self, tree: TreeId) -> Option<HistoryRetention> {
         let history = self.versions.load().version.catalog.history(tree)?;
-        let floor = history.window.keep_for_ms().map(|ms| self.history_floor(ms));
+        let floor = history.window.keep_for_ms().map(|ms| self.history_floor(tree, ms));
         Some(HistoryRetention { floor, versions: history.window.keep_versions.unwrap_or(0) })
     }
 
     /// The oldest seqno a read of `tree` may ask for, given its history.
-    pub(crate) fn oldest_readable(&self, history: &TreeHistory) -> Option<SeqNo> {
+    pub(crate) fn oldest_readable(&self, tree: TreeId, history: &TreeHistory) -> Option<SeqNo> {
         let ms = history.window.keep_for_ms()?;
-        Some(history.since.max(self.history_floor(ms)))
+        Some(history.since.max(self.history_floor(tree, ms)))
     }
 
     /// The history window of `tree` and the oldest point it holds.
     pub(crate) fn history_info(&self, tree: TreeId) -> Option<HistoryInfo> {
         let history = self.versions.load().version.catalog.history(tree)?;
-        let oldest_seqno = self.oldest_readable(&history);
+        let oldest_seqno = self.oldest_readable(tree, &history);
         let oldest_time = oldest_seqno
             .and_then(|s| self.clock.time_of(s))
             .map(|ms| std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms));
@@ -86,7 +88,7 @@ impl DbInner {
             return Err(Error::InvalidArgument(format!("unknown tree {tree}")));
         };
         let history = catalog.history(tree);
-        match history.as_ref().and_then(|h| self.oldest_readable(h)) {
+        match history.as_ref().and_then(|h| self.oldest_readable(tree, h)) {
             Some(oldest) if seqno >= oldest => Ok(()),
             oldest => Err(Error::HistoryUnavailable {
                 what: match oldest {
@@ -136,10 +138,10 @@ impl DbInner {
         through: SeqNo,
     ) -> (SeqNo, Vec<(SeqNo, u64)>) {
         if !catalog.any_history() {
-            // Nothing reads times without a window: keep only the newest
-            // mark, and log nothing.
-            self.clock.forget_before(u64::MAX);
-            self.clock.take_unlogged(through);
+            // Nothing reads times without a window: the clock lets its
+            // marks go (a window turned on later starts its own), and
+            // nothing is logged.
+            self.clock.forget_all(through);
             return (0, Vec::new());
         }
         if let Some(ms) = self.commit_times_kept_from(catalog) {
@@ -149,9 +151,13 @@ impl DbInner {
     }
 
     /// The time before which commit-time marks may be forgotten: the start
-    /// of the longest window (`None`: keep them all, as a window counting
-    /// versions reports the times of versions however old).
+    /// of the longest window; every mark while no tree keeps history
+    /// (`None`: keep them all, as a window counting versions reports the
+    /// times of versions however old).
     pub(crate) fn commit_times_kept_from(&self, catalog: &Catalog) -> Option<u64> {
+        if !catalog.any_history() {
+            return Some(u64::MAX);
+        }
         if catalog.trees_keep_versions() {
             return None;
         }

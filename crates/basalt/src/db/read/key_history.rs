@@ -89,9 +89,9 @@ impl DbInner {
         };
         check_tree(sv, tree, name)?;
         // The window's start for a duration, the `since` for a count.
-        let oldest = self.oldest_readable(&history);
+        let oldest = self.oldest_readable(tree, &history);
         let count = history.window.keep_versions.unwrap_or(0);
-        let (low, high) = self.seqno_bounds(opts, visible);
+        let (low, high) = self.seqno_bounds(opts, visible)?;
         let limit = opts.limit.unwrap_or(usize::MAX);
         let (mut by_time, mut by_count) = (oldest.is_some(), count > 0);
         let (mut rank, mut emitted) = (0u32, 0usize);
@@ -184,21 +184,43 @@ impl DbInner {
 
     /// The seqno range `opts` asks for: its seqno bounds, narrowed by its
     /// times through the commit clock.
-    fn seqno_bounds(&self, opts: &HistoryOptions, visible: SeqNo) -> (SeqNo, SeqNo) {
+    fn seqno_bounds(&self, opts: &HistoryOptions, visible: SeqNo) -> Result<(SeqNo, SeqNo)> {
         let ms = |t: SystemTime| {
             t.duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        };
+        // The last seqno committed at or before `ms`; refused where the
+        // clock has no time of the commits before its oldest mark (they
+        // cannot be placed on either side of the bound).
+        let seqno_at = |ms: u64| -> Result<SeqNo> {
+            match self.clock.seqno_at(ms) {
+                Some(s) => Ok(s),
+                None if self.clock.known_after() == 0 => Ok(0),
+                None => Err(Error::HistoryUnavailable {
+                    what: format!(
+                        "commit times before {} are not on record: bound the history by seqno instead",
+                        self.clock
+                            .span()
+                            .1
+                            .map_or_else(|| "now".into(), crate::db::read::history::describe_ms)
+                    ),
+                    oldest_seqno: None,
+                }),
+            }
         };
         let mut low = opts.min_seqno.unwrap_or(0);
         let mut high = opts.max_seqno.unwrap_or(visible).min(visible);
         if let Some(since) = opts.since {
             // The first seqno committed at or after `since`.
-            let before = ms(since).checked_sub(1).and_then(|m| self.clock.seqno_at(m)).unwrap_or(0);
-            low = low.max(before + 1);
+            let before = match ms(since).checked_sub(1) {
+                Some(m) => seqno_at(m)?,
+                None => 0,
+            };
+            low = low.max(before.saturating_add(1));
         }
         if let Some(until) = opts.until {
-            high = high.min(self.clock.seqno_at(ms(until)).unwrap_or(0));
+            high = high.min(seqno_at(ms(until))?);
         }
-        (low, high)
+        Ok((low, high))
     }
 
     /// A keyspace key's versions, newest first.
@@ -241,8 +263,11 @@ impl DbInner {
         let (visible, sv) = self.read_view(None);
         // The layout of the state read: rows of older versions are read
         // into it.
-        let Some(layout) = sv.version.catalog.table_layout(tree) else {
-            return Err(Error::InvalidArgument(format!("{name} was dropped")));
+        // (A keyspace's table face reads its key-value layout.)
+        let layout = match sv.version.catalog.tree(tree).map(|t| &t.kind) {
+            Some(crate::catalog::TreeKind::Table(t)) => t.layout.clone(),
+            Some(crate::catalog::TreeKind::Keyspace) => Arc::new(TableLayout::key_value()),
+            _ => return Err(Error::InvalidArgument(format!("{name} was dropped"))),
         };
         let layout = &layout;
         let schema = history_schema(layout);

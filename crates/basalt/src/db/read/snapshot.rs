@@ -76,7 +76,7 @@ impl Snapshot {
                 let ms = t
                     .duration_since(std::time::UNIX_EPOCH)
                     .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-                if ms >= crate::db::state::clock::unix_ms_now() {
+                if ms >= inner.clock.now_ms() {
                     visible
                 } else {
                     let Some(s) = inner.clock.seqno_at(ms) else {
@@ -97,10 +97,13 @@ impl Snapshot {
             }
         };
         // Registered at once: from here on compaction keeps what it reads.
-        // Each read then checks its tree's window, which tells whether the
-        // versions it needs were all kept until now (`read/history.rs`).
-        inner.snapshots.register_at(seqno);
-        Ok(Snapshot { inner, seqno, past: seqno < visible })
+        // Each read of a past point then checks its tree's window, which
+        // tells whether the versions it needs were all kept until now
+        // (`read/history.rs`). Whether the point is past is decided under
+        // the registry's lock, as `Snapshot::new` reads the present: a
+        // commit that lands meanwhile makes it past, and checked.
+        let past = inner.snapshots.register_at(seqno, || inner.writer.visible_seqno());
+        Ok(Snapshot { inner, seqno, past })
     }
 
     /// The seqno this snapshot reads at.

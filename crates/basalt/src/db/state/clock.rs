@@ -21,6 +21,12 @@ pub(crate) struct CommitClock {
     state: RankedMutex<Marks>,
 }
 
+impl std::fmt::Debug for CommitClock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CommitClock")
+    }
+}
+
 struct Marks {
     /// (last seqno committed in a millisecond, that unix millisecond),
     /// seqnos ascending, times never descending (two marks share a
@@ -32,6 +38,10 @@ struct Marks {
     /// oldest mark's millisecond began, or before this process when the
     /// MANIFEST holds no mark.
     known_after: SeqNo,
+    /// The latest time handed out by `now_ms`: time never runs backwards.
+    now_high: u64,
+    /// The highest history floor handed out per tree: floors never fall.
+    floors: std::collections::HashMap<crate::ids::TreeId, SeqNo>,
 }
 
 /// The wall clock in unix milliseconds.
@@ -50,15 +60,48 @@ impl CommitClock {
         let logged_through = logged.last().map_or(0, |&(s, _)| s).max(durable);
         let known_after = if logged.is_empty() { durable } else { after };
         CommitClock {
-            state: RankedMutex::new(Rank::Clock, Marks { list: logged, logged_through, known_after }),
+            state: RankedMutex::new(
+                Rank::Clock,
+                Marks {
+                    list: logged,
+                    logged_through,
+                    known_after,
+                    now_high: 0,
+                    floors: std::collections::HashMap::default(),
+                },
+            ),
         }
     }
 
     /// The time to stamp a commit with now: the wall clock, never before
     /// the last mark.
     pub(crate) fn now_ms(&self) -> u64 {
-        let last = self.state.lock().list.last().map_or(0, |&(_, t)| t);
-        unix_ms_now().max(last)
+        let mut state = self.state.lock();
+        let last = state.list.last().map_or(0, |&(_, t)| t);
+        let now = unix_ms_now().max(last).max(state.now_high);
+        state.now_high = now;
+        now
+    }
+
+    /// `floor`, or the highest floor handed out for `tree` before if that
+    /// is higher (recorded): a floor a compaction used never falls under
+    /// one a read checks against.
+    pub(crate) fn floor_at_least(&self, tree: crate::ids::TreeId, floor: SeqNo) -> SeqNo {
+        let mut state = self.state.lock();
+        let high = state.floors.entry(tree).or_insert(0);
+        *high = (*high).max(floor);
+        *high
+    }
+
+    /// Forgets every mark (no tree keeps history): commits up to
+    /// `through` have no time from now on.
+    pub(crate) fn forget_all(&self, through: SeqNo) {
+        let mut state = self.state.lock();
+        let last = state.list.last().map_or(0, |&(s, _)| s);
+        state.known_after = state.known_after.max(last).max(through);
+        state.list.clear();
+        state.logged_through = state.logged_through.max(through);
+        state.floors.clear();
     }
 
     /// Records that every seqno up to `seqno` was committed by `ms`.

@@ -33,9 +33,13 @@ impl Snapshots {
     }
 
     /// Registers a snapshot at `seqno`, a committed point that may be
-    /// older than live ones (a read as of a past point).
-    pub(crate) fn register_at(&self, seqno: SeqNo) {
-        *self.live.lock().entry(seqno).or_insert(0) += 1;
+    /// older than live ones (a read as of a past point); returns whether
+    /// it is older than `now()`, read under the registry's lock (see
+    /// [`Snapshots::register`]).
+    pub(crate) fn register_at(&self, seqno: SeqNo, now: impl FnOnce() -> SeqNo) -> bool {
+        let mut live = self.live.lock();
+        *live.entry(seqno).or_insert(0) += 1;
+        seqno < now()
     }
 
     /// Another handle on the live snapshot at `seqno`.

@@ -150,6 +150,11 @@ impl Held<'_> {
     pub(crate) fn forget_commit_times_before(&mut self, ms: u64) {
         self.set.forget_commit_times_before(ms);
     }
+
+    /// Whether the MANIFEST holds commit-time marks.
+    pub(crate) fn has_commit_times(&self) -> bool {
+        self.set.has_commit_times()
+    }
 }
 
 /// The owner of the version set (the MANIFEST, the catalog and the files
