@@ -55,6 +55,12 @@ enum Cmd {
     /// with each engine's own transactions (Basalt, SQLite, LMDB, redb,
     /// fjall).
     Transactions(Common),
+    /// Issue 59: what a history window costs and what reading history
+    /// costs: a YCSB-A-like run with history off and on (update
+    /// throughput, space, get latency), gets as of past points, a key's
+    /// history of 100 versions, the change feed (Basalt, and SQLite with
+    /// a trigger-kept history table).
+    History(Common),
     /// Issue 16: TPC-H's 22 queries through DataFusion over Basalt, over
     /// Parquet, DuckDB and SQLite (`--scale` is the scale factor); then
     /// SQL point, range and indexed queries against SQLite's.
@@ -153,6 +159,10 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Transactions(c) => {
             let jobs = plan_transactions(&c, &c.scale_or(&[100_000]))?;
             ("transactions", c, jobs)
+        }
+        Cmd::History(c) => {
+            let jobs = plan_history(&c, &c.scale_or(&[1_000_000]))?;
+            ("history", c, jobs)
         }
         Cmd::Resilientdb(c) => {
             let jobs = plan_resilientdb(&c, &c.scale_or(&[1_000, 10_000, 100_000, 1_000_000]))?;
@@ -327,6 +337,23 @@ fn plan_resilientdb(c: &Common, scales: &[u64]) -> Result<Vec<Job>> {
     }
     if jobs.is_empty() {
         return Err("the resilientdb workload runs on basalt and sqlite; none was asked for".into());
+    }
+    Ok(jobs)
+}
+
+fn plan_history(c: &Common, scales: &[u64]) -> Result<Vec<Job>> {
+    let engines = if c.engines.is_empty() { vec![Kind::Basalt, Kind::Sqlite] } else { c.engines()? };
+    let mut jobs = Vec::new();
+    for &scale in scales {
+        for &engine in engines.iter().filter(|k| workload::history::supports(**k)) {
+            let mut job = c.job(Workload::History, engine, scale, Distribution::Zipfian);
+            job.ops = c.ops.unwrap_or_else(|| scale.clamp(100_000, 1_000_000));
+            job.value_bytes = workload::history::FIELDS * workload::history::FIELD_BYTES;
+            jobs.push(job);
+        }
+    }
+    if jobs.is_empty() {
+        return Err("the history workload runs on basalt and sqlite; none was asked for".into());
     }
     Ok(jobs)
 }

@@ -7,6 +7,7 @@
 
 pub mod alter;
 pub mod arrow;
+pub mod history;
 pub mod marbledb;
 pub mod omendb;
 pub mod resilientdb;
@@ -47,6 +48,8 @@ pub enum Workload {
     Resilientdb,
     /// Issue 43: read-modify-write transactions.
     Transactions,
+    /// Issue 59: history windows, as-of reads, the change feed.
+    History,
 }
 
 /// Everything a child process needs to run one job.
@@ -105,6 +108,7 @@ impl Job {
             Workload::Arrow => "arrow",
             Workload::Resilientdb => "resilientdb",
             Workload::Transactions => "transactions",
+            Workload::History => "history",
         }
     }
 
@@ -308,6 +312,7 @@ pub fn run_on(job: &Job, open: &Opener<'_>, dir: &std::path::Path) -> Result<Vec
         Workload::Arrow => arrow::run(job, open, dir, &mut sink)?,
         Workload::Resilientdb => resilientdb::run(job, dir, &mut sink)?,
         Workload::Transactions => transactions::run(job, open, dir, &mut sink)?,
+        Workload::History => history::run(job, dir, &mut sink)?,
     }
     Ok(sink.records)
 }
