@@ -41,6 +41,8 @@ pub(crate) enum Rank {
     WriteQueue,
     /// Commit times.
     Clock,
+    /// Where the change feed finds seqnos in WAL files.
+    FeedIndex,
     Snapshots,
     /// The super version's replace lock.
     SuperVersion,

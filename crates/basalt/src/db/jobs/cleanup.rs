@@ -44,6 +44,7 @@ impl DbInner {
                 match files::parse(&name) {
                     Some(FileKind::Sst(n)) => self.sst_readers.evict(n),
                     Some(FileKind::Blob(n)) => self.blob_files.evict(n),
+                    Some(FileKind::Wal(n)) => self.feed_index.forget(n),
                     _ => {}
                 }
                 match self.fs.remove(&self.dir.join(&name)) {

@@ -65,6 +65,7 @@ pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<DbInner
         row_cache: (opts.row_cache_bytes > 0).then(|| RowCache::new(opts.row_cache_bytes)),
         snapshots: Snapshots::new(),
         clock,
+        feed_index: crate::db::state::feed_index::FeedIndex::new(),
         counters: Counters::default(),
         open_trees: OpenTrees::new(),
         indexes: IndexBuilds::default(),

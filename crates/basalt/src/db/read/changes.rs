@@ -26,7 +26,7 @@ use crate::error::{Error, Result};
 use crate::files::{self, FileKind};
 use crate::ids::TreeId;
 use crate::log::format::{HEADER_BYTES, mask_crc, parse_header};
-use crate::log::reader::read_log_file;
+use crate::log::reader::read_log;
 use crate::row::layout::TableLayout;
 use crate::wal::batch;
 
@@ -162,10 +162,42 @@ impl DbInner {
                 firsts[i + 1..].iter().flatten().next().is_some_and(|&next| next <= since.saturating_add(1))
             })
             .count();
+        // One commit's entries of `tree`, handed to `f`; false: stop.
+        let mut emit = |payload: &[u8], path: &Path, offset: u64, time: Option<u64>| -> Result<bool> {
+            let decoded = batch::decode(payload, path, offset)?;
+            let mut seqno = decoded.first_seqno;
+            for entry in &decoded.entries {
+                let n = entry.seqnos();
+                let (first, last) = (seqno, seqno + n - 1);
+                seqno += n;
+                if first > visible {
+                    return Ok(false);
+                }
+                if entry.tree != tree || last <= since {
+                    continue;
+                }
+                let e = if entry.arrow_rows == 0 {
+                    Entry::Key { seqno: first, kind: entry.kind, key: entry.key, value: entry.value }
+                } else {
+                    Entry::Rows {
+                        first,
+                        kind: entry.kind,
+                        ipc: entry.value,
+                        rows: entry.arrow_rows,
+                        path,
+                        offset,
+                    }
+                };
+                if !f(e, time)? {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        };
         for &number in &wals[skip..] {
             let path = self.dir.join(files::wal(number));
-            let log = match read_log_file(self.fs.as_ref(), &path) {
-                Ok(log) => log,
+            let file = match self.fs.open(&path) {
+                Ok(file) => file,
                 // Collected meanwhile: its commits are older than the window
                 // now, and so is `since`.
                 Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
@@ -178,38 +210,72 @@ impl DbInner {
                 }
                 Err(e) => return Err(e),
             };
-            let mut seals = log.seal_times.iter().peekable();
-            for (i, (offset, payload)) in log.records.iter().enumerate() {
-                while seals.peek().is_some_and(|&&(before, _)| before <= i) {
-                    seals.next();
-                }
-                let time = seals.peek().map(|&&(_, ms)| ms);
-                let decoded = batch::decode(payload, &path, *offset)?;
-                let mut seqno = decoded.first_seqno;
-                for entry in &decoded.entries {
-                    let n = entry.seqnos();
-                    let (first, last) = (seqno, seqno + n - 1);
-                    seqno += n;
-                    if first > visible {
-                        return Ok(());
-                    }
-                    if entry.tree != tree || last <= since {
-                        continue;
-                    }
-                    let e = if entry.arrow_rows == 0 {
-                        Entry::Key { seqno: first, kind: entry.kind, key: entry.key, value: entry.value }
-                    } else {
-                        Entry::Rows {
-                            first,
-                            kind: entry.kind,
-                            ipc: entry.value,
-                            rows: entry.arrow_rows,
-                            path: &path,
-                            offset: *offset,
+            // From the record the index says holds `since + 1` (or before).
+            let start = self.feed_index.offset_for(number, since.saturating_add(1));
+            let mut records = WalRecords::new(file.as_ref(), start);
+            // A commit group's records, handed out once its seal (and time)
+            // is read.
+            let mut group: Vec<(u64, Vec<u8>)> = Vec::new();
+            loop {
+                match records.next()? {
+                    WalRecord::Data(offset, payload) => {
+                        if payload.len() >= 8 {
+                            let first = u64::from_le_bytes([
+                                payload[0], payload[1], payload[2], payload[3], payload[4], payload[5],
+                                payload[6], payload[7],
+                            ]);
+                            self.feed_index.note(number, offset, first);
                         }
-                    };
-                    if !f(e, time)? {
-                        return Ok(());
+                        group.push((offset, payload));
+                    }
+                    WalRecord::Seal(time) => {
+                        for (offset, payload) in group.drain(..) {
+                            if !emit(&payload, &path, offset, time)? {
+                                return Ok(());
+                            }
+                        }
+                    }
+                    // The end, or a torn tail: the records of a group whose
+                    // seal did not survive were replayed by recovery, and
+                    // have no time.
+                    WalRecord::End => {
+                        for (offset, payload) in group.drain(..) {
+                            if !emit(&payload, &path, offset, None)? {
+                                return Ok(());
+                            }
+                        }
+                        break;
+                    }
+                    // A damaged record: the whole-log reader tells a torn
+                    // tail from corruption (which it reports, with the file
+                    // and offset).
+                    WalRecord::Damaged(at) => {
+                        let rest =
+                            file.read_at(at, usize::try_from(file.len() - at).unwrap_or(usize::MAX))?;
+                        let log = read_log(&path, &rest)?;
+                        let mut seals = log.seal_times.iter().peekable();
+                        let time_of = |i: usize,
+                                       seals: &mut std::iter::Peekable<
+                            std::slice::Iter<'_, (usize, u64)>,
+                        >| {
+                            while seals.peek().is_some_and(|&&(before, _)| before <= i) {
+                                seals.next();
+                            }
+                            seals.peek().map(|&&(_, ms)| ms)
+                        };
+                        let first_time = time_of(0, &mut seals);
+                        for (offset, payload) in group.drain(..) {
+                            if !emit(&payload, &path, offset, first_time)? {
+                                return Ok(());
+                            }
+                        }
+                        for (i, (offset, payload)) in log.records.iter().enumerate() {
+                            let time = time_of(i, &mut seals);
+                            if !emit(payload, &path, at + offset, time)? {
+                                return Ok(());
+                            }
+                        }
+                        break;
                     }
                 }
             }
@@ -427,5 +493,82 @@ fn current_columns(
     match older {
         None => Ok(columns),
         Some(older) => older.map().adapt(layout, &columns, n).map_err(|e| e.reason()),
+    }
+}
+
+/// One record of a WAL read forwards from an offset.
+enum WalRecord {
+    /// A data record's offset and payload.
+    Data(u64, Vec<u8>),
+    /// A seal: the end of a commit group, with its time if timed.
+    Seal(Option<u64>),
+    /// The file's end, or a record cut short by it (a torn tail, or an
+    /// append still under way).
+    End,
+    /// A record that fails its checks before the file's end, at this
+    /// offset.
+    Damaged(u64),
+}
+
+/// Bytes a WAL is read in at a time: a resumed feed reads from near its
+/// point on, not the whole file.
+const WAL_CHUNK_BYTES: usize = 1 << 20;
+
+/// Reads a WAL's records forwards in chunks (`log/format.rs`).
+struct WalRecords<'f> {
+    file: &'f dyn crate::io::RandomAccessFile,
+    len: u64,
+    /// Bytes read, from file offset `at`; `pos` is the next record's
+    /// place in them.
+    buf: Vec<u8>,
+    at: u64,
+    pos: usize,
+}
+
+impl<'f> WalRecords<'f> {
+    fn new(file: &'f dyn crate::io::RandomAccessFile, start: u64) -> WalRecords<'f> {
+        let len = file.len();
+        WalRecords { file, len, buf: Vec::new(), at: start.min(len), pos: 0 }
+    }
+
+    /// Makes `need` bytes from `pos` on available; false at the file's end.
+    fn fill(&mut self, need: usize) -> Result<bool> {
+        if self.buf.len() - self.pos >= need {
+            return Ok(true);
+        }
+        let offset = self.at + self.pos as u64;
+        let left = self.len.saturating_sub(offset);
+        if (left as usize) < need {
+            return Ok(false);
+        }
+        let size = usize::try_from(left).unwrap_or(usize::MAX).min(need.max(WAL_CHUNK_BYTES));
+        self.buf = self.file.read_at(offset, size)?;
+        self.at = offset;
+        self.pos = 0;
+        Ok(self.buf.len() >= need)
+    }
+
+    fn next(&mut self) -> Result<WalRecord> {
+        let offset = self.at + self.pos as u64;
+        if !self.fill(HEADER_BYTES)? {
+            return Ok(if offset >= self.len { WalRecord::End } else { WalRecord::Damaged(offset) });
+        }
+        let Some(header) = parse_header(&self.buf[self.pos..]) else {
+            return Ok(WalRecord::Damaged(offset));
+        };
+        if !self.fill(HEADER_BYTES + header.len)? {
+            return Ok(WalRecord::Damaged(offset));
+        }
+        let start = self.pos + HEADER_BYTES;
+        let payload = &self.buf[start..start + header.len];
+        if mask_crc(crc32c::crc32c(payload)) != header.payload_crc {
+            return Ok(WalRecord::Damaged(offset));
+        }
+        self.pos = start + header.len;
+        Ok(match crate::log::format::payload_kind(payload) {
+            crate::log::format::Payload::Data => WalRecord::Data(offset, payload.to_vec()),
+            crate::log::format::Payload::Seal => WalRecord::Seal(None),
+            crate::log::format::Payload::TimedSeal(ms) => WalRecord::Seal(Some(ms)),
+        })
     }
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::clock::CommitClock;
 use super::counters::Counters;
+use super::feed_index::FeedIndex;
 use super::files_in_use::FilesInUse;
 use super::index_builds::IndexBuilds;
 use super::jobs::Jobs;
@@ -36,6 +37,7 @@ use crate::version::{Version, VersionEdit};
 /// | `files` | files jobs hold from collection, one collection at a time | `files_in_use.rs` |
 /// | `snapshots` | the live snapshots' seqnos | `snapshots.rs` |
 /// | `clock` | which seqno was committed when | `clock.rs` |
+/// | `feed_index` | where the change feed finds seqnos in WAL files | `feed_index.rs` |
 /// | `open_trees` | the open table and keyspace handles by tree | `open_trees.rs` |
 /// | `indexes` | rows touched during index builds, when each index became ready | `index_builds.rs` |
 /// | `lifecycle` | open, closed, released; the directory lock | `lifecycle.rs` |
@@ -79,6 +81,8 @@ pub(crate) struct DbInner {
     pub snapshots: Snapshots,
     /// Commit times, for history windows and reads as of a time.
     pub clock: CommitClock,
+    /// Record offsets in WAL files, for the change feed.
+    pub feed_index: FeedIndex,
     pub counters: Counters,
     /// Live table and keyspace handles by tree, to refuse dropping a tree
     /// in use.

@@ -7,6 +7,7 @@
 
 pub(crate) mod clock;
 pub(crate) mod counters;
+pub(crate) mod feed_index;
 pub(crate) mod files_in_use;
 pub(crate) mod handles;
 pub(crate) mod index_builds;
