@@ -47,6 +47,10 @@ pub struct Change {
     pub value: Option<Bytes>,
 }
 
+/// What the feed hands each WAL record to: its payload, file, offset and
+/// commit time; false: stop.
+type EmitCommit<'e> = dyn FnMut(&[u8], &Path, u64, Option<u64>) -> Result<bool> + 'e;
+
 /// One WAL entry of the tree asked for.
 enum Entry<'a> {
     Key { seqno: SeqNo, kind: Kind, key: &'a [u8], value: &'a [u8] },
@@ -195,92 +199,100 @@ impl DbInner {
             Ok(true)
         };
         for &number in &wals[skip..] {
-            let path = self.dir.join(files::wal(number));
-            let file = match self.fs.open(&path) {
-                Ok(file) => file,
-                // Collected meanwhile: its commits are older than the window
-                // now, and so is `since`.
-                Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
-                    return Err(Error::HistoryUnavailable {
-                        what: format!(
-                            "the WAL holding the changes of {name} after seqno {since} was collected"
-                        ),
-                        oldest_seqno: None,
-                    });
+            if !self.feed_from_wal(number, (name, since), &mut emit)? {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    /// Hands `emit` each commit of WAL `number` from near seqno `since`
+    /// on, with its time; false when `emit` said stop.
+    fn feed_from_wal(
+        &self,
+        number: u64,
+        (name, since): (&str, SeqNo),
+        emit: &mut EmitCommit<'_>,
+    ) -> Result<bool> {
+        let path = self.dir.join(files::wal(number));
+        let file = match self.fs.open(&path) {
+            Ok(file) => file,
+            // Collected meanwhile: its commits are older than the window
+            // now, and so is `since`.
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                return Err(Error::HistoryUnavailable {
+                    what: format!("the WAL holding the changes of {name} after seqno {since} was collected"),
+                    oldest_seqno: None,
+                });
+            }
+            Err(e) => return Err(e),
+        };
+        // From the record the index says holds `since + 1` (or before).
+        let start = self.feed_index.offset_for(number, since.saturating_add(1));
+        let mut records = WalRecords::new(file.as_ref(), start);
+        // A commit group's records, handed out once its seal (and time)
+        // is read.
+        let mut group: Vec<(u64, Vec<u8>)> = Vec::new();
+        loop {
+            match records.next()? {
+                WalRecord::Data(offset, payload) => {
+                    if payload.len() >= 8 {
+                        let first = u64::from_le_bytes([
+                            payload[0], payload[1], payload[2], payload[3], payload[4], payload[5],
+                            payload[6], payload[7],
+                        ]);
+                        self.feed_index.note(number, offset, first);
+                    }
+                    group.push((offset, payload));
                 }
-                Err(e) => return Err(e),
-            };
-            // From the record the index says holds `since + 1` (or before).
-            let start = self.feed_index.offset_for(number, since.saturating_add(1));
-            let mut records = WalRecords::new(file.as_ref(), start);
-            // A commit group's records, handed out once its seal (and time)
-            // is read.
-            let mut group: Vec<(u64, Vec<u8>)> = Vec::new();
-            loop {
-                match records.next()? {
-                    WalRecord::Data(offset, payload) => {
-                        if payload.len() >= 8 {
-                            let first = u64::from_le_bytes([
-                                payload[0], payload[1], payload[2], payload[3], payload[4], payload[5],
-                                payload[6], payload[7],
-                            ]);
-                            self.feed_index.note(number, offset, first);
-                        }
-                        group.push((offset, payload));
-                    }
-                    WalRecord::Seal(time) => {
-                        for (offset, payload) in group.drain(..) {
-                            if !emit(&payload, &path, offset, time)? {
-                                return Ok(());
-                            }
+                WalRecord::Seal(time) => {
+                    for (offset, payload) in group.drain(..) {
+                        if !emit(&payload, &path, offset, time)? {
+                            return Ok(false);
                         }
                     }
-                    // The end, or a torn tail: the records of a group whose
-                    // seal did not survive were replayed by recovery, and
-                    // have no time.
-                    WalRecord::End => {
-                        for (offset, payload) in group.drain(..) {
-                            if !emit(&payload, &path, offset, None)? {
-                                return Ok(());
-                            }
+                }
+                // The end, or a torn tail: the records of a group whose
+                // seal did not survive were replayed by recovery, and
+                // have no time.
+                WalRecord::End => {
+                    for (offset, payload) in group.drain(..) {
+                        if !emit(&payload, &path, offset, None)? {
+                            return Ok(false);
                         }
-                        break;
                     }
-                    // A damaged record: the whole-log reader tells a torn
-                    // tail from corruption (which it reports, with the file
-                    // and offset).
-                    WalRecord::Damaged(at) => {
-                        let rest =
-                            file.read_at(at, usize::try_from(file.len() - at).unwrap_or(usize::MAX))?;
-                        let log = read_log(&path, &rest)?;
-                        let mut seals = log.seal_times.iter().peekable();
-                        let time_of = |i: usize,
-                                       seals: &mut std::iter::Peekable<
-                            std::slice::Iter<'_, (usize, u64)>,
-                        >| {
+                    return Ok(true);
+                }
+                // A damaged record: the whole-log reader tells a torn
+                // tail from corruption (which it reports, with the file
+                // and offset).
+                WalRecord::Damaged(at) => {
+                    let rest = file.read_at(at, usize::try_from(file.len() - at).unwrap_or(usize::MAX))?;
+                    let log = read_log(&path, &rest)?;
+                    let mut seals = log.seal_times.iter().peekable();
+                    let time_of =
+                        |i: usize, seals: &mut std::iter::Peekable<std::slice::Iter<'_, (usize, u64)>>| {
                             while seals.peek().is_some_and(|&&(before, _)| before <= i) {
                                 seals.next();
                             }
                             seals.peek().map(|&&(_, ms)| ms)
                         };
-                        let first_time = time_of(0, &mut seals);
-                        for (offset, payload) in group.drain(..) {
-                            if !emit(&payload, &path, offset, first_time)? {
-                                return Ok(());
-                            }
+                    let first_time = time_of(0, &mut seals);
+                    for (offset, payload) in group.drain(..) {
+                        if !emit(&payload, &path, offset, first_time)? {
+                            return Ok(false);
                         }
-                        for (i, (offset, payload)) in log.records.iter().enumerate() {
-                            let time = time_of(i, &mut seals);
-                            if !emit(payload, &path, at + offset, time)? {
-                                return Ok(());
-                            }
-                        }
-                        break;
                     }
+                    for (i, (offset, payload)) in log.records.iter().enumerate() {
+                        let time = time_of(i, &mut seals);
+                        if !emit(payload, &path, at + offset, time)? {
+                            return Ok(false);
+                        }
+                    }
+                    return Ok(true);
                 }
             }
         }
-        Ok(())
     }
 
     /// A keyspace's changes after `since`, at most `limit`.
