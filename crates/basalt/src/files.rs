@@ -100,6 +100,19 @@ fn parse_any_width(name: &str) -> Option<FileKind> {
     None
 }
 
+/// The WAL numbers among directory `names`, ascending.
+pub fn wal_numbers(names: &[String]) -> Vec<u64> {
+    let mut numbers: Vec<u64> = names
+        .iter()
+        .filter_map(|n| match parse(n) {
+            Some(FileKind::Wal(x)) => Some(x),
+            _ => None,
+        })
+        .collect();
+    numbers.sort_unstable();
+    numbers
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -66,14 +66,7 @@ impl DbInner {
         let catalog = self.versions.load().version.catalog.clone();
         let Some(ms) = catalog.longest_history_ms() else { return Ok(u64::MAX) };
         let floor = self.clock.seqno_at(self.clock.now_ms().saturating_sub(ms)).unwrap_or(0);
-        let mut wals: Vec<u64> = names
-            .iter()
-            .filter_map(|n| match files::parse(n) {
-                Some(FileKind::Wal(x)) => Some(x),
-                _ => None,
-            })
-            .collect();
-        wals.sort_unstable();
+        let wals = files::wal_numbers(names);
         for (i, &n) in wals.iter().enumerate().filter(|&(_, &n)| n < log_number) {
             let mut newest = self.writer.last_seqno();
             for &next in &wals[i + 1..] {

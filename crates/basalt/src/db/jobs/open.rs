@@ -121,15 +121,7 @@ fn recover_versions(
 /// The WALs at or above `log_number` among `names`, oldest first: those
 /// whose writes may not be in any SST.
 fn wals_to_replay(names: &[String], log_number: u64) -> Vec<u64> {
-    let mut wals: Vec<u64> = names
-        .iter()
-        .filter_map(|n| match files::parse(n) {
-            Some(FileKind::Wal(x)) if x >= log_number => Some(x),
-            _ => None,
-        })
-        .collect();
-    wals.sort_unstable();
-    wals
+    files::wal_numbers(names).into_iter().filter(|&x| x >= log_number).collect()
 }
 
 /// Whether a database exists at `dir`, and the directory lock. A

@@ -23,7 +23,7 @@ use crate::codec::internal::{Kind, SeqNo};
 use crate::db::read::history::describe_ms;
 use crate::db::state::inner::DbInner;
 use crate::error::{Error, Result};
-use crate::files::{self, FileKind};
+use crate::files;
 use crate::ids::TreeId;
 use crate::log::format::{HEADER_BYTES, mask_crc, parse_header};
 use crate::log::reader::read_log;
@@ -60,17 +60,7 @@ enum Entry<'a> {
 impl DbInner {
     /// The WAL files in the directory, ascending.
     fn wal_numbers(&self) -> Result<Vec<u64>> {
-        let mut numbers: Vec<u64> = self
-            .fs
-            .list(&self.dir)?
-            .iter()
-            .filter_map(|n| match files::parse(n) {
-                Some(FileKind::Wal(x)) => Some(x),
-                _ => None,
-            })
-            .collect();
-        numbers.sort_unstable();
-        Ok(numbers)
+        Ok(files::wal_numbers(&self.fs.list(&self.dir)?))
     }
 
     /// The seqno of the first commit in WAL `number` (`None`: it holds none

@@ -180,7 +180,9 @@ impl DbInner {
             seqno += r.batch.len() as u64;
         }
         let sync = group.iter().any(|r| r.sync);
-        let commit_ms = self.clock.now_ms();
+        // The wall clock, unlocked: `record` keeps the clock's marks from
+        // running backwards (one lock per group, taken there).
+        let commit_ms = crate::db::state::clock::unix_ms_now();
         let wal_bytes = self.append_to_wal(group, sync, commit_ms)?;
         let inserted = self.insert_group(group, first)?;
         // Each seqno the group sealed is in the memtable, none twice.
