@@ -95,7 +95,10 @@ fn exit_of(e: &basalt::Error) -> Exit {
     match e {
         basalt::Error::Corruption { .. } => Exit::Corruption,
         basalt::Error::Locked(_) => Exit::Locked,
-        basalt::Error::InvalidArgument(_) | basalt::Error::SchemaMismatch(_) => Exit::Usage,
+        // A point outside a history window is asked for, as a bad argument.
+        basalt::Error::InvalidArgument(_)
+        | basalt::Error::SchemaMismatch(_)
+        | basalt::Error::HistoryUnavailable { .. } => Exit::Usage,
         basalt::Error::UniqueViolation { .. } => Exit::BadData,
         _ => Exit::Failure,
     }
