@@ -109,6 +109,13 @@ enum Command {
     /// Drop a secondary index.
     #[command(after_help = "Example:\n  basalt drop-index db flights by_tail")]
     DropIndex(manage::DropIndexArgs),
+    /// Delete a key range of a table as one write (one range tombstone,
+    /// however many rows; index entries go in the same commit).
+    #[command(after_help = "Examples:
+  basalt delete-range db flights --from 100 --to 199
+  basalt delete-range db events --from 2026-11-01 --to 2026-11-30   (a prefix: whole days)
+  basalt delete-range db flights --all")]
+    DeleteRange(manage::DeleteRangeArgs),
     /// Drop a table, its rows and its indexes.
     #[command(after_help = "Example:\n  basalt drop-table db flights")]
     DropTable(manage::TableArgs),
@@ -158,6 +165,7 @@ fn main() -> ExitCode {
         Command::Load(args) => load::run(args, create),
         Command::Get(args) => read::get(args, create),
         Command::Scan(args) => read::scan(args, create),
+        Command::DeleteRange(args) => manage::delete_range(args, create),
         Command::History(args) => read::history(args, create),
         Command::Changes(args) => read::changes(args, create),
         Command::Query(args) => read::query(args, create),

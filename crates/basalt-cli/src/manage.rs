@@ -286,6 +286,54 @@ pub fn drop_index(args: &DropIndexArgs, create: bool) -> CliResult<()> {
     Ok(())
 }
 
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("span").required(true).multiple(true).args(["from", "to", "all"])))]
+pub struct DeleteRangeArgs {
+    /// The database directory.
+    db: PathBuf,
+    /// The table.
+    table: String,
+    /// From this key (inclusive); fewer values than key columns is a
+    /// prefix.
+    #[arg(long, num_args = 1.., value_name = "VALUE", allow_negative_numbers = true)]
+    from: Vec<String>,
+    /// To this key (inclusive: a prefix takes every key starting with it).
+    #[arg(long, num_args = 1.., value_name = "VALUE", allow_negative_numbers = true)]
+    to: Vec<String>,
+    /// Every row (no --from or --to).
+    #[arg(long, conflicts_with_all = ["from", "to"])]
+    all: bool,
+    /// Sync the write to disk before returning.
+    #[arg(long)]
+    sync: bool,
+}
+
+/// Deletes a key range of a table as one write (one range tombstone).
+pub fn delete_range(args: &DeleteRangeArgs, create: bool) -> CliResult<()> {
+    let db = open::open(&args.db, create)?;
+    let table = open::table(&db, &args.table)?;
+    let schema = table.schema();
+    let key_columns = table.primary_key();
+    let bound = |texts: &[String]| -> CliResult<std::ops::Bound<Vec<basalt::OwnedKeyValue>>> {
+        Ok(if texts.is_empty() {
+            std::ops::Bound::Unbounded
+        } else {
+            std::ops::Bound::Included(crate::value::key_values(&schema, &key_columns, texts)?)
+        })
+    };
+    let range = (bound(&args.from)?, bound(&args.to)?);
+    let started = Instant::now();
+    let rows = table.count_rows(&crate::value::borrowed_range(&range), None)?;
+    table.delete_range_opt(
+        crate::value::borrowed_range(&range),
+        &basalt::WriteOptions::default().sync(args.sync),
+    )?;
+    drop(table);
+    db.close()?;
+    out!("deleted {} rows of {} in {:.1?}", grouped(rows), args.table, started.elapsed());
+    Ok(())
+}
+
 pub fn drop_table(args: &TableArgs, create: bool) -> CliResult<()> {
     let db = open::open(&args.db, create)?;
     open::table(&db, &args.table)?;

@@ -1,6 +1,7 @@
 //! The key-value workload: each batch puts and deletes random keys of its
-//! thread's key space (`kv/<thread>/<n>`), and every value names the batch
-//! that wrote it, so a half-applied batch shows which batch is torn. The
+//! thread's key space (`kv/<thread>/<n>`), now and then a short range of
+//! them at once (a range delete), and every value names the batch that
+//! wrote it, so a half-applied batch shows which batch is torn. The
 //! keyspace keeps a day of history: after every kill, its change feed
 //! must hold each acknowledged batch's entries once, in commit order.
 
@@ -21,8 +22,14 @@ const KEYS_PER_THREAD: u32 = 2_000;
 /// Entries per batch, at most.
 const BATCH_ENTRIES_MAX: usize = 24;
 
-/// One entry of a batch: a put (`Some` value) or a delete.
-type Entry = (Vec<u8>, Option<Vec<u8>>);
+/// One entry of a batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Entry {
+    Put(Vec<u8>, Vec<u8>),
+    Delete(Vec<u8>),
+    /// Every key of `[start, end)`.
+    DeleteRange(Vec<u8>, Vec<u8>),
+}
 
 /// The key-value workload; see the module docs.
 pub struct KvWorkload {
@@ -45,16 +52,21 @@ fn batch(seed: u64, thread: u32, id: u64) -> Vec<Entry> {
     let n = rng.random_range(1..=BATCH_ENTRIES_MAX);
     (0..n)
         .map(|_| {
-            let key = format!("{}{:05}", prefix(thread), rng.random_range(0..KEYS_PER_THREAD)).into_bytes();
+            let first = rng.random_range(0..KEYS_PER_THREAD);
+            let key = format!("{}{first:05}", prefix(thread)).into_bytes();
+            if rng.random_bool(0.01) {
+                let end = format!("{}{:05}", prefix(thread), first + rng.random_range(1..40)).into_bytes();
+                return Entry::DeleteRange(key, end);
+            }
             if rng.random_bool(0.15) {
-                return (key, None);
+                return Entry::Delete(key);
             }
             // Mostly small values; now and then a large one fills memtables.
             let filler =
                 if rng.random_bool(0.03) { rng.random_range(1_000..6_000) } else { rng.random_range(0..120) };
             let mut value = format!("batch {id} of thread {thread}|").into_bytes();
             value.extend((0..filler).map(|_| rng.random_range(b'a'..=b'z')));
-            (key, Some(value))
+            Entry::Put(key, value)
         })
         .collect()
 }
@@ -71,10 +83,11 @@ impl Workload for KvWorkload {
 
     fn write(&self, db: &Db, thread: u32, id: u64, sync: bool) -> basalt::Result<()> {
         let mut wb = WriteBatch::new();
-        for (key, value) in batch(self.seed, thread, id) {
-            match value {
-                Some(v) => wb.put(key, v),
-                None => wb.delete(key),
+        for entry in batch(self.seed, thread, id) {
+            match entry {
+                Entry::Put(k, v) => wb.put(k, v),
+                Entry::Delete(k) => wb.delete(k),
+                Entry::DeleteRange(start, end) => wb.delete_range(start..end),
             }
         }
         db.write_opt(wb, &WriteOptions::default().sync(sync))
@@ -95,11 +108,16 @@ struct KvModel {
 }
 
 fn apply(state: &mut BTreeMap<Vec<u8>, Vec<u8>>, entries: Vec<Entry>) {
-    for (key, value) in entries {
-        match value {
-            Some(v) => state.insert(key, v),
-            None => state.remove(&key),
-        };
+    for entry in entries {
+        match entry {
+            Entry::Put(k, v) => {
+                state.insert(k, v);
+            }
+            Entry::Delete(k) => {
+                state.remove(&k);
+            }
+            Entry::DeleteRange(start, end) => state.retain(|k, _| *k < start || *k >= end),
+        }
     }
 }
 
@@ -161,7 +179,13 @@ impl KvModel {
         let got: Vec<Entry> = changes
             .into_iter()
             .filter(|c| c.key.starts_with(prefix.as_bytes()))
-            .map(|c| (c.key.to_vec(), c.value.map(|v| v.to_vec())))
+            .map(|c| match (c.range_end, c.value) {
+                (Some(std::ops::Bound::Excluded(end)), _) => Entry::DeleteRange(c.key.to_vec(), end.to_vec()),
+                // This workload's ranges all have an end.
+                (Some(_), _) => Entry::DeleteRange(c.key.to_vec(), Vec::new()),
+                (None, Some(v)) => Entry::Put(c.key.to_vec(), v.to_vec()),
+                (None, None) => Entry::Delete(c.key.to_vec()),
+            })
             .collect();
         let want: Vec<Entry> =
             (0..self.acked).chain(pending).flat_map(|id| batch(self.seed, self.thread, id)).collect();

@@ -16,16 +16,21 @@ use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch, UInt64Array};
 use arrow_schema::{DataType, Field, Schema};
-use basalt::{Db, Table, WriteBatch};
+use basalt::{CmpOp, Db, OwnedKeyValueRange, Table, WriteBatch};
 use datafusion::arrow::compute::cast;
 use datafusion::common::{Result, ScalarValue, exec_err, not_impl_err, plan_err};
 use datafusion::dataframe::DataFrame;
 use datafusion::execution::context::SessionContext;
+use datafusion::logical_expr::LogicalPlan;
 use datafusion::sql::sqlparser::ast::{self, AssignmentTarget, FromTable, TableFactor, TableWithJoins};
 
 use crate::error::to_df;
 use crate::insert::conform;
 use crate::names::last_ident;
+use crate::pushdown::{borrowed, predicates_of, pushdown};
+
+/// Fewest rows a DELETE over a key range deletes with one range tombstone.
+const RANGE_DELETE_ROWS_MIN: u64 = 64;
 
 /// `DELETE FROM table [AS alias] [WHERE …]`.
 pub(crate) async fn delete(ctx: &SessionContext, db: &Arc<Db>, delete: &ast::Delete) -> Result<DataFrame> {
@@ -45,6 +50,29 @@ pub(crate) async fn delete(ctx: &SessionContext, db: &Arc<Db>, delete: &ast::Del
     let keys: Vec<String> = table.primary_key().iter().map(|k| quoted(k)).collect();
     let query =
         format!("SELECT {} FROM {relation}{}", keys.join(", "), where_clause(delete.selection.as_ref()));
+    let in_block = crate::txn::SessionTransaction::of(ctx.state_ref().read().config())
+        .is_some_and(|slot| slot.is_open());
+    // Outside a transaction (which holds no range delete), a WHERE that is
+    // exactly a range of the primary key deletes it as one range.
+    if !in_block && let Some(range) = key_range_of(ctx, &table, &query).await? {
+        let ranged = table.clone();
+        let rows = tokio::task::spawn_blocking(move || -> Result<Option<u64>> {
+            let rows = ranged.count_rows(&borrowed(&range), None).map_err(to_df)?;
+            // A few rows are deleted one by one: a tombstone each costs less
+            // than a range tombstone over them, which every read of the
+            // range checks until compaction collects it.
+            if rows < RANGE_DELETE_ROWS_MIN {
+                return Ok(None);
+            }
+            ranged.delete_range(borrowed(&range)).map_err(to_df)?;
+            Ok(Some(rows))
+        })
+        .await
+        .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))??;
+        if let Some(rows) = rows {
+            return count_answer(ctx, rows);
+        }
+    }
     let selected = ctx.sql(&query).await?.collect().await?;
     let mut changes = Changes::default();
     for keys in selected {
@@ -187,8 +215,54 @@ async fn commit(
     })
     .await
     .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))??;
+    count_answer(ctx, rows)
+}
+
+/// A DML statement's answer: the rows it changed.
+fn count_answer(ctx: &SessionContext, rows: u64) -> Result<DataFrame> {
     let schema = Arc::new(Schema::new(vec![Field::new("count", DataType::UInt64, false)]));
     ctx.read_batch(RecordBatch::try_new(schema, vec![Arc::new(UInt64Array::from(vec![rows]))])?)
+}
+
+/// The primary-key range a DELETE's rows are exactly, when its SELECT
+/// plans to a scan of `table` alone whose every filter the scan took (no
+/// filter, limit or join left above it) and each filter compares the
+/// leading key column with a value (`=`, `<`, `<=`, `>`, `>=`, `BETWEEN`);
+/// a float key column never (the key order puts NaN and -0.0 where SQL
+/// does not). `None`: the rows are selected one by one.
+async fn key_range_of(
+    ctx: &SessionContext,
+    table: &Table,
+    query: &str,
+) -> Result<Option<OwnedKeyValueRange>> {
+    let mut plan = ctx.sql(query).await?.into_optimized_plan()?;
+    while let LogicalPlan::Projection(p) = plan {
+        plan = Arc::unwrap_or_clone(p.input);
+    }
+    let LogicalPlan::TableScan(scan) = plan else { return Ok(None) };
+    if scan.fetch.is_some() || scan.table_name.table() != table.name() {
+        return Ok(None);
+    }
+    let schema = table.schema();
+    let key_columns = key_columns(table)?;
+    let Some(&leading) = key_columns.first() else { return Ok(None) };
+    let leading = schema.field(leading);
+    if leading.data_type().is_floating() {
+        return Ok(None);
+    }
+    let mut predicates = Vec::new();
+    for filter in &scan.filters {
+        let Some(p) = predicates_of(&schema, filter) else { return Ok(None) };
+        predicates.extend(p);
+    }
+    let bounded = predicates.iter().all(|p| {
+        &p.column == leading.name()
+            && matches!(p.op, CmpOp::Eq | CmpOp::Lt | CmpOp::LtEq | CmpOp::Gt | CmpOp::GtEq)
+    });
+    if !bounded {
+        return Ok(None);
+    }
+    Ok(Some(pushdown(&schema, &key_columns, &scan.filters).range))
 }
 
 /// Refuses an UPDATE whose new keys collide: two rows given one key, or a

@@ -85,6 +85,28 @@ impl WriteBatch {
         })
     }
 
+    /// Adds a delete of every key in `[start, end)` (in `keyspace`, the
+    /// default one if omitted; every key by default): one entry.
+    #[pyo3(signature = (start=None, end=None, *, keyspace=None))]
+    fn delete_range(
+        &self,
+        py: Python<'_>,
+        start: Option<&Bound<'_, PyAny>>,
+        end: Option<&Bound<'_, PyAny>>,
+        keyspace: Option<&Bound<'_, Keyspace>>,
+    ) -> PyResult<()> {
+        let target = self.target(py, keyspace)?;
+        let range = crate::keyspace::byte_range(start, end, None)?;
+        self.pending(py, |batch| {
+            if let Some(ks) = target {
+                batch.delete_range_keyspace(ks, range).py_err(py)
+            } else {
+                batch.delete_range(range);
+                Ok(())
+            }
+        })
+    }
+
     /// Adds a delete of `key` (in `keyspace`, the default one if omitted).
     #[pyo3(signature = (key, *, keyspace=None))]
     fn delete(

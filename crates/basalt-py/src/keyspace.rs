@@ -42,7 +42,7 @@ fn after_prefix(prefix: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// `[start, end)` intersected with the keys starting with `prefix`.
-fn byte_range(
+pub(crate) fn byte_range(
     start: Option<&Bound<'_, PyAny>>,
     end: Option<&Bound<'_, PyAny>>,
     prefix: Option<&Bound<'_, PyAny>>,
@@ -207,6 +207,22 @@ impl Keyspace {
         py.detach(|| keyspace.delete_opt(&key, &opts)).py_err(py)
     }
 
+    /// Deletes every key in `[start, end)` (from the first key, to the last,
+    /// by default): one write however many keys the range holds.
+    #[pyo3(signature = (start=None, end=None, *, sync=false))]
+    fn delete_range(
+        &self,
+        py: Python<'_>,
+        start: Option<&Bound<'_, PyAny>>,
+        end: Option<&Bound<'_, PyAny>>,
+        sync: bool,
+    ) -> PyResult<()> {
+        let keyspace = self.writable(py, "delete_range")?;
+        let range = byte_range(start, end, None)?;
+        let opts = WriteOptions::default().sync(sync);
+        py.detach(|| keyspace.delete_range_opt(range, &opts)).py_err(py)
+    }
+
     /// The values of `keys`, in order, `None` for an absent key: one call,
     /// the GIL released once, every key read at the same moment.
     fn multi_get<'py>(&self, py: Python<'py>, keys: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
@@ -358,7 +374,8 @@ impl Keyspace {
 
     /// The committed changes after seqno `since`, in commit order, as
     /// `(seqno, commit_time, key, value)` tuples (`value` is `None` for a
-    /// delete), at most `limit`; resume from the last seqno read.
+    /// delete; a range delete's `key` is a `(start, end)` tuple, `end`
+    /// `None` for no end), at most `limit`; resume from the last seqno read.
     #[pyo3(signature = (since=0, *, limit=None))]
     fn changes<'py>(
         &self,
@@ -376,7 +393,22 @@ impl Keyspace {
                     [
                         c.seqno.into_pyobject(py)?.into_any(),
                         crate::history::datetime(py, c.commit_time)?.into_pyobject(py)?,
-                        PyBytes::new(py, &c.key).into_any(),
+                        match &c.range_end {
+                            None => PyBytes::new(py, &c.key).into_any(),
+                            Some(end) => {
+                                let end = match end {
+                                    std::ops::Bound::Excluded(e) | std::ops::Bound::Included(e) => {
+                                        Some(PyBytes::new(py, e))
+                                    }
+                                    std::ops::Bound::Unbounded => None,
+                                };
+                                PyTuple::new(
+                                    py,
+                                    [PyBytes::new(py, &c.key).into_any(), end.into_pyobject(py)?.into_any()],
+                                )?
+                                .into_any()
+                            }
+                        },
                         c.value.map(|v| PyBytes::new(py, &v)).into_pyobject(py)?,
                     ],
                 )

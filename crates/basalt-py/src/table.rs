@@ -400,6 +400,29 @@ impl Table {
         .py_err(py)
     }
 
+    /// Deletes every row whose key lies in `[start, end)` (each a key or a
+    /// key prefix, as `scan` takes them; every row by default): one write
+    /// however many rows, their index entries deleted in the same commit.
+    #[pyo3(signature = (start=None, end=None, *, sync=false))]
+    fn delete_range(
+        &self,
+        py: Python<'_>,
+        start: Option<&Bound<'_, PyAny>>,
+        end: Option<&Bound<'_, PyAny>>,
+        sync: bool,
+    ) -> PyResult<()> {
+        let db = self.state.db_for_write(py, "delete_range")?;
+        let range = self.range(py, start, end)?;
+        let table = &self.table;
+        let opts = WriteOptions::default().sync(sync);
+        py.detach(|| {
+            let mut batch = basalt::WriteBatch::new();
+            batch.delete_table_range(table, &(borrow_edge(&range.0), borrow_edge(&range.1)))?;
+            db.write_opt(batch, &opts)
+        })
+        .py_err(py)
+    }
+
     /// The row with primary key `key` (a value, or a tuple for a composite
     /// key) as a `dict` of column → Python value, or `None`.
     #[pyo3(signature = (key, *, columns=None, snapshot=None))]

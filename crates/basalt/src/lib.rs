@@ -27,6 +27,7 @@ mod io;
 mod log;
 mod memtable;
 mod options;
+mod range_del;
 mod ranked;
 mod row;
 mod shards;
@@ -54,9 +55,9 @@ pub use bytes::Bytes;
 pub use catalog::HistoryWindow;
 pub use codec::key::{KeyValue, OwnedKeyValue};
 pub use db::{
-    AsOf, BulkLoad, CHANGE_OP, Change, ColumnEstimate, Db, DbIterator, Direction, GetLatency,
-    HISTORY_COMMIT_TIME, HISTORY_DELETED, HISTORY_SEQNO, HistoryInfo, HistoryOptions, IndexInfo,
-    IndexOptions, IndexPredicate, KeyValueRange, KeyVersion, Keyspace, LevelStats, LookupOptions,
+    AsOf, BulkLoad, CHANGE_OP, CHANGE_RANGE_END, CHANGE_RANGE_START, Change, ColumnEstimate, Db, DbIterator,
+    Direction, GetLatency, HISTORY_COMMIT_TIME, HISTORY_DELETED, HISTORY_SEQNO, HistoryInfo, HistoryOptions,
+    IndexInfo, IndexOptions, IndexPredicate, KeyValueRange, KeyVersion, Keyspace, LevelStats, LookupOptions,
     OwnedKeyValueRange, ReadOptions, Row, RowRef, ScanOptions, ScanPlan, Snapshot, Stats, Table,
     TableEstimate, TableOptions, TableOverlay, TableScan, Transaction,
 };

@@ -197,6 +197,15 @@ fn violates(ix: &IndexSpec, rows: &Rows) -> bool {
     tuples.windows(2).any(|w| prefix_cmp(&w[0], &w[1]).is_eq())
 }
 
+/// A bound of cells as a bound of key values.
+fn kv(b: &Bound<Vec<Cell>>) -> Bound<Vec<KeyValue<'_>>> {
+    match b {
+        Bound::Unbounded => Bound::Unbounded,
+        Bound::Included(t) => Bound::Included(t.iter().map(Cell::key_value).collect()),
+        Bound::Excluded(t) => Bound::Excluded(t.iter().map(Cell::key_value).collect()),
+    }
+}
+
 struct Case {
     rng: StdRng,
     fs: MemFs,
@@ -258,6 +267,20 @@ impl Case {
         for k in keys {
             self.rows.remove(&OracleKey(k));
         }
+    }
+
+    /// A range delete between two keys (present ones mostly), or from one
+    /// on: the rows go, and with them their index entries.
+    fn delete_range(&mut self) {
+        let pick = |rng: &mut StdRng| match self.rows.keys().collect::<Vec<_>>().choose(rng) {
+            Some(k) if rng.random_bool(0.8) => k.0.clone(),
+            _ => self.spec.random_key(rng),
+        };
+        let (a, b) = (pick(&mut self.rng), pick(&mut self.rng));
+        let hi = if self.rng.random_bool(0.2) { Bound::Unbounded } else { Bound::Included(b) };
+        let range = (Bound::Included(a), hi);
+        self.table().delete_range((kv(&range.0), kv(&range.1))).expect("delete_range");
+        self.rows.retain(|k, _| !in_range(&k.0, &range));
     }
 
     fn create_index(&mut self) {
@@ -472,7 +495,8 @@ fn run_case(seed: u64) {
     for step in 0..120 {
         match case.rng.random_range(0..100) {
             0..50 => case.write(),
-            50..65 => case.delete(),
+            50..60 => case.delete(),
+            60..65 => case.delete_range(),
             65..70 => case.db.as_ref().expect("open").flush().expect("flush"),
             70..73 => case.table().compact().expect("compact"),
             73..76 => case.reopen(),

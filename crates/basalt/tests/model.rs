@@ -1,5 +1,5 @@
 //! Model-based test of the whole engine: random sequences of puts, deletes,
-//! batches, gets, range and prefix iteration (both directions), snapshot
+//! range deletes, batches, gets, range and prefix iteration (both directions), snapshot
 //! reads, flushes and reopens, checked step by step against a `BTreeMap`.
 //! A failure prints the seed that replays it (`BASALT_SEED=…`).
 
@@ -55,6 +55,13 @@ fn collect_mixed(mut iter: basalt::DbIterator, rng: &mut StdRng) -> Vec<(Vec<u8>
     }
 }
 
+/// The model after a range delete of `lo..hi`.
+fn remove_range(model: &mut Model, lo: &std::ops::Bound<Vec<u8>>, hi: &std::ops::Bound<Vec<u8>>) {
+    for (k, _) in model_range(model, lo, hi, true) {
+        model.remove(&k);
+    }
+}
+
 fn check_prefix(db: &Db, model: &Model, rng: &mut StdRng) {
     let mut p = random_key(rng);
     p.truncate(rng.random_range(0..=p.len()));
@@ -71,16 +78,25 @@ fn step(db: &Db, model: &mut Model, held: &mut Vec<Held>, rng: &mut StdRng) -> b
             db.put(&k, &v).expect("put");
             model.insert(k, v);
         }
-        30..40 => {
+        30..36 => {
             let k = random_key(rng);
             db.delete(&k).expect("delete");
             model.remove(&k);
+        }
+        36..40 => {
+            let (lo, hi) = (random_bound(rng), random_bound(rng));
+            db.delete_range((lo.clone(), hi.clone())).expect("delete_range");
+            remove_range(model, &lo, &hi);
         }
         40..50 => {
             let mut batch = WriteBatch::new();
             for _ in 0..rng.random_range(0..20) {
                 let k = random_key(rng);
-                if rng.random_bool(0.7) {
+                if rng.random_bool(0.1) {
+                    let (lo, hi) = (random_bound(rng), random_bound(rng));
+                    batch.delete_range((lo.clone(), hi.clone()));
+                    remove_range(model, &lo, &hi);
+                } else if rng.random_bool(0.7) {
                     let v = random_value(rng);
                     batch.put(&k, &v);
                     model.insert(k, v);

@@ -671,6 +671,31 @@ impl World {
         }
     }
 
+    /// A range delete over full keys or key prefixes: the rows of the range
+    /// go, the rest stay (an over-long bound may be refused, then nothing
+    /// changes).
+    fn op_delete_range(&mut self, ctx: &str, t: usize) {
+        let range =
+            (random_bound(&mut self.rng, &self.models[t]), random_bound(&mut self.rng, &self.models[t]));
+        let result = if self.rng.random_bool(0.3) {
+            let mut wb = WriteBatch::new();
+            wb.delete_table_range(&self.tables[t], &(kv_bound(&range.0), kv_bound(&range.1)))
+                .and_then(|()| self.db().write(wb))
+        } else {
+            self.tables[t].delete_range((kv_bound(&range.0), kv_bound(&range.1)))
+        };
+        let model = &mut self.models[t];
+        let long = [&range.0, &range.1].iter().any(|b| match b {
+            Bound::Included(k) | Bound::Excluded(k) => !k.is_empty() && model.too_long(k),
+            Bound::Unbounded => false,
+        });
+        match result {
+            Ok(()) => model.rows.retain(|k, _| !common::table_oracle::in_range(&k.0, &range)),
+            Err(Error::InvalidArgument(_)) if long => {}
+            Err(e) => panic!("{ctx}: delete_range {range:?} of {}: {e}", model.name),
+        }
+    }
+
     /// One write batch of puts and deletes over several tables.
     fn op_multi_write(&mut self, ctx: &str) {
         let mut wb = WriteBatch::new();
@@ -800,7 +825,8 @@ impl World {
         let (table, model) = (&self.tables[t], &self.models[t]);
         match self.rng.random_range(0..100) {
             0..24 => self.op_write(&ctx, t),
-            24..34 => self.op_delete(&ctx, t),
+            24..31 => self.op_delete(&ctx, t),
+            31..34 => self.op_delete_range(&ctx, t),
             34..44 => {
                 let key = model.probe_key(&mut self.rng);
                 check_get(&ctx, table, model, &model.rows, &key, None);

@@ -4,6 +4,7 @@
 //! compaction thread does the I/O (`db/compact.rs`), merging the inputs
 //! through the tree cursor that reads use (`db/cursor.rs`).
 
+pub mod covered;
 pub mod picker;
 pub mod retain;
 

@@ -12,8 +12,16 @@
 //! above its floor (each one a stripe of its own), the newest at or below
 //! the floor (the floor counts as a snapshot), and each key's newest
 //! `versions` versions whatever their stripe.
+//!
+//! A range tombstone over a key counts as a delete of that key at the
+//! tombstone's seqno: it takes its place among the key's versions, hides
+//! the older ones of its stripe as a delete would, and is never written
+//! (it lives in the version until nothing is left for it to cover).
+
+use std::sync::Arc;
 
 use crate::codec::internal::{Kind, SeqNo};
+use crate::range_del::TombstoneSet;
 
 /// Decides keep or drop for each entry of a merged, internal-key-ordered
 /// stream.
@@ -31,6 +39,11 @@ pub struct Retention {
     versions: u32,
     /// Versions of the current key seen so far.
     seen: u32,
+    /// The tree's range tombstones, if any.
+    tombstones: Option<Arc<TombstoneSet>>,
+    /// Seqnos of the range tombstones over the current key not yet passed,
+    /// oldest last.
+    pending: Vec<SeqNo>,
 }
 
 impl Retention {
@@ -51,7 +64,23 @@ impl Retention {
         snapshots.extend(floor);
         snapshots.sort_unstable();
         snapshots.dedup();
-        Retention { snapshots, bottommost, current_key: None, last_stripe: None, floor, versions, seen: 0 }
+        Retention {
+            snapshots,
+            bottommost,
+            current_key: None,
+            last_stripe: None,
+            floor,
+            versions,
+            seen: 0,
+            tombstones: None,
+            pending: Vec::new(),
+        }
+    }
+
+    /// This retention, honouring the tree's range tombstones.
+    pub fn with_range_tombstones(mut self, tombstones: Arc<TombstoneSet>) -> Retention {
+        self.tombstones = (!tombstones.is_empty()).then_some(tombstones);
+        self
     }
 
     /// The stripe of `seqno`: index of the oldest snapshot that sees it.
@@ -66,7 +95,24 @@ impl Retention {
             self.current_key = Some(user_key.to_vec());
             self.last_stripe = None;
             self.seen = 0;
+            self.pending.clear();
+            if let Some(set) = &self.tombstones {
+                self.pending.extend_from_slice(set.all_covering(user_key));
+            }
         }
+        // Range tombstones newer than this version come first, each as a
+        // delete of the key (which is not written).
+        while let Some(&t) = self.pending.first()
+            && t > seqno
+        {
+            self.pending.remove(0);
+            self.decide(t, Kind::Delete);
+        }
+        self.decide(seqno, kind)
+    }
+
+    /// [`Retention::keep`] for the next version of the current key.
+    fn decide(&mut self, seqno: SeqNo, kind: Kind) -> bool {
         let stripe = self.stripe(seqno);
         self.seen = self.seen.saturating_add(1);
         if self.floor.is_some_and(|f| seqno > f) || self.seen <= self.versions {
@@ -144,6 +190,53 @@ mod tests {
         // Above 5: 9, 8 (a delete) and 7; at 5 a reader sees 4; 3 is hidden.
         // b's delete at 2 is below the floor at the bottom: both go.
         assert_eq!(kept, vec![("a".into(), 9), ("a".into(), 8), ("a".into(), 7), ("a".into(), 4)]);
+    }
+
+    fn tombstones(list: &[(&str, Option<&str>, SeqNo)]) -> Arc<TombstoneSet> {
+        Arc::new(TombstoneSet::new(
+            list.iter()
+                .map(|(a, b, s)| crate::range_del::RangeTombstone {
+                    start: bytes::Bytes::copy_from_slice(a.as_bytes()),
+                    end: b.map(|b| bytes::Bytes::copy_from_slice(b.as_bytes())),
+                    seqno: *s,
+                })
+                .collect(),
+        ))
+    }
+
+    #[test]
+    fn a_range_tombstone_hides_older_versions_unless_a_snapshot_sees_them() {
+        let e = [
+            ("a", 9, Kind::Put),
+            ("a", 3, Kind::Put),
+            ("b", 4, Kind::Put),
+            ("b", 2, Kind::Put),
+            ("c", 1, Kind::Put),
+            ("d", 1, Kind::Put),
+        ];
+        let set = tombstones(&[("a", Some("d"), 5)]);
+        let r = Retention::new(vec![], false).with_range_tombstones(set.clone());
+        // a@9 is newer than the tombstone; a@3, b and c are under it; d is past its end.
+        assert_eq!(run_with(r, &e), vec![("a".into(), 9), ("d".into(), 1)]);
+        // Snapshot 3 sees a@3, b@2 and c@1: each the newest it sees of its key.
+        let r = Retention::new(vec![3], false).with_range_tombstones(set);
+        assert_eq!(
+            run_with(r, &e),
+            vec![("a".into(), 9), ("a".into(), 3), ("b".into(), 2), ("c".into(), 1), ("d".into(), 1)]
+        );
+    }
+
+    #[test]
+    fn a_range_tombstone_counts_as_a_version_in_a_history_window() {
+        let e = [("a", 8, Kind::Put), ("a", 4, Kind::Put), ("a", 2, Kind::Put)];
+        let set = tombstones(&[("a", None, 6)]);
+        // Above the floor 3: 8, the tombstone (6) and 4 are kept; 2 is the
+        // version the floor sees, kept too.
+        let r = Retention::with_history(vec![], true, Some(3), 0).with_range_tombstones(set.clone());
+        assert_eq!(run_with(r, &e), vec![("a".into(), 8), ("a".into(), 4), ("a".into(), 2)]);
+        // The newest two versions are 8 and the tombstone: 4 and 2 go.
+        let r = Retention::with_history(vec![], true, None, 2).with_range_tombstones(set);
+        assert_eq!(run_with(r, &e), vec![("a".into(), 8)]);
     }
 
     #[test]

@@ -23,7 +23,7 @@ pub use index::query::{IndexPredicate, LookupOptions};
 #[cfg(feature = "inspect")]
 pub use index::verify::IndexCheck;
 pub use jobs::ingest::BulkLoad;
-pub use read::changes::{CHANGE_OP, Change};
+pub use read::changes::{CHANGE_OP, CHANGE_RANGE_END, CHANGE_RANGE_START, Change};
 pub use read::estimates::{ColumnEstimate, OwnedKeyValueRange, TableEstimate};
 pub use read::history::HistoryInfo;
 pub use read::iter::{DbIterator, Direction};
@@ -182,6 +182,23 @@ impl Db {
     pub fn delete_opt(&self, key: impl AsRef<[u8]>, opts: &WriteOptions) -> Result<()> {
         let mut batch = WriteBatch::new();
         batch.delete(key);
+        self.write_opt(batch, opts)
+    }
+
+    /// Deletes every key of the key-value store in `range`: one write
+    /// however many keys the range holds (see [`Keyspace::delete_range`]).
+    pub fn delete_range<K: AsRef<[u8]>>(&self, range: impl std::ops::RangeBounds<K>) -> Result<()> {
+        self.delete_range_opt(range, &WriteOptions::default())
+    }
+
+    /// [`Db::delete_range`] with explicit write options.
+    pub fn delete_range_opt<K: AsRef<[u8]>>(
+        &self,
+        range: impl std::ops::RangeBounds<K>,
+        opts: &WriteOptions,
+    ) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.delete_range(range);
         self.write_opt(batch, opts)
     }
 

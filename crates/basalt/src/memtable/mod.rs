@@ -6,8 +6,10 @@
 mod cursor;
 mod skiplist;
 
+use std::collections::BTreeMap;
 use std::ops::Bound;
-use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AtomicOrdering};
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 
@@ -16,6 +18,7 @@ pub use cursor::MemCursor;
 use crate::codec::internal::{SeqNo, seek_trailer};
 use crate::error::Result;
 use crate::ids::TreeId;
+use crate::range_del::{RangeTombstone, TombstoneSet};
 use skiplist::{Inserter, KeyParts, SkipList};
 
 /// Bytes charged per entry beyond its key and value, as an estimate before
@@ -73,6 +76,18 @@ pub struct Memtable {
     wal_number: u64,
     /// Largest seqno inserted (0 when empty).
     max_seqno: AtomicU64,
+    /// Range tombstones taken, by tree; few, so kept beside the list.
+    range_dels: Mutex<RangeDels>,
+    /// Whether `range_dels` holds any: a read checks this flag alone.
+    has_range_dels: AtomicBool,
+}
+
+/// A memtable's range tombstones of each tree, with their set for search
+/// built on first use after a change (as RocksDB caches a memtable's
+/// fragmented tombstones).
+#[derive(Debug, Default)]
+struct RangeDels {
+    by_tree: BTreeMap<TreeId, (Vec<RangeTombstone>, Option<Arc<TombstoneSet>>)>,
 }
 
 /// The memtable's writer: inserts through it never race (it holds the
@@ -80,6 +95,7 @@ pub struct Memtable {
 pub struct MemInserter<'a> {
     inserter: Inserter<'a>,
     max_seqno: &'a AtomicU64,
+    range_dels: (&'a Mutex<RangeDels>, &'a AtomicBool),
     newest: SeqNo,
 }
 
@@ -93,6 +109,17 @@ impl MemInserter<'_> {
         self.newest = self.newest.max(trailer >> 8);
         Ok(())
     }
+
+    /// Takes a range tombstone of `tree`. Readers that load the seqno
+    /// published after it (release, after this returns) find it.
+    pub fn insert_range_delete(&mut self, tree: TreeId, tombstone: RangeTombstone) {
+        self.newest = self.newest.max(tombstone.seqno);
+        let mut dels = self.range_dels.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (list, set) = dels.by_tree.entry(tree).or_default();
+        list.push(tombstone);
+        *set = None;
+        self.range_dels.1.store(true, AtomicOrdering::Release);
+    }
 }
 
 impl Drop for MemInserter<'_> {
@@ -104,7 +131,13 @@ impl Drop for MemInserter<'_> {
 impl Memtable {
     /// An empty memtable whose writes go to WAL `wal_number`.
     pub fn new(wal_number: u64) -> Self {
-        Memtable { list: SkipList::new(), wal_number, max_seqno: AtomicU64::new(0) }
+        Memtable {
+            list: SkipList::new(),
+            wal_number,
+            max_seqno: AtomicU64::new(0),
+            range_dels: Mutex::default(),
+            has_range_dels: AtomicBool::new(false),
+        }
     }
 
     /// Number of the WAL holding this memtable's writes.
@@ -114,7 +147,12 @@ impl Memtable {
 
     /// The writer, for a batch of inserts.
     pub fn inserter(&self) -> MemInserter<'_> {
-        MemInserter { inserter: self.list.inserter(), max_seqno: &self.max_seqno, newest: 0 }
+        MemInserter {
+            inserter: self.list.inserter(),
+            max_seqno: &self.max_seqno,
+            range_dels: (&self.range_dels, &self.has_range_dels),
+            newest: 0,
+        }
     }
 
     /// Inserts one version.
@@ -145,9 +183,36 @@ impl Memtable {
         self.list.node_bytes()
     }
 
-    /// True when nothing was inserted.
+    /// True when nothing was inserted (no entry and no range tombstone).
     pub fn is_empty(&self) -> bool {
-        self.list.len() == 0
+        self.list.len() == 0 && !self.has_range_dels()
+    }
+
+    /// Whether any range tombstone was taken.
+    pub fn has_range_dels(&self) -> bool {
+        self.has_range_dels.load(AtomicOrdering::Acquire)
+    }
+
+    /// The range tombstones of `tree`, if there are any.
+    pub fn range_tombstones(&self, tree: TreeId) -> Option<Arc<TombstoneSet>> {
+        if !self.has_range_dels() {
+            return None;
+        }
+        let mut dels = self.range_dels.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (list, set) = dels.by_tree.get_mut(&tree)?;
+        Some(set.get_or_insert_with(|| Arc::new(TombstoneSet::new(list.clone()))).clone())
+    }
+
+    /// Every range tombstone taken, by tree (for the flush).
+    pub fn all_range_tombstones(&self) -> Vec<(TreeId, RangeTombstone)> {
+        if !self.has_range_dels() {
+            return Vec::new();
+        }
+        let dels = self.range_dels.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        dels.by_tree
+            .iter()
+            .flat_map(|(&tree, (list, _))| list.iter().map(move |t| (tree, t.clone())))
+            .collect()
     }
 
     /// Largest seqno inserted.

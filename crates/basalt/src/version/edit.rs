@@ -55,6 +55,12 @@
 //! 16 table version start  varint tree | varint version | varint seqno:
 //!                   rows of commits after the seqno are of that schema
 //!                   version or a later one (applied after tag 12)
+//! 17 range tombstone  varint tree | varint seqno | varint len + start
+//!                   | u8 (1: an end follows; 0: no end) | [varint len + end]
+//!                   (every key of [start, end) deleted at seqno;
+//!                   `range_del.rs`; applied after the edit's files)
+//! 18 range tombstone dropped  varint tree | varint seqno (it covers no
+//!                   entry any more)
 //! file meta := number | size | entries | min seqno | max seqno (varints)
 //!              | smallest: varint len + key | u64 LE trailer
 //!              | largest:  varint len + key | u64 LE trailer
@@ -70,6 +76,7 @@ use crate::codec::internal::{InternalKey, SeqNo};
 use crate::codec::varint::{self, Reader};
 use crate::error::Result;
 use crate::ids::TreeId;
+use crate::range_del::RangeTombstone;
 
 const TAG_LOG_NUMBER: u8 = 1;
 const TAG_NEXT_FILE: u8 = 2;
@@ -87,6 +94,8 @@ const TAG_FILE_SCHEMA: u8 = 13;
 const TAG_TREE_HISTORY: u8 = 14;
 const TAG_COMMIT_TIMES: u8 = 15;
 const TAG_TABLE_VERSION_START: u8 = 16;
+const TAG_RANGE_TOMBSTONE: u8 = 17;
+const TAG_RANGE_TOMBSTONE_DROPPED: u8 = 18;
 
 /// Flags of a tree history record.
 const HISTORY_KEEP_FOR: u8 = 1;
@@ -338,6 +347,10 @@ pub struct VersionEdit {
     pub commit_times_cleared: bool,
     /// (table, schema version, the seqno it began after).
     pub table_version_starts: Vec<(TreeId, u32, SeqNo)>,
+    /// Range tombstones now in the version (flushed from memtables).
+    pub range_tombstones_added: Vec<(TreeId, RangeTombstone)>,
+    /// Range tombstones, by tree and seqno, that cover no entry any more.
+    pub range_tombstones_dropped: Vec<(TreeId, SeqNo)>,
 }
 
 fn put_key(out: &mut Vec<u8>, key: &InternalKey) {
@@ -408,6 +421,25 @@ fn read_commit_times(r: &mut Reader<'_, '_>, e: &mut VersionEdit) -> Result<()> 
         e.commit_times.push((seqno, ms));
     }
     Ok(())
+}
+
+fn read_tree_seqno(r: &mut Reader<'_, '_>) -> Result<(TreeId, SeqNo)> {
+    Ok((read_tree(r)?, r.varint()?))
+}
+
+fn read_range_tombstone(r: &mut Reader<'_, '_>) -> Result<(TreeId, RangeTombstone)> {
+    let tree = read_tree(r)?;
+    let seqno = r.varint()?;
+    let start = Bytes::copy_from_slice(r.len_bytes()?);
+    let end = match r.u8()? {
+        0 => None,
+        1 => Some(Bytes::copy_from_slice(r.len_bytes()?)),
+        flag => return Err(r.corrupt(format!("range tombstone end flag {flag}"))),
+    };
+    if !crate::range_del::is_nonempty_range(&start, end.as_deref()) {
+        return Err(r.corrupt("a range tombstone of an empty range"));
+    }
+    Ok((tree, RangeTombstone { start, end, seqno }))
 }
 
 fn read_tree_history(r: &mut Reader<'_, '_>) -> Result<(TreeId, Option<TreeHistory>)> {
@@ -573,7 +605,30 @@ impl VersionEdit {
             out.push(*level as u8);
             varint::put_u64(&mut out, *number);
         }
+        self.encode_range_tombstones(&mut out);
         out
+    }
+
+    /// Tags 17 and 18: range tombstones added and dropped.
+    fn encode_range_tombstones(&self, out: &mut Vec<u8>) {
+        for (tree, t) in &self.range_tombstones_added {
+            out.push(TAG_RANGE_TOMBSTONE);
+            varint::put_u64(out, u64::from(*tree));
+            varint::put_u64(out, t.seqno);
+            varint::put_bytes(out, &t.start);
+            match &t.end {
+                Some(end) => {
+                    out.push(1);
+                    varint::put_bytes(out, end);
+                }
+                None => out.push(0),
+            }
+        }
+        for &(tree, seqno) in &self.range_tombstones_dropped {
+            out.push(TAG_RANGE_TOMBSTONE_DROPPED);
+            varint::put_u64(out, u64::from(tree));
+            varint::put_u64(out, seqno);
+        }
     }
 
     /// Tags 14, 15 and 16: history windows, commit times, schema version
@@ -649,11 +704,11 @@ impl VersionEdit {
                 TAG_TABLE_VERSION => e.table_versions.push(read_table_version(&mut r)?),
                 TAG_TREE_HISTORY => e.tree_histories.push(read_tree_history(&mut r)?),
                 TAG_COMMIT_TIMES => read_commit_times(&mut r, &mut e)?,
+                TAG_RANGE_TOMBSTONE => e.range_tombstones_added.push(read_range_tombstone(&mut r)?),
+                TAG_RANGE_TOMBSTONE_DROPPED => e.range_tombstones_dropped.push(read_tree_seqno(&mut r)?),
                 TAG_TABLE_VERSION_START => {
                     let tree = read_tree(&mut r)?;
-                    let version = read_u32(&mut r)?;
-                    let seqno = r.varint()?;
-                    e.table_version_starts.push((tree, version, seqno));
+                    e.table_version_starts.push((tree, read_u32(&mut r)?, r.varint()?));
                 }
                 TAG_FILE_SCHEMA => {
                     let tree = read_tree(&mut r)?;
@@ -828,6 +883,18 @@ mod tests {
             commit_times_after: 3,
             commit_times_cleared: false,
             table_version_starts: vec![(4, 1, 33)],
+            range_tombstones_added: vec![
+                (
+                    4,
+                    RangeTombstone {
+                        start: Bytes::from_static(b"a"),
+                        end: Some(Bytes::from_static(b"m")),
+                        seqno: 41,
+                    },
+                ),
+                (5, RangeTombstone { start: Bytes::new(), end: None, seqno: 42 }),
+            ],
+            range_tombstones_dropped: vec![(4, 30)],
         }
     }
 

@@ -9,6 +9,7 @@ use super::edit::{BlobFileMeta, FileMeta, VersionEdit};
 use crate::catalog::{Catalog, CatalogChange, TreeKindRecord};
 use crate::error::{Error, Result};
 use crate::ids::TreeId;
+use crate::range_del::TombstoneSet;
 
 /// Number of levels per tree (L0 … L6), as LevelDB and RocksDB.
 pub const LEVELS: usize = 7;
@@ -19,11 +20,14 @@ pub struct TreeVersion {
     /// `levels[0]` holds overlapping files, newest first; deeper levels hold
     /// files with disjoint key ranges, sorted by smallest key.
     pub levels: Vec<Vec<Arc<FileMeta>>>,
+    /// Range tombstones flushed from memtables that still cover entries
+    /// of the files (`range_del.rs`).
+    pub range_tombstones: Arc<TombstoneSet>,
 }
 
 impl TreeVersion {
     fn new() -> Self {
-        TreeVersion { levels: vec![Vec::new(); LEVELS] }
+        TreeVersion { levels: vec![Vec::new(); LEVELS], range_tombstones: crate::range_del::empty() }
     }
 
     /// Files that may hold `user_key`, in the order a point lookup must
@@ -130,6 +134,31 @@ impl Version {
         for tree in next.trees.values_mut() {
             sort_levels(tree);
         }
+        let mut changed: BTreeMap<TreeId, Vec<crate::range_del::RangeTombstone>> = BTreeMap::new();
+        for (id, t) in &edit.range_tombstones_added {
+            let tree =
+                next.trees.get(id).ok_or_else(|| bad(format!("range tombstone of unknown tree {id}")))?;
+            let list = changed.entry(*id).or_insert_with(|| tree.range_tombstones.tombstones().to_vec());
+            if list.iter().any(|old| old.seqno == t.seqno) {
+                return Err(bad(format!("range tombstone {} of tree {id} added twice", t.seqno)));
+            }
+            list.push(t.clone());
+        }
+        for (id, seqno) in &edit.range_tombstones_dropped {
+            let tree =
+                next.trees.get(id).ok_or_else(|| bad(format!("range tombstone of unknown tree {id}")))?;
+            let list = changed.entry(*id).or_insert_with(|| tree.range_tombstones.tombstones().to_vec());
+            let before = list.len();
+            list.retain(|t| t.seqno != *seqno);
+            if list.len() == before {
+                return Err(bad(format!("dropping range tombstone {seqno}, not in tree {id}")));
+            }
+        }
+        for (id, list) in changed {
+            if let Some(tree) = next.trees.get_mut(&id) {
+                tree.range_tombstones = Arc::new(TombstoneSet::new(list));
+            }
+        }
         if !next.blobs.is_empty() {
             // A blob file no SST points into any more is garbage: it leaves
             // the version (and is collected once no older version holds it).
@@ -217,6 +246,8 @@ impl Version {
             for (level, f) in tree.all_files() {
                 e.files_added.push((*id, level, (**f).clone()));
             }
+            e.range_tombstones_added
+                .extend(tree.range_tombstones.tombstones().iter().map(|t| (*id, t.clone())));
         }
         e
     }

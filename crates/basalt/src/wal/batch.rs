@@ -6,7 +6,9 @@ use std::path::Path;
 
 use bytes::Bytes;
 
-use super::format::{BATCH_HEADER_BYTES, ENTRY_DELETE, ENTRY_PUT, ENTRY_ROWS_DELETE, ENTRY_ROWS_PUT};
+use super::format::{
+    BATCH_HEADER_BYTES, ENTRY_DELETE, ENTRY_PUT, ENTRY_RANGE_DELETE, ENTRY_ROWS_DELETE, ENTRY_ROWS_PUT,
+};
 use crate::codec::internal::{Kind, SeqNo};
 use crate::codec::varint::{self, Reader};
 use crate::error::Result;
@@ -40,6 +42,10 @@ pub struct WriteBatch {
     kv_key_max: usize,
     kv_value_max: usize,
     trees: Vec<(TreeId, bool)>,
+    /// Whether some entry is a range delete.
+    has_range_deletes: bool,
+    /// The longest bound of its range deletes.
+    range_bound_max: usize,
 }
 
 impl Default for WriteBatch {
@@ -63,6 +69,28 @@ pub struct BatchEntry<'a> {
     /// 0 for a single key; otherwise the number of Arrow rows in `value`
     /// (upserted rows for a put, key rows for a delete), each taking a seqno.
     pub arrow_rows: u32,
+    /// For a range delete (kind `Delete`, `key` its first key): where the
+    /// range ends. `None` for every other entry.
+    pub range_end: Option<RangeEnd<'a>>,
+}
+
+/// Where a range delete's range ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RangeEnd<'a> {
+    /// Before this key (excluded).
+    Before(&'a [u8]),
+    /// At the end of the key space.
+    Unbounded,
+}
+
+impl<'a> RangeEnd<'a> {
+    /// The end key, `None` for no end.
+    pub fn key(self) -> Option<&'a [u8]> {
+        match self {
+            RangeEnd::Before(k) => Some(k),
+            RangeEnd::Unbounded => None,
+        }
+    }
 }
 
 impl BatchEntry<'_> {
@@ -96,6 +124,8 @@ impl WriteBatch {
             kv_key_max: 0,
             kv_value_max: 0,
             trees: Vec::new(),
+            has_range_deletes: false,
+            range_bound_max: 0,
         }
     }
 
@@ -152,6 +182,49 @@ impl WriteBatch {
         self.note_kv(tree, key.len(), 0);
     }
 
+    /// Deletes every key of `range` from the key-value store: one entry
+    /// (and one seqno) however many keys the range holds. An empty range
+    /// adds nothing.
+    pub fn delete_range<K: AsRef<[u8]>>(&mut self, range: impl std::ops::RangeBounds<K>) {
+        let (start, end) = crate::range_del::bytes_range(&range);
+        self.delete_range_raw(DEFAULT_TREE, &start, end.as_deref());
+    }
+
+    /// Deletes every key from `start` (included) to `end` (excluded; `None`:
+    /// no end) from `tree`; nothing when the range holds no key.
+    pub(crate) fn delete_range_raw(&mut self, tree: TreeId, start: &[u8], end: Option<&[u8]>) {
+        if !crate::range_del::is_nonempty_range(start, end) {
+            return;
+        }
+        self.rep.push(ENTRY_RANGE_DELETE);
+        varint::put_u64(&mut self.rep, u64::from(tree));
+        varint::put_bytes(&mut self.rep, start);
+        match end {
+            Some(end) => {
+                self.rep.push(1);
+                varint::put_bytes(&mut self.rep, end);
+            }
+            None => self.rep.push(0),
+        }
+        self.count += 1;
+        // A bound may be a key and one byte more (the key right after an
+        // included end); checked against the key limit so. Noted as a write
+        // of the tree's keys, which a table's tree takes too (its rows').
+        self.range_bound_max = self.range_bound_max.max(start.len()).max(end.map_or(0, <[u8]>::len));
+        self.note_tree(tree, true);
+        self.has_range_deletes = true;
+    }
+
+    /// The longest bound of the batch's range deletes (0: none).
+    pub(crate) fn range_bound_max(&self) -> usize {
+        self.range_bound_max
+    }
+
+    /// Whether the batch holds a range delete.
+    pub(crate) fn has_range_deletes(&self) -> bool {
+        self.has_range_deletes
+    }
+
     /// The database this batch's table rows belong to, if it has any.
     pub(crate) fn database(&self) -> Option<u64> {
         self.db
@@ -181,6 +254,8 @@ impl WriteBatch {
         self.encoded.extend(other.encoded);
         self.kv_key_max = self.kv_key_max.max(other.kv_key_max);
         self.kv_value_max = self.kv_value_max.max(other.kv_value_max);
+        self.has_range_deletes |= other.has_range_deletes;
+        self.range_bound_max = self.range_bound_max.max(other.range_bound_max);
         for (tree, arrow) in other.trees {
             self.note_tree(tree, arrow);
         }
@@ -224,6 +299,8 @@ impl WriteBatch {
         self.kv_key_max = 0;
         self.kv_value_max = 0;
         self.trees.clear();
+        self.has_range_deletes = false;
+        self.range_bound_max = 0;
     }
 
     /// Size of the encoded batch in bytes.
@@ -275,7 +352,26 @@ fn next_entry<'a>(r: &mut Reader<'a, '_>) -> Result<BatchEntry<'a>> {
             u32::try_from(rows).ok().filter(|&n| n > 0).ok_or_else(|| r.corrupt(format!("{rows} rows")))?;
         let ipc = r.len_bytes()?;
         let kind = if kind_byte == ENTRY_ROWS_PUT { Kind::Put } else { Kind::Delete };
-        return Ok(BatchEntry { kind, tree, key: &[], value: ipc, arrow_rows: rows });
+        return Ok(BatchEntry { kind, tree, key: &[], value: ipc, arrow_rows: rows, range_end: None });
+    }
+    if kind_byte == ENTRY_RANGE_DELETE {
+        let start = r.len_bytes()?;
+        let end = match r.u8()? {
+            0 => RangeEnd::Unbounded,
+            1 => RangeEnd::Before(r.len_bytes()?),
+            flag => return Err(r.corrupt(format!("range delete end flag {flag}"))),
+        };
+        if !crate::range_del::is_nonempty_range(start, end.key()) {
+            return Err(r.corrupt("a range delete of an empty range".to_string()));
+        }
+        return Ok(BatchEntry {
+            kind: Kind::Delete,
+            tree,
+            key: start,
+            value: &[],
+            arrow_rows: 0,
+            range_end: Some(end),
+        });
     }
     let kind = match kind_byte {
         ENTRY_PUT => Kind::Put,
@@ -284,7 +380,7 @@ fn next_entry<'a>(r: &mut Reader<'a, '_>) -> Result<BatchEntry<'a>> {
     };
     let key = r.len_bytes()?;
     let value = if kind == Kind::Put { r.len_bytes()? } else { &[] };
-    Ok(BatchEntry { kind, tree, key, value, arrow_rows: 0 })
+    Ok(BatchEntry { kind, tree, key, value, arrow_rows: 0, range_end: None })
 }
 
 /// Decodes and validates a WAL payload that starts at `offset` of `file`.
@@ -330,10 +426,36 @@ mod tests {
         assert_eq!(d.entries.len(), 3);
         assert_eq!(
             d.entries[1],
-            BatchEntry { kind: Kind::Delete, tree: 0, key: b"b", value: b"", arrow_rows: 0 }
+            BatchEntry { kind: Kind::Delete, tree: 0, key: b"b", value: b"", arrow_rows: 0, range_end: None }
         );
         assert_eq!(d.entries[2].tree, 7);
         assert_eq!(b.entries().count(), 3);
+    }
+
+    #[test]
+    fn range_deletes_round_trip_and_empty_ranges_add_nothing() {
+        let mut b = WriteBatch::new();
+        b.delete_range(&b"b"[..]..&b"d"[..]);
+        b.delete_range(&b"x"[..]..);
+        b.delete_range(&b"d"[..]..&b"d"[..]);
+        b.delete_range(&b"d"[..]..=&b"d"[..]);
+        b.seal(7);
+        let payload = b.sealed_bytes().to_vec();
+        let d = decode(&payload, Path::new("w"), 0).expect("valid");
+        let ranges: Vec<_> = d.entries.iter().map(|e| (e.key, e.range_end)).collect();
+        assert_eq!(
+            ranges,
+            vec![
+                (&b"b"[..], Some(RangeEnd::Before(b"d"))),
+                (&b"x"[..], Some(RangeEnd::Unbounded)),
+                (&b"d"[..], Some(RangeEnd::Before(b"d\0"))),
+            ]
+        );
+        assert_eq!(b.len(), 3);
+        assert!(b.has_range_deletes());
+        for cut in 0..payload.len() {
+            assert!(decode(&payload[..cut], Path::new("w"), 0).is_err());
+        }
     }
 
     #[test]

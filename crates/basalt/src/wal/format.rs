@@ -9,7 +9,13 @@
 //!          | 2 (table put)  | tree: varint | rows: varint (>= 1)
 //!                           | Arrow IPC stream: varint len + bytes
 //!          | 3 (table delete: key rows) | same as 2
+//!          | 4 (range delete) | tree: varint | start: varint len + bytes
+//!                           | u8 (1: an end follows; 0: no end)
+//!                           | [end: varint len + bytes]
 //! ```
+//!
+//! A range delete covers every key `k` with `start <= k < end` (no end:
+//! every key from `start` on) and takes one seqno.
 //!
 //! `seqno` is the sequence number of the first entry; each key entry takes
 //! one seqno and each Arrow row one, in order, and `count` is their total.
@@ -25,3 +31,5 @@ pub const ENTRY_PUT: u8 = 1;
 pub const ENTRY_ROWS_PUT: u8 = 2;
 /// Entry kind: Arrow key rows deleted from a table.
 pub const ENTRY_ROWS_DELETE: u8 = 3;
+/// Entry kind: every key of a range deleted from a tree (one seqno).
+pub const ENTRY_RANGE_DELETE: u8 = 4;

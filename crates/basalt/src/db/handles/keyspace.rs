@@ -96,6 +96,25 @@ impl Keyspace {
         self.inner.write(batch, opts.sync)
     }
 
+    /// Deletes every key in `range`: one write (one WAL entry, one range
+    /// tombstone) however many keys it holds, visible to reads at once;
+    /// compaction then drops the keys, whole files at a time where the
+    /// range covers them (`docs/range-deletes.md`).
+    pub fn delete_range<K: AsRef<[u8]>>(&self, range: impl RangeBounds<K>) -> Result<()> {
+        self.delete_range_opt(range, &WriteOptions::default())
+    }
+
+    /// [`Keyspace::delete_range`] with explicit write options.
+    pub fn delete_range_opt<K: AsRef<[u8]>>(
+        &self,
+        range: impl RangeBounds<K>,
+        opts: &WriteOptions,
+    ) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.delete_range_keyspace(self, range)?;
+        self.inner.write(batch, opts.sync)
+    }
+
     /// Iterates over the keys in `range` in ascending order.
     pub fn iter<K: AsRef<[u8]>>(&self, range: impl RangeBounds<K>) -> DbIterator {
         self.iter_opt(range, Direction::Forward, &ReadOptions::default())
@@ -149,6 +168,19 @@ impl WriteBatch {
     pub fn delete_keyspace(&mut self, keyspace: &Keyspace, key: impl AsRef<[u8]>) -> Result<()> {
         self.bind_keyspace(keyspace)?;
         self.delete_raw(keyspace.shared.id, key.as_ref());
+        Ok(())
+    }
+
+    /// Deletes every key of `range` from `keyspace` (see
+    /// [`Keyspace::delete_range`]); an empty range adds nothing.
+    pub fn delete_range_keyspace<K: AsRef<[u8]>>(
+        &mut self,
+        keyspace: &Keyspace,
+        range: impl RangeBounds<K>,
+    ) -> Result<()> {
+        self.bind_keyspace(keyspace)?;
+        let (start, end) = crate::range_del::bytes_range(&range);
+        self.delete_range_raw(keyspace.shared.id, &start, end.as_deref());
         Ok(())
     }
 

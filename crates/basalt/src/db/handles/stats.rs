@@ -109,6 +109,8 @@ pub struct Stats {
     pub compactions: u64,
     /// Compactions that only moved a file down.
     pub trivial_moves: u64,
+    /// SSTs dropped whole because a range delete covered them (never read).
+    pub files_dropped_by_range_deletes: u64,
     /// Bytes read and written by compactions.
     pub compaction_read_bytes: u64,
     /// Bytes written by compactions.
@@ -165,6 +167,11 @@ pub struct Stats {
     pub commit_time_marks: usize,
     /// The oldest commit time on record.
     pub oldest_commit_time: Option<std::time::SystemTime>,
+    /// Range tombstones live in memtables and the version, every tree's:
+    /// each stays until compaction has dropped every entry it covers
+    /// (`docs/range-deletes.md`); reads over a range one covers check
+    /// each key against it.
+    pub range_tombstones: usize,
 }
 
 impl DbInner {
@@ -183,7 +190,12 @@ impl DbInner {
             },
         );
         let (commit_time_marks, oldest_ms) = self.clock.span();
+        let in_memtables: usize =
+            std::iter::once(&sv.mem).chain(&sv.imms).map(|m| m.all_range_tombstones().len()).sum();
+        let in_version: usize =
+            sv.version.trees.values().map(|t| t.range_tombstones.tombstones().len()).sum();
         Stats {
+            range_tombstones: in_memtables + in_version,
             history_trees: sv.version.catalog.history_trees(),
             commit_time_marks,
             oldest_commit_time: oldest_ms.map(|ms| std::time::UNIX_EPOCH + Duration::from_millis(ms)),
@@ -222,6 +234,7 @@ impl DbInner {
             memtable_bytes_peak: get(&c.memtable_bytes_peak),
             compactions: get(&c.compactions),
             trivial_moves: get(&c.trivial_moves),
+            files_dropped_by_range_deletes: get(&c.files_dropped_by_range),
             compaction_read_bytes: get(&c.compaction_read_bytes),
             compaction_written_bytes: get(&c.compaction_written_bytes),
             compaction_time: Duration::from_micros(get(&c.compaction_micros)),
@@ -395,6 +408,13 @@ impl fmt::Display for Stats {
             self.model_bytes_per_key,
             self.blocks_unchecked
         )?;
+        if self.range_tombstones > 0 || self.files_dropped_by_range_deletes > 0 {
+            writeln!(
+                f,
+                "range deletes: {} tombstones live, {} files dropped whole",
+                self.range_tombstones, self.files_dropped_by_range_deletes
+            )?;
+        }
         let g = &self.get_latency;
         if g.gets > 0 {
             writeln!(

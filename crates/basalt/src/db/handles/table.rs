@@ -5,6 +5,7 @@
 //! Creating, listing and dropping tables is `ddl.rs` (`Db`'s methods for
 //! them are in `db/mod.rs`).
 
+use std::ops::Bound;
 use std::sync::Arc;
 
 use arrow_array::{RecordBatch, UInt32Array};
@@ -112,6 +113,30 @@ impl WriteBatch {
         layout.check_key_batch(keys)?;
         self.add_table_rows(table, &layout, keys, true)
     }
+
+    /// Adds a delete of every row of `table` whose primary key lies in
+    /// `range` (bounds are key prefixes, as [`ScanOptions::range`]'s): one
+    /// entry however many rows the range holds. See [`Table::delete_range`].
+    pub fn delete_table_range(&mut self, table: &Table, range: &KeyValueRange<'_>) -> Result<()> {
+        let keys = crate::db::read::scan::encode_range(table, range)?;
+        // Past every key starting with a prefix that has no successor
+        // (empty, or all 0xff bytes): no key is left in the range.
+        if let Bound::Excluded(prefix) = &range.0
+            && prefix.len() < table.layout().primary_key().len()
+            && key::prefix_successor(&table.encode_key_values(prefix, false)?).is_none()
+        {
+            return Ok(());
+        }
+        if !self.bind_database(table.inner.id) {
+            return Err(Error::InvalidArgument(format!(
+                "table {} belongs to another database than the rows already in this write batch",
+                table.name()
+            )));
+        }
+        let (start, end) = crate::range_del::bytes_range(&keys);
+        self.delete_range_raw(table.shared.id, &start, end.as_deref());
+        Ok(())
+    }
 }
 
 impl Table {
@@ -214,6 +239,25 @@ impl Table {
         let mut wb = WriteBatch::new();
         wb.delete_table(self, keys)?;
         self.inner.write(wb, false)
+    }
+
+    /// Deletes every row whose primary key lies in `range` (bounds are key
+    /// prefixes, as [`ScanOptions::range`]'s): one write (one WAL entry,
+    /// one range tombstone) however many rows the range holds, visible to
+    /// every read at once; compaction drops the rows later, whole files at
+    /// a time where the range covers them. On a table with secondary
+    /// indexes the commit also reads every row of the range, to delete its
+    /// index entries in the same write: the cost of a row-by-row delete's
+    /// index upkeep, without the row tombstones (`docs/range-deletes.md`).
+    pub fn delete_range(&self, range: KeyValueRange<'_>) -> Result<()> {
+        self.delete_range_opt(range, &WriteOptions::default())
+    }
+
+    /// [`Table::delete_range`] with explicit write options.
+    pub fn delete_range_opt(&self, range: KeyValueRange<'_>, opts: &WriteOptions) -> Result<()> {
+        let mut wb = WriteBatch::new();
+        wb.delete_table_range(self, &range)?;
+        self.inner.write(wb, opts.sync)
     }
 
     /// Compacts every SST of the table and of its indexes down the levels

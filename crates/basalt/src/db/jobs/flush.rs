@@ -69,6 +69,7 @@ impl DbInner {
         edit.last_seqno = imms.iter().map(|m| m.max_seqno()).max();
         edit.files_added = flushed.files.into_iter().map(|(tree, f)| (tree, 0, f)).collect();
         edit.blob_files_added.extend(flushed.blob);
+        edit.range_tombstones_added = flushed.range_tombstones;
         let mut numbers: Vec<u64> = edit.files_added.iter().map(|(_, _, f)| f.number).collect();
         let ssts = numbers.len();
         numbers.extend(edit.blob_files_added.iter().map(|b| b.number));
@@ -77,6 +78,19 @@ impl DbInner {
             // (they are collected as obsolete files).
             let current = held.current();
             edit.files_added.retain(|(tree, _, _)| current.tree(*tree).is_some());
+            edit.range_tombstones_added.retain(|(tree, _)| current.tree(*tree).is_some());
+            // A range tombstone over no older entry (a range of keys never
+            // written, or written and flushed only after it) hides nothing.
+            let (files_added, current_ref) = (&edit.files_added, &current);
+            edit.range_tombstones_added.retain(|(tree, t)| {
+                let Some(files) = current_ref.tree(*tree) else { return false };
+                let mine = files_added.iter().filter(|(id, _, _)| id == tree).map(|(_, _, f)| f);
+                files
+                    .all_files()
+                    .map(|(_, f)| f.as_ref())
+                    .chain(mine)
+                    .any(|f| f.min_seqno < t.seqno && t.meets_span(&f.smallest.user_key, &f.largest.user_key))
+            });
             // The times of the commits now durable in SSTs, while a tree
             // keeps history (the WAL that held them may go).
             let catalog = current.catalog.clone();
@@ -160,6 +174,13 @@ impl DbInner {
         if let Some(blob) = blobs {
             flushed.blob = Some(finish_blob_file(blob)?);
         }
+        // Range tombstones go to the version as they are: the MANIFEST
+        // record that adds the files names them too.
+        flushed.range_tombstones = mems
+            .iter()
+            .flat_map(|m| m.all_range_tombstones())
+            .filter(|(tree, _)| catalog.tree(*tree).is_some())
+            .collect();
         if !flushed.files.is_empty() || flushed.blob.is_some() {
             self.fs.sync_dir(&self.dir)?;
         }
@@ -228,6 +249,8 @@ impl DbInner {
 pub(crate) struct Flushed {
     pub files: Vec<(TreeId, FileMeta)>,
     pub blob: Option<BlobFileMeta>,
+    /// The memtables' range tombstones of live trees.
+    pub range_tombstones: Vec<(TreeId, crate::range_del::RangeTombstone)>,
 }
 
 pub(crate) fn finish_blob_file(writer: BlobWriter) -> Result<BlobFileMeta> {

@@ -363,6 +363,7 @@ impl DbInner {
         let mut mem = Memtable::new(0);
         let mut added = Vec::new();
         let mut blobs = Vec::new();
+        let mut range_tombstones = Vec::new();
         let mut max_seqno = flushed_seqno;
         let mut logs = Vec::with_capacity(wals.len());
         for &number in wals {
@@ -411,6 +412,7 @@ impl DbInner {
                     let flushed = self.write_memtable(&[&mem])?;
                     added.extend(flushed.files);
                     blobs.extend(flushed.blob);
+                    range_tombstones.extend(flushed.range_tombstones);
                     mem = Memtable::new(0);
                 }
             }
@@ -424,6 +426,7 @@ impl DbInner {
         let flushed = self.write_memtable(&[&mem])?;
         added.extend(flushed.files);
         blobs.extend(flushed.blob);
+        range_tombstones.extend(flushed.range_tombstones);
         let number = self.versions.new_file_number();
         let path = self.dir.join(files::wal(number));
         let file = self.fs.create(&path)?;
@@ -433,6 +436,7 @@ impl DbInner {
             last_seqno: Some(max_seqno),
             files_added: added.into_iter().map(|(tree, f)| (tree, 0, f)).collect(),
             blob_files_added: blobs,
+            range_tombstones_added: range_tombstones,
             ..VersionEdit::default()
         };
         let (after, marks) = self.commit_times_to_log(&version.catalog, max_seqno);

@@ -30,9 +30,17 @@ use crate::log::reader::read_log;
 use crate::row::layout::TableLayout;
 use crate::wal::batch;
 
-/// Name of the operation column of a table's change feed: `"upsert"` or
-/// `"delete"`.
+/// Name of the operation column of a table's change feed: `"upsert"`,
+/// `"delete"` or `"delete_range"`.
 pub const CHANGE_OP: &str = "_op";
+
+/// Names of the columns a table's change feed ends with: a range delete's
+/// first key and the key its range ends before (null: no end), in the
+/// engine's key encoding (`docs/key-encoding.md`); null on other rows,
+/// which name their key in the key columns (null on a range delete's row).
+pub const CHANGE_RANGE_START: &str = "_range_start";
+/// See [`CHANGE_RANGE_START`].
+pub const CHANGE_RANGE_END: &str = "_range_end";
 
 /// One change of a keyspace.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,6 +53,10 @@ pub struct Change {
     pub key: Bytes,
     /// The value set; `None` for a delete.
     pub value: Option<Bytes>,
+    /// For a range delete (`key` its first key, `value` `None`): where the
+    /// range ends, before a key or with the key space. `None` for a
+    /// change of one key.
+    pub range_end: Option<std::ops::Bound<Bytes>>,
 }
 
 /// What the feed hands each WAL record to: its payload, file, offset and
@@ -55,6 +67,7 @@ type EmitCommit<'e> = dyn FnMut(&[u8], &Path, u64, Option<u64>) -> Result<bool> 
 enum Entry<'a> {
     Key { seqno: SeqNo, kind: Kind, key: &'a [u8], value: &'a [u8] },
     Rows { first: SeqNo, kind: Kind, ipc: &'a [u8], rows: u32, path: &'a Path, offset: u64 },
+    Range { seqno: SeqNo, start: &'a [u8], end: Option<&'a [u8]> },
 }
 
 impl DbInner {
@@ -170,7 +183,9 @@ impl DbInner {
                 if entry.tree != tree || last <= since {
                     continue;
                 }
-                let e = if entry.arrow_rows == 0 {
+                let e = if let Some(end) = entry.range_end {
+                    Entry::Range { seqno: first, start: entry.key, end: end.key() }
+                } else if entry.arrow_rows == 0 {
                     Entry::Key { seqno: first, kind: entry.kind, key: entry.key, value: entry.value }
                 } else {
                     Entry::Rows {
@@ -303,6 +318,16 @@ impl DbInner {
                     commit_time: time(ms),
                     key: Bytes::copy_from_slice(key),
                     value: (kind != Kind::Delete).then(|| Bytes::copy_from_slice(value)),
+                    range_end: None,
+                }),
+                Entry::Range { seqno, start, end } => out.push(Change {
+                    seqno,
+                    commit_time: time(ms),
+                    key: Bytes::copy_from_slice(start),
+                    value: None,
+                    range_end: Some(end.map_or(std::ops::Bound::Unbounded, |e| {
+                        std::ops::Bound::Excluded(Bytes::copy_from_slice(e))
+                    })),
                 }),
                 Entry::Rows { first, kind, ipc, path, offset, .. } => {
                     // A keyspace's table face: rows of (key, value).
@@ -328,6 +353,7 @@ impl DbInner {
                             commit_time: time(ms),
                             key: cell(0)?,
                             value: if kind == Kind::Delete { None } else { Some(cell(1)?) },
+                            range_end: None,
                         });
                     }
                 }
@@ -360,8 +386,21 @@ impl DbInner {
         let schema = feed_schema(&layout);
         let mut parts: Vec<RecordBatch> = Vec::new();
         let mut rows_out = 0usize;
+        let columns_of_table = layout.schema().fields().len();
         self.walk_changes((tree, name), since, visible, &mut |entry, ms| {
+            let mut range = None;
             let (first, kind, columns) = match entry {
+                // A range delete: one row, its bounds in the last columns.
+                Entry::Range { seqno, start, end } => {
+                    range = Some((start, end));
+                    let columns = layout
+                        .schema()
+                        .fields()
+                        .iter()
+                        .map(|f| arrow_array::new_null_array(f.data_type(), 1))
+                        .collect::<Vec<ArrayRef>>();
+                    (seqno, Kind::Delete, columns)
+                }
                 Entry::Rows { first, kind, ipc, rows, path, offset } => {
                     let batch = crate::row::batch_from_ipc(ipc)
                         .map_err(|e| Error::corruption(path, offset, e.reason()))?;
@@ -393,7 +432,11 @@ impl DbInner {
                 .unwrap_or(usize::MAX)
                 .min(n_rows);
             let n = (n_rows - skip).min(limit - rows_out);
-            let op = if kind == Kind::Delete { "delete" } else { "upsert" };
+            let op = match (range, kind) {
+                (Some(_), _) => "delete_range",
+                (None, Kind::Delete) => "delete",
+                (None, _) => "upsert",
+            };
             let mut cols: Vec<ArrayRef> = vec![
                 Arc::new(StringArray::from(vec![op; n])),
                 Arc::new(UInt64Array::from_iter_values((0..n as u64).map(|i| first + skip as u64 + i))),
@@ -405,7 +448,14 @@ impl DbInner {
                     .with_timezone("UTC"),
                 ),
             ];
+            debug_assert_eq!(columns.len(), columns_of_table);
             cols.extend(columns.iter().map(|c| c.slice(skip, n)));
+            let (start, end) = match range {
+                Some((start, end)) => (Some(start), end),
+                None => (None, None),
+            };
+            cols.push(Arc::new(arrow_array::BinaryArray::from_opt_vec(vec![start; n])));
+            cols.push(Arc::new(arrow_array::BinaryArray::from_opt_vec(vec![end; n])));
             parts.push(
                 RecordBatch::try_new(schema.clone(), cols)
                     .map_err(|e| Error::internal(format!("a change of table {name}: {e}")))?,
@@ -430,8 +480,8 @@ fn version_at(layout: &TableLayout, starts: &[(u32, SeqNo)], seqno: SeqNo) -> u3
 }
 
 /// The schema of a table's change feed: `_op`, `_seqno`, `_commit_time`,
-/// then the table's columns, every one but the key nullable (a delete
-/// holds only its key).
+/// then the table's columns, every one nullable (a delete holds only its
+/// key, a range delete none), then `_range_start` and `_range_end`.
 pub(crate) fn feed_schema(layout: &TableLayout) -> SchemaRef {
     let mut fields = vec![
         Field::new(CHANGE_OP, DataType::Utf8, false),
@@ -442,10 +492,9 @@ pub(crate) fn feed_schema(layout: &TableLayout) -> SchemaRef {
             true,
         ),
     ];
-    fields.extend(
-        (0..layout.schema().fields().len())
-            .map(|c| crate::db::read::key_history::nullable_unless_key(layout, c)),
-    );
+    fields.extend(layout.schema().fields().iter().map(|f| f.as_ref().clone().with_nullable(true)));
+    fields.push(Field::new(CHANGE_RANGE_START, DataType::Binary, true));
+    fields.push(Field::new(CHANGE_RANGE_END, DataType::Binary, true));
     Arc::new(Schema::new(fields))
 }
 

@@ -54,6 +54,20 @@ pub(crate) fn covers_file(range: &KeyRange, file: &FileMeta) -> bool {
     in_range(range, &file.smallest.user_key) && in_range(range, &file.largest.user_key)
 }
 
+/// The keys `[lo, hi]` (`hi` `None`: no end) that `range` lies within,
+/// its bounds taken inclusively.
+pub(crate) fn span_of(range: &KeyRange) -> (&[u8], Option<&[u8]>) {
+    let lo = match &range.0 {
+        Bound::Included(k) | Bound::Excluded(k) => k.as_slice(),
+        Bound::Unbounded => &[],
+    };
+    let hi = match &range.1 {
+        Bound::Included(k) | Bound::Excluded(k) => Some(k.as_slice()),
+        Bound::Unbounded => None,
+    };
+    (lo, hi)
+}
+
 /// Whether `key` lies in `range`.
 pub(crate) fn in_range(range: &KeyRange, key: &[u8]) -> bool {
     span_overlaps(range, key, key)

@@ -257,7 +257,10 @@ impl Table {
             });
             let reader = self.inner().sst_readers.get(self.tree(), file)?;
             let properties = reader.properties();
-            let plain = properties.deletions == 0 && properties.max_seqno <= seqno;
+            // No delete in the file, and no range delete over it.
+            let plain = properties.deletions == 0
+                && properties.max_seqno <= seqno
+                && sv.range_tombstones(self.tree(), (first, Some(last)), seqno).is_none();
             if let Some(rows) = properties.distinct_keys.filter(|_| plain && !in_memory) {
                 alone.push(((*file).clone(), rows));
             }

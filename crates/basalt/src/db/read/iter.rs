@@ -10,11 +10,12 @@ use bytes::Bytes;
 use crate::blob::BlobFiles;
 use crate::codec::internal::{Kind, SeqNo, unpack_trailer};
 use crate::codec::key::prefix_successor;
-use crate::db::read::cursor::TreeCursor;
+use crate::db::read::cursor::{TreeCursor, span_of};
 use crate::db::state::open_trees::TreeShared;
 use crate::db::{read::snapshot::Snapshot, state::inner::DbInner, state::versions::SuperVersion};
 use crate::error::Result;
 use crate::ids::TreeId;
+use crate::range_del::TombstoneSet;
 use crate::sst::filter::prefix_hash;
 use crate::sst::{Blocks, SstIter};
 use crate::version::Version;
@@ -66,6 +67,9 @@ pub(crate) struct RangeReader {
     unstepped: Option<usize>,
     /// The entry the general path handed out last.
     held: (Bytes, Bytes),
+    /// Range tombstones the read sees over the range: with any, every key
+    /// takes the general path, which checks it against them.
+    tombstones: Option<Arc<TombstoneSet>>,
 }
 
 /// Where the entry a step moved to is.
@@ -119,7 +123,9 @@ impl RangeReader {
             inner.wake_compaction();
         }
         let blobs = (inner.blob_files.clone(), sv.version.clone());
+        let tombstones = sv.range_tombstones(tree, span_of(&range), seqno);
         Ok(RangeReader {
+            tombstones,
             cursor,
             forward,
             seqno,
@@ -240,7 +246,7 @@ impl RangeReader {
     /// read (so each key's newest version is a visible put), and it
     /// recorded its distinct keys (format version 5 on).
     fn whole_file_ahead(&self, i: usize) -> Option<u64> {
-        if !self.forward {
+        if !self.forward || self.tombstones.is_some() {
             return None;
         }
         let file = self.cursor.file_alone_ahead(i)?;
@@ -260,7 +266,7 @@ impl RangeReader {
     /// no later entry of its source holds its key (the next block may
     /// start with older versions of it: [`TreeCursor::block_ends_key`]).
     fn run_ahead(&mut self, i: usize) -> Result<(usize, usize)> {
-        if !self.forward {
+        if !self.forward || self.tombstones.is_some() {
             return Ok((0, 0));
         }
         let Some(sst) = self.cursor.sources()[i].sst() else { return Ok((0, 0)) };
@@ -305,6 +311,11 @@ impl RangeReader {
             (s.value_bytes(), sst)
         })?;
         if at_excluded_start(&self.range, self.forward, &key) {
+            return Ok(Step::Nothing);
+        }
+        if let (Some(set), Some((trailer, _))) = (&self.tombstones, &newest)
+            && set.covering(&key, self.seqno).is_some_and(|t| t > trailer >> 8)
+        {
             return Ok(Step::Nothing);
         }
         match newest {

@@ -104,23 +104,44 @@ impl DbInner {
         let range = (Bound::Included(user_key.to_vec()), Bound::Included(user_key.to_vec()));
         let mut cursor =
             TreeCursor::open(&self.sst_readers, sv, tree, files, (&range, true), Blocks::Cached, None)?;
+        // A range delete over the key is a delete of it among its versions.
+        let mut ranged = sv
+            .range_tombstones(tree, (user_key, Some(user_key)), visible)
+            .map(|set| set.all_covering(user_key).to_vec())
+            .unwrap_or_default()
+            .into_iter()
+            .peekable();
         while (by_time || by_count) && emitted < limit {
-            let Some(i) = cursor.next_source() else { break };
-            let source = &cursor.sources()[i];
-            let Some((key, trailer)) = source.key() else { break };
-            if key != user_key {
-                break;
-            }
-            let Some((seqno, kind)) = unpack_trailer(trailer) else {
-                return Err(Error::corruption(
-                    source.sst().map_or(Path::new("memtable"), |s| s.reader().path()),
-                    0,
-                    format!("a version of unknown kind {trailer:#x}"),
-                ));
+            // The next version, newest first: the cursor's or a range
+            // tombstone's (`None` for the source).
+            let at = cursor.next_source().and_then(|i| {
+                let (key, trailer) = cursor.sources()[i].key()?;
+                (key == user_key).then_some((i, trailer))
+            });
+            let cursor_first = at.is_some_and(|(_, trailer)| ranged.peek().is_none_or(|&t| t < trailer >> 8));
+            let (source, seqno, kind) = match (at.filter(|_| cursor_first), ranged.peek()) {
+                (Some((i, trailer)), _) => {
+                    let Some((seqno, kind)) = unpack_trailer(trailer) else {
+                        let source = &cursor.sources()[i];
+                        return Err(Error::corruption(
+                            source.sst().map_or(Path::new("memtable"), |s| s.reader().path()),
+                            0,
+                            format!("a version of unknown kind {trailer:#x}"),
+                        ));
+                    };
+                    (Some(i), seqno, kind)
+                }
+                (_, Some(&t)) => {
+                    ranged.next();
+                    (None, t, Kind::Delete)
+                }
+                (None, None) => break,
             };
             if seqno > visible {
                 // Committed after this read began.
-                cursor.step(i)?;
+                if let Some(i) = source {
+                    cursor.step(i)?;
+                }
                 continue;
             }
             if seqno < low.max(1) {
@@ -136,10 +157,20 @@ impl DbInner {
                 by_count = false;
             }
             if (shown_by_time || shown_by_count) && seqno <= high {
-                self.version_value(sv, source, kind, layout, &mut |kind, value| found(seqno, kind, value))?;
+                match source {
+                    Some(i) => {
+                        let source = &cursor.sources()[i];
+                        self.version_value(sv, source, kind, layout, &mut |kind, value| {
+                            found(seqno, kind, value)
+                        })?;
+                    }
+                    None => found(seqno, Kind::Delete, Value::Borrowed(&[]))?,
+                }
                 emitted += 1;
             }
-            cursor.step(i)?;
+            if let Some(i) = source {
+                cursor.step(i)?;
+            }
         }
         Ok(())
     }

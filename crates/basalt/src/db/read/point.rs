@@ -104,8 +104,11 @@ impl DbInner {
         found: &mut dyn FnMut(Value<'_>),
     ) -> Result<()> {
         let wanted = Wanted { tree, user_key, hash: key_hash(user_key), seqno, newer_than: None, layout };
+        // A range tombstone the read sees hides a version older than it.
+        let hidden = |version: SeqNo| sv.range_cover(tree, user_key, seqno).is_some_and(|t| t > version);
         self.newest_version(sv, &wanted, &mut |trailer, value, file| {
             match (unpack_trailer(trailer), file) {
+                (Some((s, _)), _) if hidden(s) => {}
                 (Some((_, Kind::Put)), _) => found(value),
                 // Only SSTs point into blob files (a flush writes them).
                 (Some((_, Kind::Blob)), Some(sst)) => {
@@ -145,7 +148,9 @@ impl DbInner {
             newest = unpack_trailer(trailer).map(|(s, _)| s).filter(|&s| s > newer_than);
             Ok(())
         })?;
-        Ok(newest)
+        // A range delete over the key since then is a write of it too.
+        let ranged = sv.range_cover(tree, user_key, SEQNO_MAX).filter(|&s| s > newer_than);
+        Ok(newest.max(ranged))
     }
 
     /// The one point-read path of every tree: calls `found` with the newest

@@ -14,9 +14,10 @@ use bytes::Bytes;
 
 use crate::codec::internal::{Kind, SeqNo, pack_trailer, unpack_trailer};
 use crate::codec::key::{KeyValue, prefix_successor};
-use crate::db::read::cursor::{KeyRange, TreeCursor, in_range};
+use crate::db::read::cursor::{KeyRange, TreeCursor, in_range, span_of};
 use crate::db::{read::snapshot::Snapshot, state::handles::Table, state::versions::SuperVersion};
 use crate::error::{Error, Result};
+use crate::range_del::TombstoneSet;
 use crate::row::decode::{ColumnBuilder, builders_for, decode_row};
 use crate::row::filter::Filter;
 use crate::row::layout::{ColumnSource, TableLayout};
@@ -108,6 +109,9 @@ fn older_version_of<'l>(
 
 /// An iterator of record batches over a table.
 pub struct TableScan {
+    /// Range tombstones the scan sees over its range (`None`: none, and
+    /// the zero-copy path may hand out whole blocks).
+    tombstones: Option<Arc<TombstoneSet>>,
     table: Table,
     /// Keeps the memtables and SSTs read alive; its version resolves blob pointers.
     pinned: Arc<SuperVersion>,
@@ -208,6 +212,7 @@ impl Table {
         let (needed, work_schema, output_in_work) =
             work_columns(&layout, projection.as_deref(), opts.filter.as_ref())?;
         let cursor = open_cursor(self, &sv, &range)?;
+        let tombstones = sv.range_tombstones(self.tree(), span_of(&range), seqno);
         let own = match &opts.overlay {
             Some(overlay) => overlay.rows_in(self, &layout, &range)?,
             None => None,
@@ -226,6 +231,7 @@ impl Table {
             None => ScanPlan::KeyRange,
         };
         Ok(TableScan {
+            tombstones,
             table: self.clone(),
             pinned: sv,
             builders: builders_for(&layout),
@@ -707,14 +713,22 @@ impl TableScan {
             self.take_versions(key)?;
             return Ok(false);
         }
-        let next_other = std::mem::take(&mut self.next_other);
-        let emitted = self.try_zero_copy(i, has_other.then_some(next_other.as_slice()));
-        self.next_other = next_other;
-        if emitted? > 0 {
-            return Ok(false);
+        // With range tombstones over the range every key is checked
+        // against them, one at a time.
+        if self.tombstones.is_none() {
+            let next_other = std::mem::take(&mut self.next_other);
+            let emitted = self.try_zero_copy(i, has_other.then_some(next_other.as_slice()));
+            self.next_other = next_other;
+            if emitted? > 0 {
+                return Ok(false);
+            }
         }
         if let Some((trailer, found)) = self.take_versions(key)?
             && matches!(unpack_trailer(trailer), Some((_, Kind::Put)))
+            && self
+                .tombstones
+                .as_ref()
+                .is_none_or(|set| set.covering(key, self.seqno).is_none_or(|t| t < trailer >> 8))
         {
             self.push_row(key, found)?;
         }

@@ -49,6 +49,7 @@ pub(crate) struct Counters {
     pub(crate) compaction_read_bytes: AtomicU64,
     pub(crate) compaction_written_bytes: AtomicU64,
     pub(crate) compaction_micros: AtomicU64,
+    pub(crate) files_dropped_by_range: AtomicU64,
 }
 
 impl Counters {
@@ -119,6 +120,10 @@ impl Counters {
         }
         self.compaction_written_bytes.fetch_add(written, Ordering::Relaxed);
         self.compaction_micros.fetch_add(took.as_micros() as u64, Ordering::Relaxed);
+    }
+
+    pub(crate) fn record_files_dropped_by_range(&self, files: u64) {
+        self.files_dropped_by_range.fetch_add(files, Ordering::Relaxed);
     }
 
     pub(crate) fn record_delay(&self, took: Duration) {

@@ -14,10 +14,12 @@ use super::files_in_use::FilesInUse;
 use super::jobs::Jobs;
 use super::lifecycle::Lifecycle;
 use super::write_path::WritePath;
+use crate::codec::internal::SeqNo;
 use crate::error::{Error, Result};
 use crate::files;
 use crate::io::Fs;
 use crate::memtable::Memtable;
+use crate::range_del::TombstoneSet;
 use crate::ranked::{Rank, RankedMutex};
 use crate::version::{EditFailure, Version, VersionEdit, VersionSet};
 
@@ -31,6 +33,49 @@ pub(crate) struct SuperVersion {
 }
 
 impl SuperVersion {
+    /// The seqno of the newest range tombstone of `tree` over `key` that a
+    /// read at `read` sees, in the memtables or the version. Without range
+    /// tombstones (the common case) a flag per memtable and the version's
+    /// empty set answer.
+    pub(crate) fn range_cover(&self, tree: crate::ids::TreeId, key: &[u8], read: SeqNo) -> Option<SeqNo> {
+        let mut newest = None;
+        for mem in std::iter::once(&self.mem).chain(&self.imms) {
+            if let Some(set) = mem.range_tombstones(tree) {
+                newest = newest.max(set.covering(key, read));
+            }
+        }
+        if let Some(t) = self.version.tree(tree)
+            && !t.range_tombstones.is_empty()
+        {
+            newest = newest.max(t.range_tombstones.covering(key, read));
+        }
+        newest
+    }
+
+    /// The range tombstones of `tree` at or below `read` that meet the keys
+    /// `[lo, hi]` (`hi` `None`: no end), gathered from the memtables and
+    /// the version into one set; `None` when there are none (a range read
+    /// then takes its fast paths).
+    pub(crate) fn range_tombstones(
+        &self,
+        tree: crate::ids::TreeId,
+        (lo, hi): (&[u8], Option<&[u8]>),
+        read: SeqNo,
+    ) -> Option<Arc<TombstoneSet>> {
+        let mut sets: Vec<Arc<TombstoneSet>> =
+            std::iter::once(&self.mem).chain(&self.imms).filter_map(|m| m.range_tombstones(tree)).collect();
+        if let Some(t) = self.version.tree(tree)
+            && !t.range_tombstones.is_empty()
+        {
+            sets.push(t.range_tombstones.clone());
+        }
+        sets.retain(|s| s.meets(lo, hi, read));
+        match sets.as_slice() {
+            [] => None,
+            [only] if only.tombstones().iter().all(|t| t.seqno <= read) => Some(only.clone()),
+            _ => Some(Arc::new(TombstoneSet::union(sets.iter().map(AsRef::as_ref), Some(read)))),
+        }
+    }
     /// The memtables (active first, then the immutable ones) holding
     /// entries of `tree`.
     pub(crate) fn memtables_holding(&self, tree: crate::ids::TreeId) -> impl Iterator<Item = &Arc<Memtable>> {

@@ -10,6 +10,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
+use bytes::Bytes;
+
 use crate::catalog::TreeKind;
 use crate::codec::internal::{Kind, SEQNO_MAX, SeqNo, pack_trailer};
 use crate::db::state::inner::DbInner;
@@ -21,6 +23,7 @@ use crate::db::write::write_buffer::{self, StallAction, WriteBufferState};
 use crate::error::{Error, Result};
 use crate::ids::TreeId;
 use crate::memtable::{ENTRY_OVERHEAD_BYTES, MemInserter, Memtable};
+use crate::range_del::RangeTombstone;
 use crate::row::{self, layout::TableLayout};
 use crate::version::Version;
 use crate::wal::batch::{self, BatchEntry, EncodedRows, WriteBatch};
@@ -120,6 +123,13 @@ impl DbInner {
                 self.opts.value_bytes_max
             )));
         }
+        let bound_max = batch.range_bound_max();
+        if bound_max > self.opts.key_bytes_max.saturating_add(1) {
+            return Err(Error::InvalidArgument(format!(
+                "a range delete's bound of {bound_max} bytes exceeds key_bytes_max ({}) and the byte after a key",
+                self.opts.key_bytes_max
+            )));
+        }
         Ok(())
     }
 
@@ -139,6 +149,8 @@ impl DbInner {
             // only when a transaction in it needs them.
             let mut written: Option<HashSet<(TreeId, Vec<u8>)>> =
                 group.iter().any(|r| r.check.is_some()).then(HashSet::new);
+            // The range deletes of those batches, likewise.
+            let mut written_ranges: Vec<(TreeId, RangeTombstone)> = Vec::new();
             let mut overlay = GroupOverlay::default();
             for r in group.iter_mut() {
                 if let Err(e) = check_schema_versions(&sv.version, &r.batch) {
@@ -146,7 +158,7 @@ impl DbInner {
                     continue;
                 }
                 if let (Some(check), Some(written)) = (r.check.take(), &written)
-                    && let Err(e) = self.check_conflicts(&sv, &check, written)
+                    && let Err(e) = self.check_conflicts(&sv, &check, written, &written_ranges)
                 {
                     r.rejected = Some(e);
                     continue;
@@ -157,6 +169,14 @@ impl DbInner {
                 }
                 if let Some(written) = &mut written {
                     written.extend(written_keys(&r.batch).map(|(tree, key)| (tree, key.to_vec())));
+                    if r.batch.has_range_deletes() {
+                        written_ranges.extend(r.batch.entries().filter_map(|e| {
+                            let end = e.range_end?;
+                            let start = Bytes::copy_from_slice(e.key);
+                            let end = end.key().map(Bytes::copy_from_slice);
+                            Some((e.tree, RangeTombstone { start, end, seqno: SEQNO_MAX }))
+                        }));
+                    }
                 }
             }
         }
@@ -208,6 +228,7 @@ impl DbInner {
         sv: &SuperVersion,
         check: &ConflictCheck,
         written: &HashSet<(TreeId, Vec<u8>)>,
+        written_ranges: &[(TreeId, RangeTombstone)],
     ) -> Result<()> {
         // A transaction's snapshot was published before it began.
         debug_assert!(
@@ -217,7 +238,9 @@ impl DbInner {
             self.writer.last_seqno()
         );
         for (tree, key) in &check.keys {
-            if written.contains(&(*tree, key.clone())) {
+            if written.contains(&(*tree, key.clone()))
+                || written_ranges.iter().any(|(t, range)| t == tree && range.covers(key))
+            {
                 return Err(conflict(&sv.version, *tree, key));
             }
             if sv.version.tree(*tree).is_none() {
@@ -417,6 +440,16 @@ fn insert_entries<'a>(
     let mut seqno = first;
     let mut arrow_index = 0;
     for e in entries {
+        if let Some(end) = e.range_end {
+            let tombstone = RangeTombstone {
+                start: Bytes::copy_from_slice(e.key),
+                end: end.key().map(Bytes::copy_from_slice),
+                seqno,
+            };
+            mem.insert_range_delete(e.tree, tombstone);
+            seqno += 1;
+            continue;
+        }
         if e.arrow_rows == 0 {
             mem.insert(e.tree, e.key, pack_trailer(seqno, e.kind), e.value)?;
             seqno += 1;
@@ -491,7 +524,8 @@ fn check_schema_versions(version: &Version, batch: &WriteBatch) -> Result<()> {
 }
 
 fn written_keys(batch: &WriteBatch) -> impl Iterator<Item = (TreeId, &[u8])> {
-    let single = batch.entries().filter(|e| e.arrow_rows == 0).map(|e| (e.tree, e.key));
+    let single =
+        batch.entries().filter(|e| e.arrow_rows == 0 && e.range_end.is_none()).map(|e| (e.tree, e.key));
     let rows = batch
         .table_writes()
         .flat_map(|(tree, _, rows)| rows.rows.iter().map(move |(key, _)| (tree, key.as_ref())));

@@ -171,18 +171,40 @@ impl DbInner {
             return Ok(());
         }
         let mut upkeep = BatchUpkeep::default();
-        for (table, kind, rows) in batch.table_writes() {
-            let indexes: Vec<_> = catalog.indexes_of(table).collect();
+        // In the batch's order: a range delete hides the rows written
+        // before it and none written after.
+        let mut encoded = batch.encoded_rows().iter();
+        for e in batch.entries() {
+            let rows = if e.arrow_rows > 0 { encoded.next() } else { None };
+            let indexes: Vec<_> = catalog.indexes_of(e.tree).collect();
             let Some(layout) = indexes.first().map(|(_, _, def)| def.layout.table().clone()) else {
                 continue;
             };
+            let table = e.tree;
+            if let Some(end) = e.range_end {
+                let range = (
+                    Bound::Included(e.key.to_vec()),
+                    end.key().map_or(Bound::Unbounded, |k| Bound::Excluded(k.to_vec())),
+                );
+                for (user_key, old) in
+                    self.rows_in_range(sv, seqno, table, range, &layout, &[group, &upkeep.mine])?
+                {
+                    let old_values = RowValues::parse(&layout, &user_key, &old)?;
+                    for &index in &indexes {
+                        upkeep.change_entry(self, index, &user_key, Some(&old_values), None)?;
+                    }
+                    upkeep.mine.rows.insert((table, user_key), None);
+                }
+                continue;
+            }
+            let Some(rows) = rows else { continue };
             for (user_key, row) in &rows.rows {
                 let at = (table, user_key.clone());
                 let old = match upkeep.mine.rows.get(&at).or_else(|| group.rows.get(&at)) {
                     Some(known) => known.clone(),
                     None => self.current_row(sv, seqno, table, user_key, &layout)?,
                 };
-                let new = (kind == Kind::Put).then(|| row.clone());
+                let new = (e.kind == Kind::Put).then(|| row.clone());
                 let old_values = old.as_ref().map(|r| RowValues::parse(&layout, user_key, r)).transpose()?;
                 let new_values = new.as_ref().map(|r| RowValues::parse(&layout, user_key, r)).transpose()?;
                 for &index in &indexes {
@@ -230,6 +252,36 @@ impl DbInner {
         }
         group.absorb(upkeep.mine);
         Ok(())
+    }
+
+    /// The rows of `table` in `range` at `seqno` in `sv` under `overlays`
+    /// (earlier writes not in `sv` yet, later overlays newer): what a range
+    /// delete there removes, by key.
+    fn rows_in_range(
+        &self,
+        sv: &SuperVersion,
+        seqno: SeqNo,
+        table: TreeId,
+        range: crate::db::read::cursor::KeyRange,
+        layout: &crate::row::layout::TableLayout,
+        overlays: &[&GroupOverlay],
+    ) -> Result<Vec<(Bytes, Bytes)>> {
+        let mut rows: BTreeMap<Bytes, Option<Bytes>> = BTreeMap::new();
+        // Keys from the range, rows by key: a row of a file written under an
+        // older schema version is read into the current one.
+        let mut reader = RangeReader::open(self, sv, seqno, table, range.clone(), Direction::Forward)?;
+        while let Some((key, _)) = reader.next_entry()? {
+            let row = self.current_row(sv, seqno, table, &key, layout)?;
+            rows.insert(key, row);
+        }
+        for overlay in overlays {
+            for ((tree, key), row) in &overlay.rows {
+                if *tree == table && crate::db::read::cursor::in_range(&range, key) {
+                    rows.insert(key.clone(), row.clone());
+                }
+            }
+        }
+        Ok(rows.into_iter().filter_map(|(k, row)| row.map(|r| (k, r))).collect())
     }
 
     /// The row bytes of `user_key` in `table` at `seqno`, if it exists.

@@ -280,6 +280,13 @@ impl Transaction {
         if batch.database().is_some_and(|db| db != self.inner.id) {
             return Err(Error::InvalidArgument("the keyspace or table belongs to another database".into()));
         }
+        if batch.has_range_deletes() {
+            // The transaction's reads merge its own writes key by key; a
+            // range delete among them would be read as one key's delete.
+            return Err(Error::InvalidArgument(
+                "a transaction cannot hold a range delete: write it with Db::write or delete_range".into(),
+            ));
+        }
         self.inner.check_batch_limits(&batch)?;
         self.check_size(batch.encoded_len())?;
         let own = own_writes_in_order(&batch);
