@@ -85,6 +85,29 @@ impl WriteBatch {
         })
     }
 
+    /// Adds a merge operand for `key` (in `keyspace`, the default one if
+    /// omitted); an `int` operand is 8 little-endian bytes.
+    #[pyo3(signature = (key, operand, *, keyspace=None))]
+    fn merge(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        operand: &Bound<'_, PyAny>,
+        keyspace: Option<&Bound<'_, Keyspace>>,
+    ) -> PyResult<()> {
+        let target = self.target(py, keyspace)?;
+        let key = binary(key, "key")?;
+        let operand = crate::keyspace::merge_operand(operand)?;
+        self.pending(py, |batch| {
+            if let Some(ks) = target {
+                batch.merge_keyspace(ks, &key, &operand).py_err(py)
+            } else {
+                batch.merge(&key, &operand);
+                Ok(())
+            }
+        })
+    }
+
     /// Adds a delete of every key in `[start, end)` (in `keyspace`, the
     /// default one if omitted; every key by default): one entry.
     #[pyo3(signature = (start=None, end=None, *, keyspace=None))]

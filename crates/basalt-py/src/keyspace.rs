@@ -42,6 +42,18 @@ fn after_prefix(prefix: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// `[start, end)` intersected with the keys starting with `prefix`.
+/// A merge operand from Python: bytes, or an `int` as 8 little-endian
+/// bytes (signed when it fits an `i64`, else unsigned).
+pub(crate) fn merge_operand(operand: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    if let Ok(n) = operand.extract::<i64>() {
+        return Ok(n.to_le_bytes().to_vec());
+    }
+    if let Ok(n) = operand.extract::<u64>() {
+        return Ok(n.to_le_bytes().to_vec());
+    }
+    Ok(binary(operand, "operand")?.into_owned())
+}
+
 pub(crate) fn byte_range(
     start: Option<&Bound<'_, PyAny>>,
     end: Option<&Bound<'_, PyAny>>,
@@ -205,6 +217,38 @@ impl Keyspace {
         let key = binary(key, "key")?;
         let opts = WriteOptions::default().sync(sync);
         py.detach(|| keyspace.delete_opt(&key, &opts)).py_err(py)
+    }
+
+    /// Binds the keyspace to the merge operator `name` (a builtin:
+    /// `add_i64`, `add_u64`, `min_i64`, `max_i64`, `min_u64`, `max_u64`,
+    /// `append`), kept in the database: then `merge` adds operands.
+    fn set_merge_operator(&self, py: Python<'_>, name: &str) -> PyResult<()> {
+        let keyspace = self.writable(py, "set_merge_operator")?;
+        py.detach(|| keyspace.set_merge_operator(name)).py_err(py)
+    }
+
+    /// The merge operator the keyspace is bound to, or `None`.
+    #[getter]
+    fn merge_operator(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        Ok(self.open(py)?.merge_operator())
+    }
+
+    /// Adds `operand` to `key` without reading it: the keyspace's merge
+    /// operator folds it onto the key's value when read. An `int` operand
+    /// is an 8-byte little-endian integer (what the integer operators take).
+    #[pyo3(signature = (key, operand, *, sync=false))]
+    fn merge(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        operand: &Bound<'_, PyAny>,
+        sync: bool,
+    ) -> PyResult<()> {
+        let keyspace = self.writable(py, "merge")?;
+        let key = binary(key, "key")?;
+        let operand = merge_operand(operand)?;
+        let opts = WriteOptions::default().sync(sync);
+        py.detach(|| keyspace.merge_opt(&key, &operand, &opts)).py_err(py)
     }
 
     /// Deletes every key in `[start, end)` (from the first key, to the last,

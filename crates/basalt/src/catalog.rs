@@ -233,6 +233,8 @@ pub(crate) struct TreeDef {
     /// The history the tree keeps (`None`: none). An index keeps its
     /// table's window, from its own `since` (its build's end).
     pub history: Option<TreeHistory>,
+    /// The merge operator a keyspace is bound to, by name (`merge.rs`).
+    pub merge_operator: Option<Arc<str>>,
 }
 
 impl TreeDef {
@@ -283,6 +285,8 @@ pub(crate) struct CatalogChange<'a> {
     pub histories: &'a [(TreeId, Option<TreeHistory>)],
     /// (table, schema version, seqno it began after).
     pub version_starts: &'a [(TreeId, u32, SeqNo)],
+    /// Keyspaces bound to a merge operator, by its name.
+    pub merge_operators: &'a [(TreeId, String)],
     pub dropped: &'a [TreeId],
 }
 
@@ -294,6 +298,7 @@ impl CatalogChange<'_> {
             && self.versions.is_empty()
             && self.histories.is_empty()
             && self.version_starts.is_empty()
+            && self.merge_operators.is_empty()
             && self.dropped.is_empty()
     }
 }
@@ -304,7 +309,8 @@ impl Catalog {
     pub(crate) fn apply(&self, change: &CatalogChange<'_>, bad: &dyn Fn(String) -> Error) -> Result<Catalog> {
         let mut next = self.clone();
         for (id, name) in change.created {
-            let def = TreeDef { name: name.clone(), kind: TreeKind::Keyspace, history: None };
+            let def =
+                TreeDef { name: name.clone(), kind: TreeKind::Keyspace, history: None, merge_operator: None };
             if next.trees.insert(*id, def).is_some() {
                 return Err(bad(format!("tree {id} created twice")));
             }
@@ -330,6 +336,14 @@ impl Catalog {
         for (id, history) in change.histories {
             let tree = next.trees.get_mut(id).ok_or_else(|| bad(format!("history of unknown tree {id}")))?;
             tree.history = *history;
+        }
+        for (id, name) in change.merge_operators {
+            let tree =
+                next.trees.get_mut(id).ok_or_else(|| bad(format!("merge operator of unknown tree {id}")))?;
+            if !matches!(tree.kind, TreeKind::Keyspace) {
+                return Err(bad(format!("merge operator {name} bound to tree {id}, not a keyspace")));
+            }
+            tree.merge_operator = Some(Arc::from(name.as_str()));
         }
         for id in change.dropped {
             next.trees.remove(id).ok_or_else(|| bad(format!("dropping unknown tree {id}")))?;
@@ -498,6 +512,16 @@ impl Catalog {
     /// Whether some tree keeps a count of versions.
     pub(crate) fn trees_keep_versions(&self) -> bool {
         self.trees.values().any(|t| t.history.is_some_and(|h| h.window.keep_versions.is_some_and(|n| n > 0)))
+    }
+
+    /// The merge operator tree `id` is bound to, by name.
+    pub(crate) fn merge_operator(&self, id: TreeId) -> Option<&Arc<str>> {
+        self.trees.get(&id)?.merge_operator.as_ref()
+    }
+
+    /// Every keyspace's merge operator binding.
+    pub(crate) fn merge_operator_records(&self) -> impl Iterator<Item = (TreeId, String)> + '_ {
+        self.trees.iter().filter_map(|(id, t)| t.merge_operator.as_ref().map(|m| (*id, m.to_string())))
     }
 
     /// Every tree's history record.

@@ -26,6 +26,7 @@ mod ids;
 mod io;
 mod log;
 mod memtable;
+mod merge;
 mod options;
 mod range_del;
 mod ranked;
@@ -62,6 +63,7 @@ pub use db::{
     TableEstimate, TableOptions, TableOverlay, TableScan, Transaction,
 };
 pub use error::{Error, Result};
+pub use merge::{MergeError, MergeOperator};
 pub use options::{Compression, Options, WriteOptions};
 pub use row::cell::Cell;
 pub use row::evolve::ColumnChange;

@@ -60,6 +60,13 @@ pub struct Options {
     pub error_if_exists: bool,
     /// The file system all I/O goes through.
     pub fs: Arc<dyn Fs>,
+    /// Merge operators an application defines, found by name
+    /// (`MergeOperator::name`) for the keyspaces bound to them
+    /// (`Keyspace::set_merge_operator`); the builtins (`add_i64`,
+    /// `add_u64`, `min_i64`, `max_i64`, `min_u64`, `max_u64`, `append`)
+    /// need no registration. A database holding a keyspace bound to an
+    /// operator found nowhere refuses to open.
+    pub merge_operators: Vec<Arc<dyn crate::merge::MergeOperator>>,
     /// Bytes an active memtable may hold (its nodes: keys, values and a
     /// header and tower of about 52 bytes per entry) before it becomes
     /// immutable and is flushed. 64 MiB, as RocksDB's `write_buffer_size`:
@@ -227,6 +234,7 @@ impl Default for Options {
             create_if_missing: true,
             error_if_exists: false,
             fs: Arc::new(RealFs),
+            merge_operators: Vec::new(),
             memtable_bytes_max: 64 << 20,
             immutable_memtables_max: 4,
             write_buffer_bytes_max: 256 << 20,

@@ -26,6 +26,9 @@ pub enum Kind {
     /// The key was set to a value kept in a blob file; the entry's value
     /// is a `blob::BlobPointer`. Only SSTs of key-value trees hold it.
     Blob = 2,
+    /// A merge operand: the key's value is the operand folded onto the
+    /// version below it by the keyspace's merge operator (`merge.rs`).
+    Merge = 3,
 }
 
 impl Kind {
@@ -35,6 +38,7 @@ impl Kind {
             0 => Some(Kind::Delete),
             1 => Some(Kind::Put),
             2 => Some(Kind::Blob),
+            3 => Some(Kind::Merge),
             _ => None,
         }
     }

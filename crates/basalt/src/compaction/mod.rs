@@ -5,6 +5,7 @@
 //! through the tree cursor that reads use (`db/cursor.rs`).
 
 pub mod covered;
+pub mod fold;
 pub mod picker;
 pub mod retain;
 

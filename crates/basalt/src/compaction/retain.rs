@@ -84,7 +84,7 @@ impl Retention {
     }
 
     /// The stripe of `seqno`: index of the oldest snapshot that sees it.
-    fn stripe(&self, seqno: SeqNo) -> usize {
+    pub fn stripe(&self, seqno: SeqNo) -> usize {
         self.snapshots.partition_point(|&s| s < seqno)
     }
 

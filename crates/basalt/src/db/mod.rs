@@ -185,6 +185,14 @@ impl Db {
         self.write_opt(batch, opts)
     }
 
+    /// Adds `operand` to `key` of the key-value store (the default
+    /// keyspace's merge operator folds it; see [`Keyspace::merge`]).
+    pub fn merge(&self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.merge(key, operand);
+        self.write(batch)
+    }
+
     /// Deletes every key of the key-value store in `range`: one write
     /// however many keys the range holds (see [`Keyspace::delete_range`]).
     pub fn delete_range<K: AsRef<[u8]>>(&self, range: impl std::ops::RangeBounds<K>) -> Result<()> {

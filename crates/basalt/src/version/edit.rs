@@ -61,6 +61,9 @@
 //!                   `range_del.rs`; applied after the edit's files)
 //! 18 range tombstone dropped  varint tree | varint seqno (it covers no
 //!                   entry any more)
+//! 19 merge operator varint tree | varint len + name: the keyspace takes
+//!                   merge operands folded by the operator of that name
+//!                   (`merge.rs`; applied after every tree kind)
 //! file meta := number | size | entries | min seqno | max seqno (varints)
 //!              | smallest: varint len + key | u64 LE trailer
 //!              | largest:  varint len + key | u64 LE trailer
@@ -96,6 +99,10 @@ const TAG_COMMIT_TIMES: u8 = 15;
 const TAG_TABLE_VERSION_START: u8 = 16;
 const TAG_RANGE_TOMBSTONE: u8 = 17;
 const TAG_RANGE_TOMBSTONE_DROPPED: u8 = 18;
+const TAG_MERGE_OPERATOR: u8 = 19;
+
+/// Longest merge operator name accepted in a MANIFEST.
+const MERGE_OPERATOR_NAME_BYTES_MAX: usize = 256;
 
 /// Flags of a tree history record.
 const HISTORY_KEEP_FOR: u8 = 1;
@@ -351,6 +358,8 @@ pub struct VersionEdit {
     pub range_tombstones_added: Vec<(TreeId, RangeTombstone)>,
     /// Range tombstones, by tree and seqno, that cover no entry any more.
     pub range_tombstones_dropped: Vec<(TreeId, SeqNo)>,
+    /// Keyspaces bound to a merge operator, by its name.
+    pub tree_merge_operators: Vec<(TreeId, String)>,
 }
 
 fn put_key(out: &mut Vec<u8>, key: &InternalKey) {
@@ -421,6 +430,26 @@ fn read_commit_times(r: &mut Reader<'_, '_>, e: &mut VersionEdit) -> Result<()> 
         e.commit_times.push((seqno, ms));
     }
     Ok(())
+}
+
+fn read_tree_created(r: &mut Reader<'_, '_>) -> Result<(TreeId, String)> {
+    let tree = read_tree(r)?;
+    let name = r.len_bytes()?;
+    if name.len() > TREE_NAME_BYTES_MAX {
+        return Err(r.corrupt("tree name too long"));
+    }
+    let name = String::from_utf8(name.to_vec()).map_err(|_| r.corrupt("tree name is not UTF-8"))?;
+    Ok((tree, name))
+}
+
+fn read_merge_operator(r: &mut Reader<'_, '_>) -> Result<(TreeId, String)> {
+    let tree = read_tree(r)?;
+    let name = r.len_bytes()?;
+    if name.len() > MERGE_OPERATOR_NAME_BYTES_MAX {
+        return Err(r.corrupt(format!("a merge operator name of {} bytes", name.len())));
+    }
+    let name = std::str::from_utf8(name).map_err(|_| r.corrupt("a merge operator name that is not UTF-8"))?;
+    Ok((tree, name.to_string()))
 }
 
 fn read_tree_seqno(r: &mut Reader<'_, '_>) -> Result<(TreeId, SeqNo)> {
@@ -609,8 +638,14 @@ impl VersionEdit {
         out
     }
 
-    /// Tags 17 and 18: range tombstones added and dropped.
+    /// Tags 17 and 18: range tombstones added and dropped; tag 19: merge
+    /// operators bound.
     fn encode_range_tombstones(&self, out: &mut Vec<u8>) {
+        for (tree, name) in &self.tree_merge_operators {
+            out.push(TAG_MERGE_OPERATOR);
+            varint::put_u64(out, u64::from(*tree));
+            varint::put_bytes(out, name.as_bytes());
+        }
         for (tree, t) in &self.range_tombstones_added {
             out.push(TAG_RANGE_TOMBSTONE);
             varint::put_u64(out, u64::from(*tree));
@@ -679,16 +714,7 @@ impl VersionEdit {
                 TAG_LOG_NUMBER => e.log_number = Some(r.varint()?),
                 TAG_NEXT_FILE => e.next_file_number = Some(r.varint()?),
                 TAG_LAST_SEQNO => e.last_seqno = Some(r.varint()?),
-                TAG_TREE_CREATED => {
-                    let tree = read_tree(&mut r)?;
-                    let name = r.len_bytes()?;
-                    if name.len() > TREE_NAME_BYTES_MAX {
-                        return Err(r.corrupt("tree name too long"));
-                    }
-                    let name =
-                        String::from_utf8(name.to_vec()).map_err(|_| r.corrupt("tree name is not UTF-8"))?;
-                    e.trees_created.push((tree, name));
-                }
+                TAG_TREE_CREATED => e.trees_created.push(read_tree_created(&mut r)?),
                 TAG_TREE_DROPPED => e.trees_dropped.push(read_tree(&mut r)?),
                 TAG_TREE_SCHEMA => {
                     let tree = read_tree(&mut r)?;
@@ -705,6 +731,7 @@ impl VersionEdit {
                 TAG_TREE_HISTORY => e.tree_histories.push(read_tree_history(&mut r)?),
                 TAG_COMMIT_TIMES => read_commit_times(&mut r, &mut e)?,
                 TAG_RANGE_TOMBSTONE => e.range_tombstones_added.push(read_range_tombstone(&mut r)?),
+                TAG_MERGE_OPERATOR => e.tree_merge_operators.push(read_merge_operator(&mut r)?),
                 TAG_RANGE_TOMBSTONE_DROPPED => e.range_tombstones_dropped.push(read_tree_seqno(&mut r)?),
                 TAG_TABLE_VERSION_START => {
                     let tree = read_tree(&mut r)?;
@@ -895,6 +922,7 @@ mod tests {
                 (5, RangeTombstone { start: Bytes::new(), end: None, seqno: 42 }),
             ],
             range_tombstones_dropped: vec![(4, 30)],
+            tree_merge_operators: vec![(5, "add_i64".to_string())],
         }
     }
 

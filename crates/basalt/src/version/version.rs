@@ -83,6 +83,7 @@ impl Version {
             kinds: old_schemas.chain(edit.tree_kinds.iter().cloned()).collect(),
             versions: &edit.table_versions,
             histories: &edit.tree_histories,
+            merge_operators: &edit.tree_merge_operators,
             version_starts: &edit.table_version_starts,
             dropped: &edit.trees_dropped,
         };
@@ -241,6 +242,7 @@ impl Version {
         }
         e.table_versions = self.catalog.version_records().collect();
         e.tree_histories = self.catalog.history_records().collect();
+        e.tree_merge_operators = self.catalog.merge_operator_records().collect();
         e.table_version_starts = self.catalog.version_start_records().collect();
         for (id, tree) in &self.trees {
             for (level, f) in tree.all_files() {

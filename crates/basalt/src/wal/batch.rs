@@ -7,7 +7,8 @@ use std::path::Path;
 use bytes::Bytes;
 
 use super::format::{
-    BATCH_HEADER_BYTES, ENTRY_DELETE, ENTRY_PUT, ENTRY_RANGE_DELETE, ENTRY_ROWS_DELETE, ENTRY_ROWS_PUT,
+    BATCH_HEADER_BYTES, ENTRY_DELETE, ENTRY_MERGE, ENTRY_PUT, ENTRY_RANGE_DELETE, ENTRY_ROWS_DELETE,
+    ENTRY_ROWS_PUT,
 };
 use crate::codec::internal::{Kind, SeqNo};
 use crate::codec::varint::{self, Reader};
@@ -46,6 +47,8 @@ pub struct WriteBatch {
     has_range_deletes: bool,
     /// The longest bound of its range deletes.
     range_bound_max: usize,
+    /// Whether some entry is a merge operand.
+    has_merges: bool,
 }
 
 impl Default for WriteBatch {
@@ -126,12 +129,37 @@ impl WriteBatch {
             trees: Vec::new(),
             has_range_deletes: false,
             range_bound_max: 0,
+            has_merges: false,
         }
     }
 
     /// Sets `key` to `value` in the key-value store.
     pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
         self.put_raw(DEFAULT_TREE, key.as_ref(), value.as_ref());
+    }
+
+    /// Adds `operand` to `key` of the key-value store: the default
+    /// keyspace's merge operator folds it onto the key's value when it is
+    /// read (`Keyspace::set_merge_operator`; the write is refused without
+    /// one).
+    pub fn merge(&mut self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) {
+        self.merge_raw(DEFAULT_TREE, key.as_ref(), operand.as_ref());
+    }
+
+    /// Adds a merge operand for `key` in `tree`.
+    pub(crate) fn merge_raw(&mut self, tree: TreeId, key: &[u8], operand: &[u8]) {
+        self.rep.push(ENTRY_MERGE);
+        varint::put_u64(&mut self.rep, u64::from(tree));
+        varint::put_bytes(&mut self.rep, key);
+        varint::put_bytes(&mut self.rep, operand);
+        self.count += 1;
+        self.note_kv(tree, key.len(), operand.len());
+        self.has_merges = true;
+    }
+
+    /// Whether the batch holds a merge operand.
+    pub(crate) fn has_merges(&self) -> bool {
+        self.has_merges
     }
 
     /// Deletes `key` from the key-value store.
@@ -256,6 +284,7 @@ impl WriteBatch {
         self.kv_value_max = self.kv_value_max.max(other.kv_value_max);
         self.has_range_deletes |= other.has_range_deletes;
         self.range_bound_max = self.range_bound_max.max(other.range_bound_max);
+        self.has_merges |= other.has_merges;
         for (tree, arrow) in other.trees {
             self.note_tree(tree, arrow);
         }
@@ -301,6 +330,7 @@ impl WriteBatch {
         self.trees.clear();
         self.has_range_deletes = false;
         self.range_bound_max = 0;
+        self.has_merges = false;
     }
 
     /// Size of the encoded batch in bytes.
@@ -376,10 +406,11 @@ fn next_entry<'a>(r: &mut Reader<'a, '_>) -> Result<BatchEntry<'a>> {
     let kind = match kind_byte {
         ENTRY_PUT => Kind::Put,
         ENTRY_DELETE => Kind::Delete,
+        ENTRY_MERGE => Kind::Merge,
         _ => return Err(r.corrupt(format!("unknown entry kind {kind_byte}"))),
     };
     let key = r.len_bytes()?;
-    let value = if kind == Kind::Put { r.len_bytes()? } else { &[] };
+    let value = if kind == Kind::Delete { &[] } else { r.len_bytes()? };
     Ok(BatchEntry { kind, tree, key, value, arrow_rows: 0, range_end: None })
 }
 

@@ -12,6 +12,8 @@
 //!          | 4 (range delete) | tree: varint | start: varint len + bytes
 //!                           | u8 (1: an end follows; 0: no end)
 //!                           | [end: varint len + bytes]
+//!          | 5 (merge)      | tree: varint | key: varint len + bytes
+//!                           | operand: varint len + bytes
 //! ```
 //!
 //! A range delete covers every key `k` with `start <= k < end` (no end:
@@ -33,3 +35,6 @@ pub const ENTRY_ROWS_PUT: u8 = 2;
 pub const ENTRY_ROWS_DELETE: u8 = 3;
 /// Entry kind: every key of a range deleted from a tree (one seqno).
 pub const ENTRY_RANGE_DELETE: u8 = 4;
+/// Entry kind: a merge operand for a key of a keyspace
+/// (`codec::internal::Kind::Merge`).
+pub const ENTRY_MERGE: u8 = 5;

@@ -172,6 +172,44 @@ impl DbInner {
         self.install_edit(VersionEdit { trees_dropped: ids.to_vec(), ..VersionEdit::default() })
     }
 
+    /// Binds keyspace `tree` to the merge operator named `name`: one
+    /// MANIFEST edit, logged owning the write path. Refused for an
+    /// operator found nowhere, for a keyspace bound to another one (its
+    /// operands would be read by the wrong fold), and for a keyspace
+    /// keeping history (a key's history lists versions, not folds).
+    pub(crate) fn set_merge_operator(&self, tree: TreeId, keyspace: &str, name: &str) -> Result<()> {
+        if crate::merge::find(&self.opts.merge_operators, name).is_none() {
+            return Err(Error::InvalidArgument(format!(
+                "no merge operator {name:?}: neither a builtin nor in Options::merge_operators"
+            )));
+        }
+        self.check_writable()?;
+        self.with_exclusive_writer(|| {
+            self.check_writable()?;
+            let catalog = self.versions.load().version.catalog.clone();
+            let def =
+                catalog.tree(tree).ok_or_else(|| Error::InvalidArgument(format!("{keyspace} was dropped")))?;
+            if !matches!(def.kind, TreeKind::Keyspace) {
+                return Err(Error::InvalidArgument(format!("{keyspace} is not a keyspace")));
+            }
+            match def.merge_operator.as_deref() {
+                Some(bound) if bound == name => return Ok(()),
+                Some(bound) => {
+                    return Err(Error::InvalidArgument(format!(
+                        "keyspace {keyspace} is bound to merge operator {bound:?}: its operands cannot be read by another"
+                    )));
+                }
+                None => {}
+            }
+            if def.history.is_some_and(|h| h.window.is_on()) {
+                return Err(Error::InvalidArgument(format!(
+                    "keyspace {keyspace} keeps history: a merge operator and a history window do not go together yet"
+                )));
+            }
+            self.install_edit(VersionEdit { tree_merge_operators: vec![(tree, name.to_string())], ..VersionEdit::default() })
+        })
+    }
+
     /// Sets the history window of `tree`, a table (with its indexes) or a
     /// keyspace: one MANIFEST edit, logged owning the write path. A window
     /// turned on holds from now on; one made to keep more (a longer
@@ -195,6 +233,11 @@ impl DbInner {
                 catalog.tree(tree).ok_or_else(|| Error::InvalidArgument(format!("{name} was dropped")))?;
             if matches!(def.kind, TreeKind::Index(_)) {
                 return Err(Error::internal("a history window set on an index"));
+            }
+            if window.is_on() && def.merge_operator.is_some() {
+                return Err(Error::InvalidArgument(format!(
+                    "{name} has a merge operator: a merge operator and a history window do not go together yet"
+                )));
             }
             // Every commit so far is visible: the exclusive writer waits
             // for groups to publish.

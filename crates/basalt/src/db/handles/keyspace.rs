@@ -96,6 +96,43 @@ impl Keyspace {
         self.inner.write(batch, opts.sync)
     }
 
+    /// Binds the keyspace to the merge operator named `name` (a builtin —
+    /// `add_i64`, `add_u64`, `min_i64`, `max_i64`, `min_u64`, `max_u64`,
+    /// `append` — or one of `Options::merge_operators`), so that it takes
+    /// [`Keyspace::merge`]; kept in the MANIFEST. Binding it again to the
+    /// same operator does nothing; to another is refused.
+    pub fn set_merge_operator(&self, name: &str) -> Result<()> {
+        self.inner.set_merge_operator(self.shared.id, &self.shared.name, name)
+    }
+
+    /// The merge operator the keyspace is bound to, by name.
+    pub fn merge_operator(&self) -> Option<String> {
+        let sv = self.inner.versions.load();
+        sv.version.catalog.merge_operator(self.shared.id).map(ToString::to_string)
+    }
+
+    /// Adds `operand` to `key`: the keyspace's merge operator folds it onto
+    /// the key's value when the key is read (and compaction folds it
+    /// ahead of reads). No read, so no conflict with other writers: the
+    /// counter of many threads. Refused for a keyspace bound to no
+    /// operator, and for an operand the operator can never fold (an
+    /// integer operator's operand is 8 bytes, little-endian).
+    pub fn merge(&self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> Result<()> {
+        self.merge_opt(key, operand, &WriteOptions::default())
+    }
+
+    /// [`Keyspace::merge`] with explicit write options.
+    pub fn merge_opt(
+        &self,
+        key: impl AsRef<[u8]>,
+        operand: impl AsRef<[u8]>,
+        opts: &WriteOptions,
+    ) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.merge_keyspace(self, key, operand)?;
+        self.inner.write(batch, opts.sync)
+    }
+
     /// Deletes every key in `range`: one write (one WAL entry, one range
     /// tombstone) however many keys it holds, visible to reads at once;
     /// compaction then drops the keys, whole files at a time where the
@@ -168,6 +205,19 @@ impl WriteBatch {
     pub fn delete_keyspace(&mut self, keyspace: &Keyspace, key: impl AsRef<[u8]>) -> Result<()> {
         self.bind_keyspace(keyspace)?;
         self.delete_raw(keyspace.shared.id, key.as_ref());
+        Ok(())
+    }
+
+    /// Adds a merge operand for `key` of `keyspace` (see
+    /// [`Keyspace::merge`]).
+    pub fn merge_keyspace(
+        &mut self,
+        keyspace: &Keyspace,
+        key: impl AsRef<[u8]>,
+        operand: impl AsRef<[u8]>,
+    ) -> Result<()> {
+        self.bind_keyspace(keyspace)?;
+        self.merge_raw(keyspace.shared.id, key.as_ref(), operand.as_ref());
         Ok(())
     }
 

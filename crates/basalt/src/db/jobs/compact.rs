@@ -340,6 +340,10 @@ impl DbInner {
         let mut relocation = BlobRelocation::new(&version, self.opts.blob_gc_garbage_percent);
         #[cfg(test)]
         before_merge::run(self.id);
+        if let Some(op) = self.merge_operator(&version.catalog, task.tree)? {
+            let folding = Folding { retention, tombstones, op, relocation };
+            return self.merge_folding(task, merged, folding, &version);
+        }
         let mut outputs = Vec::new();
         let mut current: Option<(TreeId, u64, SstWriter)> = None;
         let mut last_key: Vec<u8> = Vec::new();
@@ -467,6 +471,109 @@ fn obsolete_after(
         .filter(|s| !edit.range_tombstones_dropped.contains(&(id, *s)))
         .map(|s| (id, s))
         .collect()
+}
+
+/// What a compaction of a keyspace with a merge operator folds with.
+struct Folding {
+    retention: Retention,
+    tombstones: Arc<crate::range_del::TombstoneSet>,
+    op: Arc<dyn crate::merge::MergeOperator>,
+    relocation: BlobRelocation,
+}
+
+/// One version of the key a folding compaction holds, with the SST it came
+/// from (a blob pointer's file, for errors).
+struct Held {
+    version: crate::merge::Version,
+    sst: std::path::PathBuf,
+}
+
+impl DbInner {
+    /// [`DbInner::merge_inputs`] for a keyspace with a merge operator: every
+    /// version of a key is held, then what `compaction/fold.rs` keeps of
+    /// them (runs of operands folded) is written.
+    fn merge_folding(
+        &self,
+        task: &CompactionTask,
+        mut merged: TreeCursor,
+        mut f: Folding,
+        version: &Version,
+    ) -> Result<(Vec<FileMeta>, Option<BlobFileMeta>, MergedUnder)> {
+        let mut outputs = Vec::new();
+        let mut current: Option<(TreeId, u64, SstWriter)> = None;
+        let mut kept_under: HashSet<SeqNo> = HashSet::new();
+        let mut key: Vec<u8> = Vec::new();
+        let mut held: Vec<Held> = Vec::new();
+        loop {
+            let next = merged.next_source();
+            let entry = next.and_then(|i| merged.sources()[i].key());
+            if entry.is_none_or(|(k, _)| k != key.as_slice()) && !held.is_empty() {
+                let versions = held.iter().map(|h| h.version.clone()).collect();
+                let kept = crate::compaction::fold::fold_key(
+                    versions,
+                    |s| f.retention.stripe(s),
+                    task.bottommost,
+                    f.tombstones.all_covering(&key),
+                    f.op.as_ref(),
+                );
+                // A file is cut only between keys: files of a level never
+                // share one.
+                let full = current
+                    .as_ref()
+                    .is_some_and(|(_, _, w)| w.estimated_file_bytes() >= self.opts.sst_bytes());
+                if full && let Some(done) = current.take() {
+                    outputs.push(crate::db::jobs::flush::finish_sst(done)?.1);
+                    self.check_open()?;
+                }
+                for v in kept {
+                    kept_under.extend(f.tombstones.all_covering(&key).iter().filter(|&&t| t > v.seqno));
+                    let (_, _, w) = match &mut current {
+                        Some(c) => c,
+                        None => current.insert(self.start_sst(task.tree, None)?),
+                    };
+                    let trailer = crate::codec::internal::pack_trailer(v.seqno, v.kind);
+                    if v.kind == Kind::Blob {
+                        let sst = held.iter().find(|h| h.version.seqno == v.seqno).map(|h| h.sst.as_path());
+                        let sst = sst.unwrap_or(std::path::Path::new(""));
+                        let pointer = f.relocation.pointer(self, version, &v.value, sst)?;
+                        w.add(&key, trailer, pointer)?;
+                    } else {
+                        w.add(&key, trailer, &v.value)?;
+                    }
+                }
+                held.clear();
+            }
+            let Some(i) = next else { break };
+            let source = &merged.sources()[i];
+            let (Some((k, trailer)), Some((block, row))) =
+                (source.key(), source.sst().and_then(SstIter::current))
+            else {
+                return Err(Error::internal("compaction cursor lost its block"));
+            };
+            let Some((seqno, kind)) = unpack_trailer(trailer) else {
+                return Err(block.corruption(format!("an entry of unknown kind {trailer:#x}")));
+            };
+            if held.is_empty() {
+                key.clear();
+                key.extend_from_slice(k);
+            }
+            let sst =
+                source.sst().map_or_else(std::path::PathBuf::new, |it| it.reader().path().to_path_buf());
+            held.push(Held {
+                version: crate::merge::Version { seqno, kind, value: block.value(row).to_vec() },
+                sst,
+            });
+            merged.step(i)?;
+        }
+        if let Some(done) = current.take() {
+            outputs.push(crate::db::jobs::flush::finish_sst(done)?.1);
+        }
+        let blob = f.relocation.writer.take().map(crate::db::jobs::flush::finish_blob_file).transpose()?;
+        if !outputs.is_empty() || blob.is_some() {
+            self.fs.sync_dir(&self.dir)?;
+        }
+        Ok((outputs, blob, (f.tombstones, kept_under)))
+    }
 }
 
 /// The range tombstones a compaction merged its inputs under, and those an

@@ -137,7 +137,12 @@ impl DbInner {
                 Some((tree, is_live, separates)) if tree == key.tree => (is_live, separates),
                 _ => {
                     let def = catalog.tree(key.tree);
-                    let separates = blob_min > 0 && def.is_some_and(|d| matches!(d.kind, TreeKind::Keyspace));
+                    // A merge keyspace keeps its values inline: compaction
+                    // folds operands onto them.
+                    let separates = blob_min > 0
+                        && def.is_some_and(|d| {
+                            matches!(d.kind, TreeKind::Keyspace) && d.merge_operator.is_none()
+                        });
                     tree_state = Some((key.tree, def.is_some(), separates));
                     (def.is_some(), separates)
                 }

@@ -41,6 +41,17 @@ pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<DbInner
     let fs: Arc<dyn crate::io::Fs> = Arc::new(crate::io::GuardedFs::new(opts.fs.clone(), released.clone()));
     let names = fs.list(dir)?;
     let (versions, log_number, last_seqno) = recover_versions(&fs, dir, &names, exists, read_only)?;
+    // Every keyspace's merge operator must be at hand before anything
+    // reads or compacts its operands (nothing is changed when one is not).
+    let catalog = versions.current_version().catalog.clone();
+    for (tree, name) in catalog.merge_operator_records() {
+        if crate::merge::find(&opts.merge_operators, &name).is_none() {
+            let keyspace = catalog.tree(tree).map_or_else(|| tree.to_string(), |t| t.name.clone());
+            return Err(Error::InvalidArgument(format!(
+                "keyspace {keyspace} is bound to merge operator {name:?}, which is neither a builtin nor in Options::merge_operators: register it to open this database"
+            )));
+        }
+    }
     let wals = wals_to_replay(&names, log_number);
     let (after, marks) = versions.commit_times();
     let clock = CommitClock::new(after, marks.to_vec(), last_seqno);

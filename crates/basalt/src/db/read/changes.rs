@@ -57,6 +57,9 @@ pub struct Change {
     /// range ends, before a key or with the key space. `None` for a
     /// change of one key.
     pub range_end: Option<std::ops::Bound<Bytes>>,
+    /// The value is a merge operand (`Keyspace::merge`), not the key's
+    /// new value.
+    pub merge: bool,
 }
 
 /// What the feed hands each WAL record to: its payload, file, offset and
@@ -319,6 +322,7 @@ impl DbInner {
                     key: Bytes::copy_from_slice(key),
                     value: (kind != Kind::Delete).then(|| Bytes::copy_from_slice(value)),
                     range_end: None,
+                    merge: kind == Kind::Merge,
                 }),
                 Entry::Range { seqno, start, end } => out.push(Change {
                     seqno,
@@ -328,6 +332,7 @@ impl DbInner {
                     range_end: Some(end.map_or(std::ops::Bound::Unbounded, |e| {
                         std::ops::Bound::Excluded(Bytes::copy_from_slice(e))
                     })),
+                    merge: false,
                 }),
                 Entry::Rows { first, kind, ipc, path, offset, .. } => {
                     // A keyspace's table face: rows of (key, value).
@@ -354,6 +359,7 @@ impl DbInner {
                             key: cell(0)?,
                             value: if kind == Kind::Delete { None } else { Some(cell(1)?) },
                             range_end: None,
+                            merge: false,
                         });
                     }
                 }

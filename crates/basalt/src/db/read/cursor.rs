@@ -559,6 +559,31 @@ impl TreeCursor {
         Ok(best)
     }
 
+    /// Moves every source past the versions of `key` and returns every one
+    /// visible at `seqno`, newest first: `(trailer, value, the SST it came
+    /// from)` — what a keyspace's merge operands fold from.
+    pub(crate) fn take_all_versions(
+        &mut self,
+        key: &[u8],
+        seqno: SeqNo,
+    ) -> Result<Vec<(u64, Bytes, Option<std::path::PathBuf>)>> {
+        let mut all = Vec::new();
+        for s in &mut self.sources {
+            while let Some((k, trailer)) = s.key() {
+                if k != key {
+                    break;
+                }
+                if trailer >> 8 <= seqno {
+                    let sst = s.sst().map(|it| it.reader().path().to_path_buf());
+                    all.push((trailer, s.value_bytes(), sst));
+                }
+                s.step()?;
+            }
+        }
+        all.sort_unstable_by_key(|v| std::cmp::Reverse(v.0));
+        Ok(all)
+    }
+
     /// Moves every source past the versions of `key`.
     pub(crate) fn skip_key(&mut self, key: &[u8]) -> Result<()> {
         self.take_versions(key, 0, |_, _| ()).map(drop)

@@ -70,6 +70,9 @@ pub(crate) struct RangeReader {
     /// Range tombstones the read sees over the range: with any, every key
     /// takes the general path, which checks it against them.
     tombstones: Option<Arc<TombstoneSet>>,
+    /// The keyspace's merge operator: a key whose newest version is an
+    /// operand reads as its operands folded (`merged.rs`).
+    merge: Option<Arc<dyn crate::merge::MergeOperator>>,
 }
 
 /// Where the entry a step moved to is.
@@ -124,7 +127,9 @@ impl RangeReader {
         }
         let blobs = (inner.blob_files.clone(), sv.version.clone());
         let tombstones = sv.range_tombstones(tree, span_of(&range), seqno);
+        let merge = inner.merge_operator(&sv.version.catalog, tree)?;
         Ok(RangeReader {
+            merge,
             tombstones,
             cursor,
             forward,
@@ -302,6 +307,23 @@ impl RangeReader {
         let key = cursor.sources()[i].key_bytes();
         if past_end(&self.range, self.forward, &key) {
             return Ok(Step::End);
+        }
+        if let Some(op) = &self.merge {
+            // Every version, for the operands and their base.
+            let versions = cursor.take_all_versions(&key, self.seqno)?;
+            if at_excluded_start(&self.range, self.forward, &key) {
+                return Ok(Step::Nothing);
+            }
+            let cover = self.tombstones.as_ref().and_then(|set| set.covering(&key, self.seqno));
+            let blobs = &self.blobs;
+            let read_blob = |pointer: &[u8], sst: &std::path::Path| {
+                crate::db::read::point::read_blob(&blobs.0, &blobs.1, pointer, sst)
+            };
+            let value =
+                crate::db::read::merged::fold_versions(op.as_ref(), &key, versions, cover, &read_blob)?;
+            return Ok(
+                value.map_or(Step::Nothing, |v| Step::Entry(key, if read_blobs { v } else { Bytes::new() }))
+            );
         }
         // A value in a blob file is read once its entry wins; its SST
         // is kept for an error (a path only for such entries).

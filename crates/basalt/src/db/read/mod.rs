@@ -8,6 +8,7 @@ pub(crate) mod estimates;
 pub(crate) mod history;
 pub(crate) mod iter;
 pub(crate) mod key_history;
+pub(crate) mod merged;
 pub(crate) mod overlay;
 pub(crate) mod point;
 pub(crate) mod row_view;

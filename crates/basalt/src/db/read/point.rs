@@ -110,6 +110,12 @@ impl DbInner {
             match (unpack_trailer(trailer), file) {
                 (Some((s, _)), _) if hidden(s) => {}
                 (Some((_, Kind::Put)), _) => found(value),
+                // An operand: folded onto the versions below it.
+                (Some((_, Kind::Merge)), _) => {
+                    if let Some(v) = self.fold_merges(sv, seqno, tree, user_key)? {
+                        found(Value::Shared(v));
+                    }
+                }
                 // Only SSTs point into blob files (a flush writes them).
                 (Some((_, Kind::Blob)), Some(sst)) => {
                     found(Value::Shared(self.read_blob_cold(&sv.version, value.as_slice(), sst.path())?));

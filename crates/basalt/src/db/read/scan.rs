@@ -533,6 +533,12 @@ impl TableScan {
             (None, None) => Ok(Found::Bytes(Bytes::new())),
         })?;
         let Some((trailer, found)) = newest else { return Ok(None) };
+        if matches!(unpack_trailer(trailer), Some((_, Kind::Merge))) {
+            // A merge keyspace's table face: the operands folded, by the
+            // point path (the versions were passed over above).
+            let folded = self.table.inner().fold_merges(&self.pinned, self.seqno, self.table.tree(), key)?;
+            return Ok(folded.map(|v| (pack_trailer(trailer >> 8, Kind::Put), Found::Bytes(v))));
+        }
         match found? {
             // Only keyspaces keep values in blob files: the value is the
             // face's whole stored row.

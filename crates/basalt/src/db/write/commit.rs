@@ -84,6 +84,9 @@ impl DbInner {
         }
         self.check_batch_limits(batch)?;
         let version = self.versions.load().version.clone();
+        if batch.has_merges() {
+            self.check_merges(&version.catalog, batch)?;
+        }
         for &(tree, arrow) in batch.trees() {
             // Key-value entries go to keyspaces only; Arrow rows to a live
             // table or to a keyspace's table face; nothing to an index but
@@ -104,6 +107,33 @@ impl DbInner {
             }
         }
         Ok(())
+    }
+
+    /// Refuses a batch with a merge operand for a keyspace bound to no merge
+    /// operator, or one its operator can never fold.
+    fn check_merges(&self, catalog: &crate::catalog::Catalog, batch: &WriteBatch) -> Result<()> {
+        for e in batch.entries().filter(|e| e.kind == Kind::Merge) {
+            let op = self.merge_operator(catalog, e.tree)?.ok_or_else(|| {
+                let name = catalog.tree(e.tree).map_or("?", |t| t.name.as_str());
+                Error::InvalidArgument(format!(
+                    "keyspace {name} has no merge operator: bind one with Keyspace::set_merge_operator first"
+                ))
+            })?;
+            op.check_operand(e.value).map_err(Error::InvalidArgument)?;
+        }
+        Ok(())
+    }
+
+    /// The merge operator `tree` is bound to in `catalog`, if any.
+    pub(crate) fn merge_operator(
+        &self,
+        catalog: &crate::catalog::Catalog,
+        tree: TreeId,
+    ) -> Result<Option<Arc<dyn crate::merge::MergeOperator>>> {
+        let Some(name) = catalog.merge_operator(tree) else { return Ok(None) };
+        crate::merge::find(&self.opts.merge_operators, name)
+            .map(Some)
+            .ok_or_else(|| Error::InvalidArgument(format!("merge operator {name:?} is not registered")))
     }
 
     /// Refuses a batch whose longest key or value is over `key_bytes_max`

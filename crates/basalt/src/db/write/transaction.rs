@@ -280,6 +280,11 @@ impl Transaction {
         if batch.database().is_some_and(|db| db != self.inner.id) {
             return Err(Error::InvalidArgument("the keyspace or table belongs to another database".into()));
         }
+        if batch.has_merges() {
+            return Err(Error::InvalidArgument(
+                "a transaction cannot hold a merge operand: write it with Db::write or merge".into(),
+            ));
+        }
         if batch.has_range_deletes() {
             // The transaction's reads merge its own writes key by key; a
             // range delete among them would be read as one key's delete.
