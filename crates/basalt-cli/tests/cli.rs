@@ -879,3 +879,18 @@ fn history_changes_and_reads_as_of_a_past_point() {
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("readable as of seqno"), "{out:?}");
 }
+
+#[test]
+fn delete_range_deletes_a_key_range_and_asks_for_one() {
+    let (_tmp, db) = people();
+    let out =
+        stdout_of(basalt().arg("delete-range").arg(&db).arg("people").args(["--from", "2", "--to", "4"]));
+    assert!(out.contains("deleted 3 rows"), "{out}");
+    let rows = scan_csv(&db, "people");
+    assert_eq!(rows, "id,name,score,city\n1,alice,10.0,Paris\n5,eve,0.0,Oslo\n");
+    // Without --from, --to or --all it deletes nothing: a usage error.
+    basalt().arg("delete-range").arg(&db).arg("people").assert().failure().code(2);
+    assert_eq!(scan_csv(&db, "people"), rows);
+    stdout_of(basalt().arg("delete-range").arg(&db).arg("people").arg("--all"));
+    assert_eq!(scan_csv(&db, "people"), "id,name,score,city\n");
+}

@@ -42,6 +42,13 @@ impl KvWorkload {
     }
 }
 
+/// The keyspace of the batch counters (merge operator `add_i64`).
+const COUNTS: &str = "kv_counts";
+
+fn counter_key(thread: u32) -> Vec<u8> {
+    format!("count/{thread:02}").into_bytes()
+}
+
 fn prefix(thread: u32) -> String {
     format!("kv/{thread:02}/")
 }
@@ -77,12 +84,21 @@ impl Workload for KvWorkload {
     }
 
     fn prepare(&self, db: &Db) -> basalt::Result<()> {
-        // Idempotent: the same window again keeps its start.
-        db.keyspace("default")?.set_history(HistoryWindow::duration(Duration::from_secs(86_400)))
+        // Idempotent: the same window again keeps its start, the same
+        // operator again changes nothing.
+        db.keyspace("default")?.set_history(HistoryWindow::duration(Duration::from_secs(86_400)))?;
+        let counts = match db.keyspace(COUNTS) {
+            Ok(k) => k,
+            Err(_) => db.create_keyspace(COUNTS)?,
+        };
+        counts.set_merge_operator("add_i64")
     }
 
     fn write(&self, db: &Db, thread: u32, id: u64, sync: bool) -> basalt::Result<()> {
         let mut wb = WriteBatch::new();
+        // Each batch also counts itself in its thread's counter: a merge
+        // operand, folded by reads and compactions.
+        wb.merge_keyspace(&db.keyspace(COUNTS)?, counter_key(thread), 1i64.to_le_bytes())?;
         for entry in batch(self.seed, thread, id) {
             match entry {
                 Entry::Put(k, v) => wb.put(k, v),
@@ -151,11 +167,33 @@ impl Model for KvModel {
         // values rewritten as they were) leaves the contents silent on
         // whether it is there: the feed may then hold it or not.
         self.check_feed(db, pending, present)?;
+        self.check_counter(db, pending, present)?;
         Ok(present)
     }
 }
 
 impl KvModel {
+    /// The thread's counter folds one operand per batch in the database:
+    /// the acknowledged ones, and the pending one when it is there (when
+    /// the contents cannot tell, either).
+    fn check_counter(&self, db: &Db, pending: Option<u64>, present: bool) -> Result<(), String> {
+        let got = db
+            .keyspace(COUNTS)
+            .and_then(|k| k.get(counter_key(self.thread)))
+            .map_err(|e| format!("kv thread {}: counter: {e}", self.thread))?
+            .map_or(0, |v| i64::from_le_bytes(v.as_ref().try_into().unwrap_or([0; 8])));
+        let acked = i64::try_from(self.acked).unwrap_or(i64::MAX);
+        let silent = batch_changes_nothing(&self.state, self.seed, self.thread, pending);
+        let ok = got == acked + i64::from(present) || (silent && pending.is_some() && got == acked + 1);
+        if ok {
+            return Ok(());
+        }
+        Err(format!(
+            "kv thread {}: the counter folds {got} operands, the acknowledged batches are {acked} (pending {pending:?}, present {present})",
+            self.thread
+        ))
+    }
+
     /// The change feed holds this thread's acknowledged batches (and the
     /// pending one, when it is in the database), each entry once, in
     /// commit order: nothing lost, repeated or reordered by a recovery.
