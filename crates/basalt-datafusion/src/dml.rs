@@ -27,7 +27,7 @@ use datafusion::sql::sqlparser::ast::{self, AssignmentTarget, FromTable, TableFa
 use crate::error::to_df;
 use crate::insert::conform;
 use crate::names::last_ident;
-use crate::pushdown::{borrowed, predicates_of, pushdown};
+use crate::pushdown::{borrowed, key_value_of, predicates_of, pushdown};
 
 /// Fewest rows a DELETE over a key range deletes with one range tombstone.
 const RANGE_DELETE_ROWS_MIN: u64 = 64;
@@ -258,8 +258,16 @@ async fn key_range_of(
     let bounded = predicates.iter().all(|p| {
         &p.column == leading.name()
             && matches!(p.op, CmpOp::Eq | CmpOp::Lt | CmpOp::LtEq | CmpOp::Gt | CmpOp::GtEq)
+            // A value the key range cannot hold (a LargeUtf8 literal, say)
+            // would leave that side of the range open: the outside
+            // review's case that deleted every row.
+            && ScalarValue::try_from_array(&p.literal, 0).ok().as_ref().and_then(key_value_of).is_some()
     });
-    if !bounded {
+    // An equality with any other comparison: the range is the equality's
+    // alone (a contradicting bound would be ignored: the review's second
+    // case); such statements take the row-by-row path.
+    let equalities = predicates.iter().filter(|p| p.op == CmpOp::Eq).count();
+    if !bounded || (equalities > 0 && equalities < predicates.len()) || equalities > 1 {
         return Ok(None);
     }
     Ok(Some(pushdown(&schema, &key_columns, &scan.filters).range))

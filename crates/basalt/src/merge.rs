@@ -44,6 +44,17 @@ impl std::fmt::Debug for dyn MergeOperator {
     }
 }
 
+/// `fold` (a call of an operator), with a panic in it turned into a merge
+/// error: an application's operator runs inside reads and the compaction
+/// thread, which must outlive its bugs.
+pub(crate) fn guarded(
+    name: &str,
+    fold: impl FnOnce() -> Result<Vec<u8>, MergeError>,
+) -> Result<Vec<u8>, MergeError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(fold))
+        .unwrap_or_else(|_| Err(format!("merge operator {name} panicked")))
+}
+
 /// The operator named `name`: one of `registered` (an application's, which
 /// may replace a builtin of the same name), else a builtin.
 pub(crate) fn find(registered: &[Arc<dyn MergeOperator>], name: &str) -> Option<Arc<dyn MergeOperator>> {

@@ -67,6 +67,16 @@ pub fn fold_key(
     out
 }
 
+/// A full merge, as a put (a panic in the operator is a refusal).
+fn full(op: &dyn MergeOperator, base: Option<&[u8]>, operands: &[&[u8]]) -> Result<(Kind, Vec<u8>), String> {
+    crate::merge::guarded(op.name(), || op.full_merge(base, operands)).map(|v| (Kind::Put, v))
+}
+
+/// A partial merge, as one operand.
+fn partial(op: &dyn MergeOperator, operands: &[&[u8]]) -> Result<(Kind, Vec<u8>), String> {
+    crate::merge::guarded(op.name(), || op.partial_merge(operands)).map(|v| (Kind::Merge, v))
+}
+
 /// What a version of [`fold_key`]'s list is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Role {
@@ -96,14 +106,14 @@ fn fold_stripe(group: &[(Version, Role)], at_bottom: bool, op: &dyn MergeOperato
     }
     let folded = match base {
         Some((_, Role::Opaque)) if run == 1 => return vec![first.clone()],
-        Some((_, Role::Opaque)) => op.partial_merge(&operands).map(|v| (Kind::Merge, v)),
+        Some((_, Role::Opaque)) => partial(op, &operands),
         Some((b, _)) => {
             let value = (b.kind == Kind::Put).then_some(b.value.as_slice());
-            op.full_merge(value, &operands).map(|v| (Kind::Put, v))
+            full(op, value, &operands)
         }
-        None if at_bottom => op.full_merge(None, &operands).map(|v| (Kind::Put, v)),
+        None if at_bottom => full(op, None, &operands),
         None if run == 1 => return vec![first.clone()],
-        None => op.partial_merge(&operands).map(|v| (Kind::Merge, v)),
+        None => partial(op, &operands),
     };
     if let Ok((kind, value)) = folded {
         vec![Version { seqno: first.seqno, kind, value }]

@@ -80,6 +80,10 @@ pub struct Memtable {
     range_dels: Mutex<RangeDels>,
     /// Whether `range_dels` holds any: a read checks this flag alone.
     has_range_dels: AtomicBool,
+    /// Bytes charged for the range tombstones (their bounds and
+    /// `ENTRY_OVERHEAD_BYTES` each), so that a memtable taking only range
+    /// deletes still fills and is flushed.
+    range_del_bytes: std::sync::atomic::AtomicUsize,
 }
 
 /// A memtable's range tombstones of each tree, with their set for search
@@ -95,7 +99,7 @@ struct RangeDels {
 pub struct MemInserter<'a> {
     inserter: Inserter<'a>,
     max_seqno: &'a AtomicU64,
-    range_dels: (&'a Mutex<RangeDels>, &'a AtomicBool),
+    range_dels: (&'a Mutex<RangeDels>, &'a AtomicBool, &'a std::sync::atomic::AtomicUsize),
     newest: SeqNo,
 }
 
@@ -114,6 +118,9 @@ impl MemInserter<'_> {
     /// published after it (release, after this returns) find it.
     pub fn insert_range_delete(&mut self, tree: TreeId, tombstone: RangeTombstone) {
         self.newest = self.newest.max(tombstone.seqno);
+        let bytes =
+            ENTRY_OVERHEAD_BYTES + tombstone.start.len() + tombstone.end.as_ref().map_or(0, Bytes::len);
+        self.range_dels.2.fetch_add(bytes, AtomicOrdering::Relaxed);
         let mut dels = self.range_dels.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let (list, set) = dels.by_tree.entry(tree).or_default();
         list.push(tombstone);
@@ -137,6 +144,7 @@ impl Memtable {
             max_seqno: AtomicU64::new(0),
             range_dels: Mutex::default(),
             has_range_dels: AtomicBool::new(false),
+            range_del_bytes: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
@@ -150,7 +158,7 @@ impl Memtable {
         MemInserter {
             inserter: self.list.inserter(),
             max_seqno: &self.max_seqno,
-            range_dels: (&self.range_dels, &self.has_range_dels),
+            range_dels: (&self.range_dels, &self.has_range_dels, &self.range_del_bytes),
             newest: 0,
         }
     }
@@ -180,7 +188,7 @@ impl Memtable {
     /// megabyte the maps were up to twice the charge). The tails are never
     /// written, so they take address space, not resident memory.
     pub fn approximate_bytes(&self) -> usize {
-        self.list.node_bytes()
+        self.list.node_bytes() + self.range_del_bytes.load(AtomicOrdering::Relaxed)
     }
 
     /// True when nothing was inserted (no entry and no range tombstone).

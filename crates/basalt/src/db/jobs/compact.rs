@@ -237,7 +237,12 @@ impl DbInner {
                 // left to the collection once no longer pending.
                 let Some(tree) = held.current().tree(task.tree) else { return Ok(None) };
                 let written = merged_under.as_ref().map(|(known, under)| (known.as_ref(), under));
-                edit.range_tombstones_dropped = obsolete_after(task.tree, tree, &edit, written);
+                // A tree keeping history keeps its tombstones: a key's
+                // history lists each as a delete, as long as the window
+                // holds it (the outside review's case).
+                if self.history_retention(task.tree).is_none() {
+                    edit.range_tombstones_dropped = obsolete_after(task.tree, tree, &edit, written);
+                }
                 Ok(Some(edit))
             })?
             .is_some();
@@ -295,7 +300,9 @@ impl DbInner {
                 edit.files_deleted.extend(files.iter().map(|&(level, number)| (id, level, number)));
             }
             for (&id, tree) in &current.trees {
-                edit.range_tombstones_dropped.extend(obsolete_after(id, tree, &edit, None));
+                if self.history_retention(id).is_none() {
+                    edit.range_tombstones_dropped.extend(obsolete_after(id, tree, &edit, None));
+                }
             }
             dropped = edit.files_deleted.len();
             Ok((dropped > 0).then_some(edit))

@@ -84,6 +84,10 @@ impl DbInner {
             let (files_added, current_ref) = (&edit.files_added, &current);
             edit.range_tombstones_added.retain(|(tree, t)| {
                 let Some(files) = current_ref.tree(*tree) else { return false };
+                // History lists each range delete as a delete of its keys.
+                if current_ref.catalog.history(*tree).is_some() {
+                    return true;
+                }
                 let mine = files_added.iter().filter(|(id, _, _)| id == tree).map(|(_, _, f)| f);
                 files
                     .all_files()

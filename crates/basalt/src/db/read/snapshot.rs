@@ -168,6 +168,13 @@ impl Clone for Snapshot {
 impl Drop for Snapshot {
     fn drop(&mut self) {
         self.inner.snapshots.release(self.seqno);
+        // A snapshot may have kept files a range tombstone covers: the
+        // compaction thread drops them once it is gone (and waiters for
+        // background work look again). Only where a tombstone is live.
+        let sv = self.inner.versions.load();
+        if sv.version.trees.values().any(|t| !t.range_tombstones.is_empty()) {
+            self.inner.jobs.wake();
+        }
     }
 }
 
