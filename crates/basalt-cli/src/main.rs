@@ -116,6 +116,14 @@ enum Command {
   basalt delete-range db events --from 2026-11-01 --to 2026-11-30   (a prefix: whole days)
   basalt delete-range db flights --all")]
     DeleteRange(manage::DeleteRangeArgs),
+    /// Print or set how long a table's rows (or a keyspace's entries) live
+    /// after their write; expired ones vanish from every read at once.
+    #[command(after_help = "Examples:
+  basalt ttl db sessions 1h
+  basalt ttl db sessions            (prints it)
+  basalt ttl db cache 10m --keyspace
+  basalt ttl db sessions off")]
+    Ttl(manage::TtlArgs),
     /// Drop a table, its rows and its indexes.
     #[command(after_help = "Example:\n  basalt drop-table db flights")]
     DropTable(manage::TableArgs),
@@ -166,6 +174,7 @@ fn main() -> ExitCode {
         Command::Get(args) => read::get(args, create),
         Command::Scan(args) => read::scan(args, create),
         Command::DeleteRange(args) => manage::delete_range(args, create),
+        Command::Ttl(args) => manage::ttl(args, create),
         Command::History(args) => read::history(args, create),
         Command::Changes(args) => read::changes(args, create),
         Command::Query(args) => read::query(args, create),

@@ -287,6 +287,73 @@ pub fn drop_index(args: &DropIndexArgs, create: bool) -> CliResult<()> {
 }
 
 #[derive(Debug, Args)]
+pub struct TtlArgs {
+    /// The database directory.
+    db: PathBuf,
+    /// The table (or keyspace, with --keyspace).
+    name: String,
+    /// The time to live to set (`90s`, `30m`, `1h`, `7d`, or seconds;
+    /// `off` turns it off); without it, the current one is printed.
+    #[arg(value_parser = parse_ttl)]
+    ttl: Option<Ttl>,
+    /// NAME is a keyspace, not a table.
+    #[arg(long)]
+    keyspace: bool,
+}
+
+/// A time to live given on the command line (`None`: `off`).
+#[derive(Debug, Clone, Copy)]
+pub struct Ttl(pub Option<std::time::Duration>);
+
+/// A time to live from the command line: a number with a unit (`ms`, `s`,
+/// `m`, `h`, `d`), a plain number of seconds, or `off` (none).
+pub fn parse_ttl(text: &str) -> Result<Ttl, String> {
+    let text = text.trim();
+    if text.eq_ignore_ascii_case("off") || text.eq_ignore_ascii_case("none") {
+        return Ok(Ttl(None));
+    }
+    let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: f64 =
+        number.parse().map_err(|_| format!("{text:?} is not a duration like 90s, 30m, 1h or 7d"))?;
+    let seconds = match unit.trim() {
+        "ms" => number / 1000.0,
+        "" | "s" => number,
+        "m" | "min" => number * 60.0,
+        "h" => number * 3600.0,
+        "d" => number * 86_400.0,
+        other => return Err(format!("unknown unit {other:?} in {text:?}: ms, s, m, h or d")),
+    };
+    let ttl =
+        std::time::Duration::try_from_secs_f64(seconds).map_err(|_| format!("{text:?} is out of range"))?;
+    if ttl.is_zero() {
+        return Err("a time to live must be at least 1 ms (off turns it off)".to_string());
+    }
+    Ok(Ttl(Some(ttl)))
+}
+
+/// Prints or sets the time to live of a table or keyspace.
+pub fn ttl(args: &TtlArgs, create: bool) -> CliResult<()> {
+    let db = open::open(&args.db, create)?;
+    let shown =
+        |ttl: Option<std::time::Duration>| ttl.map_or_else(|| "off".to_string(), |d| format!("{d:?}"));
+    match (args.ttl, args.keyspace) {
+        (None, true) => out!("{}", shown(db.keyspace(&args.name)?.ttl())),
+        (None, false) => out!("{}", shown(open::table(&db, &args.name)?.ttl())),
+        (Some(Ttl(ttl)), keyspace) => {
+            if keyspace {
+                db.keyspace(&args.name)?.set_ttl(ttl)?;
+            } else {
+                open::table(&db, &args.name)?.set_ttl(ttl)?;
+            }
+            out!("time to live of {}: {}", args.name, shown(ttl));
+        }
+    }
+    db.close()?;
+    Ok(())
+}
+
+#[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("span").required(true).multiple(true).args(["from", "to", "all"])))]
 pub struct DeleteRangeArgs {
     /// The database directory.

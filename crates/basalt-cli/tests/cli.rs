@@ -894,3 +894,22 @@ fn delete_range_deletes_a_key_range_and_asks_for_one() {
     stdout_of(basalt().arg("delete-range").arg(&db).arg("people").arg("--all"));
     assert_eq!(scan_csv(&db, "people"), "id,name,score,city\n");
 }
+
+#[test]
+fn ttl_prints_sets_and_turns_off_a_tables_time_to_live() {
+    let (_tmp, db) = people();
+    assert_eq!(stdout_of(basalt().arg("ttl").arg(&db).arg("people")).trim(), "off");
+    let out = stdout_of(basalt().arg("ttl").arg(&db).args(["people", "90m"]));
+    assert!(out.contains("time to live of people: 5400s"), "{out}");
+    assert_eq!(stdout_of(basalt().arg("ttl").arg(&db).arg("people")).trim(), "5400s");
+    // Rows written just now are an hour and a half from expiry.
+    assert!(scan_csv(&db, "people").contains("alice"));
+    for bad in ["0", "10x", "-5s", "soon"] {
+        basalt().arg("ttl").arg(&db).args(["people", bad]).assert().failure().code(2);
+    }
+    stdout_of(basalt().arg("ttl").arg(&db).args(["people", "off"]));
+    assert_eq!(stdout_of(basalt().arg("ttl").arg(&db).arg("people")).trim(), "off");
+    // A keyspace.
+    stdout_of(basalt().arg("ttl").arg(&db).args(["default", "2d", "--keyspace"]));
+    assert_eq!(stdout_of(basalt().arg("ttl").arg(&db).args(["default", "--keyspace"])).trim(), "172800s");
+}

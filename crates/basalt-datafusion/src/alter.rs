@@ -34,11 +34,19 @@ pub(crate) async fn alter_table(ctx: &SessionContext, alter: &ast::AlterTable) -
     let mut columns: Vec<String> = table.schema().fields().iter().map(|f| f.name().clone()).collect();
     let mut changes = Vec::new();
     let mut history = None;
+    let mut ttl = None;
     for op in &alter.operations {
         match op {
             AlterTableOperation::SetOptionsParens { options } => {
-                let current = history.or_else(|| table.history_info().map(|i| i.window)).unwrap_or_default();
-                history = Some(history_window(ctx, &name, current, options).await?);
+                let (ttls, others): (Vec<&ast::SqlOption>, Vec<&ast::SqlOption>) = options.iter().partition(
+                    |o| matches!(o, ast::SqlOption::KeyValue { key, .. } if normalized(key) == "ttl"),
+                );
+                ttl = time_to_live(ctx, &name, &ttls).await?.or(ttl);
+                if !others.is_empty() {
+                    let current =
+                        history.or_else(|| table.history_info().map(|i| i.window)).unwrap_or_default();
+                    history = Some(history_window(ctx, &name, current, &others).await?);
+                }
             }
             AlterTableOperation::AddColumn { if_not_exists, column_def, column_position, .. } => {
                 if column_position.is_some() {
@@ -95,8 +103,11 @@ pub(crate) async fn alter_table(ctx: &SessionContext, alter: &ast::AlterTable) -
         if !changes.is_empty() {
             table.alter(&changes).map_err(to_df)?;
         }
-        match history {
-            Some(window) => table.set_history(window).map_err(to_df),
+        if let Some(window) = history {
+            table.set_history(window).map_err(to_df)?;
+        }
+        match ttl {
+            Some(ttl) => table.set_ttl(ttl).map_err(to_df),
             None => Ok(()),
         }
     };
@@ -159,29 +170,50 @@ async fn evaluate(ctx: &SessionContext, expr: &str) -> Result<ArrayRef> {
     }
 }
 
+/// The time to live the last of `options` (each `ttl = …`) sets: an
+/// interval or seconds, or `'off'`/NULL for none; `None` without one.
+async fn time_to_live(
+    ctx: &SessionContext,
+    table: &str,
+    options: &[&ast::SqlOption],
+) -> Result<Option<Option<std::time::Duration>>> {
+    let mut ttl = None;
+    for option in options {
+        if let ast::SqlOption::KeyValue { key, value } = option {
+            ttl = Some(if is_off(value) { None } else { Some(duration(ctx, table, key, value).await?) });
+        }
+    }
+    Ok(ttl)
+}
+
+/// Whether an option's value turns it off: `'off'`, `off` or NULL.
+fn is_off(value: &ast::Expr) -> bool {
+    matches!(value, ast::Expr::Value(v) if matches!(&v.value, ast::Value::Null))
+        || matches!(value, ast::Expr::Value(v) if matches!(&v.value, ast::Value::SingleQuotedString(s) if s.eq_ignore_ascii_case("off")))
+        || matches!(value, ast::Expr::Identifier(i) if i.value.eq_ignore_ascii_case("off"))
+}
+
 /// The history window `SET (history = …, history_versions = …)` makes of
 /// `current`: `history` an interval (`'1 hour'`, `INTERVAL '30' MINUTE`)
 /// or seconds, `history_versions` a count; `'off'`, NULL or 0 turns a
-/// bound off.
+/// bound off. (`ttl = …`, a time to live, is taken apart.)
 async fn history_window(
     ctx: &SessionContext,
     table: &str,
     current: basalt::HistoryWindow,
-    options: &[ast::SqlOption],
+    options: &[&ast::SqlOption],
 ) -> Result<basalt::HistoryWindow> {
     let mut window = current;
     for option in options {
         let ast::SqlOption::KeyValue { key, value } = option else {
             return not_impl_err!(
-                "ALTER TABLE {table} SET ({option}): only history = … and history_versions = …"
+                "ALTER TABLE {table} SET ({option}): only history = …, history_versions = … and ttl = …"
             );
         };
-        let off = matches!(value, ast::Expr::Value(v) if matches!(&v.value, ast::Value::Null))
-            || matches!(value, ast::Expr::Value(v) if matches!(&v.value, ast::Value::SingleQuotedString(s) if s.eq_ignore_ascii_case("off")))
-            || matches!(value, ast::Expr::Identifier(i) if i.value.eq_ignore_ascii_case("off"));
+        let off = is_off(value);
         match normalized(key).as_str() {
             "history" => {
-                window.keep_for = if off { None } else { Some(duration(ctx, table, value).await?) };
+                window.keep_for = if off { None } else { Some(duration(ctx, table, key, value).await?) };
             }
             "history_versions" => {
                 let n = if off {
@@ -203,7 +235,7 @@ async fn history_window(
             }
             other => {
                 return not_impl_err!(
-                    "ALTER TABLE {table} SET ({other} = …): only history and history_versions"
+                    "ALTER TABLE {table} SET ({other} = …): only history, history_versions and ttl"
                 );
             }
         }
@@ -213,7 +245,12 @@ async fn history_window(
 
 /// A duration: an interval, a string an interval is cast from, or a
 /// number of seconds.
-async fn duration(ctx: &SessionContext, table: &str, value: &ast::Expr) -> Result<std::time::Duration> {
+async fn duration(
+    ctx: &SessionContext,
+    table: &str,
+    key: &ast::Ident,
+    value: &ast::Expr,
+) -> Result<std::time::Duration> {
     let is_number = matches!(value, ast::Expr::Value(v) if matches!(&v.value, ast::Value::Number(..)));
     let expr =
         if is_number { format!("CAST(({value}) AS DOUBLE)") } else { format!("CAST(({value}) AS INTERVAL)") };
@@ -224,16 +261,16 @@ async fn duration(ctx: &SessionContext, table: &str, value: &ast::Expr) -> Resul
         let v = a.value(0);
         if v.months != 0 {
             return plan_err!(
-                "ALTER TABLE {table} SET (history = {value}): give days, hours or less (a month has no fixed length)"
+                "ALTER TABLE {table} SET ({key} = {value}): give days, hours or less (a month has no fixed length)"
             );
         }
         f64::from(v.days) * 86_400.0 + v.nanoseconds as f64 / 1e9
     } else {
-        return plan_err!("ALTER TABLE {table} SET (history = {value}): not an interval");
+        return plan_err!("ALTER TABLE {table} SET ({key} = {value}): not an interval");
     };
     std::time::Duration::try_from_secs_f64(secs).map_err(|_| {
         datafusion::error::DataFusionError::Plan(format!(
-            "ALTER TABLE {table} SET (history = {value}): out of range"
+            "ALTER TABLE {table} SET ({key} = {value}): out of range"
         ))
     })
 }

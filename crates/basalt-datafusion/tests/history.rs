@@ -66,3 +66,30 @@ async fn as_of_reads_the_table_at_a_past_seqno_or_time() {
     };
     assert!(err.contains("history"), "{err}");
 }
+
+/// `ALTER TABLE t SET (ttl = …)`: rows older than it vanish from every
+/// query at once (scans, the index path, counts), by a manual clock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ttl_set_through_sql_expires_rows_from_every_query() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let clock = std::sync::Arc::new(basalt::clock::ManualClock::new(1_800_000_000_000));
+    let opts = basalt::Options::default().clock(clock.clone());
+    let db = std::sync::Arc::new(basalt::Db::open(dir.path().join("db"), opts).expect("open"));
+    let ctx = basalt_datafusion::session(db.clone());
+    run(&ctx, "CREATE TABLE t (id BIGINT PRIMARY KEY, city TEXT)").await;
+    run(&ctx, "CREATE INDEX by_city ON t (city)").await;
+    run(&ctx, "ALTER TABLE t SET (ttl = INTERVAL '1' HOUR)").await;
+    assert_eq!(db.table("t").expect("t").ttl(), Some(Duration::from_hours(1)));
+    run(&ctx, "INSERT INTO t VALUES (1, 'Oslo'), (2, 'Lima')").await;
+    clock.advance(1_800_000);
+    run(&ctx, "INSERT INTO t VALUES (3, 'Oslo')").await;
+    clock.advance(1_800_000);
+    assert_eq!(rows(&run(&ctx, "SELECT id FROM t ORDER BY id").await), vec!["3"]);
+    assert_eq!(rows(&run(&ctx, "SELECT id FROM t WHERE city = 'Oslo'").await), vec!["3"]);
+    assert_eq!(rows(&run(&ctx, "SELECT count(*) FROM t").await), vec!["1"]);
+    assert_eq!(rows(&run(&ctx, "SELECT id FROM t WHERE id = 1").await), Vec::<String>::new());
+    run(&ctx, "ALTER TABLE t SET (ttl = 'off')").await;
+    assert_eq!(db.table("t").expect("t").ttl(), None);
+    clock.advance(100_000_000);
+    assert_eq!(rows(&run(&ctx, "SELECT id FROM t").await), vec!["3"]);
+}

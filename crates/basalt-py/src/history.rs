@@ -20,6 +20,18 @@ pub fn window(
     Ok(basalt::HistoryWindow::default().keep_for(keep_for).keep_versions(versions))
 }
 
+/// A time to live from a `timedelta` or a number of seconds (`None`: no
+/// TTL); zero is refused by the engine with its message.
+pub fn ttl(py: Python<'_>, ttl: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Duration>> {
+    ttl.map(|t| seconds(py, t, "ttl")).transpose().map(|s| s.map(Duration::from_secs_f64))
+}
+
+/// A duration as a `timedelta`.
+pub fn timedelta(py: Python<'_>, d: Duration) -> PyResult<Bound<'_, PyAny>> {
+    let datetime = py.import("datetime")?;
+    datetime.getattr("timedelta")?.call((0, d.as_secs(), d.subsec_micros()), None)
+}
+
 /// Seconds of a `timedelta` or a number, refused when negative or not
 /// finite.
 fn seconds(py: Python<'_>, v: &Bound<'_, PyAny>, what: &str) -> PyResult<f64> {

@@ -227,6 +227,22 @@ impl Keyspace {
         py.detach(|| keyspace.set_merge_operator(name)).py_err(py)
     }
 
+    /// Sets how long each version lives after its commit (a `timedelta`
+    /// or seconds; `None`: for ever), kept in the database: an expired
+    /// version is gone from every read at once and compaction drops it.
+    fn set_ttl(&self, py: Python<'_>, ttl: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let ttl = crate::history::ttl(py, ttl)?;
+        let keyspace = self.open(py)?;
+        self.state.db_for_write(py, "set_ttl")?;
+        py.detach(|| keyspace.set_ttl(ttl)).py_err(py)
+    }
+
+    /// The time to live as a `timedelta`, or `None`.
+    #[getter]
+    fn ttl<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.open(py)?.ttl().map(|d| crate::history::timedelta(py, d)).transpose()
+    }
+
     /// The merge operator the keyspace is bound to, or `None`.
     #[getter]
     fn merge_operator(&self, py: Python<'_>) -> PyResult<Option<String>> {

@@ -752,6 +752,23 @@ impl Table {
         py.detach(|| table.set_history(window)).py_err(py)
     }
 
+    /// Sets how long each row lives after its last write (a `timedelta` or
+    /// seconds; `None`: for ever), kept in the database: an expired row is
+    /// gone from every read (scans, gets, index lookups, SQL) at once, its
+    /// index entries with it, and compaction drops it.
+    fn set_ttl(&self, py: Python<'_>, ttl: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let ttl = crate::history::ttl(py, ttl)?;
+        self.state.db_for_write(py, "set_ttl")?;
+        let table = self.handle(py)?;
+        py.detach(|| table.set_ttl(ttl)).py_err(py)
+    }
+
+    /// The time to live as a `timedelta`, or `None`.
+    #[getter]
+    fn ttl<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.handle(py)?.ttl().map(|d| crate::history::timedelta(py, d)).transpose()
+    }
+
     /// The history window as a `dict` (`keep`, `versions`, `since`,
     /// `oldest_seqno`, `oldest_time`), or `None` when off.
     #[getter]

@@ -235,6 +235,37 @@ pub(crate) struct TreeDef {
     pub history: Option<TreeHistory>,
     /// The merge operator a keyspace is bound to, by name (`merge.rs`).
     pub merge_operator: Option<Arc<str>>,
+    /// How long a version of a table's or keyspace's entries lives after
+    /// its commit (`None`: for ever). An index lives by its table's.
+    pub ttl: Option<TreeTtl>,
+}
+
+/// A time to live by write time (`docs/ttl.md`): a version committed more
+/// than `ttl_ms` ago is expired. Commits before the TTL was set whose
+/// time is not on record count as committed at `since_ms`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TreeTtl {
+    /// How long a version lives, in milliseconds (at least 1).
+    pub ttl_ms: u64,
+    /// The last seqno committed when the TTL was set.
+    pub since_seqno: SeqNo,
+    /// The unix millisecond the TTL was set at.
+    pub since_ms: u64,
+    /// The expiry floor when the TTL was last changed: what had expired
+    /// then stays expired under a longer one, or none.
+    pub floor_min: SeqNo,
+}
+
+impl TreeTtl {
+    /// `ttl_ms` of a TTL turned off after it expired versions: nothing
+    /// expires any more, and what had stays hidden (`floor_min`) until
+    /// compaction drops it.
+    pub const OFF_MS: u64 = u64::MAX;
+
+    /// Whether versions expire (the TTL is not [`TreeTtl::OFF_MS`]).
+    pub fn is_on(&self) -> bool {
+        self.ttl_ms != Self::OFF_MS
+    }
 }
 
 impl TreeDef {
@@ -271,6 +302,8 @@ pub(crate) struct Catalog {
     trees: BTreeMap<TreeId, TreeDef>,
     /// Some tree is an index (kept so the write path checks it at no cost).
     has_indexes: bool,
+    /// Some tree has a time to live (kept so a read checks it at no cost).
+    has_ttl: bool,
 }
 
 /// The catalog changes of one MANIFEST record.
@@ -287,6 +320,8 @@ pub(crate) struct CatalogChange<'a> {
     pub version_starts: &'a [(TreeId, u32, SeqNo)],
     /// Keyspaces bound to a merge operator, by its name.
     pub merge_operators: &'a [(TreeId, String)],
+    /// Times to live set (`None`: turned off).
+    pub ttls: &'a [(TreeId, Option<TreeTtl>)],
     pub dropped: &'a [TreeId],
 }
 
@@ -299,6 +334,7 @@ impl CatalogChange<'_> {
             && self.histories.is_empty()
             && self.version_starts.is_empty()
             && self.merge_operators.is_empty()
+            && self.ttls.is_empty()
             && self.dropped.is_empty()
     }
 }
@@ -309,8 +345,13 @@ impl Catalog {
     pub(crate) fn apply(&self, change: &CatalogChange<'_>, bad: &dyn Fn(String) -> Error) -> Result<Catalog> {
         let mut next = self.clone();
         for (id, name) in change.created {
-            let def =
-                TreeDef { name: name.clone(), kind: TreeKind::Keyspace, history: None, merge_operator: None };
+            let def = TreeDef {
+                name: name.clone(),
+                kind: TreeKind::Keyspace,
+                history: None,
+                merge_operator: None,
+                ttl: None,
+            };
             if next.trees.insert(*id, def).is_some() {
                 return Err(bad(format!("tree {id} created twice")));
             }
@@ -345,6 +386,17 @@ impl Catalog {
             }
             tree.merge_operator = Some(Arc::from(name.as_str()));
         }
+        for (id, ttl) in change.ttls {
+            let tree =
+                next.trees.get_mut(id).ok_or_else(|| bad(format!("time to live of unknown tree {id}")))?;
+            if matches!(tree.kind, TreeKind::Index(_)) {
+                return Err(bad(format!("a time to live set on index tree {id}")));
+            }
+            if ttl.is_some_and(|t| t.ttl_ms == 0) {
+                return Err(bad(format!("a time to live of 0 ms on tree {id}")));
+            }
+            tree.ttl = *ttl;
+        }
         for id in change.dropped {
             next.trees.remove(id).ok_or_else(|| bad(format!("dropping unknown tree {id}")))?;
         }
@@ -354,6 +406,7 @@ impl Catalog {
             return Err(bad(format!("index tree {id} outlives its table")));
         }
         next.has_indexes = next.trees.values().any(|t| matches!(t.kind, TreeKind::Index(_)));
+        next.has_ttl = next.trees.values().any(|t| t.ttl.is_some());
         Ok(next)
     }
 
@@ -514,6 +567,37 @@ impl Catalog {
         self.trees.values().any(|t| t.history.is_some_and(|h| h.window.keep_versions.is_some_and(|n| n > 0)))
     }
 
+    /// The time to live of tree `id` and the tree whose clock it runs by:
+    /// its own, or for an index its table's (an entry lives as long as
+    /// the row version it was written with).
+    pub(crate) fn ttl(&self, id: TreeId) -> Option<(TreeId, TreeTtl)> {
+        if !self.has_ttl {
+            return None;
+        }
+        let tree = self.trees.get(&id)?;
+        match &tree.kind {
+            TreeKind::Index(i) => Some((i.table, self.trees.get(&i.table)?.ttl?)),
+            _ => Some((id, tree.ttl?)),
+        }
+    }
+
+    /// The longest time to live of any tree, in milliseconds: how far back
+    /// commit times are kept for expiry.
+    pub(crate) fn longest_ttl_ms(&self) -> Option<u64> {
+        self.trees.values().filter_map(|t| t.ttl.filter(TreeTtl::is_on).map(|t| t.ttl_ms)).max()
+    }
+
+    /// Whether some tree keeps history or has a time to live: commit times
+    /// are kept and logged while one does.
+    pub(crate) fn any_timed(&self) -> bool {
+        self.trees.values().any(|t| t.ttl.is_some_and(|t| t.is_on())) || self.any_history()
+    }
+
+    /// Every tree's time to live record.
+    pub(crate) fn ttl_records(&self) -> impl Iterator<Item = (TreeId, Option<TreeTtl>)> + '_ {
+        self.trees.iter().filter(|(_, t)| t.ttl.is_some()).map(|(id, t)| (*id, t.ttl))
+    }
+
     /// The merge operator tree `id` is bound to, by name.
     pub(crate) fn merge_operator(&self, id: TreeId) -> Option<&Arc<str>> {
         self.trees.get(&id)?.merge_operator.as_ref()
@@ -530,6 +614,11 @@ impl Catalog {
     }
 
     /// Whether any table has an index (the write path's fast check).
+    pub(crate) fn has_ttl(&self) -> bool {
+        self.has_ttl
+    }
+
+    /// Whether some tree is an index.
     pub(crate) fn has_indexes(&self) -> bool {
         self.has_indexes
     }

@@ -18,6 +18,7 @@ mod blob;
 mod catalog;
 mod codec;
 mod compaction;
+mod compaction_filter;
 pub mod conform;
 mod db;
 mod error;
@@ -48,6 +49,13 @@ pub mod fs {
     pub use crate::io::{FileLock, Fs, RandomAccessFile, RealFs, WritableFile};
 }
 
+/// The clock seam: commit times come from a [`WallClock`](clock::WallClock)
+/// (`Options::clock`), the system's by default; tests move a
+/// [`ManualClock`](clock::ManualClock) to a time to live's boundaries.
+pub mod clock {
+    pub use crate::io::{ManualClock, SystemClock, WallClock};
+}
+
 /// The crates whose types the API shows, re-exported so that a user's
 /// versions always match the engine's.
 pub use {arrow_array, arrow_schema, bytes};
@@ -55,6 +63,7 @@ pub use {arrow_array, arrow_schema, bytes};
 pub use bytes::Bytes;
 pub use catalog::HistoryWindow;
 pub use codec::key::{KeyValue, OwnedKeyValue};
+pub use compaction_filter::{CompactionFilter, FilterDecision, FilterEntry};
 pub use db::{
     AsOf, BulkLoad, CHANGE_OP, CHANGE_RANGE_END, CHANGE_RANGE_START, Change, ColumnEstimate, Db, DbIterator,
     Direction, GetLatency, HISTORY_COMMIT_TIME, HISTORY_DELETED, HISTORY_SEQNO, HistoryInfo, HistoryOptions,

@@ -60,6 +60,9 @@ pub struct Options {
     pub error_if_exists: bool,
     /// The file system all I/O goes through.
     pub fs: Arc<dyn Fs>,
+    /// Where commit times come from (history windows and times to live
+    /// read them): the system clock, or a test's `ManualClock`.
+    pub clock: Arc<dyn crate::io::WallClock>,
     /// Merge operators an application defines, found by name
     /// (`MergeOperator::name`) for the keyspaces bound to them
     /// (`Keyspace::set_merge_operator`); the builtins (`add_i64`,
@@ -67,6 +70,11 @@ pub struct Options {
     /// need no registration. A database holding a keyspace bound to an
     /// operator found nowhere refuses to open.
     pub merge_operators: Vec<Arc<dyn crate::merge::MergeOperator>>,
+    /// Compaction filters an application binds to keyspaces, by keyspace
+    /// name: compaction asks the filter about each key's newest value no
+    /// snapshot sees past (`CompactionFilter`, `docs/ttl.md`). Not kept
+    /// in the database: bound at each open.
+    pub compaction_filters: Vec<(String, Arc<dyn crate::compaction_filter::CompactionFilter>)>,
     /// Bytes an active memtable may hold (its nodes: keys, values and a
     /// header and tower of about 52 bytes per entry) before it becomes
     /// immutable and is flushed. 64 MiB, as RocksDB's `write_buffer_size`:
@@ -234,7 +242,9 @@ impl Default for Options {
             create_if_missing: true,
             error_if_exists: false,
             fs: Arc::new(RealFs),
+            clock: Arc::new(crate::io::SystemClock),
             merge_operators: Vec::new(),
+            compaction_filters: Vec::new(),
             memtable_bytes_max: 64 << 20,
             immutable_memtables_max: 4,
             write_buffer_bytes_max: 256 << 20,

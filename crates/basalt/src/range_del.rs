@@ -88,6 +88,10 @@ struct Fragment {
 pub struct TombstoneSet {
     tombstones: Vec<RangeTombstone>,
     fragments: Vec<Fragment>,
+    /// A tree's expiry floor (`db/read/ttl.rs`), 0 for none: every
+    /// version at or below it is hidden, from every reader, as by a
+    /// tombstone over every key just above it.
+    expired: SeqNo,
 }
 
 /// An empty set, shared.
@@ -103,10 +107,16 @@ impl TombstoneSet {
         tombstones.retain(|t| is_nonempty_range(&t.start, t.end.as_deref()));
         tombstones.sort_by(|a, b| a.start.cmp(&b.start).then(b.seqno.cmp(&a.seqno)));
         let fragments = fragment(&tombstones);
-        TombstoneSet { tombstones, fragments }
+        TombstoneSet { tombstones, fragments, expired: 0 }
     }
 
-    /// True when it holds no tombstone.
+    /// A set holding no tombstone that hides every version at or below
+    /// `expired` (a tree's expiry floor, above 0).
+    pub fn expired_through(expired: SeqNo) -> TombstoneSet {
+        TombstoneSet { expired, ..TombstoneSet::default() }
+    }
+
+    /// True when it holds no tombstone (an expiry floor is not one).
     pub fn is_empty(&self) -> bool {
         self.tombstones.is_empty()
     }
@@ -117,9 +127,14 @@ impl TombstoneSet {
     }
 
     /// The seqno of the newest tombstone over `key` at or below `read`.
+    /// An expiry floor counts as a tombstone just above it, or just above
+    /// `read` for a reader older than the floor (all it sees expired).
     pub fn covering(&self, key: &[u8], read: SeqNo) -> Option<SeqNo> {
-        let f = self.fragment_of(key)?;
-        f.seqnos.iter().copied().find(|&s| s <= read)
+        let found = self.fragment_of(key).and_then(|f| f.seqnos.iter().copied().find(|&s| s <= read));
+        if self.expired == 0 {
+            return found;
+        }
+        found.max(Some(self.expired.min(read).saturating_add(1)))
     }
 
     /// The seqnos of every tombstone over `key`, newest first.
@@ -137,23 +152,29 @@ impl TombstoneSet {
     /// `None`: no upper end); bounds are taken inclusively, which may say
     /// yes for a range that only touches an excluded bound.
     pub fn meets(&self, lo: &[u8], hi: Option<&[u8]>, read: SeqNo) -> bool {
-        self.tombstones.iter().any(|t| {
-            t.seqno <= read
-                && hi.is_none_or(|h| t.start.as_ref() <= h)
-                && t.end.as_ref().is_none_or(|e| lo < e.as_ref())
-        })
+        self.expired > 0
+            || self.tombstones.iter().any(|t| {
+                t.seqno <= read
+                    && hi.is_none_or(|h| t.start.as_ref() <= h)
+                    && t.end.as_ref().is_none_or(|e| lo < e.as_ref())
+            })
     }
 
     /// The tombstones of every set, together (tombstones at or below
     /// `read` only, when given).
+    /// An expiry floor carries over (the highest).
     pub fn union<'a>(sets: impl IntoIterator<Item = &'a TombstoneSet>, read: Option<SeqNo>) -> TombstoneSet {
+        let mut expired = 0;
         let all = sets
             .into_iter()
-            .flat_map(|s| s.tombstones.iter())
+            .flat_map(|s| {
+                expired = expired.max(s.expired);
+                s.tombstones.iter()
+            })
             .filter(|t| read.is_none_or(|r| t.seqno <= r))
             .cloned()
             .collect();
-        TombstoneSet::new(all)
+        TombstoneSet { expired, ..TombstoneSet::new(all) }
     }
 }
 

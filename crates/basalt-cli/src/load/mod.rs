@@ -95,6 +95,11 @@ pub struct LoadArgs {
     /// Rows of a text file read to infer its column types.
     #[arg(long, default_value_t = 100_000)]
     infer_rows: usize,
+    /// Set the table's time to live first (`90s`, `30m`, `1h`, `7d`, or
+    /// seconds; `off` turns it off): each row vanishes from every read that
+    /// long after its write.
+    #[arg(long, value_name = "DURATION", value_parser = crate::manage::parse_ttl)]
+    ttl: Option<crate::manage::Ttl>,
 }
 
 /// What to read and how to type it: everything the reader thread and a
@@ -265,6 +270,11 @@ pub fn run(args: &LoadArgs, create: bool) -> CliResult<()> {
     let schema = table.schema();
     if let Err(e) = check_index_specs(&table, &args.table, &indexes) {
         return Err(undo_created(&db, table, existing, e));
+    }
+    if let Some(crate::manage::Ttl(ttl)) = args.ttl
+        && let Err(e) = table.set_ttl(ttl)
+    {
+        return Err(undo_created(&db, table, existing, e.into()));
     }
     let first_row_id = match &row_id {
         Some(_) if existing => match last_row_id(&table)? {

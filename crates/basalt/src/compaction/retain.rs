@@ -17,6 +17,10 @@
 //! tombstone's seqno: it takes its place among the key's versions, hides
 //! the older ones of its stripe as a delete would, and is never written
 //! (it lives in the version until nothing is left for it to cover).
+//!
+//! A tree with a time to live drops every version at or below its expiry
+//! floor (`db/read/ttl.rs`), whatever the snapshots: every reader hides
+//! them, and every older version of the key lies at or below it too.
 
 use std::sync::Arc;
 
@@ -44,6 +48,8 @@ pub struct Retention {
     /// Seqnos of the range tombstones over the current key not yet passed,
     /// oldest last.
     pending: Vec<SeqNo>,
+    /// Versions at or below it have expired (0: none).
+    expired: SeqNo,
 }
 
 impl Retention {
@@ -74,7 +80,15 @@ impl Retention {
             seen: 0,
             tombstones: None,
             pending: Vec::new(),
+            expired: 0,
         }
+    }
+
+    /// This retention, dropping every version at or below `expired`, a
+    /// tree's expiry floor (0: none).
+    pub fn with_expiry(mut self, expired: SeqNo) -> Retention {
+        self.expired = expired;
+        self
     }
 
     /// This retention, honouring the tree's range tombstones.
@@ -88,6 +102,12 @@ impl Retention {
         self.snapshots.partition_point(|&s| s < seqno)
     }
 
+    /// The stripe of the versions only the latest state sees (above every
+    /// snapshot and history floor).
+    pub fn newest_stripe(&self) -> usize {
+        self.snapshots.len()
+    }
+
     /// Whether to keep this entry. Entries must come in internal-key order
     /// (user key ascending, then newest first).
     pub fn keep(&mut self, user_key: &[u8], seqno: SeqNo, kind: Kind) -> bool {
@@ -99,6 +119,9 @@ impl Retention {
             if let Some(set) = &self.tombstones {
                 self.pending.extend_from_slice(set.all_covering(user_key));
             }
+        }
+        if seqno <= self.expired {
+            return false;
         }
         // Range tombstones newer than this version come first, each as a
         // delete of the key (which is not written).
@@ -237,6 +260,25 @@ mod tests {
         // The newest two versions are 8 and the tombstone: 4 and 2 go.
         let r = Retention::with_history(vec![], true, None, 2).with_range_tombstones(set);
         assert_eq!(run_with(r, &e), vec![("a".into(), 8)]);
+    }
+
+    #[test]
+    fn expired_versions_go_whatever_the_snapshots() {
+        let e = [
+            ("a", 9, Kind::Put),
+            ("a", 5, Kind::Put),
+            ("a", 3, Kind::Put),
+            ("b", 4, Kind::Delete),
+            ("b", 2, Kind::Put),
+            ("c", 5, Kind::Put),
+        ];
+        // Snapshot 4 would keep a@3 and b@4, but both lie at or below the floor 5.
+        let r = Retention::new(vec![4], false).with_expiry(5);
+        assert_eq!(run_with(r, &e), vec![("a".into(), 9)]);
+        // A range tombstone above the floor still hides what it covers.
+        let r =
+            Retention::new(vec![], false).with_expiry(3).with_range_tombstones(tombstones(&[("a", None, 7)]));
+        assert_eq!(run_with(r, &e), vec![("a".into(), 9)]);
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! File I/O. Every byte the engine reads or writes goes through the [`Fs`]
 //! trait, so tests can swap the disk for [`MemFs`], which simulates crashes.
+//! The time of day comes through [`WallClock`] the same way.
 
+mod clock;
 #[cfg(any(test, feature = "testing"))]
 mod faults;
 mod fs;
@@ -10,6 +12,7 @@ mod mem;
 mod mmap;
 mod real;
 
+pub use clock::{ManualClock, SystemClock, WallClock};
 #[cfg(any(test, feature = "testing"))]
 pub use faults::{Fault, FaultError, OpKind};
 pub use fs::{FileLock, Fs, RandomAccessFile, WritableFile};

@@ -100,6 +100,7 @@ const TAG_TABLE_VERSION_START: u8 = 16;
 const TAG_RANGE_TOMBSTONE: u8 = 17;
 const TAG_RANGE_TOMBSTONE_DROPPED: u8 = 18;
 const TAG_MERGE_OPERATOR: u8 = 19;
+const TAG_TREE_TTL: u8 = 20;
 
 /// Longest merge operator name accepted in a MANIFEST.
 const MERGE_OPERATOR_NAME_BYTES_MAX: usize = 256;
@@ -360,6 +361,8 @@ pub struct VersionEdit {
     pub range_tombstones_dropped: Vec<(TreeId, SeqNo)>,
     /// Keyspaces bound to a merge operator, by its name.
     pub tree_merge_operators: Vec<(TreeId, String)>,
+    /// Times to live set (`None`: turned off), tag 20.
+    pub tree_ttls: Vec<(TreeId, Option<crate::catalog::TreeTtl>)>,
 }
 
 fn put_key(out: &mut Vec<u8>, key: &InternalKey) {
@@ -450,6 +453,30 @@ fn read_merge_operator(r: &mut Reader<'_, '_>) -> Result<(TreeId, String)> {
     }
     let name = std::str::from_utf8(name).map_err(|_| r.corrupt("a merge operator name that is not UTF-8"))?;
     Ok((tree, name.to_string()))
+}
+
+/// Tag 20: the tree, then 0 (no time to live) or 1 followed by the TTL in
+/// milliseconds, the seqno and the unix millisecond it was set at, and the
+/// expiry floor when it was last changed.
+fn read_tree_ttl(r: &mut Reader<'_, '_>) -> Result<(TreeId, Option<crate::catalog::TreeTtl>)> {
+    let tree = read_tree(r)?;
+    match r.u8()? {
+        0 => Ok((tree, None)),
+        1 => {
+            let ttl_ms = r.varint()?;
+            if ttl_ms == 0 {
+                return Err(r.corrupt("a time to live of 0 ms"));
+            }
+            let ttl = crate::catalog::TreeTtl {
+                ttl_ms,
+                since_seqno: r.varint()?,
+                since_ms: r.varint()?,
+                floor_min: r.varint()?,
+            };
+            Ok((tree, Some(ttl)))
+        }
+        flag => Err(r.corrupt(format!("unknown time to live flag {flag:#x}"))),
+    }
 }
 
 fn read_tree_seqno(r: &mut Reader<'_, '_>) -> Result<(TreeId, SeqNo)> {
@@ -641,6 +668,20 @@ impl VersionEdit {
     /// Tags 17 and 18: range tombstones added and dropped; tag 19: merge
     /// operators bound.
     fn encode_range_tombstones(&self, out: &mut Vec<u8>) {
+        for (tree, ttl) in &self.tree_ttls {
+            out.push(TAG_TREE_TTL);
+            varint::put_u64(out, u64::from(*tree));
+            match ttl {
+                None => out.push(0),
+                Some(t) => {
+                    out.push(1);
+                    varint::put_u64(out, t.ttl_ms);
+                    varint::put_u64(out, t.since_seqno);
+                    varint::put_u64(out, t.since_ms);
+                    varint::put_u64(out, t.floor_min);
+                }
+            }
+        }
         for (tree, name) in &self.tree_merge_operators {
             out.push(TAG_MERGE_OPERATOR);
             varint::put_u64(out, u64::from(*tree));
@@ -732,6 +773,7 @@ impl VersionEdit {
                 TAG_COMMIT_TIMES => read_commit_times(&mut r, &mut e)?,
                 TAG_RANGE_TOMBSTONE => e.range_tombstones_added.push(read_range_tombstone(&mut r)?),
                 TAG_MERGE_OPERATOR => e.tree_merge_operators.push(read_merge_operator(&mut r)?),
+                TAG_TREE_TTL => e.tree_ttls.push(read_tree_ttl(&mut r)?),
                 TAG_RANGE_TOMBSTONE_DROPPED => e.range_tombstones_dropped.push(read_tree_seqno(&mut r)?),
                 TAG_TABLE_VERSION_START => {
                     let tree = read_tree(&mut r)?;
@@ -923,6 +965,18 @@ mod tests {
             ],
             range_tombstones_dropped: vec![(4, 30)],
             tree_merge_operators: vec![(5, "add_i64".to_string())],
+            tree_ttls: vec![
+                (
+                    4,
+                    Some(crate::catalog::TreeTtl {
+                        ttl_ms: 60_000,
+                        since_seqno: 90,
+                        since_ms: 1_795_000_000_500,
+                        floor_min: 70,
+                    }),
+                ),
+                (6, None),
+            ],
         }
     }
 

@@ -84,6 +84,7 @@ impl Version {
             versions: &edit.table_versions,
             histories: &edit.tree_histories,
             merge_operators: &edit.tree_merge_operators,
+            ttls: &edit.tree_ttls,
             version_starts: &edit.table_version_starts,
             dropped: &edit.trees_dropped,
         };
@@ -243,6 +244,7 @@ impl Version {
         e.table_versions = self.catalog.version_records().collect();
         e.tree_histories = self.catalog.history_records().collect();
         e.tree_merge_operators = self.catalog.merge_operator_records().collect();
+        e.tree_ttls = self.catalog.ttl_records().collect();
         e.table_version_starts = self.catalog.version_start_records().collect();
         for (id, tree) in &self.trees {
             for (level, f) in tree.all_files() {

@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use arrow_schema::{Schema, SchemaRef};
 
-use crate::catalog::{DEFAULT_KEYSPACE, HistoryWindow, Namespace, TreeHistory, TreeKind, TreeKindRecord};
+use crate::catalog::{
+    DEFAULT_KEYSPACE, HistoryWindow, Namespace, TreeHistory, TreeKind, TreeKindRecord, TreeTtl,
+};
 use crate::db::state::inner::DbInner;
 use crate::db::state::open_trees::TreeShared;
 use crate::db::state::versions::Memtables;
@@ -206,6 +208,11 @@ impl DbInner {
                     "keyspace {keyspace} keeps history: a merge operator and a history window do not go together yet"
                 )));
             }
+            if def.ttl.is_some() {
+                return Err(Error::InvalidArgument(format!(
+                    "keyspace {keyspace} has (or had) a time to live: a merge operator and a time to live do not go together yet"
+                )));
+            }
             self.install_edit(VersionEdit { tree_merge_operators: vec![(tree, name.to_string())], ..VersionEdit::default() })
         })
     }
@@ -239,6 +246,11 @@ impl DbInner {
                     "{name} has a merge operator: a merge operator and a history window do not go together yet"
                 )));
             }
+            if window.is_on() && def.ttl.is_some() {
+                return Err(Error::InvalidArgument(format!(
+                    "{name} has (or had) a time to live: a history window and a time to live do not go together yet"
+                )));
+            }
             // Every commit so far is visible: the exclusive writer waits
             // for groups to publish.
             let now = self.writer.visible_seqno();
@@ -270,5 +282,77 @@ impl DbInner {
             }
             self.install_edit(VersionEdit { tree_histories, ..VersionEdit::default() })
         })
+    }
+
+    /// Sets the time to live of `tree`, a table (with its indexes) or a
+    /// keyspace (`None`: versions live for ever): one MANIFEST edit, logged
+    /// owning the write path. Versions committed before it whose time is
+    /// not on record count as committed now. Refused with a history window
+    /// (which keeps versions a TTL would drop) or a merge operator (whose
+    /// operands would expire apart from their base).
+    pub(crate) fn set_ttl(&self, tree: TreeId, name: &str, ttl: Option<std::time::Duration>) -> Result<()> {
+        const TTL_MAX: std::time::Duration = std::time::Duration::from_secs(100 * 366 * 86_400);
+        let ttl_ms = match ttl {
+            None => None,
+            Some(d) if d.is_zero() || d > TTL_MAX => {
+                return Err(Error::InvalidArgument(format!(
+                    "a time to live must be from 1 ms to {} years, not {d:?}",
+                    TTL_MAX.as_secs() / (366 * 86_400)
+                )));
+            }
+            Some(d) => Some(u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)),
+        };
+        self.check_writable()?;
+        self.with_exclusive_writer(|| {
+            self.check_writable()?;
+            let catalog = self.versions.load().version.catalog.clone();
+            let def =
+                catalog.tree(tree).ok_or_else(|| Error::InvalidArgument(format!("{name} was dropped")))?;
+            if matches!(def.kind, TreeKind::Index(_)) {
+                return Err(Error::internal("a time to live set on an index"));
+            }
+            if ttl_ms.is_some() && def.history.is_some_and(|h| h.window.is_on()) {
+                return Err(Error::InvalidArgument(format!(
+                    "{name} keeps history: a history window and a time to live do not go together yet"
+                )));
+            }
+            if ttl_ms.is_some() && def.merge_operator.is_some() {
+                return Err(Error::InvalidArgument(format!(
+                    "{name} has a merge operator: a merge operator and a time to live do not go together yet"
+                )));
+            }
+            // What expired under the old TTL stays expired (a compaction may
+            // have dropped some of it), also after a reopen and with the
+            // TTL off: its floor is the new record's minimum.
+            let expired = def.ttl.map_or(0, |old| self.clock.expiry_floor(tree, &old));
+            // Commits from now on are timed; those before, untimed while no
+            // TTL was on, count as committed now. (Every commit so far is
+            // visible: the exclusive writer waits for groups to publish.)
+            let fresh = |ttl_ms| TreeTtl {
+                ttl_ms,
+                since_seqno: self.writer.visible_seqno(),
+                since_ms: self.clock.now_ms(),
+                floor_min: expired,
+            };
+            let record = match (ttl_ms, def.ttl) {
+                (Some(ttl_ms), Some(old)) if old.ttl_ms == ttl_ms => Some(old),
+                (Some(ttl_ms), Some(old)) if old.is_on() => {
+                    Some(TreeTtl { ttl_ms, floor_min: expired, ..old })
+                }
+                (Some(ttl_ms), _) => Some(fresh(ttl_ms)),
+                (None, _) if expired == 0 => None,
+                (None, _) => Some(fresh(TreeTtl::OFF_MS)),
+            };
+            if record == def.ttl {
+                return Ok(());
+            }
+            self.install_edit(VersionEdit { tree_ttls: vec![(tree, record)], ..VersionEdit::default() })
+        })
+    }
+
+    /// The time to live of `tree` (`None`: none).
+    pub(crate) fn ttl_of(&self, tree: TreeId) -> Option<std::time::Duration> {
+        let catalog = self.versions.load().version.catalog.clone();
+        catalog.tree(tree)?.ttl.filter(TreeTtl::is_on).map(|t| std::time::Duration::from_millis(t.ttl_ms))
     }
 }

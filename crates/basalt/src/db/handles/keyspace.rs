@@ -105,6 +105,23 @@ impl Keyspace {
         self.inner.set_merge_operator(self.shared.id, &self.shared.name, name)
     }
 
+    /// Sets how long each version lives after its commit (`None`: for
+    /// ever), kept in the MANIFEST: from the moment a version is `ttl` old,
+    /// no read sees it (gets, iterators, snapshots alike), and compaction
+    /// drops it, whole files at once where every entry expired. Entries
+    /// written before the TTL was set count as written when it was. A
+    /// shorter TTL expires more at once; a longer one does not bring back
+    /// what had expired (`docs/ttl.md`). Refused for a keyspace with a
+    /// merge operator or a history window.
+    pub fn set_ttl(&self, ttl: Option<std::time::Duration>) -> Result<()> {
+        self.inner.set_ttl(self.shared.id, &self.shared.name, ttl)
+    }
+
+    /// The keyspace's time to live, if set.
+    pub fn ttl(&self) -> Option<std::time::Duration> {
+        self.inner.ttl_of(self.shared.id)
+    }
+
     /// The merge operator the keyspace is bound to, by name.
     pub fn merge_operator(&self) -> Option<String> {
         let sv = self.inner.versions.load();

@@ -111,6 +111,13 @@ pub struct Stats {
     pub trivial_moves: u64,
     /// SSTs dropped whole because a range delete covered them (never read).
     pub files_dropped_by_range_deletes: u64,
+    /// SSTs dropped whole because every entry expired (a time to live;
+    /// never read).
+    pub files_dropped_expired: u64,
+    /// Entries compaction filters removed, and changed.
+    pub entries_removed_by_filters: u64,
+    /// Entries compaction filters changed the value of.
+    pub entries_changed_by_filters: u64,
     /// Bytes read and written by compactions.
     pub compaction_read_bytes: u64,
     /// Bytes written by compactions.
@@ -235,6 +242,9 @@ impl DbInner {
             compactions: get(&c.compactions),
             trivial_moves: get(&c.trivial_moves),
             files_dropped_by_range_deletes: get(&c.files_dropped_by_range),
+            files_dropped_expired: get(&c.files_dropped_expired),
+            entries_removed_by_filters: get(&c.filter_removed),
+            entries_changed_by_filters: get(&c.filter_changed),
             compaction_read_bytes: get(&c.compaction_read_bytes),
             compaction_written_bytes: get(&c.compaction_written_bytes),
             compaction_time: Duration::from_micros(get(&c.compaction_micros)),
@@ -325,6 +335,31 @@ fn mib(b: u64) -> f64 {
     b as f64 / (1024.0 * 1024.0)
 }
 
+impl Stats {
+    /// The lines on what was dropped without a delete per key: range
+    /// deletes, expiry, compaction filters (each only when it happened).
+    fn fmt_dropped(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.range_tombstones > 0 || self.files_dropped_by_range_deletes > 0 {
+            writeln!(
+                f,
+                "range deletes: {} tombstones live, {} files dropped whole",
+                self.range_tombstones, self.files_dropped_by_range_deletes
+            )?;
+        }
+        if self.files_dropped_expired > 0 {
+            writeln!(f, "time to live: {} files dropped whole, expired", self.files_dropped_expired)?;
+        }
+        if self.entries_removed_by_filters + self.entries_changed_by_filters > 0 {
+            writeln!(
+                f,
+                "compaction filters: {} entries removed, {} changed",
+                self.entries_removed_by_filters, self.entries_changed_by_filters
+            )?;
+        }
+        Ok(())
+    }
+}
+
 impl fmt::Display for Stats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let group =
@@ -408,13 +443,7 @@ impl fmt::Display for Stats {
             self.model_bytes_per_key,
             self.blocks_unchecked
         )?;
-        if self.range_tombstones > 0 || self.files_dropped_by_range_deletes > 0 {
-            writeln!(
-                f,
-                "range deletes: {} tombstones live, {} files dropped whole",
-                self.range_tombstones, self.files_dropped_by_range_deletes
-            )?;
-        }
+        self.fmt_dropped(f)?;
         let g = &self.get_latency;
         if g.gets > 0 {
             writeln!(

@@ -588,6 +588,23 @@ impl Table {
         self.inner.history_info(self.shared.id)
     }
 
+    /// Sets how long each row version lives after its commit (`None`: for
+    /// ever), kept in the MANIFEST: from the moment a row is `ttl` old
+    /// (since its last write), no read sees it — gets, scans, SQL, index
+    /// lookups, counts — and compaction drops it, with its index entries.
+    /// Rows written before the TTL was set count as written when it was.
+    /// A shorter TTL expires more at once; a longer one does not bring
+    /// back what had expired (`docs/ttl.md`). Refused with a history
+    /// window.
+    pub fn set_ttl(&self, ttl: Option<std::time::Duration>) -> Result<()> {
+        self.inner.set_ttl(self.shared.id, &self.shared.name, ttl)
+    }
+
+    /// The table's time to live, if set.
+    pub fn ttl(&self) -> Option<std::time::Duration> {
+        self.inner.ttl_of(self.shared.id)
+    }
+
     /// Creates an index `name` on `columns` (in key order) of any type a
     /// primary key may have, nullable ones included (nulls sort first).
     /// Rows already in the table are indexed before it returns; writes

@@ -4,7 +4,8 @@
 //! read from a snapshot, their entries sorted in memory-bounded runs and
 //! written straight into SSTs (as a bulk load writes rows), which one
 //! MANIFEST edit installs under the exclusive writer. The entries carry
-//! the snapshot's seqno, older than any upkeep entry; in the same
+//! the snapshot's seqno (on a table with a time to live, their row
+//! version's, so both expire together), older than any upkeep entry; in the same
 //! exclusive section, a batch written through the WAL gives every row a
 //! write touched since the snapshot its current entry and deletes its
 //! snapshot one, so neither stale entries nor the order of seqnos across
@@ -19,7 +20,7 @@ use bytes::Bytes;
 
 use super::options::IndexOptions;
 use crate::catalog::{Namespace, TreeKind, TreeKindRecord};
-use crate::codec::internal::{Kind, pack_trailer};
+use crate::codec::internal::{Kind, SeqNo, pack_trailer};
 use crate::db::jobs::flush::finish_sst;
 use crate::db::jobs::ingest::{Pending, key_head};
 use crate::db::read::iter::{Direction, RangeReader};
@@ -201,6 +202,9 @@ struct RunEntry {
     start: usize,
     key_len: u32,
     value_len: u32,
+    /// The entry's seqno: the snapshot's, or on a table with a time to
+    /// live its row version's (so the two expire together).
+    seqno: SeqNo,
 }
 
 /// Entries gathered for one sorted run, in one buffer.
@@ -227,7 +231,7 @@ impl Run {
 /// Reads the snapshot's rows, makes their entries (refusing one over the
 /// key or value limits, as upkeep would), and writes them in sorted runs
 /// into SSTs of `index`, each cut at `Options::sst_bytes`, every entry at
-/// the snapshot's seqno. A run takes up to `Options::write_buffer_bytes_max`,
+/// the snapshot's seqno (its row's on a table with a time to live). A run takes up to `Options::write_buffer_bytes_max`,
 /// the memory the database may spend on buffered writes: a 3M-row index
 /// of one integer column (about 50 bytes an entry here) fits in one run,
 /// where two runs cost a merging compaction as long as sorting and writing
@@ -242,18 +246,37 @@ fn write_sorted_runs(
 ) -> Result<(Vec<FileMeta>, u64)> {
     let inner = table.inner();
     let budget = inner.opts.write_buffer_bytes_max.max(1);
-    let trailer = pack_trailer(snapshot.seqno(), Kind::Put);
     let (mut outputs, mut runs) = (Vec::new(), 0);
     let mut run = Run::default();
     let mut pk = Vec::new();
     let name = inner.versions.load().version.catalog.tree(index).map(|t| t.name.clone()).unwrap_or_default();
     let table_layout = table.layout();
+    // On a table with a time to live, each entry takes its row version's
+    // seqno, read alongside the scan in the same key order: an entry at
+    // the snapshot's would outlive its row (and, once the key is written
+    // again, name a row whose values it no longer holds).
+    let mut row_seqnos = if inner.versions.load().version.catalog.ttl(table.tree()).is_some() {
+        let (seqno, sv) = inner.read_view(Some(snapshot.seqno()));
+        let all = (Bound::Unbounded, Bound::Unbounded);
+        Some(RangeReader::open(inner, &sv, seqno, table.tree(), all, Direction::Forward)?)
+    } else {
+        None
+    };
+    let mut next_row: Option<(Bytes, SeqNo)> = None;
     for batch in table.scan(ScanOptions::default().snapshot(Some(snapshot)))? {
         let batch = batch?;
         let encoder = RowEncoder::new(&table_layout, &batch)?;
         for r in 0..batch.num_rows() {
             pk.clear();
             encoder.key(r, &mut pk);
+            let seqno = match row_seqnos.as_mut() {
+                None => snapshot.seqno(),
+                Some(rows) => match seqno_of_row(rows, &mut next_row, &pk)? {
+                    Some(seqno) => seqno,
+                    // Expired since the scan read it: no entry.
+                    None => continue,
+                },
+            };
             let start = run.bytes.len();
             let shape = layout.entry_into(&pk, &RowValues::of_batch_row(&encoder, r), &mut run.bytes);
             inner.check_entry_limits(&name, shape.key_len, shape.value_len)?;
@@ -265,18 +288,42 @@ fn write_sorted_runs(
                 start,
                 key_len: u32::try_from(shape.key_len).map_err(over)?,
                 value_len: u32::try_from(shape.value_len).map_err(over)?,
+                seqno,
             });
         }
         if run.memory() >= budget {
-            outputs.extend(write_run(inner, index, trailer, std::mem::take(&mut run), pending)?);
+            outputs.extend(write_run(inner, index, std::mem::take(&mut run), pending)?);
             runs += 1;
         }
     }
     if !run.entries.is_empty() {
-        outputs.extend(write_run(inner, index, trailer, run, pending)?);
+        outputs.extend(write_run(inner, index, run, pending)?);
         runs += 1;
     }
     Ok((outputs, runs))
+}
+
+/// The seqno of the row version of `pk` that `rows` (a reader of the
+/// table's rows in key order, `next` the row it stands at) holds; `None`
+/// when it holds none (the row expired after the scan read it).
+fn seqno_of_row(
+    rows: &mut RangeReader,
+    next: &mut Option<(Bytes, SeqNo)>,
+    pk: &[u8],
+) -> Result<Option<SeqNo>> {
+    loop {
+        if next.is_none() {
+            match rows.next_entry_with_seqno()? {
+                Some((key, _, seqno)) => *next = Some((key, seqno)),
+                None => return Ok(None),
+            }
+        }
+        match next.as_ref().map(|(key, seqno)| (key.as_ref().cmp(pk), *seqno)) {
+            Some((std::cmp::Ordering::Less, _)) => *next = None,
+            Some((std::cmp::Ordering::Equal, seqno)) => return Ok(Some(seqno)),
+            _ => return Ok(None),
+        }
+    }
 }
 
 /// Sorts the run's entries (every key is distinct: it ends with the row's
@@ -287,7 +334,6 @@ fn write_sorted_runs(
 fn write_run(
     inner: &DbInner,
     index: TreeId,
-    trailer: u64,
     mut run: Run,
     pending: &mut Pending<'_>,
 ) -> Result<Vec<FileMeta>> {
@@ -318,7 +364,7 @@ fn write_run(
             .zip(numbers.iter_mut())
             .map(|(slice, numbers)| {
                 let run = &run;
-                s.spawn(move || write_files(inner, index, trailer, run, slice, numbers))
+                s.spawn(move || write_files(inner, index, run, slice, numbers))
             })
             .collect();
         handles
@@ -368,7 +414,6 @@ fn merge_sorted(run: &Run, lower: Vec<RunEntry>, upper: Vec<RunEntry>) -> Vec<Ru
 fn write_files(
     inner: &DbInner,
     index: TreeId,
-    trailer: u64,
     run: &Run,
     entries: &[RunEntry],
     numbers: &mut Vec<u64>,
@@ -398,7 +443,7 @@ fn write_files(
                     &mut current.insert(started).2
                 }
             };
-            writer.add(key, trailer, value)?;
+            writer.add(key, pack_trailer(e.seqno, Kind::Put), value)?;
         }
     }
     outputs.extend(current.map(finish_sst).transpose()?.map(|(_, f)| f));

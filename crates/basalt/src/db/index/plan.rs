@@ -53,7 +53,7 @@ impl KeyedRows for IndexPlan {
         self.keys.retain(|k| keep(k));
     }
 
-    fn fetch(&self, table: &Table, key: &[u8], builders: &mut [ColumnBuilder]) -> Result<()> {
+    fn fetch(&self, table: &Table, key: &[u8], builders: &mut [ColumnBuilder]) -> Result<bool> {
         table.fetch_row(&self.read, key, builders, &self.name)
     }
 }

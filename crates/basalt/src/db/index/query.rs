@@ -124,28 +124,32 @@ impl Table {
         self.inner().counters.record_index_entries(keys.len() as u64);
         self.inner().counters.record_table_rows(keys.len() as u64);
         if keys.len() < FETCH_IN_KEY_ORDER_MIN {
+            let mut rows = 0;
             for key in &keys {
-                self.fetch_row(&read, key, &mut builders, index)?;
+                rows += usize::from(self.fetch_row(&read, key, &mut builders, index)?);
             }
             let arrays = finish(builders, &projection)?;
-            return batch(schema, arrays, keys.len());
+            return batch(schema, arrays, rows);
         }
         // Fetch in primary-key order, then hand out in index order.
         let mut order: Vec<u32> = (0..keys.len() as u32).collect();
         order.sort_by(|&a, &b| keys[a as usize].cmp(&keys[b as usize]));
-        let mut position = vec![0u32; keys.len()];
-        for (fetched, &k) in order.iter().enumerate() {
-            self.fetch_row(&read, &keys[k as usize], &mut builders, index)?;
-            position[k as usize] = fetched as u32;
+        let mut position = vec![None; keys.len()];
+        let mut fetched = 0u32;
+        for &k in &order {
+            if self.fetch_row(&read, &keys[k as usize], &mut builders, index)? {
+                position[k as usize] = Some(fetched);
+                fetched += 1;
+            }
         }
         let arrays = finish(builders, &projection)?;
-        let take = UInt32Array::from(position);
+        let take: UInt32Array = position.into_iter().flatten().map(Some).collect();
         let arrays = arrays
             .iter()
             .map(|a| arrow_select::take::take(a, &take, None))
             .collect::<std::result::Result<Vec<_>, _>>()
             .map_err(|e| Error::InvalidArgument(format!("ordering lookup rows: {e}")))?;
-        batch(schema, arrays, keys.len())
+        batch(schema, arrays, take.len())
     }
 
     /// [`Table::lookup_with`]'s work: each row a view, in index order. A
@@ -216,14 +220,21 @@ impl Table {
         }
         self.inner().counters.record_index_entries(keys.len() as u64);
         self.inner().counters.record_table_rows(keys.len() as u64);
+        let expires = read.sv.version.catalog.ttl(self.tree()).is_some();
         if keys.len() < FETCH_IN_KEY_ORDER_MIN {
+            let mut rows = 0;
             for key in &keys {
                 match self.view_at(key, read.seqno, &read.sv, &mut *f)? {
-                    Some(done) => done?,
+                    Some(done) => {
+                        done?;
+                        rows += 1;
+                    }
+                    // Expired since its entry was read.
+                    None if expires => {}
                     None => return Err(self.missing_row(index).into()),
                 }
             }
-            return Ok(keys.len());
+            return Ok(rows);
         }
         // Many rows: fetched in primary-key order (neighbours share blocks
         // and index lines) and copied into one buffer, then viewed in
@@ -233,17 +244,25 @@ impl Table {
         order.sort_by(|&a, &b| keys[a as usize].cmp(&keys[b as usize]));
         let mut bytes = Vec::new();
         let mut spans = vec![Span::Absent; keys.len() * width];
+        let mut present = vec![true; keys.len()];
         for &k in &order {
             let k = k as usize;
             let copied = self.view_at(&keys[k], read.seqno, &read.sv, |row| {
                 row.copy_into(&mut bytes, &mut spans[k * width..(k + 1) * width])
             })?;
-            copied.ok_or_else(|| self.missing_row(index))??;
+            match copied {
+                Some(done) => done?,
+                // Expired since its entry was read.
+                None if expires => present[k] = false,
+                None => return Err(self.missing_row(index).into()),
+            }
         }
-        for row in spans.chunks_exact(width) {
+        let mut rows = 0;
+        for (row, _) in spans.chunks_exact(width).zip(&present).filter(|(_, p)| **p) {
             f(RowRef::over_spans(&layout, &bytes, &[], row))?;
+            rows += 1;
         }
-        Ok(keys.len())
+        Ok(rows)
     }
 
     /// [`Table::count_opt`]'s work.
@@ -302,17 +321,23 @@ impl Table {
         Ok(IndexRead { index, def, seqno, sv })
     }
 
-    /// Appends the row of `user_key` to `builders`; an index entry whose
-    /// row is missing is damage.
+    /// Appends the row of `user_key` to `builders`, returning true; an
+    /// index entry whose row is missing is damage, unless the table has a
+    /// time to live: the row expired after its entry was read (an entry
+    /// expires with its row, but each read takes the expiry floor of its
+    /// moment, and the row is read later), and false is returned.
     pub(crate) fn fetch_row(
         &self,
         read: &IndexRead,
         user_key: &[u8],
         builders: &mut [ColumnBuilder],
         index: &str,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         if self.push_row_at(user_key, read.seqno, &read.sv, builders)? {
-            return Ok(());
+            return Ok(true);
+        }
+        if read.sv.version.catalog.ttl(self.tree()).is_some() {
+            return Ok(false);
         }
         Err(self.missing_row(index))
     }

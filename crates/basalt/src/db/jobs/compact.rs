@@ -8,10 +8,12 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use crate::blob::BlobWriter;
-use crate::codec::internal::{Kind, SeqNo, unpack_trailer};
+use crate::codec::internal::{Kind, SeqNo, pack_trailer, unpack_trailer};
 use crate::compaction::retain::Retention;
 use crate::compaction::{self, CompactionTask};
+use crate::compaction_filter::{self, FilterDecision, FilterEntry};
 use crate::db::read::cursor::{KeyRange, TreeCursor, file_overlaps};
+use crate::db::read::history::HistoryRetention;
 use crate::db::state::inner::DbInner;
 use crate::db::state::jobs::Interrupted;
 use crate::db::state::versions::Memtables;
@@ -28,6 +30,10 @@ pub(crate) fn spawn(inner: Arc<DbInner>) -> Result<JoinHandle<()>> {
         .map_err(|e| Error::io("", e))
 }
 
+/// How often the compaction thread looks for expired files while a tree
+/// has a time to live.
+const TTL_RECHECK: std::time::Duration = std::time::Duration::from_secs(1);
+
 fn compaction_loop(inner: &DbInner) {
     loop {
         let due = || {
@@ -35,7 +41,10 @@ fn compaction_loop(inner: &DbInner) {
             inner.has_covered_files(&version)
                 || (inner.opts.auto_compaction && compaction::choose(&version, &inner.opts).is_some())
         };
-        if !inner.jobs.wait_for_work(due) {
+        // Times to live expire files as time passes, with no write to wake
+        // the thread: it looks again every second while a tree has one.
+        let recheck = inner.versions.load().version.catalog.has_ttl().then_some(TTL_RECHECK);
+        if !inner.jobs.wait_for_work(recheck, due) {
             return;
         }
         // Choose again under the compaction lock: a manual compaction may
@@ -152,7 +161,35 @@ impl DbInner {
                 self.run_compaction(&task).map_err(|e| self.job_failed(e))?;
             }
         }
-        Ok(())
+        self.rewrite_deepest(tree, range)
+    }
+
+    /// Rewrites in place the files of `tree`'s deepest level that meet
+    /// `range`, when a compaction filter is bound to the tree (as RocksDB's
+    /// `kIfHaveCompactionFilter`: a manual compaction shows the filter
+    /// every file) or some of their entries expired. Other levels were
+    /// rewritten by [`DbInner::compact_range`] on the way down.
+    fn rewrite_deepest(&self, tree: TreeId, range: &KeyRange) -> Result<()> {
+        let version = self.versions.load().version.clone();
+        let Some(t) = version.tree(tree) else { return Ok(()) };
+        let Some(deepest) = (1..LEVELS).rev().find(|&l| !t.levels[l].is_empty()) else { return Ok(()) };
+        let files: Vec<_> = t.levels[deepest].iter().filter(|f| file_overlaps(f, range)).cloned().collect();
+        let expired = self.expired_through(&version.catalog, tree);
+        let filtered = self.compaction_filter(&version.catalog, tree).is_some();
+        if files.is_empty() || !(filtered || files.iter().any(|f| f.min_seqno <= expired)) {
+            return Ok(());
+        }
+        // The level's files as the "overlapping" run of a task from the
+        // level above with no inputs: outputs land where they were.
+        let task = CompactionTask {
+            tree,
+            level: deepest - 1,
+            inputs: Vec::new(),
+            overlapping: files,
+            bottommost: true,
+            score: 0.0,
+        };
+        self.run_compaction(&task).map_err(|e| self.job_failed(e))
     }
 
     /// Runs one compaction and installs its result. Its inputs stay on
@@ -253,6 +290,92 @@ impl DbInner {
         Ok(())
     }
 
+    /// What a compaction of `task` keeps: the version it starts from, the
+    /// tree's history retention and range tombstones, and the retention
+    /// they, the snapshots and the tree's expiry floor make.
+    fn retention_for(
+        &self,
+        task: &CompactionTask,
+    ) -> (Arc<Version>, Option<HistoryRetention>, Arc<crate::range_del::TombstoneSet>, Retention) {
+        // The history floor before the snapshots: a read that checked its
+        // point against a later floor is either above this one or listed
+        // (`read/history.rs`).
+        let history = self.history_retention(task.tree);
+        let snapshots: Vec<u64> = self.snapshots.seqnos();
+        let version = self.versions.current();
+        // The tree's range tombstones: in the version, so logged before
+        // any entry they cover is dropped.
+        let tombstones =
+            version.tree(task.tree).map_or_else(crate::range_del::empty, |t| t.range_tombstones.clone());
+        let retention = Retention::with_history(
+            snapshots,
+            task.bottommost,
+            history.and_then(|h| h.floor),
+            history.map_or(0, |h| h.versions),
+        )
+        .with_range_tombstones(tombstones.clone())
+        .with_expiry(self.expired_through(&version.catalog, task.tree));
+        (version, history, tombstones, retention)
+    }
+
+    /// The decision of `filter` (a keyspace's name and filter) on an
+    /// entry (its key, trailer, stored value — a blob pointer for a `Blob`
+    /// — and SST), counted, as what the compaction writes: a removal is a
+    /// delete at the entry's seqno, or nothing at the bottom with no
+    /// snapshot (`no_snapshot`), where no older version can show through.
+    fn filtered(
+        &self,
+        (keyspace, filter): &(String, Arc<dyn compaction_filter::CompactionFilter>),
+        task: &CompactionTask,
+        version: &Version,
+        (key, trailer, stored, sst): (&[u8], u64, &[u8], &std::path::Path),
+        no_snapshot: bool,
+    ) -> Result<Filtered> {
+        let seqno = trailer >> 8;
+        let value = match unpack_trailer(trailer) {
+            Some((_, Kind::Blob)) => self.read_blob_cold(version, stored, sst)?,
+            _ => bytes::Bytes::copy_from_slice(stored),
+        };
+        let entry = FilterEntry {
+            keyspace,
+            key,
+            value: &value,
+            seqno,
+            level: task.output_level(),
+            bottommost: task.bottommost,
+        };
+        Ok(match compaction_filter::decide(filter.as_ref(), &entry) {
+            FilterDecision::Keep => Filtered::Keep,
+            FilterDecision::Remove => {
+                self.counters.record_filtered(true);
+                if task.bottommost && no_snapshot {
+                    Filtered::Gone
+                } else {
+                    Filtered::Write(pack_trailer(seqno, Kind::Delete), Vec::new())
+                }
+            }
+            FilterDecision::ChangeValue(v) => {
+                self.counters.record_filtered(false);
+                Filtered::Write(pack_trailer(seqno, Kind::Put), v)
+            }
+        })
+    }
+
+    /// The compaction filter bound to keyspace `tree` by name
+    /// (`Options::compaction_filters`), with the keyspace's name.
+    fn compaction_filter(
+        &self,
+        catalog: &crate::catalog::Catalog,
+        tree: TreeId,
+    ) -> Option<(String, Arc<dyn compaction_filter::CompactionFilter>)> {
+        if self.opts.compaction_filters.is_empty() {
+            return None;
+        }
+        let def = catalog.tree(tree).filter(|d| matches!(d.kind, crate::catalog::TreeKind::Keyspace))?;
+        let (_, f) = self.opts.compaction_filters.iter().find(|(name, _)| *name == def.name)?;
+        Some((def.name.clone(), f.clone()))
+    }
+
     /// Whether a range tombstone of `tree` in the current version meets
     /// `file` and is newer than its oldest entry (it may hide some).
     fn under_tombstone(&self, tree: TreeId, file: &FileMeta) -> bool {
@@ -264,14 +387,31 @@ impl DbInner {
         })
     }
 
-    /// Whether a range tombstone of some tree hides whole files that
-    /// [`DbInner::drop_covered_files`] would drop.
+    /// Whether a range tombstone of some tree hides whole files, or a
+    /// tree's time to live expired them, that [`DbInner::drop_covered_files`]
+    /// would drop.
     fn has_covered_files(&self, version: &Version) -> bool {
         version.trees.iter().any(|(&id, tree)| {
-            !tree.range_tombstones.is_empty()
+            (!tree.range_tombstones.is_empty()
                 && !compaction::covered::covered_files(tree, |min, t| self.read_between(id, min, t))
-                    .is_empty()
+                    .is_empty())
+                || !self.expired_files(version, id, tree).is_empty()
         })
+    }
+
+    /// The files of `tree` (tree `id` of `version`) whose every entry has
+    /// expired (`read/ttl.rs`): no reader sees any, snapshots included.
+    fn expired_files(
+        &self,
+        version: &Version,
+        id: TreeId,
+        tree: &crate::version::TreeVersion,
+    ) -> Vec<(usize, u64)> {
+        let expired = self.expired_through(&version.catalog, id);
+        if expired == crate::db::read::ttl::NOTHING_EXPIRED {
+            return Vec::new();
+        }
+        tree.all_files().filter(|(_, f)| f.max_seqno <= expired).map(|(level, f)| (level, f.number)).collect()
     }
 
     /// Whether a live snapshot, or a history window, may read `tree` at a
@@ -291,12 +431,21 @@ impl DbInner {
         if !self.has_covered_files(&version) {
             return Ok(());
         }
-        let mut dropped = 0;
+        let (mut covered, mut expired) = (0, 0);
         self.install(Memtables::Keep, &[], |held| {
             let current = held.current();
             let mut edit = VersionEdit::default();
+            (covered, expired) = (0, 0);
             for (&id, tree) in &current.trees {
-                let files = compaction::covered::covered_files(tree, |min, t| self.read_between(id, min, t));
+                let mut files =
+                    compaction::covered::covered_files(tree, |min, t| self.read_between(id, min, t));
+                covered += files.len();
+                for file in self.expired_files(current, id, tree) {
+                    if !files.contains(&file) {
+                        files.push(file);
+                        expired += 1;
+                    }
+                }
                 edit.files_deleted.extend(files.iter().map(|&(level, number)| (id, level, number)));
             }
             for (&id, tree) in &current.trees {
@@ -304,10 +453,10 @@ impl DbInner {
                     edit.range_tombstones_dropped.extend(obsolete_after(id, tree, &edit, None));
                 }
             }
-            dropped = edit.files_deleted.len();
-            Ok((dropped > 0).then_some(edit))
+            Ok((!edit.files_deleted.is_empty()).then_some(edit))
         })?;
-        self.counters.record_files_dropped_by_range(dropped as u64);
+        self.counters.record_files_dropped_by_range(covered as u64);
+        self.counters.record_files_dropped_expired(expired as u64);
         let collected = self.delete_obsolete_files(false);
         self.jobs.wake();
         collected
@@ -323,23 +472,7 @@ impl DbInner {
         task: &CompactionTask,
     ) -> Result<(Vec<FileMeta>, Option<BlobFileMeta>, MergedUnder)> {
         let mut merged = TreeCursor::over_runs(&self.sst_readers, task.tree, task.input_runs())?;
-        // The history floor before the snapshots: a read that checked its
-        // point against a later floor is either above this one or listed
-        // (`read/history.rs`).
-        let history = self.history_retention(task.tree);
-        let snapshots: Vec<u64> = self.snapshots.seqnos();
-        let version = self.versions.current();
-        // The tree's range tombstones: in the version, so logged before
-        // any entry they cover is dropped.
-        let tombstones =
-            version.tree(task.tree).map_or_else(crate::range_del::empty, |t| t.range_tombstones.clone());
-        let mut retention = Retention::with_history(
-            snapshots,
-            task.bottommost,
-            history.and_then(|h| h.floor),
-            history.map_or(0, |h| h.versions),
-        )
-        .with_range_tombstones(tombstones.clone());
+        let (version, history, tombstones, mut retention) = self.retention_for(task);
         // Tombstones an entry kept lies under (a snapshot, or history, still
         // reads it): they stay in the version.
         let mut kept_under: HashSet<SeqNo> = HashSet::new();
@@ -351,9 +484,15 @@ impl DbInner {
             let folding = Folding { retention, tombstones, op, relocation };
             return self.merge_folding(task, merged, folding, &version);
         }
+        // A keyspace's compaction filter, unless the keyspace keeps history
+        // (whose versions are the window's to drop).
+        let filter = (layout.is_none() && history.is_none())
+            .then(|| self.compaction_filter(&version.catalog, task.tree))
+            .flatten();
         let mut outputs = Vec::new();
         let mut current: Option<(TreeId, u64, SstWriter)> = None;
         let mut last_key: Vec<u8> = Vec::new();
+        let mut kept_any = false;
         // The last input block of an older schema version, read into the
         // current one (held, so its address is not reused meanwhile).
         let mut adapted: Option<(Arc<crate::sst::block::Block>, Vec<arrow_array::ArrayRef>)> = None;
@@ -369,6 +508,33 @@ impl DbInner {
                 return Err(block.corruption(format!("an entry of unknown kind {trailer:#x}")));
             };
             if retention.keep(key, seqno, kind) {
+                let first_of_key = !kept_any || key != last_key.as_slice();
+                kept_any = true;
+                // What the filter makes of the key's newest value that no
+                // snapshot sees past: `None` to keep it as it is.
+                let mut filtered = None;
+                if let Some(filter) = &filter
+                    && first_of_key
+                    && matches!(kind, Kind::Put | Kind::Blob)
+                    && retention.stripe(seqno) == retention.newest_stripe()
+                {
+                    let sst = entry.sst().map_or(std::path::Path::new(""), |it| it.reader().path());
+                    let alone = retention.newest_stripe() == 0;
+                    filtered = match self.filtered(
+                        filter,
+                        task,
+                        &version,
+                        (key, trailer, block.value(i), sst),
+                        alone,
+                    )? {
+                        Filtered::Keep => None,
+                        Filtered::Write(trailer, v) => Some((trailer, v)),
+                        Filtered::Gone => {
+                            merged.step(source)?;
+                            continue;
+                        }
+                    };
+                }
                 if !tombstones.is_empty() {
                     kept_under.extend(tombstones.all_covering(key).iter().filter(|&&t| t > seqno));
                 }
@@ -385,6 +551,7 @@ impl DbInner {
                 }
                 if let Some((_, _, w)) = current.as_mut() {
                     match &layout {
+                        None if let Some((trailer, value)) = &filtered => w.add(key, *trailer, value)?,
                         None if kind == Kind::Blob => {
                             let sst = entry.sst().map_or(std::path::Path::new(""), |it| it.reader().path());
                             let pointer = relocation.pointer(self, &version, block.value(i), sst)?;
@@ -392,34 +559,9 @@ impl DbInner {
                         }
                         None => w.add(key, trailer, block.value(i))?,
                         Some(layout) => {
-                            // Table rows are copied column by column from the
-                            // input block's arrays; a block of an older
-                            // schema version's file is read into this one
-                            // once.
                             let file_version =
                                 entry.sst().map_or(layout.version(), |it| it.reader().schema_version());
-                            match layout
-                                .older_version(file_version)
-                                .map_err(|e| block.corruption(e.reason()))?
-                            {
-                                None => {
-                                    let arrays = block.arrays(layout).map_err(|e| block.corruption(e))?;
-                                    w.add_from_arrays(key, trailer, arrays, i)?;
-                                }
-                                Some(older) => {
-                                    if !adapted.as_ref().is_some_and(|(b, _)| Arc::ptr_eq(b, block)) {
-                                        let arrays =
-                                            block.arrays(&older.layout).map_err(|e| block.corruption(e))?;
-                                        adapted = Some((
-                                            block.clone(),
-                                            older.map().adapt(layout, arrays, block.len())?,
-                                        ));
-                                    }
-                                    if let Some((_, arrays)) = &adapted {
-                                        w.add_from_arrays(key, trailer, arrays, i)?;
-                                    }
-                                }
-                            }
+                            add_table_row(w, layout, file_version, (block, i), (key, trailer), &mut adapted)?;
                         }
                     }
                 }
@@ -437,6 +579,47 @@ impl DbInner {
         }
         Ok((outputs, blob, (tombstones, kept_under)))
     }
+}
+
+/// Adds row `i` of `block`, a block of a file of schema version
+/// `file_version`, to `w` under the current `layout`: table rows are copied
+/// column by column from the input block's arrays; a block of an older
+/// schema version's file is read into this one once (`adapted` holds the
+/// last such block, so its address is not reused meanwhile).
+fn add_table_row(
+    w: &mut SstWriter,
+    layout: &crate::row::layout::TableLayout,
+    file_version: u32,
+    (block, i): (&Arc<crate::sst::block::Block>, usize),
+    (key, trailer): (&[u8], u64),
+    adapted: &mut Option<(Arc<crate::sst::block::Block>, Vec<arrow_array::ArrayRef>)>,
+) -> Result<()> {
+    match layout.older_version(file_version).map_err(|e| block.corruption(e.reason()))? {
+        None => {
+            let arrays = block.arrays(layout).map_err(|e| block.corruption(e))?;
+            w.add_from_arrays(key, trailer, arrays, i)
+        }
+        Some(older) => {
+            if !adapted.as_ref().is_some_and(|(b, _)| Arc::ptr_eq(b, block)) {
+                let arrays = block.arrays(&older.layout).map_err(|e| block.corruption(e))?;
+                *adapted = Some((block.clone(), older.map().adapt(layout, arrays, block.len())?));
+            }
+            match adapted {
+                Some((_, arrays)) => w.add_from_arrays(key, trailer, arrays, i),
+                None => Ok(()),
+            }
+        }
+    }
+}
+
+/// What a compaction writes of an entry a filter was asked about.
+enum Filtered {
+    /// The entry as it is.
+    Keep,
+    /// Nothing.
+    Gone,
+    /// This trailer and value instead.
+    Write(u64, Vec<u8>),
 }
 
 /// The range tombstones of `tree` (tree `id` before `edit`) that hide

@@ -31,7 +31,7 @@ pub(crate) fn spawn(inner: Arc<DbInner>) -> Result<JoinHandle<()>> {
 
 fn flush_loop(inner: &DbInner) {
     loop {
-        if !inner.jobs.wait_for_work(|| !inner.versions.load().imms.is_empty()) {
+        if !inner.jobs.wait_for_work(None, || !inner.versions.load().imms.is_empty()) {
             return;
         }
         let _flushing = inner.jobs.flush_slot();
@@ -96,11 +96,12 @@ impl DbInner {
                     .any(|f| f.min_seqno < t.seqno && t.meets_span(&f.smallest.user_key, &f.largest.user_key))
             });
             // The times of the commits now durable in SSTs, while a tree
-            // keeps history (the WAL that held them may go).
+            // keeps history or has a time to live (the WAL that held them
+            // may go).
             let catalog = current.catalog.clone();
             let through = edit.last_seqno.unwrap_or(0);
             (edit.commit_times_after, edit.commit_times) = self.commit_times_to_log(&catalog, through);
-            if !catalog.any_history() && held.has_commit_times() {
+            if !catalog.any_timed() && held.has_commit_times() {
                 // History was turned off: the marks go from the MANIFEST
                 // too, or a reopen would time later commits by them.
                 edit.commit_times_cleared = true;

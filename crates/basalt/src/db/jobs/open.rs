@@ -54,7 +54,7 @@ pub(crate) fn open(dir: &Path, opts: Options, read_only: bool) -> Result<DbInner
     }
     let wals = wals_to_replay(&names, log_number);
     let (after, marks) = versions.commit_times();
-    let clock = CommitClock::new(after, marks.to_vec(), last_seqno);
+    let clock = CommitClock::new(after, marks.to_vec(), last_seqno, opts.clock.clone());
     let inner = DbInner {
         dir: dir.to_path_buf(),
         fs: fs.clone(),

@@ -16,6 +16,7 @@ use crate::codec::key::{self, KeyValue, OwnedKeyValue};
 use crate::db::read::cursor::{KeyRange, covers_file, file_overlaps, in_range, span_overlaps};
 use crate::db::read::iter::{Direction, RangeReader};
 use crate::db::read::scan::{KeyValueRange, encode_range};
+use crate::db::read::ttl::NOTHING_EXPIRED;
 use crate::db::{read::snapshot::Snapshot, state::handles::Table, state::versions::SuperVersion};
 use crate::error::{Error, Result};
 use crate::files;
@@ -241,6 +242,7 @@ impl Table {
         files.sort_unstable_by(|a, b| a.smallest.user_key.cmp(&b.smallest.user_key));
         let mems: Vec<&Arc<Memtable>> = sv.memtables_holding(self.tree()).collect();
         let mut alone = Vec::new();
+        let expired = self.inner().expired_through(&sv.version.catalog, self.tree());
         let mut reach: Option<&[u8]> = None;
         for (i, file) in files.iter().enumerate() {
             let (first, last) = (file.smallest.user_key.as_ref(), file.largest.user_key.as_ref());
@@ -257,10 +259,12 @@ impl Table {
             });
             let reader = self.inner().sst_readers.get(self.tree(), file)?;
             let properties = reader.properties();
-            // No delete in the file, and no range delete over it.
+            // No delete in the file, no range delete over it, and nothing
+            // in it expired.
             let plain = properties.deletions == 0
                 && properties.max_seqno <= seqno
-                && sv.range_tombstones(self.tree(), (first, Some(last)), seqno).is_none();
+                && file.min_seqno > expired
+                && sv.range_tombstones(self.tree(), (first, Some(last)), seqno, NOTHING_EXPIRED).is_none();
             if let Some(rows) = properties.distinct_keys.filter(|_| plain && !in_memory) {
                 alone.push(((*file).clone(), rows));
             }

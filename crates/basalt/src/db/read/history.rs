@@ -137,10 +137,10 @@ impl DbInner {
         catalog: &Catalog,
         through: SeqNo,
     ) -> (SeqNo, Vec<(SeqNo, u64)>) {
-        if !catalog.any_history() {
-            // Nothing reads times without a window: the clock lets its
-            // marks go (a window turned on later starts its own), and
-            // nothing is logged.
+        if !catalog.any_timed() {
+            // Nothing reads times without a window or a time to live: the
+            // clock lets its marks go (a window turned on later starts its
+            // own), and nothing is logged.
             self.clock.forget_all(through);
             return (0, Vec::new());
         }
@@ -155,13 +155,19 @@ impl DbInner {
     /// (`None`: keep them all, as a window counting versions reports the
     /// times of versions however old).
     pub(crate) fn commit_times_kept_from(&self, catalog: &Catalog) -> Option<u64> {
-        if !catalog.any_history() {
+        if !catalog.any_timed() {
             return Some(u64::MAX);
         }
         if catalog.trees_keep_versions() {
             return None;
         }
-        catalog.longest_history_ms().map(|ms| self.clock.now_ms().saturating_sub(ms))
+        // A time to live's floor is the last mark at or before `now - ttl`
+        // (`state/clock.rs`): that mark stays, and every later one.
+        let longest = match (catalog.longest_history_ms(), catalog.longest_ttl_ms()) {
+            (Some(h), Some(t)) => h.max(t),
+            (h, t) => h.or(t)?,
+        };
+        Some(self.clock.now_ms().saturating_sub(longest))
     }
 }
 

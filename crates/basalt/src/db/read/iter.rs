@@ -65,8 +65,9 @@ pub(crate) struct RangeReader {
     /// A source whose current entry was handed out and which moves past
     /// it on the next step (so a borrowed entry stays valid until then).
     unstepped: Option<usize>,
-    /// The entry the general path handed out last.
+    /// The entry the general path handed out last, and its seqno.
     held: (Bytes, Bytes),
+    held_seqno: SeqNo,
     /// Range tombstones the read sees over the range: with any, every key
     /// takes the general path, which checks it against them.
     tombstones: Option<Arc<TombstoneSet>>,
@@ -126,7 +127,8 @@ impl RangeReader {
             inner.wake_compaction();
         }
         let blobs = (inner.blob_files.clone(), sv.version.clone());
-        let tombstones = sv.range_tombstones(tree, span_of(&range), seqno);
+        let expired = inner.expired_through(&sv.version.catalog, tree);
+        let tombstones = sv.range_tombstones(tree, span_of(&range), seqno, expired);
         let merge = inner.merge_operator(&sv.version.catalog, tree)?;
         Ok(RangeReader {
             merge,
@@ -139,6 +141,7 @@ impl RangeReader {
             run: (0, 0),
             unstepped: None,
             held: Default::default(),
+            held_seqno: 0,
         })
     }
 
@@ -149,6 +152,19 @@ impl RangeReader {
             None => Ok(None),
             Some(at) => self.owned(at).map(Some),
         }
+    }
+
+    /// [`RangeReader::next_entry`] with the seqno of the version read (an
+    /// index build writes each entry at its row's, so that both expire
+    /// together: `read/ttl.rs`).
+    pub(crate) fn next_entry_with_seqno(&mut self) -> Result<Option<(Bytes, Bytes, SeqNo)>> {
+        let Some(at) = self.step()? else { return Ok(None) };
+        let seqno = match at {
+            At::Source(i) => self.cursor.sources()[i].key().map_or(0, |(_, trailer)| trailer >> 8),
+            At::Held => self.held_seqno,
+        };
+        let (key, value) = self.owned(at)?;
+        Ok(Some((key, value, seqno)))
     }
 
     /// The entry a step moved to, sharing the block's or the memtable's
@@ -202,8 +218,9 @@ impl RangeReader {
             }
             match self.step_one(next, true)? {
                 Step::End => return Ok(None),
-                Step::Entry(key, value) => {
+                Step::Entry(key, value, seqno) => {
                     self.held = (key, value);
+                    self.held_seqno = seqno;
                     return Ok(Some(At::Held));
                 }
                 Step::Nothing => {}
@@ -311,6 +328,7 @@ impl RangeReader {
         if let Some(op) = &self.merge {
             // Every version, for the operands and their base.
             let versions = cursor.take_all_versions(&key, self.seqno)?;
+            let newest = versions.first().map_or(0, |(trailer, _, _)| trailer >> 8);
             if at_excluded_start(&self.range, self.forward, &key) {
                 return Ok(Step::Nothing);
             }
@@ -321,9 +339,9 @@ impl RangeReader {
             };
             let value =
                 crate::db::read::merged::fold_versions(op.as_ref(), &key, versions, cover, &read_blob)?;
-            return Ok(
-                value.map_or(Step::Nothing, |v| Step::Entry(key, if read_blobs { v } else { Bytes::new() }))
-            );
+            return Ok(value.map_or(Step::Nothing, |v| {
+                Step::Entry(key, if read_blobs { v } else { Bytes::new() }, newest)
+            }));
         }
         // A value in a blob file is read once its entry wins; its SST
         // is kept for an error (a path only for such entries).
@@ -342,15 +360,15 @@ impl RangeReader {
         }
         match newest {
             Some((trailer, (value, _))) if matches!(unpack_trailer(trailer), Some((_, Kind::Put))) => {
-                Ok(Step::Entry(key, value))
+                Ok(Step::Entry(key, value, trailer >> 8))
             }
             Some((trailer, (pointer, sst))) if matches!(unpack_trailer(trailer), Some((_, Kind::Blob))) => {
                 if !read_blobs {
-                    return Ok(Step::Entry(key, Bytes::new()));
+                    return Ok(Step::Entry(key, Bytes::new(), trailer >> 8));
                 }
                 let sst = sst.unwrap_or_default();
                 let value = crate::db::read::point::read_blob(&self.blobs.0, &self.blobs.1, &pointer, &sst)?;
-                Ok(Step::Entry(key, value))
+                Ok(Step::Entry(key, value, trailer >> 8))
             }
             _ => Ok(Step::Nothing),
         }
@@ -361,8 +379,9 @@ impl RangeReader {
 enum Step {
     /// The range is over.
     End,
-    /// The newest visible version of a key, a value.
-    Entry(Bytes, Bytes),
+    /// The newest visible version of a key, a value, and its seqno (the
+    /// newest operand's, for a merge).
+    Entry(Bytes, Bytes, SeqNo),
     /// A key with no visible value (deleted, or only newer versions).
     Nothing,
 }

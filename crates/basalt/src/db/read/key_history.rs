@@ -106,7 +106,12 @@ impl DbInner {
             TreeCursor::open(&self.sst_readers, sv, tree, files, (&range, true), Blocks::Cached, None)?;
         // A range delete over the key is a delete of it among its versions.
         let mut ranged = sv
-            .range_tombstones(tree, (user_key, Some(user_key)), visible)
+            .range_tombstones(
+                tree,
+                (user_key, Some(user_key)),
+                visible,
+                crate::db::read::ttl::NOTHING_EXPIRED,
+            )
             .map(|set| set.all_covering(user_key).to_vec())
             .unwrap_or_default()
             .into_iter()

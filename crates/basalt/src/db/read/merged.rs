@@ -85,7 +85,7 @@ impl DbInner {
         let mut cursor =
             TreeCursor::open(&self.sst_readers, sv, tree, files, (&range, true), Blocks::Cached, None)?;
         let versions = cursor.take_all_versions(key, seqno)?;
-        let cover = sv.range_cover(tree, key, seqno);
+        let cover = sv.range_cover(tree, key, seqno, self.expired_through(&sv.version.catalog, tree));
         let read_blob = |pointer: &[u8], sst: &Path| {
             crate::db::read::point::read_blob(&self.blob_files, &sv.version, pointer, sst)
         };

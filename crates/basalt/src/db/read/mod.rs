@@ -14,3 +14,4 @@ pub(crate) mod point;
 pub(crate) mod row_view;
 pub(crate) mod scan;
 pub(crate) mod snapshot;
+pub(crate) mod ttl;

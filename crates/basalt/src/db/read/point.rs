@@ -105,7 +105,10 @@ impl DbInner {
     ) -> Result<()> {
         let wanted = Wanted { tree, user_key, hash: key_hash(user_key), seqno, newer_than: None, layout };
         // A range tombstone the read sees hides a version older than it.
-        let hidden = |version: SeqNo| sv.range_cover(tree, user_key, seqno).is_some_and(|t| t > version);
+        // So does an expiry floor (`read/ttl.rs`).
+        let expired = self.expired_through(&sv.version.catalog, tree);
+        let hidden =
+            |version: SeqNo| sv.range_cover(tree, user_key, seqno, expired).is_some_and(|t| t > version);
         self.newest_version(sv, &wanted, &mut |trailer, value, file| {
             match (unpack_trailer(trailer), file) {
                 (Some((s, _)), _) if hidden(s) => {}
@@ -154,8 +157,11 @@ impl DbInner {
             newest = unpack_trailer(trailer).map(|(s, _)| s).filter(|&s| s > newer_than);
             Ok(())
         })?;
-        // A range delete over the key since then is a write of it too.
-        let ranged = sv.range_cover(tree, user_key, SEQNO_MAX).filter(|&s| s > newer_than);
+        // A range delete over the key since then is a write of it too
+        // (expiry is not: nothing wrote the key).
+        let ranged = sv
+            .range_cover(tree, user_key, SEQNO_MAX, crate::db::read::ttl::NOTHING_EXPIRED)
+            .filter(|&s| s > newer_than);
         Ok(newest.max(ranged))
     }
 

@@ -169,8 +169,9 @@ pub(crate) trait KeyedRows: Send {
     fn keys(&self) -> &[Bytes];
     /// Keeps only the keys `keep` accepts.
     fn retain(&mut self, keep: &mut dyn FnMut(&[u8]) -> bool);
-    /// Appends the row of `key` (one of [`KeyedRows::keys`]) to `builders`.
-    fn fetch(&self, table: &Table, key: &[u8], builders: &mut [ColumnBuilder]) -> Result<()>;
+    /// Appends the row of `key` (one of [`KeyedRows::keys`]) to `builders`;
+    /// false when it has none (it expired since its entry was read).
+    fn fetch(&self, table: &Table, key: &[u8], builders: &mut [ColumnBuilder]) -> Result<bool>;
 }
 
 /// How a scan finds rows by primary key for a filter at a seqno in a
@@ -212,7 +213,8 @@ impl Table {
         let (needed, work_schema, output_in_work) =
             work_columns(&layout, projection.as_deref(), opts.filter.as_ref())?;
         let cursor = open_cursor(self, &sv, &range)?;
-        let tombstones = sv.range_tombstones(self.tree(), span_of(&range), seqno);
+        let expired = self.inner().expired_through(&sv.version.catalog, self.tree());
+        let tombstones = sv.range_tombstones(self.tree(), span_of(&range), seqno, expired);
         let own = match &opts.overlay {
             Some(overlay) => overlay.rows_in(self, &layout, &range)?,
             None => None,
@@ -631,9 +633,8 @@ impl TableScan {
             }
             let end = (*next + self.batch_rows).min(keys.len());
             for key in &keys[*next..end] {
-                plan.fetch(&self.table, key, &mut self.builders)?;
+                self.merged_rows += u64::from(plan.fetch(&self.table, key, &mut self.builders)?);
             }
-            self.merged_rows += (end - *next) as u64;
             *next = end;
             self.flush_builders()?;
         }
@@ -734,7 +735,7 @@ impl TableScan {
             && self
                 .tombstones
                 .as_ref()
-                .is_none_or(|set| set.covering(key, self.seqno).is_none_or(|t| t < trailer >> 8))
+                .is_none_or(|set| set.covering(key, self.seqno).is_none_or(|t| t <= trailer >> 8))
         {
             self.push_row(key, found)?;
         }

@@ -19,6 +19,7 @@ use crate::version::set::{COMMIT_MARKS_MAX, thin_commit_marks};
 
 pub(crate) struct CommitClock {
     state: RankedMutex<Marks>,
+    wall: std::sync::Arc<dyn crate::io::WallClock>,
 }
 
 impl std::fmt::Debug for CommitClock {
@@ -44,19 +45,17 @@ struct Marks {
     floors: std::collections::HashMap<crate::ids::TreeId, SeqNo>,
 }
 
-/// The wall clock in unix milliseconds.
-pub(crate) fn unix_ms_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
 impl CommitClock {
     /// A clock holding `logged`, the MANIFEST's marks, which time every
     /// commit after `after`, for a database whose seqnos up to `durable`
     /// are in SSTs: commits after the last mark (replayed from the WAL, or
     /// new) are timed exactly.
-    pub(crate) fn new(after: SeqNo, logged: Vec<(SeqNo, u64)>, durable: SeqNo) -> CommitClock {
+    pub(crate) fn new(
+        after: SeqNo,
+        logged: Vec<(SeqNo, u64)>,
+        durable: SeqNo,
+        wall: std::sync::Arc<dyn crate::io::WallClock>,
+    ) -> CommitClock {
         let logged_through = logged.last().map_or(0, |&(s, _)| s).max(durable);
         let known_after = if logged.is_empty() { durable } else { after };
         CommitClock {
@@ -70,7 +69,13 @@ impl CommitClock {
                     floors: std::collections::HashMap::default(),
                 },
             ),
+            wall,
         }
+    }
+
+    /// The wall clock in unix milliseconds (`Options::clock`), as it reads.
+    pub(crate) fn wall_ms(&self) -> u64 {
+        self.wall.unix_ms()
     }
 
     /// The time to stamp a commit with now: the wall clock, never before
@@ -78,7 +83,7 @@ impl CommitClock {
     pub(crate) fn now_ms(&self) -> u64 {
         let mut state = self.state.lock();
         let last = state.list.last().map_or(0, |&(_, t)| t);
-        let now = unix_ms_now().max(last).max(state.now_high);
+        let now = self.wall.unix_ms().max(last).max(state.now_high);
         state.now_high = now;
         now
     }
@@ -88,6 +93,34 @@ impl CommitClock {
     /// one a read checks against.
     pub(crate) fn floor_at_least(&self, tree: crate::ids::TreeId, floor: SeqNo) -> SeqNo {
         let mut state = self.state.lock();
+        let high = state.floors.entry(tree).or_insert(0);
+        *high = (*high).max(floor);
+        *high
+    }
+
+    /// The expiry floor of a tree with time to live `ttl` now: every
+    /// version at or below it was committed more than `ttl_ms` ago. It is
+    /// the last seqno committed at or before `now - ttl_ms` (by the marks),
+    /// and at least the TTL's `since_seqno` once `since_ms` is that old
+    /// (commits before the TTL was set count as committed then). Never
+    /// below a floor handed out before for `tree` (marks thinned, the wall
+    /// clock set back): a compaction may have dropped what it let go.
+    /// One hold of the lock.
+    pub(crate) fn expiry_floor(&self, tree: crate::ids::TreeId, ttl: &crate::catalog::TreeTtl) -> SeqNo {
+        let mut state = self.state.lock();
+        let last = state.list.last().map_or(0, |&(_, t)| t);
+        let now = self.wall.unix_ms().max(last).max(state.now_high);
+        state.now_high = now;
+        let start = now.saturating_sub(ttl.ttl_ms);
+        // Commits up to `since_seqno` count as committed at `since_ms`
+        // (whatever marks say of them): none expired before it, all after.
+        let floor = if start >= ttl.since_ms {
+            let n = state.list.partition_point(|&(_, t)| t <= start);
+            n.checked_sub(1).map_or(0, |i| state.list[i].0).max(ttl.since_seqno)
+        } else {
+            0
+        };
+        let floor = floor.max(ttl.floor_min);
         let high = state.floors.entry(tree).or_insert(0);
         *high = (*high).max(floor);
         *high
@@ -235,7 +268,7 @@ mod tests {
 
     #[test]
     fn a_time_maps_to_the_last_seqno_committed_by_it() {
-        let clock = CommitClock::new(0, Vec::new(), 0);
+        let clock = CommitClock::new(0, Vec::new(), 0, std::sync::Arc::new(crate::io::SystemClock));
         clock.record(3, 100);
         clock.record(5, 100);
         clock.record(9, 102);
@@ -254,7 +287,7 @@ mod tests {
 
     #[test]
     fn a_clock_set_back_never_runs_time_backwards() {
-        let clock = CommitClock::new(0, Vec::new(), 0);
+        let clock = CommitClock::new(0, Vec::new(), 0, std::sync::Arc::new(crate::io::SystemClock));
         clock.record(5, 200);
         clock.record(7, 150);
         assert_eq!(clock.seqno_at(199), None);
@@ -264,7 +297,7 @@ mod tests {
 
     #[test]
     fn unlogged_marks_are_handed_out_once() {
-        let clock = CommitClock::new(1, vec![(2, 10)], 2);
+        let clock = CommitClock::new(1, vec![(2, 10)], 2, std::sync::Arc::new(crate::io::SystemClock));
         clock.record(4, 11);
         clock.record(8, 12);
         // Seqnos 5 to 8 share millisecond 12: a flush through 5 cuts it.

@@ -50,6 +50,9 @@ pub(crate) struct Counters {
     pub(crate) compaction_written_bytes: AtomicU64,
     pub(crate) compaction_micros: AtomicU64,
     pub(crate) files_dropped_by_range: AtomicU64,
+    pub(crate) files_dropped_expired: AtomicU64,
+    pub(crate) filter_removed: AtomicU64,
+    pub(crate) filter_changed: AtomicU64,
 }
 
 impl Counters {
@@ -124,6 +127,16 @@ impl Counters {
 
     pub(crate) fn record_files_dropped_by_range(&self, files: u64) {
         self.files_dropped_by_range.fetch_add(files, Ordering::Relaxed);
+    }
+
+    pub(crate) fn record_files_dropped_expired(&self, files: u64) {
+        self.files_dropped_expired.fetch_add(files, Ordering::Relaxed);
+    }
+
+    /// An entry a compaction filter removed (`true`) or changed.
+    pub(crate) fn record_filtered(&self, removed: bool) {
+        let counter = if removed { &self.filter_removed } else { &self.filter_changed };
+        counter.fetch_add(1, Ordering::Relaxed);
     }
 
     pub(crate) fn record_delay(&self, took: Duration) {

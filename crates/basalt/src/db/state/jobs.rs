@@ -113,8 +113,9 @@ impl Jobs {
 
     /// For a background thread: blocks until `due()` (asked while no error
     /// stopped writes) says there is work, returning true, or until a
-    /// close asks the thread to stop, returning false.
-    pub(crate) fn wait_for_work(&self, mut due: impl FnMut() -> bool) -> bool {
+    /// close asks the thread to stop, returning false; `due()` is asked
+    /// again every `recheck` if given (work that time alone makes).
+    pub(crate) fn wait_for_work(&self, recheck: Option<Duration>, mut due: impl FnMut() -> bool) -> bool {
         let mut state = self.state.lock();
         loop {
             if state.stopping {
@@ -123,7 +124,10 @@ impl Jobs {
             if state.error.is_none() && due() {
                 return true;
             }
-            state.wait(&self.changed);
+            match recheck {
+                Some(timeout) => state.wait_for(&self.changed, timeout),
+                None => state.wait(&self.changed),
+            }
         }
     }
 
@@ -206,7 +210,7 @@ mod tests {
         };
         jobs.stop();
         assert!(matches!(waiter.join().expect("the waiter does not panic"), Err(Interrupted::Stopping)));
-        assert!(!jobs.wait_for_work(|| true), "a stopped thread returns");
+        assert!(!jobs.wait_for_work(None, || true), "a stopped thread returns");
 
         let failed = Jobs::new();
         assert!(!failed.failed());

@@ -34,11 +34,19 @@ pub(crate) struct SuperVersion {
 
 impl SuperVersion {
     /// The seqno of the newest range tombstone of `tree` over `key` that a
-    /// read at `read` sees, in the memtables or the version. Without range
-    /// tombstones (the common case) a flag per memtable and the version's
-    /// empty set answer.
-    pub(crate) fn range_cover(&self, tree: crate::ids::TreeId, key: &[u8], read: SeqNo) -> Option<SeqNo> {
-        let mut newest = None;
+    /// read at `read` sees, in the memtables or the version; `expired`,
+    /// the tree's expiry floor (`read/ttl.rs`, 0: none), counts as one
+    /// just above it (or just above `read`, for an older reader). Without
+    /// range tombstones (the common case) a flag per memtable and the
+    /// version's empty set answer.
+    pub(crate) fn range_cover(
+        &self,
+        tree: crate::ids::TreeId,
+        key: &[u8],
+        read: SeqNo,
+        expired: SeqNo,
+    ) -> Option<SeqNo> {
+        let mut newest = (expired > 0).then(|| expired.min(read).saturating_add(1));
         for mem in std::iter::once(&self.mem).chain(&self.imms) {
             if let Some(set) = mem.range_tombstones(tree) {
                 newest = newest.max(set.covering(key, read));
@@ -54,16 +62,21 @@ impl SuperVersion {
 
     /// The range tombstones of `tree` at or below `read` that meet the keys
     /// `[lo, hi]` (`hi` `None`: no end), gathered from the memtables and
-    /// the version into one set; `None` when there are none (a range read
-    /// then takes its fast paths).
+    /// the version into one set, with the tree's expiry floor `expired`
+    /// (0: none); `None` when there are none (a range read then takes its
+    /// fast paths).
     pub(crate) fn range_tombstones(
         &self,
         tree: crate::ids::TreeId,
         (lo, hi): (&[u8], Option<&[u8]>),
         read: SeqNo,
+        expired: SeqNo,
     ) -> Option<Arc<TombstoneSet>> {
         let mut sets: Vec<Arc<TombstoneSet>> =
             std::iter::once(&self.mem).chain(&self.imms).filter_map(|m| m.range_tombstones(tree)).collect();
+        if expired > 0 {
+            sets.push(Arc::new(TombstoneSet::expired_through(expired)));
+        }
         if let Some(t) = self.version.tree(tree)
             && !t.range_tombstones.is_empty()
         {

@@ -232,7 +232,7 @@ impl DbInner {
         let sync = group.iter().any(|r| r.sync);
         // The wall clock, unlocked: `record` keeps the clock's marks from
         // running backwards (one lock per group, taken there).
-        let commit_ms = crate::db::state::clock::unix_ms_now();
+        let commit_ms = self.clock.wall_ms();
         let wal_bytes = self.append_to_wal(group, sync, commit_ms)?;
         let inserted = self.insert_group(group, first)?;
         // Each seqno the group sealed is in the memtable, none twice.
