@@ -61,6 +61,11 @@ enum Cmd {
     /// history of 100 versions, the change feed (Basalt, and SQLite with
     /// a trigger-kept history table).
     History(Common),
+    /// Issue 60: `delete_range` of the middle tenth of a table (`--scale`
+    /// rows), against SQLite's `DELETE … WHERE` and Basalt's row-by-row
+    /// delete (`basalt-rows`): time to acknowledge, reads of the range
+    /// right after, space before, after and once compacted.
+    RangeDelete(Common),
     /// Issue 16: TPC-H's 22 queries through DataFusion over Basalt, over
     /// Parquet, DuckDB and SQLite (`--scale` is the scale factor); then
     /// SQL point, range and indexed queries against SQLite's.
@@ -164,6 +169,10 @@ fn run(cli: Cli) -> Result<()> {
             let jobs = plan_history(&c, &c.scale_or(&[1_000_000]))?;
             ("history", c, jobs)
         }
+        Cmd::RangeDelete(c) => {
+            let jobs = plan_range_delete(&c, &c.scale_or(&[10_000_000]))?;
+            ("range-delete", c, jobs)
+        }
         Cmd::Resilientdb(c) => {
             let jobs = plan_resilientdb(&c, &c.scale_or(&[1_000, 10_000, 100_000, 1_000_000]))?;
             ("resilientdb", c, jobs)
@@ -232,6 +241,7 @@ impl Common {
             data_dir: self.data_dir.clone().unwrap_or_else(|| self.out.join("data")),
             machine: Machine::default(),
             memory: None,
+            run: 0,
         }
     }
 }
@@ -358,6 +368,23 @@ fn plan_history(c: &Common, scales: &[u64]) -> Result<Vec<Job>> {
     Ok(jobs)
 }
 
+fn plan_range_delete(c: &Common, scales: &[u64]) -> Result<Vec<Job>> {
+    let engines = if c.engines.is_empty() { vec![Kind::Basalt, Kind::Sqlite] } else { c.engines()? };
+    let mut jobs = Vec::new();
+    for &scale in scales {
+        for &engine in engines.iter().filter(|k| workload::range_delete::supports(**k)) {
+            let mut job = c.job(Workload::RangeDelete, engine, scale, Distribution::Sequential);
+            job.ops = c.ops.unwrap_or(workload::range_delete::GETS_DEFAULT);
+            job.value_bytes = workload::range_delete::PAYLOAD_BYTES;
+            jobs.push(job);
+        }
+    }
+    if jobs.is_empty() {
+        return Err("the range-delete workload runs on basalt and sqlite; none was asked for".into());
+    }
+    Ok(jobs)
+}
+
 fn plan_arrow(c: &Common, scales: &[u64]) -> Result<Vec<Job>> {
     let mut jobs = Vec::new();
     for &scale in scales {
@@ -409,6 +436,7 @@ fn execute(name: &str, common: &Common, jobs: &[Job]) -> Result<()> {
         for (i, job) in rotated(jobs, run).into_iter().enumerate() {
             let mut job = job.clone();
             job.machine = machine.clone();
+            job.run = run;
             bar.set_message(format!("run {}: {}", run + 1, job.label()));
             let outcome = match common.memory_mib {
                 Some(mib) => {

@@ -54,13 +54,27 @@ fn group(records: &[Record]) -> Grouped<'_> {
         }
         g.2.insert((r.metric.clone(), r.engine.clone()), r);
     }
-    let mut engines: Vec<String> = Vec::new();
+    let engines = engine_order(records.iter()).into_iter().map(str::to_string).collect();
+    Grouped { groups, engines }
+}
+
+/// The engines of `records` in report order: the built-in engines in
+/// `Kind::ALL`'s order, then variants a workload measures in the same job
+/// under a name of their own (`basalt-scan`, `basalt-rows`), as they first
+/// appear.
+fn engine_order<'r>(records: impl Iterator<Item = &'r Record> + Clone) -> Vec<&'r str> {
+    let mut engines: Vec<&str> = Vec::new();
     for k in Kind::ALL {
-        if records.iter().any(|r| r.engine == k.name()) {
-            engines.push(k.name().to_string());
+        if let Some(r) = records.clone().find(|r| r.engine == k.name()) {
+            engines.push(&r.engine);
         }
     }
-    Grouped { groups, engines }
+    for r in records {
+        if !engines.contains(&r.engine.as_str()) {
+            engines.push(&r.engine);
+        }
+    }
+    engines
 }
 
 /// A value in a short human form with its unit.
@@ -273,12 +287,7 @@ pub fn charts(records: &[Record], dir: &Path) -> Result<Vec<PathBuf>> {
 
 fn draw_bars(path: &Path, workload: &str, metric: &str, rs: &[&Record]) -> Result<()> {
     let mut groups: Vec<(u64, String, usize)> = Vec::new();
-    let mut engines: Vec<&str> = Vec::new();
-    for k in Kind::ALL {
-        if rs.iter().any(|r| r.engine == k.name()) {
-            engines.push(k.name());
-        }
-    }
+    let engines = engine_order(rs.iter().copied());
     for r in rs {
         let g = (r.scale, r.distribution.clone(), r.threads);
         if !groups.contains(&g) {
@@ -401,5 +410,17 @@ mod tests {
         assert!(svg.contains("<svg") && svg.contains("basalt"), "{svg}");
         let md = markdown(&records, &ranges(&records), "basalt-bench quick", &files, &[]);
         assert!(md.contains("| get_ops_per_s") && md.contains("![omendb-get_ops_per_s.svg]"), "{md}");
+    }
+
+    #[test]
+    fn variants_outside_the_engine_list_get_a_column_after_the_engines() {
+        let records = vec![
+            rec("basalt-rows", "delete_ms", 900.0, "ms"),
+            rec("sqlite", "delete_ms", 2000.0, "ms"),
+            rec("basalt", "delete_ms", 0.05, "ms"),
+        ];
+        assert_eq!(engine_order(records.iter()), ["basalt", "sqlite", "basalt-rows"]);
+        let t = terminal_table(&records);
+        assert!(t.contains("basalt-rows") && t.contains("900 ms"), "{t}");
     }
 }

@@ -15,6 +15,7 @@ mod rocksdb;
 mod sqlite;
 
 pub use sqlite::MMAP_BYTES as SQLITE_MMAP_BYTES;
+pub use sqlite::connect_wal as sqlite_connect_wal;
 
 use std::path::Path;
 

@@ -92,6 +92,14 @@ impl SqliteEngine {
     }
 }
 
+/// A connection with the harness's settings in the WAL journal: what the
+/// workloads with SQLite stores of their own open.
+pub fn connect_wal(path: &Path, cfg: &Config) -> Result<Connection> {
+    let conn = connect(path, cfg)?;
+    conn.pragma_update_and_check(None, "journal_mode", "WAL", |_| Ok(()))?;
+    Ok(conn)
+}
+
 fn connect(path: &Path, cfg: &Config) -> Result<Connection> {
     let conn = Connection::open(path)?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;

@@ -10,6 +10,7 @@ pub mod arrow;
 pub mod history;
 pub mod marbledb;
 pub mod omendb;
+pub mod range_delete;
 pub mod resilientdb;
 pub mod transactions;
 pub mod ycsb;
@@ -50,6 +51,9 @@ pub enum Workload {
     Transactions,
     /// Issue 59: history windows, as-of reads, the change feed.
     History,
+    /// Issue 60: deleting a contiguous key range.
+    #[serde(rename = "range-delete")]
+    RangeDelete,
 }
 
 /// Everything a child process needs to run one job.
@@ -85,6 +89,10 @@ pub struct Job {
     /// The equal-memory pass's limit and cgroup, if one runs.
     #[serde(default)]
     pub memory: Option<MemoryLimit>,
+    /// Which of the parent's runs this is (from 0): a job that measures two
+    /// variants itself alternates which goes first.
+    #[serde(default)]
+    pub run: usize,
 }
 
 impl Job {
@@ -109,6 +117,7 @@ impl Job {
             Workload::Resilientdb => "resilientdb",
             Workload::Transactions => "transactions",
             Workload::History => "history",
+            Workload::RangeDelete => "range-delete",
         }
     }
 
@@ -313,6 +322,7 @@ pub fn run_on(job: &Job, open: &Opener<'_>, dir: &std::path::Path) -> Result<Vec
         Workload::Resilientdb => resilientdb::run(job, dir, &mut sink)?,
         Workload::Transactions => transactions::run(job, open, dir, &mut sink)?,
         Workload::History => history::run(job, dir, &mut sink)?,
+        Workload::RangeDelete => range_delete::run(job, dir, &mut sink)?,
     }
     Ok(sink.records)
 }
@@ -473,6 +483,7 @@ mod tests {
             data_dir: PathBuf::new(),
             machine: Machine::default(),
             memory: None,
+            run: 0,
         }
     }
 

@@ -68,12 +68,7 @@ pub struct SqliteStore {
 
 impl SqliteStore {
     pub fn open(dir: &Path, cfg: &Config) -> Result<SqliteStore> {
-        let conn = Connection::open(dir.join("history.sqlite"))?;
-        conn.pragma_update_and_check(None, "journal_mode", "WAL", |_| Ok(()))?;
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
-        conn.pragma_update(None, "cache_size", -((cfg.cache_bytes >> 10) as i64))?;
-        conn.pragma_update(None, "mmap_size", crate::engine::SQLITE_MMAP_BYTES)?;
-        conn.set_prepared_statement_cache_capacity(16);
+        let conn = crate::engine::sqlite_connect_wal(&dir.join("history.sqlite"), cfg)?;
         let blobs: Vec<String> = (0..FIELDS).map(|f| format!("field{f} BLOB NOT NULL")).collect();
         conn.execute_batch(&format!(
             "CREATE TABLE t (id INTEGER PRIMARY KEY, version INTEGER NOT NULL, {})",
