@@ -66,6 +66,10 @@ enum Cmd {
     /// delete (`basalt-rows`): time to acknowledge, reads of the range
     /// right after, space before, after and once compacted.
     RangeDelete(Common),
+    /// Issue 60: 16 hot counters incremented by 1 and 2 threads, by
+    /// merge (`add_i64`) and by read-modify-write transactions
+    /// (`basalt-txn`): increments per second, aborts per commit.
+    Counters(Common),
     /// Issue 16: TPC-H's 22 queries through DataFusion over Basalt, over
     /// Parquet, DuckDB and SQLite (`--scale` is the scale factor); then
     /// SQL point, range and indexed queries against SQLite's.
@@ -172,6 +176,13 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::RangeDelete(c) => {
             let jobs = plan_range_delete(&c, &c.scale_or(&[10_000_000]))?;
             ("range-delete", c, jobs)
+        }
+        Cmd::Counters(c) => {
+            let mut job =
+                c.job(Workload::Counters, Kind::Basalt, workload::counters::HOT_KEYS, Distribution::Random);
+            job.ops = c.ops.unwrap_or(workload::counters::OPS_DEFAULT);
+            job.threads = vec![1, 2];
+            ("counters", c, vec![job])
         }
         Cmd::Resilientdb(c) => {
             let jobs = plan_resilientdb(&c, &c.scale_or(&[1_000, 10_000, 100_000, 1_000_000]))?;

@@ -7,6 +7,7 @@
 
 pub mod alter;
 pub mod arrow;
+pub mod counters;
 pub mod history;
 pub mod marbledb;
 pub mod omendb;
@@ -54,6 +55,8 @@ pub enum Workload {
     /// Issue 60: deleting a contiguous key range.
     #[serde(rename = "range-delete")]
     RangeDelete,
+    /// Issue 60: counters incremented by merge and by transactions.
+    Counters,
 }
 
 /// Everything a child process needs to run one job.
@@ -118,6 +121,7 @@ impl Job {
             Workload::Transactions => "transactions",
             Workload::History => "history",
             Workload::RangeDelete => "range-delete",
+            Workload::Counters => "counters",
         }
     }
 
@@ -323,6 +327,7 @@ pub fn run_on(job: &Job, open: &Opener<'_>, dir: &std::path::Path) -> Result<Vec
         Workload::Transactions => transactions::run(job, open, dir, &mut sink)?,
         Workload::History => history::run(job, dir, &mut sink)?,
         Workload::RangeDelete => range_delete::run(job, dir, &mut sink)?,
+        Workload::Counters => counters::run(job, dir, &mut sink)?,
     }
     Ok(sink.records)
 }
