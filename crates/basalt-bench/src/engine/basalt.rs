@@ -120,6 +120,24 @@ impl Engine for BasaltEngine {
     fn engine_memory_bytes(&self) -> Option<u64> {
         Some(self.db.stats().engine_memory_bytes())
     }
+
+    fn write_breakdown(&self) -> Vec<(&'static str, f64, &'static str)> {
+        let s = self.db.stats();
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+        vec![
+            ("write_stall_ms", ms(s.write_stall_time), "ms"),
+            ("write_stalls", s.write_stalls as f64, "count"),
+            ("write_delay_ms", ms(s.write_delay_time), "ms"),
+            ("write_delayed_groups", s.delayed_groups as f64, "count"),
+            ("memtable_peak_bytes", s.memtable_bytes_peak as f64, "bytes"),
+            ("flush_ms", ms(s.flush_time), "ms"),
+            ("flushes", s.flushes as f64, "count"),
+            ("compaction_ms", ms(s.compaction_time), "ms"),
+            ("compactions", s.compactions as f64, "count"),
+            ("trivial_moves", s.trivial_moves as f64, "count"),
+            ("compaction_written_bytes", s.compaction_written_bytes as f64, "bytes"),
+        ]
+    }
 }
 
 struct BasaltReader<'a> {

@@ -86,6 +86,13 @@ pub trait Engine: Send + Sync {
     fn engine_memory_bytes(&self) -> Option<u64> {
         None
     }
+
+    /// Where writes spent their time so far, for engines that count it:
+    /// (metric, value, unit) triples such as time writers stalled or were
+    /// delayed, and the flushes and compactions run meanwhile.
+    fn write_breakdown(&self) -> Vec<(&'static str, f64, &'static str)> {
+        Vec::new()
+    }
 }
 
 /// Reads of one thread.

@@ -179,6 +179,9 @@ pub fn run_backpressure(job: &Job, open: &Opener<'_>, dir: &Path, sink: &mut Sin
     let engine = open(dir)?;
     let budget = engine.has_write_buffer_budget();
     write_records(job, engine.as_ref(), sink, budget)?;
+    for (metric, value, unit) in engine.write_breakdown() {
+        sink.put(metric, value, unit);
+    }
     sink.put_peak_memory("peak_memory_bytes", engine.as_ref());
     let t = Instant::now();
     engine.settle()?;

@@ -12,6 +12,7 @@ pub mod history;
 pub mod marbledb;
 pub mod omendb;
 pub mod range_delete;
+pub mod overload;
 pub mod resilientdb;
 pub mod transactions;
 pub mod ycsb;
@@ -57,6 +58,9 @@ pub enum Workload {
     RangeDelete,
     /// Issue 60: counters incremented by merge and by transactions.
     Counters,
+    /// Issue 60: random writes faster than compaction sustains, for a
+    /// while, with and without the write-buffer budget.
+    Overload,
 }
 
 /// Everything a child process needs to run one job.
@@ -96,6 +100,9 @@ pub struct Job {
     /// variants itself alternates which goes first.
     #[serde(default)]
     pub run: usize,
+    /// How long a timed run writes (the overload run), in seconds.
+    #[serde(default)]
+    pub seconds: u64,
 }
 
 impl Job {
@@ -122,6 +129,8 @@ impl Job {
             Workload::History => "history",
             Workload::RangeDelete => "range-delete",
             Workload::Counters => "counters",
+            Workload::Overload if self.budget_bytes.is_none() => overload::UNBOUNDED,
+            Workload::Overload => "overload",
         }
     }
 
@@ -142,11 +151,15 @@ impl Job {
 
     fn harness(&self) -> String {
         format!(
-            "cache {} MiB; no fsync per batch (settle syncs); seed {}; {} B values; {} ops per phase{}{}",
+            "cache {} MiB; no fsync per batch (settle syncs); seed {}; {} B values; {}{}{}",
             self.cache_bytes >> 20,
             self.seed,
             self.value_bytes,
-            self.ops,
+            if self.seconds > 0 {
+                format!("writes for {} s", self.seconds)
+            } else {
+                format!("{} ops per phase", self.ops)
+            },
             self.budget_bytes.map_or(String::new(), |b| format!("; write-buffer budget {} MiB", b >> 20)),
             self.memory.as_ref().map_or(String::new(), |m| format!(
                 "; workloads named `<workload>{}` read with heap, page cache and maps held to {} MiB (memory cgroup, \
@@ -328,6 +341,7 @@ pub fn run_on(job: &Job, open: &Opener<'_>, dir: &std::path::Path) -> Result<Vec
         Workload::History => history::run(job, dir, &mut sink)?,
         Workload::RangeDelete => range_delete::run(job, dir, &mut sink)?,
         Workload::Counters => counters::run(job, dir, &mut sink)?,
+        Workload::Overload => overload::run(job, open, dir, &mut sink)?,
     }
     Ok(sink.records)
 }
@@ -489,6 +503,7 @@ mod tests {
             machine: Machine::default(),
             memory: None,
             run: 0,
+            seconds: 0,
         }
     }
 
@@ -516,6 +531,23 @@ mod tests {
         }
         let err = run_broken(&a, Some(Fault::DropsUpdates)).expect_err("stale reads fail").to_string();
         assert!(err.contains("stale version"), "{err}");
+    }
+
+    #[test]
+    fn the_overload_run_reports_its_rate_stalls_and_memory_within_the_budget() {
+        let mut j = job(Workload::Overload, 10_000, &[]);
+        j.seconds = 1;
+        j.value_bytes = 512;
+        j.budget_bytes = Some(1 << 20);
+        let records = run_broken(&j, None).expect("the real engine runs it");
+        let get = |m: &str| records.iter().find(|r| r.metric == m).map(|r| r.value);
+        assert!(records.iter().all(|r| r.workload == "overload"), "named for its budget");
+        assert!(get("insert_rows_per_s").is_some_and(|v| v > 0.0));
+        assert!(get("stall_max_ms").is_some() && get("stalls_over_50ms").is_some());
+        let peak = get("memtable_peak_bytes").expect("basalt reports its memtables");
+        assert!(peak > 0.0 && peak <= f64::from(1 << 20), "memtables within the budget: {peak}");
+        j.budget_bytes = None;
+        assert_eq!(j.workload_name(), overload::UNBOUNDED);
     }
 
     #[test]
