@@ -6,7 +6,8 @@
 //! into the overlapping L1 files, or from Ln the one file whose overlap with
 //! Ln+1 is smallest relative to its size (RocksDB's "min overlapping ratio",
 //! which minimises write amplification). A file with no overlap below moves
-//! down by a MANIFEST edit alone (a trivial move). With no level over its
+//! down by a MANIFEST edit alone (a trivial move), and so does an L0 whose
+//! files share no key with one another or with L1. With no level over its
 //! target, a file that range reads merged with runs below it often enough
 //! is compacted into the level below (`asked_by_reads`).
 
@@ -43,9 +44,26 @@ impl CompactionTask {
         self.level + 1
     }
 
-    /// A single input with nothing to merge below moves down unchanged.
+    /// Inputs with nothing to merge below move down unchanged (a MANIFEST
+    /// edit): a single file of a deeper level, or, in an automatic
+    /// compaction, L0 files that share no user key with one another. Keys
+    /// written in order flush to such L0 files, which would otherwise be
+    /// read and written again only to land in L1 as they were. A manual
+    /// compaction of L0 still rewrites it: it is asked for to drop what the
+    /// files no longer need.
     pub fn is_trivial_move(&self) -> bool {
-        self.level > 0 && self.inputs.len() == 1 && self.overlapping.is_empty()
+        if !self.overlapping.is_empty() {
+            return false;
+        }
+        if self.level > 0 {
+            return self.inputs.len() == 1;
+        }
+        if self.score <= 0.0 {
+            return false;
+        }
+        let mut files: Vec<&Arc<FileMeta>> = self.inputs.iter().collect();
+        files.sort_by(|a, b| a.smallest.user_key.cmp(&b.smallest.user_key));
+        files.windows(2).all(|p| p[0].largest.user_key < p[1].smallest.user_key)
     }
 
     /// Every input file, upper level first.
@@ -267,6 +285,30 @@ mod tests {
         assert_eq!(below, vec![10, 11]);
         assert!(t.bottommost);
         assert!(!t.is_trivial_move());
+    }
+
+    #[test]
+    fn disjoint_l0_files_move_down_whole_unless_they_overlap_each_other_or_l1() {
+        // Keys written in order: each flush covers a range of its own.
+        let disjoint = [
+            (0, file(1, "a", "c", 10, 4)),
+            (0, file(2, "d", "f", 10, 5)),
+            (0, file(3, "g", "i", 10, 6)),
+            (0, file(4, "j", "l", 10, 7)),
+        ];
+        let t = choose(&version(&disjoint), &opts()).expect("L0 is at its trigger");
+        assert!(t.level == 0 && t.inputs.len() == 4 && t.overlapping.is_empty());
+        assert!(t.is_trivial_move());
+        let manual = CompactionTask { score: 0.0, ..t };
+        assert!(!manual.is_trivial_move(), "a manual compaction rewrites L0");
+        // An L1 file in their span: merged.
+        let mut below = disjoint.to_vec();
+        below.push((1, file(10, "e", "e", 100, 1)));
+        assert!(!choose(&version(&below), &opts()).expect("L0 at its trigger").is_trivial_move());
+        // Two L0 files sharing a user key (one's largest, the other's smallest): merged.
+        let mut touching = disjoint.to_vec();
+        touching[1] = (0, file(2, "c", "f", 10, 5));
+        assert!(!choose(&version(&touching), &opts()).expect("L0 at its trigger").is_trivial_move());
     }
 
     #[test]
