@@ -288,6 +288,15 @@ impl Options {
         self.memtable_bytes_max.min(self.write_buffer_bytes_max / 4).max(1)
     }
 
+    /// The WAL length past which a memtable switch also starts a new WAL:
+    /// `memtable_bytes_max`. A WAL then holds about what one memtable of
+    /// the unbudgeted size would, whatever the budget, and its fsync at the
+    /// switch is paid as often. With the default options every switch
+    /// starts a new WAL.
+    pub(crate) fn wal_switch_bytes(&self) -> u64 {
+        self.memtable_bytes_max as u64
+    }
+
     /// `level1_bytes_target`, or its derived value when 0.
     pub fn level1_bytes(&self) -> u64 {
         match self.level1_bytes_target {

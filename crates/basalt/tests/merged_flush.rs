@@ -1,6 +1,7 @@
 //! A flush of several immutable memtables at once (issue 20): every
 //! acknowledged (synced) write survives a power loss at every I/O step of
-//! the merged flush, rewritten keys and deletes included.
+//! the merged flush, rewritten keys and deletes included; so do memtables
+//! that share one WAL under a small write budget (issue 60).
 
 mod common;
 
@@ -68,25 +69,53 @@ impl Fs for GatedFs {
     }
 }
 
+/// How the memtables queue up: each on a WAL of its own (16 KiB memtables,
+/// a 64 MiB budget), or several on one WAL (a 64 KiB budget switches
+/// memtables at 16 KiB, and a WAL at 64 KiB).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Queue {
+    WalEach,
+    SharedWal,
+}
+
+impl Queue {
+    fn options(self, fs: Arc<dyn Fs>) -> Options {
+        let o = Options::default().fs(fs).immutable_memtables_max(16);
+        match self {
+            Queue::WalEach => o.memtable_bytes_max(16 << 10).write_buffer_bytes_max(64 << 20),
+            Queue::SharedWal => o.memtable_bytes_max(64 << 10).write_buffer_bytes_max(64 << 10),
+        }
+    }
+
+    /// Immutable memtables to queue: within the budget.
+    fn memtables(self) -> usize {
+        match self {
+            Queue::WalEach => 5,
+            Queue::SharedWal => 3,
+        }
+    }
+}
+
 fn options(fs: Arc<dyn Fs>) -> Options {
-    Options::default()
-        .fs(fs)
-        .memtable_bytes_max(16 << 10)
-        .immutable_memtables_max(16)
-        .write_buffer_bytes_max(64 << 20)
+    Queue::WalEach.options(fs)
 }
 
 /// Writes synced batches (keys rewritten across memtables, some deleted)
 /// with the flush held at its first file until at least five memtables
 /// are immutable; returns the database, its gate and what it acknowledged.
 fn queue_memtables(base: &MemFs, seed: u64) -> (Db, GatedFs, BTreeMap<Vec<u8>, Vec<u8>>) {
+    queue_memtables_as(Queue::WalEach, base, seed)
+}
+
+/// [`queue_memtables`], with memtables queued as `queue` says.
+fn queue_memtables_as(queue: Queue, base: &MemFs, seed: u64) -> (Db, GatedFs, BTreeMap<Vec<u8>, Vec<u8>>) {
     let fs = GatedFs { inner: base.clone(), open: Arc::new((Mutex::new(false), Condvar::new())) };
-    let db = Db::open(DIR, options(Arc::new(fs.clone()))).expect("open");
+    let db = Db::open(DIR, queue.options(Arc::new(fs.clone()))).expect("open");
     let mut rng = common::rng(seed);
     let mut model = BTreeMap::new();
     let synced = WriteOptions::default().sync(true);
     let mut n = 0u64;
-    while db.stats().immutable_memtables < 5 {
+    while db.stats().immutable_memtables < queue.memtables() {
         let mut batch = WriteBatch::new();
         for _ in 0..20 {
             let key = format!("k{:03}", rand::Rng::random_range(&mut rng, 0..300)).into_bytes();
@@ -173,6 +202,58 @@ fn merged_flush_survives_power_loss_at_every_step() {
             assert!(step < 10_000, "the flush never finished");
         }
         // The flushes' creates, appends, syncs and the MANIFEST edits.
+        assert!(step >= 10, "only {step} I/O steps: the flush did not run under the faults");
+    });
+}
+
+/// The WAL files in the directory.
+fn wal_files(fs: &MemFs) -> usize {
+    let wal = |n: &&String| Path::new(n.as_str()).extension().is_some_and(|e| e == "wal");
+    fs.list(Path::new(DIR)).expect("list").iter().filter(wal).count()
+}
+
+#[test]
+fn memtables_sharing_a_wal_survive_power_loss_at_every_step() {
+    common::run_seeded("memtables_sharing_a_wal_survive_power_loss_at_every_step", 2, |seed| {
+        let base = MemFs::new();
+        {
+            let image = common::history::copy(&base);
+            let (db, gate, model) = queue_memtables_as(Queue::SharedWal, &image, seed);
+            assert_eq!(wal_files(&image), 1, "three memtables switched for room, on one WAL");
+            gate.set_open(true);
+            db.flush().expect("flush");
+            db.wait_for_background_work().expect("settle");
+            assert_eq!(first_difference(&contents(&db), &model), None);
+            db.close().expect("close");
+            let db = Db::open(DIR, Queue::SharedWal.options(Arc::new(image))).expect("reopen");
+            assert_eq!(first_difference(&contents(&db), &model), None, "after a reopen");
+        }
+        let mut step = 0;
+        loop {
+            let image = common::history::copy(&base);
+            let (db, gate, model) = queue_memtables_as(Queue::SharedWal, &image, seed);
+            image.freeze_after(step);
+            gate.set_open(true);
+            let flushed = db.flush().and_then(|()| db.wait_for_background_work());
+            let fired = image.is_frozen();
+            image.unfreeze();
+            drop(db);
+            for mode in [CrashMode::DropUnsynced, CrashMode::TearLastWrite] {
+                let crashed = image.crash(mode, step);
+                let db = Db::open(DIR, Queue::SharedWal.options(Arc::new(crashed))).expect("reopen");
+                let diff = first_difference(&contents(&db), &model);
+                assert_eq!(
+                    diff, None,
+                    "step {step} ({mode:?}, flush {flushed:?}): an acknowledged write changed"
+                );
+                db.close().expect("close");
+            }
+            if !fired {
+                break;
+            }
+            step += 1;
+            assert!(step < 10_000, "the flush never finished");
+        }
         assert!(step >= 10, "only {step} I/O steps: the flush did not run under the faults");
     });
 }

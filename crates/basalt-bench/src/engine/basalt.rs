@@ -129,6 +129,8 @@ impl Engine for BasaltEngine {
             ("write_stalls", s.write_stalls as f64, "count"),
             ("write_delay_ms", ms(s.write_delay_time), "ms"),
             ("write_delayed_groups", s.delayed_groups as f64, "count"),
+            ("memtable_switch_ms", ms(s.memtable_switch_time), "ms"),
+            ("memtable_switches", s.memtable_switches as f64, "count"),
             ("memtable_peak_bytes", s.memtable_bytes_peak as f64, "bytes"),
             ("flush_ms", ms(s.flush_time), "ms"),
             ("flushes", s.flushes as f64, "count"),

@@ -105,6 +105,13 @@ pub struct Stats {
     pub write_delay_time: Duration,
     /// Most memtable memory (active + immutable) seen after an insert.
     pub memtable_bytes_peak: u64,
+    /// Memtable switches writers made for room in the write buffer (with a
+    /// new WAL, or on the same one while it is short:
+    /// `Options::memtable_bytes_max`).
+    pub memtable_switches: u64,
+    /// Time writers spent on those switches (a new WAL's creation and the
+    /// old one's fsync).
+    pub memtable_switch_time: Duration,
     /// Compactions run, of which trivial moves (a MANIFEST edit only).
     pub compactions: u64,
     /// Compactions that only moved a file down.
@@ -239,6 +246,8 @@ impl DbInner {
             delayed_groups: get(&c.delayed_groups),
             write_delay_time: Duration::from_micros(get(&c.delay_micros)),
             memtable_bytes_peak: get(&c.memtable_bytes_peak),
+            memtable_switches: get(&c.switches),
+            memtable_switch_time: Duration::from_micros(get(&c.switch_micros)),
             compactions: get(&c.compactions),
             trivial_moves: get(&c.trivial_moves),
             files_dropped_by_range_deletes: get(&c.files_dropped_by_range),

@@ -53,6 +53,8 @@ pub(crate) struct Counters {
     pub(crate) files_dropped_expired: AtomicU64,
     pub(crate) filter_removed: AtomicU64,
     pub(crate) filter_changed: AtomicU64,
+    pub(crate) switches: AtomicU64,
+    pub(crate) switch_micros: AtomicU64,
 }
 
 impl Counters {
@@ -146,6 +148,11 @@ impl Counters {
 
     pub(crate) fn record_memtable_bytes(&self, bytes: usize) {
         self.memtable_bytes_peak.fetch_max(bytes as u64, Ordering::Relaxed);
+    }
+
+    pub(crate) fn record_switch(&self, took: Duration) {
+        self.switches.fetch_add(1, Ordering::Relaxed);
+        self.switch_micros.fetch_add(took.as_micros() as u64, Ordering::Relaxed);
     }
 
     pub(crate) fn record_stall(&self, took: Duration) {

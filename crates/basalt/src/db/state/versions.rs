@@ -410,6 +410,22 @@ impl Versions {
         self.switch_memtable_to(parts, wal, None)
     }
 
+    /// Makes the active memtable immutable and starts a new one on the same
+    /// WAL: no file is created or synced. The flush of the old memtable
+    /// then keeps the WAL (the active memtable still names it), and
+    /// recovery skips its flushed records by seqno, as it does those of a
+    /// flush that ran before a crash. The caller owns the write path.
+    pub(crate) fn switch_memtable_on_wal(&self, parts: &InstallParts<'_>) {
+        let sv = self.current.load();
+        if sv.mem.is_empty() {
+            return;
+        }
+        let wal = sv.mem.wal_number();
+        drop(sv);
+        self.replace(|sv| sv.switched(wal, sv.version.clone()));
+        parts.jobs.wake();
+    }
+
     /// Switches to a new WAL numbered `wal` and a memtable on it, installing
     /// `version` in the same replacement when given.
     fn switch_memtable_to(

@@ -225,6 +225,11 @@ impl WritePath {
         Ok(wal.len() - before)
     }
 
+    /// Bytes appended to the WAL so far. The caller owns the write path.
+    pub(crate) fn wal_len(&self) -> u64 {
+        self.wal.lock().len()
+    }
+
     /// Syncs the WAL. The caller owns the write path.
     pub(crate) fn sync_wal(&self) -> Result<()> {
         self.wal.lock().sync()

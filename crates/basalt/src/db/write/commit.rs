@@ -378,7 +378,11 @@ impl DbInner {
                     self.counters.record_delay(slept);
                     break;
                 }
-                StallAction::SwitchMemtable => self.switch_memtable()?,
+                StallAction::SwitchMemtable => {
+                    let t = Instant::now();
+                    self.switch_memtable_for_room()?;
+                    self.counters.record_switch(t.elapsed());
+                }
                 StallAction::WaitForFlush | StallAction::WaitForCompaction => {
                     waited.get_or_insert_with(Instant::now);
                     // Re-checked under the lock the background threads
@@ -412,6 +416,21 @@ impl DbInner {
     /// WAL. The caller must own the write path (leader or exclusive).
     pub(crate) fn switch_memtable(&self) -> Result<()> {
         self.versions.switch_memtable(&self.install_parts())
+    }
+
+    /// The write buffer's switch: the new memtable stays on the WAL while
+    /// that WAL has room for another memtable's writes below
+    /// `Options::wal_switch_bytes`, so a small budget switches memtables
+    /// often without creating, and fsyncing, a WAL each time (the old
+    /// WAL's fsync, which keeps a crash from leaving a hole, is what a
+    /// switch costs the writer). The caller owns the write path.
+    fn switch_memtable_for_room(&self) -> Result<()> {
+        let room = (self.opts.memtable_switch_bytes() as u64).saturating_add(self.writer.wal_len());
+        if room <= self.opts.wal_switch_bytes() {
+            self.versions.switch_memtable_on_wal(&self.install_parts());
+            return Ok(());
+        }
+        self.switch_memtable()
     }
 
     /// Runs `f` while owning the write path: no group commits in between.
