@@ -18,6 +18,13 @@ pub trait WritableFile: Send + Sync {
     fn flush(&mut self) -> Result<()>;
     /// Makes every appended byte durable (flush + fdatasync).
     fn sync(&mut self) -> Result<()>;
+    /// Hands buffered bytes to the operating system and asks it to start
+    /// writing them to the device, without waiting: a later
+    /// [`WritableFile::sync`] then waits for less. A hint; the default
+    /// does nothing.
+    fn start_writeback(&mut self) -> Result<()> {
+        Ok(())
+    }
     /// Bytes appended so far.
     fn len(&self) -> u64;
     /// True when nothing was appended.

@@ -93,6 +93,10 @@ impl WritableFile for GuardedWritableFile {
         self.open_inner("sync")?.sync()
     }
 
+    fn start_writeback(&mut self) -> Result<()> {
+        self.open_inner("flush")?.start_writeback()
+    }
+
     fn len(&self) -> u64 {
         self.inner.as_ref().map_or(0, |f| f.len())
     }

@@ -1,9 +1,9 @@
 //! Read-only memory maps of immutable files, as [`bytes::Bytes`].
 //!
-//! The one module of the engine with `unsafe` code: mapping a file is
-//! unsafe because the map's bytes change if the file is written or
-//! truncated while it is mapped (and a read past a truncation raises
-//! `SIGBUS`). The engine maps only files it never changes after they are
+//! One of the engine's two modules with `unsafe` code (with
+//! `writeback.rs`): mapping a file is unsafe because the map's bytes
+//! change if the file is written or truncated while it is mapped (and a
+//! read past a truncation raises `SIGBUS`). The engine maps only files it never changes after they are
 //! synced and renamed into place (SSTs), and removes them only by
 //! unlinking, which leaves a mapping intact. Writing to or truncating a
 //! database's files from outside while it is open is outside the contract,

@@ -11,6 +11,7 @@ mod guarded;
 mod mem;
 mod mmap;
 mod real;
+mod writeback;
 
 pub use clock::{ManualClock, SystemClock, WallClock};
 #[cfg(any(test, feature = "testing"))]
@@ -20,3 +21,4 @@ pub(crate) use guarded::{DirectoryRelease, GuardedFs};
 #[cfg(any(test, feature = "testing"))]
 pub use mem::{CrashMode, MemFs};
 pub use real::RealFs;
+pub(crate) use writeback::WritebackEvery;

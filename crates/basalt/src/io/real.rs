@@ -38,6 +38,11 @@ impl WritableFile for RealWritableFile {
         self.out.get_ref().sync_data().map_err(|e| Error::io(&self.path, e))
     }
 
+    fn start_writeback(&mut self) -> Result<()> {
+        self.flush()?;
+        super::writeback::start(self.out.get_ref()).map_err(|e| Error::io(&self.path, e))
+    }
+
     fn len(&self) -> u64 {
         self.len
     }
