@@ -28,6 +28,10 @@ use crate::version::{BlobFileMeta, FileMeta, VersionEdit};
 /// (the fsync of an 8 MiB flush took 9-13 ms before, 2-4 ms after).
 const SST_WRITEBACK_BYTES: u64 = 1 << 20;
 
+/// SSTs whose check for in-place reads waits for the end of a flush
+/// backlog; beyond this, the oldest are left to their first lookups.
+const UNCHECKED_SSTS_MAX: usize = 64;
+
 /// Starts the flush thread.
 pub(crate) fn spawn(inner: Arc<DbInner>) -> Result<JoinHandle<()>> {
     std::thread::Builder::new()
@@ -37,12 +41,15 @@ pub(crate) fn spawn(inner: Arc<DbInner>) -> Result<JoinHandle<()>> {
 }
 
 fn flush_loop(inner: &DbInner) {
+    // SSTs flushed while more memtables waited, whose blocks are checked
+    // once none waits.
+    let mut unchecked = Vec::new();
     loop {
         if !inner.jobs.wait_for_work(None, || !inner.versions.load().imms.is_empty()) {
             return;
         }
         let _flushing = inner.jobs.flush_slot();
-        if let Err(e) = inner.flush_immutables() {
+        if let Err(e) = inner.flush_immutables(&mut unchecked) {
             inner.set_bg_error(e);
         }
     }
@@ -56,7 +63,15 @@ impl DbInner {
     /// file each: fewer L0 files for compaction to merge and for lookups to
     /// probe, and one fsync, directory sync and MANIFEST edit for all (as
     /// RocksDB's flush picks every immutable memtable).
-    fn flush_immutables(&self) -> Result<()> {
+    ///
+    /// While more memtables wait, writers may be held back by the memory
+    /// they hold, so they are flushed first: checking the new SSTs' blocks
+    /// for in-place reads (their numbers go to `unchecked`, at most
+    /// [`UNCHECKED_SSTS_MAX`]; a lookup checks a block it finds unchecked)
+    /// and collecting obsolete files (the compaction thread collects too)
+    /// wait until none does. Under a 32 MiB budget the two took 4-9 ms of
+    /// each 8 MiB flush's 33.
+    fn flush_immutables(&self, unchecked: &mut Vec<u64>) -> Result<()> {
         let (imms, next_wal) = {
             let state = self.versions.load();
             if state.imms.is_empty() {
@@ -121,7 +136,15 @@ impl DbInner {
         })?;
         self.counters.record_flush(bytes, start.elapsed());
         self.jobs.record_drain(drained, start.elapsed());
-        self.check_new_ssts(&numbers[..ssts]);
+        unchecked.extend_from_slice(&numbers[..ssts]);
+        if !self.versions.load().imms.is_empty() {
+            let over = unchecked.len().saturating_sub(UNCHECKED_SSTS_MAX);
+            unchecked.drain(..over);
+            self.jobs.wake();
+            return Ok(());
+        }
+        self.check_new_ssts(unchecked);
+        unchecked.clear();
         // Collect before waking waiters (as after a compaction).
         let collected = self.delete_obsolete_files(false);
         self.jobs.wake();
