@@ -118,9 +118,14 @@ pub struct Options {
     /// `Db::open` refuses it otherwise.
     pub l0_files_stop: usize,
     /// Target size of L1 in bytes; each deeper level is `level_size_ratio`
-    /// times larger. 0 (the default) derives it as RocksDB advises: the
-    /// memtable switch size times `l0_compaction_trigger`, so that an L0 → L1
-    /// compaction merges about as much L0 data as it rewrites in L1.
+    /// times larger. 0 (the default) derives it as RocksDB advises:
+    /// `memtable_bytes_max` times `l0_compaction_trigger`, so that an L0 →
+    /// L1 compaction merges about as much L0 data as it rewrites in L1. A
+    /// write budget that switches memtables sooner does not shrink it: its
+    /// small L0 files are merged in L0 first (`compaction/picker.rs`,
+    /// `l0_merge`), and the tree keeps the shape, and the write
+    /// amplification, it has without a budget (derived from the switch
+    /// size, a 32 MiB budget made L1 32 MiB and the tree a level deeper).
     pub level1_bytes_target: usize,
     /// Size ratio between adjacent levels. 10: write amplification about 10
     /// per level against space amplification about 1.1.
@@ -300,9 +305,7 @@ impl Options {
     /// `level1_bytes_target`, or its derived value when 0.
     pub fn level1_bytes(&self) -> u64 {
         match self.level1_bytes_target {
-            0 => {
-                (self.memtable_switch_bytes() as u64).saturating_mul(self.l0_compaction_trigger.max(1) as u64)
-            }
+            0 => (self.memtable_bytes_max as u64).saturating_mul(self.l0_compaction_trigger.max(1) as u64),
             n => n as u64,
         }
     }

@@ -7,9 +7,11 @@
 //! Ln+1 is smallest relative to its size (RocksDB's "min overlapping ratio",
 //! which minimises write amplification). A file with no overlap below moves
 //! down by a MANIFEST edit alone (a trivial move), and so does an L0 whose
-//! files share no key with one another or with L1. With no level over its
-//! target, a file that range reads merged with runs below it often enough
-//! is compacted into the level below (`asked_by_reads`).
+//! files share no key with one another or with L1. Under a write budget
+//! that makes small L0 files, a run of them is first merged into one L0
+//! file (`l0_merge`). With no level over its target, a file that range
+//! reads merged with runs below it often enough is compacted into the level
+//! below (`asked_by_reads`).
 
 use std::sync::Arc;
 
@@ -36,12 +38,21 @@ pub struct CompactionTask {
     /// The score that chose this task (≥ 1; 1 for one that reads asked
     /// for), or 0 for a manual compaction.
     pub score: f64,
+    /// The level outputs are written to: `level + 1`, or 0 for L0 files
+    /// merged among themselves ([`l0_merge`]).
+    pub output_level: usize,
 }
 
 impl CompactionTask {
     /// The level outputs are written to.
     pub fn output_level(&self) -> usize {
-        self.level + 1
+        self.output_level
+    }
+
+    /// The size outputs are cut at: `Options::sst_bytes`, or none for L0
+    /// files merged among themselves (the point is one file for several).
+    pub fn output_sst_bytes(&self, opts: &Options) -> u64 {
+        if self.output_level == 0 { u64::MAX } else { opts.sst_bytes() }
     }
 
     /// Inputs with nothing to merge below move down unchanged (a MANIFEST
@@ -52,7 +63,7 @@ impl CompactionTask {
     /// compaction of L0 still rewrites it: it is asked for to drop what the
     /// files no longer need.
     pub fn is_trivial_move(&self) -> bool {
-        if !self.overlapping.is_empty() {
+        if !self.overlapping.is_empty() || self.output_level == self.level {
             return false;
         }
         if self.level > 0 {
@@ -143,7 +154,65 @@ pub fn choose(version: &Version, opts: &Options) -> Option<CompactionTask> {
     let inputs = if level == 0 { tree.levels[0].clone() } else { vec![pick_file(tree, level)?] };
     let mut task = task_for(id, tree, level, inputs);
     task.score = score;
+    if level == 0
+        && !task.is_trivial_move()
+        && let Some(mut merge) = l0_merge(id, tree, opts)
+    {
+        merge.score = score;
+        return Some(merge);
+    }
     Some(task)
+}
+
+/// Under a write budget that switches memtables below half of
+/// `memtable_bytes_max` (at an eighth of it with a 32 MiB budget), L0
+/// fills with small files, which an L0 → L1 compaction would merge a few at
+/// a time into all of L1: each flush's bytes rewritten with L1 again and
+/// again, where a full memtable's flush would have paid once. Instead,
+/// while fewer than `l0_compaction_trigger` L0 files are large, the newest
+/// run of two or more small ones is merged into one L0 file (RocksDB's
+/// intra-L0 compaction), so L0 → L1 moves about as much at a time as
+/// without a budget. A file is small below two memtable switches' worth,
+/// so a flush's bytes are merged in L0 about once. The run's files hold
+/// consecutive seqno ranges that no file outside it interleaves, so the
+/// merged file takes their place in L0's newest-first order.
+pub fn l0_merge(tree_id: TreeId, tree: &TreeVersion, opts: &Options) -> Option<CompactionTask> {
+    let switch_bytes = opts.memtable_switch_bytes() as u64;
+    if switch_bytes.saturating_mul(2) > opts.memtable_bytes_max as u64 {
+        return None;
+    }
+    let small_bytes = switch_bytes.saturating_mul(2);
+    let l0 = &tree.levels[0];
+    if l0.iter().filter(|f| f.size >= small_bytes).count() >= opts.l0_compaction_trigger.max(1) {
+        return None;
+    }
+    // L0 is newest first: each file's seqnos below those of the one before.
+    let apart = |newer: &FileMeta, older: &FileMeta| newer.min_seqno > older.max_seqno;
+    let mut start = 0;
+    while start < l0.len() {
+        let mut end = start;
+        while end < l0.len() && l0[end].size < small_bytes && (end == start || apart(&l0[end - 1], &l0[end]))
+        {
+            end += 1;
+        }
+        let bounded = || {
+            (start == 0 || apart(&l0[start - 1], &l0[start]))
+                && (end == l0.len() || apart(&l0[end - 1], &l0[end]))
+        };
+        if end - start >= 2 && bounded() {
+            return Some(CompactionTask {
+                tree: tree_id,
+                level: 0,
+                inputs: l0[start..end].to_vec(),
+                overlapping: Vec::new(),
+                bottommost: false,
+                score: 0.0,
+                output_level: 0,
+            });
+        }
+        start = end.max(start + 1);
+    }
+    None
 }
 
 /// With no level over its target: a compaction that range reads asked
@@ -184,7 +253,15 @@ pub fn task_for(
     let (lo, hi) = key_range(&all);
     let bottommost =
         tree.levels[level + 2..].iter().all(|files| overlapping_files(files, &lo, &hi).is_empty());
-    CompactionTask { tree: tree_id, level, inputs, overlapping, bottommost, score: 0.0 }
+    CompactionTask {
+        tree: tree_id,
+        level,
+        inputs,
+        overlapping,
+        bottommost,
+        score: 0.0,
+        output_level: level + 1,
+    }
 }
 
 /// The file of `level` (≥ 1) that is cheapest to push down: least overlap
@@ -309,6 +386,66 @@ mod tests {
         let mut touching = disjoint.to_vec();
         touching[1] = (0, file(2, "c", "f", 10, 5));
         assert!(!choose(&version(&touching), &opts()).expect("L0 at its trigger").is_trivial_move());
+    }
+
+    /// A 32 MiB budget: memtables switch at 8 MiB, an eighth of the
+    /// 64 MiB `memtable_bytes_max`.
+    fn budgeted() -> Options {
+        Options { write_buffer_bytes_max: 32 << 20, l0_compaction_trigger: 4, ..Options::default() }
+    }
+
+    const MIB: u64 = 1 << 20;
+
+    #[test]
+    fn small_l0_files_under_a_budget_merge_in_l0_before_going_down() {
+        let small = |n, seq| (0, file(n, "a", "z", 8 * MIB, seq));
+        let v =
+            version(&[small(1, 1), small(2, 2), small(3, 3), small(4, 4), (1, file(9, "a", "z", 100, 0))]);
+        let t = choose(&v, &budgeted()).expect("L0 at its trigger");
+        assert_eq!((t.level, t.output_level(), t.inputs.len()), (0, 0, 4), "{t:?}");
+        assert!(t.overlapping.is_empty() && !t.bottommost && !t.is_trivial_move());
+        assert_eq!(t.output_sst_bytes(&budgeted()), u64::MAX, "one file for the four");
+        // Without a budget the same L0 goes down, as before.
+        let down = choose(&v, &opts()).expect("L0 at its trigger");
+        assert_eq!((down.output_level(), down.overlapping.len()), (1, 1));
+        // Once `l0_compaction_trigger` files are large, L0 goes down.
+        let large = |n, seq| (0, file(n, "a", "z", 20 * MIB, seq));
+        let full = version(&[small(5, 5), large(1, 1), large(2, 2), large(3, 3), large(4, 4)]);
+        assert_eq!(choose(&full, &budgeted()).expect("L0 at its trigger").output_level(), 1);
+        // Small files in key order still move down whole, unmerged.
+        let ordered = version(&[
+            (0, file(1, "a", "b", 8 * MIB, 1)),
+            (0, file(2, "c", "d", 8 * MIB, 2)),
+            (0, file(3, "e", "f", 8 * MIB, 3)),
+            (0, file(4, "g", "h", 8 * MIB, 4)),
+        ]);
+        assert!(choose(&ordered, &budgeted()).expect("L0 at its trigger").is_trivial_move());
+    }
+
+    #[test]
+    fn an_l0_merge_takes_the_newest_run_of_small_files_with_seqnos_apart() {
+        let at = |n, size, lo, hi| {
+            let mut f = file(n, "a", "z", size, hi);
+            f.min_seqno = lo;
+            (0, f)
+        };
+        // Newest first: a large file, then three small ones, then a large one.
+        let v = version(&[
+            at(5, 30 * MIB, 50, 59),
+            at(4, 8 * MIB, 40, 49),
+            at(3, 8 * MIB, 30, 39),
+            at(2, 8 * MIB, 20, 29),
+            at(1, 30 * MIB, 10, 19),
+        ]);
+        let t = l0_merge(0, v.tree(0).expect("tree"), &budgeted()).expect("a run of three");
+        let mut merged: Vec<u64> = t.inputs.iter().map(|f| f.number).collect();
+        merged.sort_unstable();
+        assert_eq!(merged, vec![2, 3, 4]);
+        // Files whose seqnos interleave (a bulk load's runs) are left alone.
+        let interleaved = version(&[at(3, 8 * MIB, 20, 39), at(2, 8 * MIB, 25, 30), at(1, 8 * MIB, 1, 9)]);
+        assert!(l0_merge(0, interleaved.tree(0).expect("tree"), &budgeted()).is_none());
+        // No budget, no merge.
+        assert!(l0_merge(0, v.tree(0).expect("tree"), &opts()).is_none());
     }
 
     #[test]

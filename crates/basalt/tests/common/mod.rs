@@ -73,6 +73,13 @@ pub fn small_options(fs: &MemFs, rng: &mut StdRng) -> Options {
         // blob files, moved by compactions at a random garbage share.
         .blob_value_bytes_min(if rng.random_bool(0.5) { rng.random_range(1..100) } else { 0 })
         .blob_gc_garbage_percent(rng.random_range(1..=100))
+        // A third of the cases under a write budget that switches memtables
+        // below half their size: small L0 files merged in L0 first.
+        .write_buffer_bytes_max(if rng.random_bool(1.0 / 3.0) {
+            rng.random_range(4_000..40_000)
+        } else {
+            256 << 20
+        })
 }
 
 /// A key from a small space, so writes overwrite and delete each other;

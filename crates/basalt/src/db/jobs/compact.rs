@@ -539,7 +539,8 @@ impl DbInner {
                     kept_under.extend(tombstones.all_covering(key).iter().filter(|&&t| t > seqno));
                 }
                 let full = current.as_ref().is_some_and(|(_, _, w)| {
-                    w.estimated_file_bytes() >= self.opts.sst_bytes() && key != last_key.as_slice()
+                    w.estimated_file_bytes() >= task.output_sst_bytes(&self.opts)
+                        && key != last_key.as_slice()
                 });
                 if full && let Some(done) = current.take() {
                     outputs.push(crate::db::jobs::flush::finish_sst(done)?.1);
