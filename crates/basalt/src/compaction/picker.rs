@@ -21,7 +21,10 @@ use crate::options::Options;
 use crate::version::{FileMeta, LEVELS, TreeVersion, Version};
 
 /// One compaction: merge `inputs` (from `level`) with `overlapping` (from
-/// `level + 1`) into new files at `level + 1`.
+/// `level + 1`) into new files at `output_level`: `level + 1`, or L0 for
+/// an L0 merge, which has no overlapping files and is never bottommost
+/// (older L0 files and deeper levels may hold older versions of its keys:
+/// its tombstones stay, and its merge operands fold onto no missing base).
 #[derive(Debug, Clone)]
 pub struct CompactionTask {
     /// The tree compacted.
@@ -30,7 +33,8 @@ pub struct CompactionTask {
     pub level: usize,
     /// Files taken from `level`.
     pub inputs: Vec<Arc<FileMeta>>,
-    /// Files of `level + 1` that overlap the inputs' key range.
+    /// Files of `level + 1` that overlap the inputs' key range (none for
+    /// an L0 merge).
     pub overlapping: Vec<Arc<FileMeta>>,
     /// True when the output level is the deepest holding data in the
     /// inputs' key range: tombstones no snapshot needs can be dropped.

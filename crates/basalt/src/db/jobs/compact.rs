@@ -711,7 +711,7 @@ impl DbInner {
                 // share one.
                 let full = current
                     .as_ref()
-                    .is_some_and(|(_, _, w)| w.estimated_file_bytes() >= self.opts.sst_bytes());
+                    .is_some_and(|(_, _, w)| w.estimated_file_bytes() >= task.output_sst_bytes(&self.opts));
                 if full && let Some(done) = current.take() {
                     outputs.push(crate::db::jobs::flush::finish_sst(done)?.1);
                     self.check_open()?;
@@ -938,6 +938,68 @@ mod tests {
         assert_eq!(ssts, 0, "every file of the dropped keyspace was collected");
         assert_eq!(db.get("after").expect("get").as_deref(), Some(&b"the drop"[..]));
         assert_eq!(db.keyspaces(), vec!["default".to_string()]);
+    }
+
+    /// Issue 60: under a write budget that makes small L0 files, a run of
+    /// them is merged into one L0 file before L0 goes down. That merge is
+    /// not bottommost: a delete, a range delete and merge operands in it
+    /// still hide, or fold onto, what the levels below hold.
+    #[test]
+    fn an_l0_merge_keeps_deletes_and_operands_for_the_levels_below() {
+        let opts = Options {
+            fs: Arc::new(MemFs::new()),
+            write_buffer_bytes_max: 1 << 20,
+            memtable_bytes_max: 1 << 20,
+            l0_compaction_trigger: 4,
+            ..Options::default()
+        };
+        let db = Db::open("/db", opts).expect("open");
+        let counters = db.create_keyspace("counters").expect("create");
+        counters.set_merge_operator("add_i64").expect("bind");
+        let tree = |name| db.inner().find_tree(crate::catalog::Namespace::Keyspaces, name).expect("tree").0;
+        let (plain, folded) = (tree("default"), tree("counters"));
+        for i in 0..100 {
+            db.put(format!("k{i:03}"), "old").expect("put");
+            counters.merge(format!("c{i:03}"), 10i64.to_le_bytes()).expect("merge");
+        }
+        db.flush().expect("flush");
+        db.compact_range::<&[u8]>(..).expect("compact");
+        counters.compact_range::<&[u8]>(..).expect("compact");
+        // Four flushes, each an L0 file of both trees over L1's keys.
+        let rounds: [(&str, &str, i64); 4] =
+            [("k000", "c000", 1), ("k030", "c000", 2), ("k050", "c001", 4), ("k099", "c000", 8)];
+        for (round, (key, counter, n)) in rounds.into_iter().enumerate() {
+            match round {
+                0 => db.delete(key).expect("delete"),
+                1 => {
+                    db.delete_range("k010".."k020").expect("delete_range");
+                    db.put(key, "new").expect("put");
+                }
+                _ => db.put(key, "new").expect("put"),
+            }
+            counters.merge(counter, n.to_le_bytes()).expect("merge");
+            db.flush().expect("flush");
+        }
+        db.wait_for_background_work().expect("settled");
+        for t in [plain, folded] {
+            let levels = level_files(&db, t);
+            assert_eq!(levels[0], 1, "the four L0 files merged in L0: {levels:?}\n{}", db.stats());
+            assert!(levels[1..].iter().sum::<usize>() >= 1, "the levels below untouched: {levels:?}");
+        }
+        assert_eq!(db.get("k000").expect("get"), None, "the delete still hides L1's version");
+        assert_eq!(db.get("k015").expect("get"), None, "the range delete still hides L1's versions");
+        assert_eq!(db.get("k030").expect("get").as_deref(), Some(&b"new"[..]));
+        assert_eq!(db.get("k001").expect("get").as_deref(), Some(&b"old"[..]));
+        assert_eq!(db.iter::<&[u8]>(..).count(), 89);
+        let count = |key: &str| {
+            let v = counters.get(key).expect("get").expect("a counter");
+            i64::from_le_bytes(v.as_ref().try_into().expect("8 bytes"))
+        };
+        assert_eq!(
+            (count("c000"), count("c001"), count("c002")),
+            (21, 14, 10),
+            "operands folded onto L1's base"
+        );
     }
 
     /// Files of each level of `tree`.
