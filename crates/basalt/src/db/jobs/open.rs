@@ -452,7 +452,7 @@ impl DbInner {
         };
         let (after, marks) = self.commit_times_to_log(&version.catalog, max_seqno);
         let edit = VersionEdit { commit_times_after: after, commit_times: marks, ..edit };
-        self.writer.replace_wal(LogWriter::new(file));
+        self.writer.replace_wal(file);
         self.install(Memtables::Recovered(Arc::new(Memtable::new(number))), &[], |_| Ok(Some(edit)))?;
         self.files.release_all();
         self.writer.publish(max_seqno);

@@ -25,6 +25,12 @@ use crate::wal::batch::WriteBatch;
 /// system call and a context switch.
 const LEADER_SPIN: Duration = Duration::from_micros(20);
 
+/// The WAL starts the writeback of each MiB appended (as SSTs do,
+/// `io/writeback.rs`), so the fsync that ends it at a memtable switch waits
+/// for the last MiB rather than the whole file: a 64 MiB WAL's fsync held
+/// the writer 50-110 ms, once per 64 MiB written.
+const WAL_WRITEBACK_BYTES: u64 = 1 << 20;
+
 /// One writer's request waiting in the queue.
 pub(crate) struct Request {
     id: u64,
@@ -242,14 +248,14 @@ impl WritePath {
     pub(crate) fn switch_wal(&self, file: Box<dyn WritableFile>) -> Result<()> {
         let mut wal = self.wal.lock();
         wal.sync()?;
-        *wal = LogWriter::new(file);
+        *wal = wal_writer(file);
         Ok(())
     }
 
-    /// Appends from now on to `wal` (recovery's new WAL, the old one being
+    /// Appends from now on to `file` (recovery's new WAL, the old one being
     /// a placeholder). The caller owns the write path.
-    pub(crate) fn replace_wal(&self, wal: LogWriter) {
-        *self.wal.lock() = wal;
+    pub(crate) fn replace_wal(&self, file: Box<dyn WritableFile>) {
+        *self.wal.lock() = wal_writer(file);
     }
 
     /// Adds `d` to the delay owed and sleeps it off once it reaches a
@@ -287,4 +293,10 @@ fn take_group(pending: &mut VecDeque<Request>, bytes_max: usize) -> Vec<Request>
         group.extend(pending.pop_front());
     }
     group
+}
+
+/// A WAL's writer: its file starts its writeback every
+/// [`WAL_WRITEBACK_BYTES`].
+fn wal_writer(file: Box<dyn WritableFile>) -> LogWriter {
+    LogWriter::new(Box::new(crate::io::WritebackEvery::new(file, WAL_WRITEBACK_BYTES)))
 }
