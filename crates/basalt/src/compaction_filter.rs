@@ -25,7 +25,8 @@ pub struct FilterEntry<'a> {
     pub value: &'a [u8],
     /// The write's seqno.
     pub seqno: u64,
-    /// The level the compaction writes to (1 to 6).
+    /// The level the compaction writes to: 1 to 6, or 0 where small L0
+    /// files under a write budget are merged among themselves.
     pub level: usize,
     /// Whether no level below holds this key's range: the compaction
     /// writes the key's last versions.

@@ -188,6 +188,7 @@ impl DbInner {
             overlapping: files,
             bottommost: true,
             score: 0.0,
+            output_level: deepest,
         };
         self.run_compaction(&task).map_err(|e| self.job_failed(e))
     }
