@@ -99,16 +99,25 @@ pub(crate) async fn alter_table(ctx: &SessionContext, alter: &ast::AlterTable) -
             other => return not_impl_err!("ALTER TABLE … {other} is not supported by Basalt"),
         }
     }
+    if history.is_some_and(|w| w.is_on()) && matches!(ttl, Some(Some(_))) {
+        // Refused before anything changes (set one at a time, the first
+        // would stay set when the second is refused).
+        return plan_err!("ALTER TABLE {name}: a history window and a time to live do not go together");
+    }
     let run = move || {
         if !changes.is_empty() {
             table.alter(&changes).map_err(to_df)?;
+        }
+        // The one turned off first: the other may be refused while it is on.
+        if let Some(None) = ttl {
+            table.set_ttl(None).map_err(to_df)?;
         }
         if let Some(window) = history {
             table.set_history(window).map_err(to_df)?;
         }
         match ttl {
-            Some(ttl) => table.set_ttl(ttl).map_err(to_df),
-            None => Ok(()),
+            Some(Some(ttl)) => table.set_ttl(Some(ttl)).map_err(to_df),
+            _ => Ok(()),
         }
     };
     // A change may flush the memtables and syncs the MANIFEST: not on an

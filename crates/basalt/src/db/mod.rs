@@ -361,7 +361,16 @@ impl Db {
         let synced = inner.with_exclusive_writer(|| {
             let writable = !inner.jobs.failed();
             let synced = if sync && writable && !inner.read_only && !inner.is_closed() {
-                inner.writer.sync_wal().map_err(|e| inner.set_bg_error(e))
+                inner.writer.sync_wal().map_err(|e| inner.set_bg_error(e)).and_then(|()| {
+                    // What expired stays hidden across the reopen, even
+                    // with the wall clock set back meanwhile.
+                    let floors = inner.grown_expiry_floors(&inner.versions.load().version.catalog);
+                    if floors.is_empty() {
+                        return Ok(());
+                    }
+                    inner
+                        .install_edit(crate::version::VersionEdit { tree_ttls: floors, ..Default::default() })
+                })
             } else {
                 Ok(())
             };

@@ -281,6 +281,7 @@ impl DbInner {
                 if self.history_retention(task.tree).is_none() {
                     edit.range_tombstones_dropped = obsolete_after(task.tree, tree, &edit, written);
                 }
+                edit.tree_ttls = self.grown_expiry_floors(&held.current().catalog);
                 Ok(Some(edit))
             })?
             .is_some();
@@ -454,7 +455,11 @@ impl DbInner {
                     edit.range_tombstones_dropped.extend(obsolete_after(id, tree, &edit, None));
                 }
             }
-            Ok((!edit.files_deleted.is_empty()).then_some(edit))
+            if edit.files_deleted.is_empty() {
+                return Ok(None);
+            }
+            edit.tree_ttls = self.grown_expiry_floors(&current.catalog);
+            Ok(Some(edit))
         })?;
         self.counters.record_files_dropped_by_range(covered as u64);
         self.counters.record_files_dropped_expired(expired as u64);

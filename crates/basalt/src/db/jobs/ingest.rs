@@ -634,11 +634,22 @@ impl DbInner {
             if one_run {
                 load.level = (0..LEVELS).take_while(|&l| free(l)).last().unwrap_or(0);
             }
-            Ok(Some(VersionEdit {
+            let mut edit = VersionEdit {
                 last_seqno,
                 files_added: outputs.into_iter().map(|f| (tree, load.level, f)).collect(),
                 ..VersionEdit::default()
-            }))
+            };
+            // The rows are committed now, as a write's would be: timed
+            // (before they are visible), so a time to live expires them,
+            // with the mark logged where marks are kept.
+            if let Some(seqno) = last_seqno {
+                self.clock.record(seqno, self.clock.now_ms());
+                let catalog = held.current().catalog.clone();
+                if catalog.any_timed() {
+                    (edit.commit_times_after, edit.commit_times) = self.commit_times_to_log(&catalog, seqno);
+                }
+            }
+            Ok(Some(edit))
         })?;
         if let Some(seqno) = last_seqno {
             self.writer.publish(seqno);

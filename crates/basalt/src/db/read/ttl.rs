@@ -9,7 +9,7 @@
 //! below it go without being read. Floors only grow, so a compaction that
 //! dropped a version used a floor at or below any later read's.
 
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, TreeTtl};
 use crate::codec::internal::SeqNo;
 use crate::db::state::inner::DbInner;
 use crate::ids::TreeId;
@@ -26,5 +26,25 @@ impl DbInner {
             None => NOTHING_EXPIRED,
             Some((owner, ttl)) => self.clock.expiry_floor(owner, &ttl),
         }
+    }
+
+    /// The time-to-live records whose floor has grown past the one the
+    /// MANIFEST holds, with the floor of now as their minimum: logged with
+    /// each compaction (which may have dropped what lies under it: with
+    /// the wall clock set back before a reopen, a lower floor would show
+    /// older versions of keys whose newer ones are gone) and at close (so
+    /// what was hidden stays hidden across the reopen).
+    pub(crate) fn grown_expiry_floors(&self, catalog: &Catalog) -> Vec<(TreeId, Option<TreeTtl>)> {
+        if !catalog.has_ttl() {
+            return Vec::new();
+        }
+        catalog
+            .ttl_records()
+            .filter_map(|(id, ttl)| {
+                let ttl = ttl?;
+                let floor = self.clock.expiry_floor(id, &ttl);
+                (floor > ttl.floor_min).then_some((id, Some(TreeTtl { floor_min: floor, ..ttl })))
+            })
+            .collect()
     }
 }

@@ -73,11 +73,6 @@ impl CommitClock {
         }
     }
 
-    /// The wall clock in unix milliseconds (`Options::clock`), as it reads.
-    pub(crate) fn wall_ms(&self) -> u64 {
-        self.wall.unix_ms()
-    }
-
     /// The time to stamp a commit with now: the wall clock, never before
     /// the last mark.
     pub(crate) fn now_ms(&self) -> u64 {

@@ -230,9 +230,10 @@ impl DbInner {
             seqno += r.batch.len() as u64;
         }
         let sync = group.iter().any(|r| r.sync);
-        // The wall clock, unlocked: `record` keeps the clock's marks from
-        // running backwards (one lock per group, taken there).
-        let commit_ms = self.clock.wall_ms();
+        // The engine's time, which never runs backwards even when the wall
+        // clock is set back: an expiry floor is computed at it, so a commit
+        // stamped earlier could expire the moment it is acknowledged.
+        let commit_ms = self.clock.now_ms();
         let wal_bytes = self.append_to_wal(group, sync, commit_ms)?;
         let inserted = self.insert_group(group, first)?;
         // Each seqno the group sealed is in the memtable, none twice.
