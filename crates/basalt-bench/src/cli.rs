@@ -70,6 +70,11 @@ enum Cmd {
     /// merge (`add_i64`) and by read-modify-write transactions
     /// (`basalt-txn`): increments per second, aborts per commit.
     Counters(Common),
+    /// Issue 60: a session store (new sessions, touches, reads of recent
+    /// sessions at a steady rate) with a TTL against the same without:
+    /// space over the run, get latency, expired files dropped; every read
+    /// and expiry checked.
+    Sessions(SessionsArgs),
     /// Issue 16: TPC-H's 22 queries through DataFusion over Basalt, over
     /// Parquet, DuckDB and SQLite (`--scale` is the scale factor); then
     /// SQL point, range and indexed queries against SQLite's.
@@ -155,6 +160,21 @@ struct OverloadArgs {
     budget_mib: usize,
 }
 
+#[derive(Debug, Args)]
+struct SessionsArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Length of the run, seconds.
+    #[arg(long, default_value_t = workload::sessions::SECONDS_DEFAULT)]
+    seconds: u64,
+    /// The TTL store's time to live, seconds.
+    #[arg(long, default_value_t = workload::sessions::TTL_SECS_DEFAULT)]
+    ttl_secs: u64,
+    /// New sessions per second (each with one touch and four reads).
+    #[arg(long, default_value_t = workload::sessions::NEW_PER_S_DEFAULT)]
+    rate: u64,
+}
+
 /// Entry point of the binary.
 pub fn main() -> std::process::ExitCode {
     match run(Cli::parse()) {
@@ -200,6 +220,18 @@ fn run(cli: Cli) -> Result<()> {
             job.ops = c.ops.unwrap_or(workload::counters::OPS_DEFAULT);
             job.threads = vec![1, 2];
             ("counters", c, vec![job])
+        }
+        Cmd::Sessions(a) => {
+            if a.seconds == 0 || a.ttl_secs == 0 || a.rate == 0 {
+                return Err("sessions: --seconds, --ttl-secs and --rate must be above 0".into());
+            }
+            let mut job = a.common.job(Workload::Sessions, Kind::Basalt, a.seconds, Distribution::Random);
+            job.sessions = Some(workload::sessions::Params {
+                run_ms: a.seconds * 1000,
+                ttl_ms: a.ttl_secs * 1000,
+                new_per_s: a.rate,
+            });
+            ("sessions", a.common, vec![job])
         }
         Cmd::Resilientdb(c) => {
             let jobs = plan_resilientdb(&c, &c.scale_or(&[1_000, 10_000, 100_000, 1_000_000]))?;
@@ -275,6 +307,7 @@ impl Common {
             memory: None,
             run: 0,
             seconds: 0,
+            sessions: None,
         }
     }
 }

@@ -14,6 +14,7 @@ pub mod omendb;
 pub mod overload;
 pub mod range_delete;
 pub mod resilientdb;
+pub mod sessions;
 pub mod transactions;
 pub mod ycsb;
 
@@ -61,6 +62,8 @@ pub enum Workload {
     /// Issue 60: random writes faster than compaction sustains, for a
     /// while, with and without the write-buffer budget.
     Overload,
+    /// Issue 60: a session store with a time to live against one without.
+    Sessions,
 }
 
 /// Everything a child process needs to run one job.
@@ -103,6 +106,9 @@ pub struct Job {
     /// How long a timed run writes (the overload run), in seconds.
     #[serde(default)]
     pub seconds: u64,
+    /// The sessions workload's run length, TTL and rate.
+    #[serde(default)]
+    pub sessions: Option<sessions::Params>,
 }
 
 impl Job {
@@ -131,6 +137,7 @@ impl Job {
             Workload::Counters => "counters",
             Workload::Overload if self.budget_bytes.is_none() => overload::UNBOUNDED,
             Workload::Overload => "overload",
+            Workload::Sessions => "sessions",
         }
     }
 
@@ -342,6 +349,7 @@ pub fn run_on(job: &Job, open: &Opener<'_>, dir: &std::path::Path) -> Result<Vec
         Workload::RangeDelete => range_delete::run(job, dir, &mut sink)?,
         Workload::Counters => counters::run(job, dir, &mut sink)?,
         Workload::Overload => overload::run(job, open, dir, &mut sink)?,
+        Workload::Sessions => sessions::run(job, dir, &mut sink)?,
     }
     Ok(sink.records)
 }
@@ -504,7 +512,17 @@ mod tests {
             memory: None,
             run: 0,
             seconds: 0,
+            sessions: None,
         }
+    }
+
+    /// The value of `metric` recorded for `engine`; panics if there is none.
+    pub(super) fn metric_of(records: &[Record], engine: &str, metric: &str) -> f64 {
+        records
+            .iter()
+            .find(|r| r.engine == engine && r.metric == metric)
+            .unwrap_or_else(|| panic!("{engine}: no {metric}"))
+            .value
     }
 
     fn run_broken(job: &Job, fault: Option<Fault>) -> Result<Vec<Record>> {
