@@ -104,27 +104,37 @@ pub(crate) async fn alter_table(ctx: &SessionContext, alter: &ast::AlterTable) -
         // would stay set when the second is refused).
         return plan_err!("ALTER TABLE {name}: a history window and a time to live do not go together");
     }
-    let run = move || {
-        if !changes.is_empty() {
-            table.alter(&changes).map_err(to_df)?;
-        }
-        // The one turned off first: the other may be refused while it is on.
-        if let Some(None) = ttl {
-            table.set_ttl(None).map_err(to_df)?;
-        }
-        if let Some(window) = history {
-            table.set_history(window).map_err(to_df)?;
-        }
-        match ttl {
-            Some(Some(ttl)) => table.set_ttl(Some(ttl)).map_err(to_df),
-            _ => Ok(()),
-        }
-    };
+    let run = move || apply(&table, &changes, history, ttl);
     // A change may flush the memtables and syncs the MANIFEST: not on an
     // async worker.
     tokio::task::spawn_blocking(run)
         .await
         .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?
+}
+
+/// Applies an `ALTER TABLE`'s column changes, then its history window and
+/// time to live, the one turned off first (the other may be refused
+/// while it is on).
+#[expect(clippy::option_option, reason = "no ttl option, ttl = 'off', or ttl = a duration")]
+fn apply(
+    table: &basalt::Table,
+    changes: &[ColumnChange],
+    history: Option<basalt::HistoryWindow>,
+    ttl: Option<Option<std::time::Duration>>,
+) -> Result<()> {
+    if !changes.is_empty() {
+        table.alter(changes).map_err(to_df)?;
+    }
+    if let Some(None) = ttl {
+        table.set_ttl(None).map_err(to_df)?;
+    }
+    if let Some(window) = history {
+        table.set_history(window).map_err(to_df)?;
+    }
+    match ttl {
+        Some(Some(ttl)) => table.set_ttl(Some(ttl)).map_err(to_df),
+        _ => Ok(()),
+    }
 }
 
 /// The field and default of `ADD COLUMN`: its type as DataFusion maps SQL
