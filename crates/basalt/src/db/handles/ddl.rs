@@ -21,6 +21,11 @@ use crate::row::schema_to_ipc;
 use crate::version::VersionEdit;
 use crate::version::edit::SCHEMA_BYTES_MAX;
 
+/// The longest history window or time to live accepted.
+const DURATION_MAX: std::time::Duration = std::time::Duration::from_secs(DURATION_MAX_YEARS * 366 * 86_400);
+/// [`DURATION_MAX`] in years, for messages.
+const DURATION_MAX_YEARS: u64 = 100;
+
 /// The catalog record of a table, with its schema and key checked.
 pub(crate) fn table_record(schema: &SchemaRef, primary_key: &[&str]) -> Result<TreeKindRecord> {
     let mut key = Vec::with_capacity(primary_key.len());
@@ -217,21 +222,18 @@ impl DbInner {
         })
     }
 
-    /// Sets the history window of `tree`, a table (with its indexes) or a
-    /// keyspace: one MANIFEST edit, logged owning the write path. A window
-    /// turned on holds from now on; one made to keep more (a longer
-    /// duration, a higher count) holds from the old window's start: what
-    /// the old one let go is not brought back (a count-only window had
-    /// no start: from now on).
-    pub(crate) fn set_history(&self, tree: TreeId, name: &str, window: HistoryWindow) -> Result<()> {
-        const KEEP_FOR_MAX: std::time::Duration = std::time::Duration::from_secs(100 * 366 * 86_400);
-        if window.keep_for.is_some_and(|d| d > KEEP_FOR_MAX) {
-            return Err(Error::InvalidArgument(format!(
-                "a history window of {:?} is longer than the {} years allowed",
-                window.keep_for.unwrap_or_default(),
-                KEEP_FOR_MAX.as_secs() / (366 * 86_400)
-            )));
-        }
+    /// Runs `set` (which logs a setting of table or keyspace `tree`, named
+    /// `name`, and may refuse it) owning the write path, with the catalog
+    /// and the tree's definition as they stand: refused for a dropped tree,
+    /// and for an index (whose settings are its table's; `what` names the
+    /// setting for that internal error).
+    fn with_tree_setting(
+        &self,
+        tree: TreeId,
+        name: &str,
+        what: &str,
+        set: impl FnOnce(&crate::catalog::Catalog, &crate::catalog::TreeDef) -> Result<()>,
+    ) -> Result<()> {
         self.check_writable()?;
         self.with_exclusive_writer(|| {
             self.check_writable()?;
@@ -239,8 +241,26 @@ impl DbInner {
             let def =
                 catalog.tree(tree).ok_or_else(|| Error::InvalidArgument(format!("{name} was dropped")))?;
             if matches!(def.kind, TreeKind::Index(_)) {
-                return Err(Error::internal("a history window set on an index"));
+                return Err(Error::internal(format!("{what} set on an index")));
             }
+            set(&catalog, def)
+        })
+    }
+
+    /// Sets the history window of `tree`, a table (with its indexes) or a
+    /// keyspace: one MANIFEST edit, logged owning the write path. A window
+    /// turned on holds from now on; one made to keep more (a longer
+    /// duration, a higher count) holds from the old window's start: what
+    /// the old one let go is not brought back (a count-only window had
+    /// no start: from now on).
+    pub(crate) fn set_history(&self, tree: TreeId, name: &str, window: HistoryWindow) -> Result<()> {
+        if window.keep_for.is_some_and(|d| d > DURATION_MAX) {
+            return Err(Error::InvalidArgument(format!(
+                "a history window of {:?} is longer than the {DURATION_MAX_YEARS} years allowed",
+                window.keep_for.unwrap_or_default(),
+            )));
+        }
+        self.with_tree_setting(tree, name, "a history window", |catalog, def| {
             if window.is_on() && def.merge_operator.is_some() {
                 return Err(Error::InvalidArgument(format!(
                     "{name} has a merge operator: a merge operator and a history window do not go together yet"
@@ -291,26 +311,16 @@ impl DbInner {
     /// (which keeps versions a TTL would drop) or a merge operator (whose
     /// operands would expire apart from their base).
     pub(crate) fn set_ttl(&self, tree: TreeId, name: &str, ttl: Option<std::time::Duration>) -> Result<()> {
-        const TTL_MAX: std::time::Duration = std::time::Duration::from_secs(100 * 366 * 86_400);
         let ttl_ms = match ttl {
             None => None,
-            Some(d) if d.is_zero() || d > TTL_MAX => {
+            Some(d) if d.is_zero() || d > DURATION_MAX => {
                 return Err(Error::InvalidArgument(format!(
-                    "a time to live must be from 1 ms to {} years, not {d:?}",
-                    TTL_MAX.as_secs() / (366 * 86_400)
+                    "a time to live must be from 1 ms to {DURATION_MAX_YEARS} years, not {d:?}"
                 )));
             }
             Some(d) => Some(u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)),
         };
-        self.check_writable()?;
-        self.with_exclusive_writer(|| {
-            self.check_writable()?;
-            let catalog = self.versions.load().version.catalog.clone();
-            let def =
-                catalog.tree(tree).ok_or_else(|| Error::InvalidArgument(format!("{name} was dropped")))?;
-            if matches!(def.kind, TreeKind::Index(_)) {
-                return Err(Error::internal("a time to live set on an index"));
-            }
+        self.with_tree_setting(tree, name, "a time to live", |_, def| {
             if ttl_ms.is_some() && def.history.is_some_and(|h| h.window.is_on()) {
                 return Err(Error::InvalidArgument(format!(
                     "{name} keeps history: a history window and a time to live do not go together yet"
