@@ -108,7 +108,8 @@ def open(
 
     Options are keywords named as the engine's ``Options`` fields
     (``block_cache_bytes=...``, ``compression="lz4"``, ``index_compression="lz4"``,
-    ``auto_compaction=False``...).
+    ``settled_compression="none"``, ``auto_compaction=False``...); compressions
+    are ``"none"``, ``"lz4"`` or ``"zstd"``.
     """
 
 @final

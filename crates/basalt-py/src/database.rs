@@ -66,6 +66,7 @@ fn options(py: Python<'_>, create: bool, kwargs: Option<&Bound<'_, PyDict>>) -> 
             "row_cache_bytes" => o.row_cache_bytes = usize_of(&value)?,
             "mmap_reads" => o.mmap_reads = bool_of(&value)?,
             "pack_integers" => o.pack_integers = bool_of(&value)?,
+            "string_dictionaries" => o.string_dictionaries = bool_of(&value)?,
             "max_open_files" => o.max_open_files = usize_of(&value)?,
             "key_bytes_max" => o.key_bytes_max = usize_of(&value)?,
             "value_bytes_max" => o.value_bytes_max = usize_of(&value)?,
@@ -75,6 +76,9 @@ fn options(py: Python<'_>, create: bool, kwargs: Option<&Bound<'_, PyDict>>) -> 
             "group_commit_bytes_max" => o.group_commit_bytes_max = usize_of(&value)?,
             "compression" => o.compression = compression_of(py, "compression", &value)?,
             "index_compression" => o.index_compression = compression_of(py, "index_compression", &value)?,
+            "settled_compression" => {
+                o.settled_compression = compression_of(py, "settled_compression", &value)?;
+            }
             other => {
                 return Err(errors::wrong_type(format!(
                     "open() got an unexpected option {other:?} (options are Options' field names)"
@@ -87,12 +91,14 @@ fn options(py: Python<'_>, create: bool, kwargs: Option<&Bound<'_, PyDict>>) -> 
 
 /// The block compression named by option `name`'s value.
 fn compression_of(py: Python<'_>, name: &str, value: &Bound<'_, PyAny>) -> PyResult<Compression> {
-    let text: String =
-        value.extract().map_err(|_| errors::wrong_type(format!("{name} takes \"none\" or \"lz4\"")))?;
+    let text: String = value
+        .extract()
+        .map_err(|_| errors::wrong_type(format!("{name} takes \"none\", \"lz4\" or \"zstd\"")))?;
     match text.as_str() {
         "none" => Ok(Compression::None),
         "lz4" => Ok(Compression::Lz4),
-        other => Err(errors::invalid(py, format!("{name} {other:?}: use \"none\" or \"lz4\""))),
+        "zstd" => Ok(Compression::Zstd),
+        other => Err(errors::invalid(py, format!("{name} {other:?}: use \"none\", \"lz4\" or \"zstd\""))),
     }
 }
 

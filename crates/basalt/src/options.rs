@@ -48,6 +48,11 @@ pub enum Compression {
     None,
     /// LZ4 (block format). Kept only when it saves at least 1/8 of a block.
     Lz4,
+    /// zstd at level 3, with the block's length before the frame. About
+    /// twice LZ4's saving on table blocks, for a slower decompression
+    /// (once per block the cache misses). Kept only when it saves at least
+    /// 1/8 of a block.
+    Zstd,
 }
 
 option_struct! {
@@ -195,6 +200,15 @@ pub struct Options {
     /// 0.24-0.80x the queries per second of uncompressed indexes
     /// (docs/BENCHMARKS-history.md, "Compressed index trees"). Off by default.
     pub index_compression: Compression,
+    /// Compression of a table's data blocks where its rows settle: the
+    /// files a compaction writes to the deepest level holding rows in its
+    /// range, and bulk loads (which go to the deepest free level). Upper
+    /// levels, where recent rows are read and rewritten most, keep
+    /// `compression` and are read in place; settled blocks are read
+    /// through the block cache, decompressed once per miss. zstd by
+    /// default: see docs/BENCHMARKS.md, "Bytes on disk", for what it
+    /// saves and costs. Keyspaces and indexes are not affected.
+    pub settled_compression: Compression,
     /// Store a table block's integer, date and timestamp columns packed
     /// (each value as its distance from the block's smallest, in as few
     /// bits as the largest distance needs) where that takes at most three
@@ -203,6 +217,12 @@ pub struct Options {
     /// handing out the stored bytes. Files written either way are read by
     /// the same code.
     pub pack_integers: bool,
+    /// Store a table block's string and binary columns as a dictionary
+    /// (the block's distinct values once, each row a code of as few bits
+    /// as their number needs) where that takes at most three quarters of
+    /// the plain bytes. Point reads find one value in place; scans decode
+    /// a dictionary column into a plain Arrow array once per cached block.
+    pub string_dictionaries: bool,
     /// Byte budget of the shared block cache. 64 MiB by default; benchmarks
     /// set it to match their peers.
     pub block_cache_bytes: usize,
@@ -272,7 +292,9 @@ impl Default for Options {
             bloom_bits_per_key: 10,
             compression: Compression::None,
             index_compression: Compression::None,
+            settled_compression: Compression::Zstd,
             pack_integers: true,
+            string_dictionaries: true,
             block_cache_bytes: 64 << 20,
             row_cache_bytes: 0,
             mmap_reads: true,

@@ -9,10 +9,12 @@
 //! a key-value block's rows that point lookups read.
 
 mod builder;
+mod dictionary;
 mod packed;
 mod rows;
 
 pub use builder::BlockBuilder;
+use dictionary::Dictionary;
 use packed::{IntColumn, Packed};
 pub use rows::{FixedShape, MappedRows, Rows};
 
@@ -317,15 +319,27 @@ impl Block {
                 return Err(format!("column {c} is neither the key nor stored"));
             };
             let at = 3 + 3 * stored;
-            match self.packed(column, at)? {
-                // Unpacked into a buffer of its own: Arrow reads plain
-                // values (the validity is the block's).
-                Some(packed) => (
-                    buf(at),
-                    Buffer::from_vec(Vec::<u8>::new()),
-                    packed.unpack(self.buffer(at + 2), self.rows),
-                ),
-                None => (buf(at), buf(at + 1), buf(at + 2)),
+            if let Some(dictionary) = self.dictionary(column, at)? {
+                // Decoded into buffers of their own: Arrow reads a plain
+                // column (the validity is the block's).
+                let validity = self.buffer(at);
+                let is_null = |r: usize| {
+                    !validity.is_empty() && validity.get(r / 8).is_none_or(|b| b & (1 << (r % 8)) == 0)
+                };
+                let (offsets, values) =
+                    dictionary.decode(self.rows, is_null).map_err(|e| format!("column {c}: {e}"))?;
+                (buf(at), offsets, values)
+            } else {
+                match self.packed(column, at)? {
+                    // Unpacked into a buffer of its own: Arrow reads plain
+                    // values (the validity is the block's).
+                    Some(packed) => (
+                        buf(at),
+                        Buffer::from_vec(Vec::<u8>::new()),
+                        packed.unpack(self.buffer(at + 2), self.rows),
+                    ),
+                    None => (buf(at), buf(at + 1), buf(at + 2)),
+                }
             }
         };
         array_from_buffers(&column.field, column.width, self.rows, validity, offsets, values)
@@ -393,6 +407,13 @@ impl Block {
                     at_byte(offsets, 1) ^ at_byte(values, i * values.len() / self.rows.max(1) / w * w)
                 }
                 Width::Bool => at_byte(values, i / 8),
+                // A dictionary column: the row's code (the codes end
+                // the values buffer), then the dictionary's start.
+                Width::Var32 if Dictionary::is_dictionary(offsets) => {
+                    let bits = usize::from(at_byte(offsets, 1));
+                    let codes_at = values.len().saturating_sub((self.rows * bits).div_ceil(8));
+                    at_byte(values, codes_at + i * bits / 8) ^ at_byte(offsets, 16)
+                }
                 Width::Var32 => at_byte(offsets, 4 * i) ^ at_byte(offsets, 4 * i + 7),
                 Width::Var64 => at_byte(offsets, 8 * i) ^ at_byte(offsets, 8 * i + 15),
             };
@@ -400,6 +421,7 @@ impl Block {
         for (n, &c) in layout.stored().iter().enumerate() {
             let at = 3 + 3 * n;
             let wide = match layout.columns()[c].width {
+                Width::Var32 if Dictionary::is_dictionary(self.buffer(at + 1)) => continue,
                 Width::Var32 => 4,
                 Width::Var64 => 8,
                 _ => continue,
@@ -450,6 +472,11 @@ impl Block {
                 let byte = values.get(i / 8).ok_or_else(short)?;
                 RawCell::Word([(byte >> (i % 8)) & 1, 0, 0, 0, 0, 0, 0, 0])
             }
+            Width::Var32 if Dictionary::is_dictionary(offsets) => {
+                let dictionary =
+                    Dictionary::read(offsets, values, self.rows).map_err(|e| format!("column {c}: {e}"))?;
+                RawCell::Bytes(dictionary.value(i).map_err(|e| format!("column {c}: {e}"))?)
+            }
             Width::Var32 | Width::Var64 => {
                 let wide = if column.width == Width::Var32 { 4 } else { 8 };
                 let offset = |r: usize| -> Option<usize> {
@@ -478,10 +505,48 @@ impl Block {
         // when its columns are read.
         (3..self.buffer_count.saturating_sub(2))
             .step_by(3)
-            .map(|at| self.buffer(at + 1))
-            .filter(|header| header.len() == packed::HEADER_BYTES && header[0] != 0)
-            .map(|header| self.rows * usize::from(header[2]))
+            .map(|at| {
+                let header = self.buffer(at + 1);
+                if header.len() == packed::HEADER_BYTES
+                    && header[0] != 0
+                    && !Dictionary::is_dictionary(header)
+                {
+                    self.rows * usize::from(header[2])
+                } else if let Ok(d) = Dictionary::read(header, self.buffer(at + 2), self.rows) {
+                    // A damaged count is caught when the column is decoded;
+                    // until then it may only overcharge up to the most a
+                    // block's rows can decode to.
+                    let most = d.decoded_bytes().min(i32::MAX as u64) as usize;
+                    4 * (self.rows + 1) + most
+                } else {
+                    0
+                }
+            })
             .sum()
+    }
+
+    /// The stored column at buffer `at` (its validity; offsets and values
+    /// follow) when it is a dictionary column (`dictionary.rs`): a
+    /// variable-width column whose offsets buffer starts with the
+    /// dictionary tag, checked here against its values buffer.
+    fn dictionary(
+        &self,
+        column: &crate::row::layout::ColumnLayout,
+        at: usize,
+    ) -> std::result::Result<Option<Dictionary<'_>>, String> {
+        let header = self.buffer(at + 1);
+        if !Dictionary::is_dictionary(header) {
+            return Ok(None);
+        }
+        if column.width != Width::Var32 {
+            return Err(format!(
+                "column {}: a dictionary header in a {:?} column",
+                column.index, column.width
+            ));
+        }
+        Dictionary::read(header, self.buffer(at + 2), self.rows)
+            .map(Some)
+            .map_err(|e| format!("column {}: {e}", column.index))
     }
 
     /// The stored column at buffer `at` (its validity; offsets and values

@@ -33,7 +33,11 @@ use crate::error::{Error, Result};
 /// entry's leading indexed values) the filter holds besides the whole
 /// keys: an equality or prefix lookup on an index skips a file whose
 /// filter lacks its prefix. Files before it hold none, and are read.
-pub const FORMAT_VERSION: u32 = 7;
+/// Version 8 may compress a block with zstd (compression type 2) and may
+/// store a table block's string and binary columns as dictionaries
+/// (`block/dictionary.rs`); a version 7 reader would take a dictionary
+/// header for offsets, so it refuses the file by its footer instead.
+pub const FORMAT_VERSION: u32 = 8;
 
 /// The first version whose properties hold the count of key prefixes in
 /// the filter.
@@ -71,6 +75,13 @@ pub const BLOCK_HANDLE_BYTES: usize = 12;
 pub const COMPRESSION_NONE: u8 = 0;
 /// Compression type byte: u32 LE uncompressed length, then an LZ4 block.
 pub const COMPRESSION_LZ4: u8 = 1;
+/// Compression type byte: u32 LE uncompressed length, then one zstd frame
+/// (with its content size). From format version 8.
+pub const COMPRESSION_ZSTD: u8 = 2;
+/// zstd's level for data blocks: 3, zstd's own default. On this project's
+/// table blocks higher levels cost compaction more than they save
+/// (docs/BENCHMARKS.md, "Bytes on disk").
+pub const ZSTD_LEVEL: i32 = 3;
 /// Compression is kept only when it saves at least `1 / 8` of the block;
 /// smaller savings do not pay for the decompression on every read.
 pub const COMPRESSION_SAVING_DIVISOR: usize = 8;

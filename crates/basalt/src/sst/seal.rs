@@ -1,13 +1,15 @@
-//! How a block is stored: optional LZ4 compression and the 5-byte trailer
+//! How a block is stored: optional LZ4 or zstd compression and the 5-byte trailer
 //! (compression type, masked CRC32C) that follows every data and meta block.
 //! `seal` turns block contents into stored bytes; `unseal` checks and undoes
 //! it, so every block the reader decodes has passed its checksum.
 
 use std::path::Path;
 
+use std::cell::RefCell;
+
 use super::format::{
     BLOCK_BYTES_MAX, BLOCK_TRAILER_BYTES, COMPRESSION_LZ4, COMPRESSION_NONE, COMPRESSION_SAVING_DIVISOR,
-    LZ4_EXPANSION_MAX, block_crc,
+    COMPRESSION_ZSTD, LZ4_EXPANSION_MAX, ZSTD_LEVEL, block_crc,
 };
 use crate::error::{Error, Result};
 use crate::options::Compression;
@@ -19,19 +21,75 @@ pub fn seal(raw: Vec<u8>, compression: Compression) -> Vec<u8> {
     let (mut stored, kind) = match compression {
         Compression::None => (raw, COMPRESSION_NONE),
         Compression::Lz4 => {
-            let packed = lz4_flex::block::compress_prepend_size(&raw);
-            if packed.len() <= raw.len() - raw.len() / COMPRESSION_SAVING_DIVISOR {
-                (packed, COMPRESSION_LZ4)
-            } else {
-                (raw, COMPRESSION_NONE)
-            }
+            keep_if_it_saves(raw, |r| Some(lz4_flex::block::compress_prepend_size(r)), COMPRESSION_LZ4)
         }
+        Compression::Zstd => keep_if_it_saves(raw, compress_zstd, COMPRESSION_ZSTD),
     };
     let crc = block_crc(&stored, kind);
     stored.reserve_exact(BLOCK_TRAILER_BYTES);
     stored.push(kind);
     stored.extend_from_slice(&crc.to_le_bytes());
     stored
+}
+
+/// `raw` compressed by `compress` when that saves at least
+/// `1 / COMPRESSION_SAVING_DIVISOR` of it, else `raw` as it is.
+fn keep_if_it_saves(raw: Vec<u8>, compress: impl Fn(&[u8]) -> Option<Vec<u8>>, kind: u8) -> (Vec<u8>, u8) {
+    match compress(&raw) {
+        Some(packed) if packed.len() <= raw.len() - raw.len() / COMPRESSION_SAVING_DIVISOR => (packed, kind),
+        _ => (raw, COMPRESSION_NONE),
+    }
+}
+
+thread_local! {
+    // One zstd context per thread, reused block after block: a context
+    // holds about a megabyte of tables at level 3, and making one per
+    // block costs more than compressing a small block.
+    static ZSTD_COMPRESSOR: RefCell<Option<zstd::bulk::Compressor<'static>>> = const { RefCell::new(None) };
+    static ZSTD_DECOMPRESSOR: RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { RefCell::new(None) };
+}
+
+/// The u32 LE length of `raw`, then a zstd frame of it; `None` if zstd
+/// fails (the block is then stored as it is).
+fn compress_zstd(raw: &[u8]) -> Option<Vec<u8>> {
+    ZSTD_COMPRESSOR.with_borrow_mut(|slot| {
+        if slot.is_none() {
+            *slot = zstd::bulk::Compressor::new(ZSTD_LEVEL).ok();
+        }
+        let compressor = slot.as_mut()?;
+        let mut out = Vec::with_capacity(4 + zstd::zstd_safe::compress_bound(raw.len()));
+        out.extend_from_slice(&u32::try_from(raw.len()).ok()?.to_le_bytes());
+        let mut frame = compressor.compress(raw).ok()?;
+        out.append(&mut frame);
+        Some(out)
+    })
+}
+
+fn decompress_zstd(stored: &[u8]) -> std::result::Result<Vec<u8>, String> {
+    let Some((len_bytes, frame)) = stored.split_first_chunk::<4>() else {
+        return Err("zstd block shorter than its length prefix".into());
+    };
+    let len = u32::from_le_bytes(*len_bytes) as usize;
+    // The frame states its content size too; the two must agree before
+    // anything is allocated, so a damaged length cannot ask for gigabytes
+    // the frame does not hold.
+    match zstd::zstd_safe::get_frame_content_size(frame) {
+        Ok(Some(n)) if n == len as u64 && len <= BLOCK_BYTES_MAX => {}
+        Ok(Some(n)) => return Err(format!("zstd block claims {len} bytes, its frame {n}")),
+        _ => return Err("zstd block has no readable frame header".into()),
+    }
+    ZSTD_DECOMPRESSOR.with_borrow_mut(|slot| {
+        if slot.is_none() {
+            *slot = zstd::bulk::Decompressor::new().ok();
+        }
+        let decompressor = slot.as_mut().ok_or("zstd context could not be made")?;
+        let mut out = Vec::with_capacity(len);
+        match decompressor.decompress_to_buffer(frame, &mut out) {
+            Ok(n) if n == len => Ok(out),
+            Ok(n) => Err(format!("zstd block decompressed to {n} bytes, expected {len}")),
+            Err(e) => Err(format!("zstd block does not decompress: {e}")),
+        }
+    })
 }
 
 /// Checks the trailer of a stored block read at `offset` of `file` and
@@ -69,6 +127,7 @@ pub fn check_trailer(stored: &[u8], file: &Path, offset: u64) -> Result<Unsealed
     match kind {
         COMPRESSION_NONE => Ok(Unsealed::Stored { body_bytes: body.len() }),
         COMPRESSION_LZ4 => decompress_lz4(body).map(Unsealed::Decompressed).map_err(corrupt),
+        COMPRESSION_ZSTD => decompress_zstd(body).map(Unsealed::Decompressed).map_err(corrupt),
         other => Err(corrupt(format!("unknown compression type {other}"))),
     }
 }
@@ -100,7 +159,7 @@ mod tests {
     }
 
     #[test]
-    fn blocks_round_trip_with_and_without_lz4() {
+    fn blocks_round_trip_with_and_without_compression() {
         let text: Vec<u8> = b"columnar blocks compress well ".repeat(100);
         let noise: Vec<u8> =
             (0..3000u32).map(|i| xxhash_rust::xxh3::xxh3_64(&i.to_le_bytes()) as u8).collect();
@@ -108,7 +167,12 @@ mod tests {
         for raw in [&text[..], &noise[..], &[][..], &zeros[..]] {
             assert_eq!(round_trip(raw, Compression::None), raw);
             assert_eq!(round_trip(raw, Compression::Lz4), raw);
+            assert_eq!(round_trip(raw, Compression::Zstd), raw);
         }
+        let sealed = seal(text.clone(), Compression::Zstd);
+        assert_eq!(sealed[sealed.len() - BLOCK_TRAILER_BYTES], COMPRESSION_ZSTD);
+        let sealed = seal(noise.clone(), Compression::Zstd);
+        assert_eq!(sealed[sealed.len() - BLOCK_TRAILER_BYTES], COMPRESSION_NONE);
         let sealed = seal(text.clone(), Compression::Lz4);
         assert_eq!(sealed[sealed.len() - BLOCK_TRAILER_BYTES], COMPRESSION_LZ4);
         let sealed = seal(noise, Compression::Lz4);
@@ -118,7 +182,7 @@ mod tests {
     #[test]
     fn every_flip_is_caught() {
         let raw = b"abcabcabcabcabcabcabcabcabcabcabcabcabcabcabcabcabc".to_vec();
-        for compression in [Compression::None, Compression::Lz4] {
+        for compression in [Compression::None, Compression::Lz4, Compression::Zstd] {
             let sealed = seal(raw.clone(), compression);
             for i in 0..sealed.len() {
                 for bit in 0..8 {
@@ -141,5 +205,39 @@ mod tests {
             stored.extend_from_slice(&crc.to_le_bytes());
             assert!(unseal(stored, Path::new("t"), 0).expect_err("bad").is_corruption());
         }
+    }
+
+    /// A zstd body whose checksum is right but whose bytes are not what the
+    /// writer made: the length prefix disagreeing with the frame (either
+    /// way), a cut frame, garbage. Each is corruption, none allocates what
+    /// the damaged length claims.
+    #[test]
+    fn bad_zstd_bodies_are_corruption_not_panics() {
+        let raw = b"settled data compresses ".repeat(200);
+        let good = compress_zstd(&raw).expect("compresses");
+        let mut cases: Vec<Vec<u8>> =
+            vec![vec![], vec![1, 2], good[..good.len() / 2].to_vec(), vec![0xff; 40]];
+        for len in [0u32, raw.len() as u32 - 1, raw.len() as u32 + 1, u32::MAX] {
+            let mut bad = good.clone();
+            bad[..4].copy_from_slice(&len.to_le_bytes());
+            cases.push(bad);
+        }
+        // A frame header claiming another content size than the frame holds.
+        let mut lying = good.clone();
+        let last = lying.len() - 1;
+        lying[last] ^= 0x55;
+        cases.push(lying);
+        for body in cases {
+            let mut stored = body;
+            let crc = block_crc(&stored, COMPRESSION_ZSTD);
+            stored.push(COMPRESSION_ZSTD);
+            stored.extend_from_slice(&crc.to_le_bytes());
+            assert!(unseal(stored, Path::new("t"), 0).expect_err("bad").is_corruption());
+        }
+        let mut stored = good;
+        let crc = block_crc(&stored, COMPRESSION_ZSTD);
+        stored.push(COMPRESSION_ZSTD);
+        stored.extend_from_slice(&crc.to_le_bytes());
+        assert_eq!(unseal(stored, Path::new("t"), 0).expect("good"), raw);
     }
 }

@@ -32,6 +32,7 @@ fn options(block_bytes_target: usize, compression: Compression, bloom_bits_per_k
         learned_index_epsilon: Some(4),
         file_number: 1,
         pack_integers: true,
+        string_dictionaries: true,
         key_prefixes: None,
     }
 }
@@ -606,8 +607,7 @@ const V6_FIXTURE_HEX: &str = concat!(
 );
 
 /// Version 7: the properties count the key prefixes the filter holds (0:
-/// a key-value tree's file holds none). A change here is a format change:
-/// bump `FORMAT_VERSION` and keep this file readable.
+/// a key-value tree's file holds none).
 const V7_FIXTURE_HEX: &str = concat!(
     "010000000500000030000000000000003000000001000000380000000800000040000000000000004000000001000000",
     "6b00000000000000010100000000000076000000d22fd6ce010000000700000000000000000000204000000000000000",
@@ -618,6 +618,22 @@ const V7_FIXTURE_HEX: &str = concat!(
     "000000000000010100000000000001010000000000000100000000000000010000000000000000000000000000000100",
     "00006b010000006b00c68c8b3a03000000014800000000000000480000000295000000000000004c00000003e6000000",
     "000000007200000000e4b600695d010000000000002b0000000700000000000000000000000000000032a9b393894241",
+    "53414c540a",
+);
+
+/// Version 8: the same file (a key-value block takes no dictionary; table
+/// blocks may hold dictionary columns, and blocks zstd). A change here is
+/// a format change: bump `FORMAT_VERSION` and keep this file readable.
+const V8_FIXTURE_HEX: &str = concat!(
+    "010000000500000030000000000000003000000001000000380000000800000040000000000000004000000001000000",
+    "6b00000000000000010100000000000076000000d22fd6ce010000000700000000000000000000204000000000000000",
+    "000000800000000000000000000000000000000000000000000000002000000020000000000200000000000000000001",
+    "00431fe43201000000050000003000000000000000300000000100000038000000080000004000000000000000400000",
+    "000c0000006b00000000000000010100000000000000000000000000004300000000b4fd28fe08000000030000000100",
+    "000000000000000000000000000001000000000000000100000000000000010000000000000001000000000000000100",
+    "000000000000010100000000000001010000000000000100000000000000010000000000000000000000000000000100",
+    "00006b010000006b00468e686a03000000014800000000000000480000000295000000000000004c00000003e6000000",
+    "000000007200000000e4b600695d010000000000002b0000000800000000000000000000000000000041f1d0d9894241",
     "53414c540a",
 );
 
@@ -641,7 +657,7 @@ fn fixtures_of_every_version_read_and_this_one_is_stable() -> Result<()> {
     // files must stay byte-identical and readable.
     let no_model = SstWriterOptions { learned_index_epsilon: None, ..options(4096, Compression::None, 10) };
     write_sst(&fs, Path::new("new.sst"), &entries, &no_model)?;
-    assert_eq!(to_hex(&fs.get(Path::new("new.sst"))), V7_FIXTURE_HEX, "the SST format changed");
+    assert_eq!(to_hex(&fs.get(Path::new("new.sst"))), V8_FIXTURE_HEX, "the SST format changed");
     for (name, fixture) in [
         ("v1.sst", V1_FIXTURE_HEX),
         ("v2.sst", V2_FIXTURE_HEX),
@@ -650,6 +666,7 @@ fn fixtures_of_every_version_read_and_this_one_is_stable() -> Result<()> {
         ("v5.sst", V5_FIXTURE_HEX),
         ("v6.sst", V6_FIXTURE_HEX),
         ("v7.sst", V7_FIXTURE_HEX),
+        ("v8.sst", V8_FIXTURE_HEX),
     ] {
         fs.put(Path::new(name), from_hex(fixture));
         check_all(&open(&fs, Path::new(name))?, &entries)?;

@@ -43,6 +43,9 @@ pub struct SstWriterOptions {
     pub file_number: u64,
     /// Table blocks store integer columns packed where that saves.
     pub pack_integers: bool,
+    /// Table blocks store string and binary columns as dictionaries where
+    /// that saves.
+    pub string_dictionaries: bool,
     /// For a secondary index's tree, its layout: the filter then also
     /// holds each distinct leading run of indexed values (`prefix_hash`),
     /// so an equality or prefix lookup skips files without its prefix.
@@ -153,10 +156,9 @@ impl SstWriter {
     /// A writer appending to `file`, which is at `path` (named in errors).
     pub fn new(file: Box<dyn WritableFile>, path: PathBuf, options: &SstWriterOptions) -> SstWriter {
         let mut options = options.clone();
-        let block = options
-            .layout
-            .clone()
-            .map_or_else(BlockBuilder::new, |layout| BlockBuilder::for_table(layout, options.pack_integers));
+        let block = options.layout.clone().map_or_else(BlockBuilder::new, |layout| {
+            BlockBuilder::for_table(layout, options.pack_integers, options.string_dictionaries)
+        });
         options.block_bytes_target = options.block_bytes_target.clamp(1, BLOCK_BYTES_TARGET_MAX);
         let filter = (options.bloom_bits_per_key > 0).then(|| BloomBuilder::new(options.bloom_bits_per_key));
         let empty = InternalKey { user_key: Bytes::new(), trailer: 0 };

@@ -438,7 +438,7 @@ fn write_files(
                 Some((_, _, w)) if w.estimated_file_bytes() < inner.opts.sst_bytes() => w,
                 _ => {
                     outputs.extend(current.take().map(finish_sst).transpose()?.map(|(_, f)| f));
-                    let started = inner.start_sst(index, None)?;
+                    let started = inner.start_sst(index, None, false)?;
                     numbers.push(started.1);
                     &mut current.insert(started).2
                 }

@@ -554,7 +554,7 @@ impl DbInner {
                     self.check_open()?;
                 }
                 if current.is_none() {
-                    current = Some(self.start_sst(task.tree, layout.clone())?);
+                    current = Some(self.start_sst(task.tree, layout.clone(), task.bottommost)?);
                 }
                 if let Some((_, _, w)) = current.as_mut() {
                     match &layout {
@@ -726,7 +726,7 @@ impl DbInner {
                     kept_under.extend(f.tombstones.all_covering(&key).iter().filter(|&&t| t > v.seqno));
                     let (_, _, w) = match &mut current {
                         Some(c) => c,
-                        None => current.insert(self.start_sst(task.tree, None)?),
+                        None => current.insert(self.start_sst(task.tree, None, task.bottommost)?),
                     };
                     let trailer = crate::codec::internal::pack_trailer(v.seqno, v.kind);
                     if v.kind == Kind::Blob {

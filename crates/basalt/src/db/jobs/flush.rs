@@ -190,7 +190,7 @@ impl DbInner {
                 if let Some(done) = current.take() {
                     flushed.files.push(finish_sst(done)?);
                 }
-                current = Some(self.start_sst(key.tree, catalog.table_layout(key.tree))?);
+                current = Some(self.start_sst(key.tree, catalog.table_layout(key.tree), false)?);
             }
             let Some((_, _, writer)) = current.as_mut() else { continue };
             if separates
@@ -238,16 +238,22 @@ impl DbInner {
     /// Starts an SST of `tree` whose rows have `layout` (a table's; `None`
     /// for a keyspace). The caller passes the layout it read its input
     /// with: the catalog may have changed since (a drop while a compaction
-    /// runs), and rows must be written as they were read.
+    /// runs), and rows must be written as they were read. `settles`: the
+    /// file goes where the tree's rows settle (a bottommost compaction, a
+    /// bulk load), so a table's blocks take `settled_compression`.
     pub(crate) fn start_sst(
         &self,
         tree: TreeId,
         layout: Option<Arc<TableLayout>>,
+        settles: bool,
     ) -> Result<(TreeId, u64, SstWriter)> {
         let number = self.versions.new_file_number_held(&self.files);
         let path = self.dir.join(files::sst(number));
         let file = Box::new(WritebackEvery::new(self.fs.create(&path)?, SST_WRITEBACK_BYTES));
-        let (compression, key_prefixes) = self.index_traits_of(tree);
+        let (mut compression, key_prefixes) = self.index_traits_of(tree);
+        if settles && layout.is_some() {
+            compression = self.opts.settled_compression;
+        }
         let options = SstWriterOptions {
             block_bytes_target: if layout.is_some() {
                 self.opts.table_block_bytes_target
@@ -261,6 +267,7 @@ impl DbInner {
             learned_index_epsilon: self.opts.learned_index.then_some(self.opts.learned_index_epsilon),
             file_number: number,
             pack_integers: self.opts.pack_integers,
+            string_dictionaries: self.opts.string_dictionaries,
             key_prefixes,
         };
         Ok((tree, number, SstWriter::new(file, path, &options)))

@@ -142,7 +142,9 @@ impl RunWriter<'_, '_> {
                 self.finish_file()?;
             }
             if self.current.is_none() {
-                let started = self.inner.start_sst(self.tree, Some(self.layout.clone()))?;
+                // Bulk-loaded rows go to the deepest level free in their range:
+                // where rows settle.
+                let started = self.inner.start_sst(self.tree, Some(self.layout.clone()), true)?;
                 self.pending.numbers.push(started.1);
                 self.current = Some(started);
             }

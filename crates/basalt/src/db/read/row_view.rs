@@ -331,7 +331,7 @@ mod tests {
         let batch = RecordBatch::try_new(nullable.schema().clone(), columns).expect("batch");
         let mut row = Vec::new();
         RowEncoder::new(&nullable, &batch).expect("encoder").row(0, &mut row);
-        let mut builder = BlockBuilder::for_table(nullable.clone(), false);
+        let mut builder = BlockBuilder::for_table(nullable.clone(), false, false);
         builder.add_row(&key::encode(&[KeyValue::I64(1)]), pack_trailer(1, Kind::Put), &row).expect("row");
         let block = Block::decode(builder.finish(), Path::new("t.sst"), 0).expect("block");
         let view = RowRef::over_block(&nullable, &block, 0).expect("view");

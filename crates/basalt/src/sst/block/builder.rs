@@ -5,12 +5,13 @@ use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef};
 
+use super::dictionary;
 use super::packed::{self, IntColumn};
 use super::{HEADER_BYTES, align_up, u32_at};
 use crate::codec::internal::{Kind, unpack_trailer};
 use crate::error::{Error, Result};
 use crate::row::decode::{ColumnBuilder, builders_for, decode_row};
-use crate::row::layout::TableLayout;
+use crate::row::layout::{TableLayout, Width};
 use crate::sst::format::{BLOCK_BYTES_MAX, BLOCK_HEADER_FIXED_BYTES, BUFFER_ALIGN_BYTES, BUFFER_ENTRY_BYTES};
 
 /// Builds one block in memory, one column at a time.
@@ -30,6 +31,9 @@ pub struct BlockBuilder {
     last_zones: Option<Vec<crate::row::zone::Zone>>,
     /// Store integer columns packed where that saves (`packed.rs`).
     pack_integers: bool,
+    /// Store string and binary columns as dictionaries where that saves
+    /// (`dictionary.rs`).
+    string_dictionaries: bool,
 }
 
 impl Default for BlockBuilder {
@@ -51,16 +55,24 @@ impl BlockBuilder {
             table: None,
             last_zones: None,
             pack_integers: false,
+            string_dictionaries: false,
         }
     }
 
     /// A builder for a table tree's data blocks: each stored column of the
     /// layout gets three buffers (validity, offsets, values); with
     /// `pack_integers`, an integer column whose values span a narrow range
-    /// is stored packed (`packed.rs`).
-    pub fn for_table(layout: Arc<TableLayout>, pack_integers: bool) -> Self {
+    /// is stored packed (`packed.rs`); with `string_dictionaries`, a
+    /// string or binary column of few distinct values as a dictionary
+    /// (`dictionary.rs`).
+    pub fn for_table(layout: Arc<TableLayout>, pack_integers: bool, string_dictionaries: bool) -> Self {
         let builders = builders_for(&layout);
-        BlockBuilder { table: Some((layout, builders)), pack_integers, ..BlockBuilder::new() }
+        BlockBuilder {
+            table: Some((layout, builders)),
+            pack_integers,
+            string_dictionaries,
+            ..BlockBuilder::new()
+        }
     }
 
     /// True when no row was added.
@@ -209,10 +221,15 @@ impl BlockBuilder {
                 let mut owned: Vec<Vec<u8>> = Vec::new();
                 for &i in layout.stored() {
                     let [validity, offsets, values] = cols[i].take_buffers();
-                    let packing =
-                        IntColumn::of(layout.columns()[i].field.data_type()).filter(|_| self.pack_integers);
+                    let column = &layout.columns()[i];
+                    let packing = IntColumn::of(column.field.data_type()).filter(|_| self.pack_integers);
                     let is_null = |r: usize| validity.get(r / 8).is_some_and(|b| b & (1 << (r % 8)) == 0);
-                    match packing.and_then(|column| packed::pack(column, &values, self.rows, is_null)) {
+                    let encoded = if column.width == Width::Var32 && self.string_dictionaries {
+                        dictionary::encode(&offsets, &values, self.rows, is_null)
+                    } else {
+                        packing.and_then(|column| packed::pack(column, &values, self.rows, is_null))
+                    };
+                    match encoded {
                         Some((header, bits)) => owned.extend([validity, header, bits]),
                         None => owned.extend([validity, offsets, values]),
                     }
@@ -224,10 +241,10 @@ impl BlockBuilder {
         };
         let table = self.table.take();
         let zones = self.last_zones.take();
-        let pack_integers = self.pack_integers;
+        let (pack_integers, string_dictionaries) = (self.pack_integers, self.string_dictionaries);
         *self = BlockBuilder::new();
         if let Some((layout, _)) = table {
-            *self = BlockBuilder::for_table(layout, pack_integers);
+            *self = BlockBuilder::for_table(layout, pack_integers, string_dictionaries);
         }
         self.last_zones = zones;
         out

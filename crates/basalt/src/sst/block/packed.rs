@@ -213,7 +213,7 @@ impl Packed {
 
 /// Writes the low `bits` of `v` at bit `at` of `buf` (least significant
 /// bit first), into bits that are zero.
-fn put_bits(buf: &mut [u8], at: usize, bits: usize, v: u64) {
+pub(super) fn put_bits(buf: &mut [u8], at: usize, bits: usize, v: u64) {
     let mut v = u128::from(v) << (at % 8);
     let mut byte = at / 8;
     let end = (at + bits).div_ceil(8);
@@ -225,7 +225,7 @@ fn put_bits(buf: &mut [u8], at: usize, bits: usize, v: u64) {
 }
 
 /// The `bits` (1..=64) at bit `at` of `buf`; bytes past its end read as 0.
-fn get_bits(buf: &[u8], at: usize, bits: usize) -> u64 {
+pub(super) fn get_bits(buf: &[u8], at: usize, bits: usize) -> u64 {
     let start = at / 8;
     let mut a = [0u8; 16];
     let n = buf.len().saturating_sub(start).min(16);
