@@ -68,8 +68,8 @@ pub use db::{
     AsOf, BulkLoad, CHANGE_OP, CHANGE_RANGE_END, CHANGE_RANGE_START, Change, ColumnEstimate, Db, DbIterator,
     Direction, GetLatency, HISTORY_COMMIT_TIME, HISTORY_DELETED, HISTORY_SEQNO, HistoryInfo, HistoryOptions,
     IndexInfo, IndexOptions, IndexPredicate, KeyValueRange, KeyVersion, Keyspace, LevelStats, LookupOptions,
-    OwnedKeyValueRange, ReadOptions, Row, RowRef, ScanOptions, ScanPlan, Snapshot, Stats, Table,
-    TableEstimate, TableOptions, TableOverlay, TableScan, Transaction,
+    OwnedKeyValueRange, ReadOptions, Row, RowRef, ScanOptions, ScanPlan, Snapshot, Stats, Table, TableBytes,
+    TableEstimate, TableOptions, TableOverlay, TableScan, Transaction, TreeBytes,
 };
 pub use error::{Error, Result};
 pub use merge::{MergeError, MergeOperator};

@@ -3,7 +3,8 @@
 //! of one unique value: exactly one wins; a scan takes an index only when
 //! it selects few rows; indexes survive reopening; rows rewritten during
 //! a build keep their entries; power lost at any point of a creation
-//! leaves no index or a whole one; the read counters count what was read.
+//! leaves no index or a whole one; the read counters count what was read;
+//! a table's bytes on disk are its rows' and each index's, apart.
 
 use std::sync::Arc;
 
@@ -120,6 +121,35 @@ fn bad_input_is_a_typed_error_and_changes_nothing() {
     table.create_index("by_age", &["age"], IndexOptions::default()).expect("index");
     let got = table.lookup("by_age", IndexPredicate::Eq(vec![None]), LookupOptions::default());
     assert!(matches!(got, Err(Error::InvalidArgument(_))), "{got:?}");
+}
+
+#[test]
+fn bytes_on_disk_are_the_rows_and_each_index_apart() {
+    let fs = MemFs::new();
+    let (db, table) = open(&fs);
+    table.write(&rows(0..2_000, city_of)).expect("write");
+    table.create_index("by_city", &["city"], IndexOptions::default()).expect("index");
+    table.create_index("by_age", &["age"], IndexOptions::default()).expect("index");
+    db.flush().expect("flush");
+    let bytes = table.bytes_on_disk().expect("bytes");
+    assert!(bytes.rows.sst_bytes > 0, "{bytes:?}");
+    let names: Vec<&str> = bytes.indexes.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["by_city", "by_age"], "in creation order, as Table::indexes lists them");
+    assert!(bytes.indexes.iter().all(|(_, b)| b.sst_bytes > 0), "{bytes:?}");
+    // Every SST of the database is the table's or one of its indexes'.
+    let files: u64 = basalt::inspect::files(&db).iter().map(|f| f.size).sum();
+    let ssts = bytes.rows.sst_bytes + bytes.indexes.iter().map(|(_, b)| b.sst_bytes).sum::<u64>();
+    assert_eq!(ssts, files, "{bytes:?}");
+    assert_eq!(bytes.total(), files, "no blob values here");
+    // The rows' own figure is the estimate's, with no memtable holding any.
+    assert_eq!(bytes.rows.sst_bytes, table.estimate().expect("estimate").bytes);
+    // Dropping an index drops its figure, and only its.
+    let by_age = bytes.indexes[1].1;
+    table.drop_index("by_age").expect("drop");
+    let after = table.bytes_on_disk().expect("bytes");
+    assert_eq!(after.indexes, vec![bytes.indexes[0].clone()]);
+    assert_eq!(after.rows, bytes.rows);
+    assert_eq!(after.total(), bytes.total() - by_age.total());
 }
 
 #[test]

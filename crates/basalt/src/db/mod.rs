@@ -16,7 +16,7 @@ use std::thread::JoinHandle;
 use crate::ranked::{Rank, RankedMutex};
 use bytes::Bytes;
 
-pub use handles::stats::{GetLatency, LevelStats, Stats};
+pub use handles::stats::{GetLatency, LevelStats, Stats, TableBytes, TreeBytes};
 pub use handles::table::TableOptions;
 pub use index::options::{IndexInfo, IndexOptions};
 pub use index::query::{IndexPredicate, LookupOptions};

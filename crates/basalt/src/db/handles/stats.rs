@@ -1,5 +1,7 @@
 //! Statistics: the engine's counters (`counters.rs`) and the shape of the
-//! tree, returned by `Db::stats()` with a readable `Display`.
+//! tree, returned by `Db::stats()` with a readable `Display`; and the
+//! bytes a table and each of its indexes take on disk
+//! (`Table::bytes_on_disk`).
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -10,9 +12,11 @@ use crate::db::state::counters::{
     READ_INDEX_ENTRIES, READ_INDEX_NS, READ_MEMTABLE_NS, READ_SEARCH_NS, READ_SST_PROBES, READ_TABLE_ROWS,
     READ_TIMED_GETS, READ_WINDOW_SUM,
 };
+use crate::db::state::handles::Table;
 use crate::db::state::inner::DbInner;
-use crate::ids::DEFAULT_TREE;
-use crate::version::LEVELS;
+use crate::error::{Error, Result};
+use crate::ids::{DEFAULT_TREE, TreeId};
+use crate::version::{LEVELS, TreeVersion, Version};
 
 /// Files and bytes in one level of the key-value tree.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -22,6 +26,75 @@ pub struct LevelStats {
     pub files: usize,
     /// Their total size.
     pub bytes: u64,
+}
+
+/// Bytes one tree of a table (its rows, or one index) takes on disk, as
+/// the current version's SSTs record them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TreeBytes {
+    /// The sizes of its SSTs.
+    pub sst_bytes: u64,
+    /// Value bytes its SSTs point to in blob files (values of at least
+    /// `Options::blob_value_bytes_min`); shadowed versions count until a
+    /// compaction drops them.
+    pub blob_bytes: u64,
+}
+
+impl TreeBytes {
+    /// SST and blob bytes together.
+    pub fn total(&self) -> u64 {
+        self.sst_bytes + self.blob_bytes
+    }
+}
+
+/// What [`Table::bytes_on_disk`] tells: the table's rows and each index,
+/// apart.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TableBytes {
+    /// The table's own tree: its rows.
+    pub rows: TreeBytes,
+    /// Each ready index by name, in creation order (as
+    /// [`Table::indexes`] lists them).
+    pub indexes: Vec<(String, TreeBytes)>,
+}
+
+impl TableBytes {
+    /// The rows' and every index's bytes together.
+    pub fn total(&self) -> u64 {
+        self.rows.total() + self.indexes.iter().map(|(_, b)| b.total()).sum::<u64>()
+    }
+}
+
+/// The bytes of tree `id` in `version` (none for a tree with no files).
+fn tree_bytes(version: &Version, id: TreeId) -> TreeBytes {
+    let mut bytes = TreeBytes::default();
+    for (_, file) in version.tree(id).into_iter().flat_map(TreeVersion::all_files) {
+        bytes.sst_bytes += file.size;
+        bytes.blob_bytes += file.blob_refs.iter().map(|&(_, value_bytes)| value_bytes).sum::<u64>();
+    }
+    bytes
+}
+
+impl Table {
+    /// [`Table::bytes_on_disk`]'s work: one load of the current version,
+    /// so the rows' and the indexes' figures are of the same moment.
+    pub(crate) fn tree_bytes_on_disk(&self) -> Result<TableBytes> {
+        self.inner().check_open()?;
+        let sv = self.inner().versions.load_full();
+        let version = &sv.version;
+        if version.tree(self.tree()).is_none() {
+            return Err(Error::InvalidArgument(format!("table {} was dropped", self.name())));
+        }
+        let indexes = version
+            .catalog
+            .indexes_of(self.tree())
+            .filter(|(_, _, def)| !def.building)
+            .map(|(id, tree, _)| (tree.name.clone(), tree_bytes(version, id)))
+            .collect();
+        Ok(TableBytes { rows: tree_bytes(version, self.tree()), indexes })
+    }
 }
 
 /// Mean nanoseconds per `get` in each phase of the lookup.

@@ -20,6 +20,7 @@ use arrow_schema::FieldRef;
 
 use crate::catalog::HistoryWindow;
 use crate::codec::key::OwnedKeyValue;
+use crate::db::handles::stats::TableBytes;
 use crate::db::index::options::{IndexInfo, IndexOptions};
 use crate::db::index::query::{IndexPredicate, LookupOptions};
 use crate::db::read::estimates::{ColumnEstimate, OwnedKeyValueRange, TableEstimate};
@@ -530,6 +531,15 @@ impl Table {
     /// [`TableEstimate::exact_rows`]).
     pub fn estimate_opt(&self, snapshot: Option<&Snapshot>) -> Result<TableEstimate> {
         self.estimate_at(snapshot)
+    }
+
+    /// Bytes on disk of the table's rows and of each of its indexes,
+    /// from the current version's file list (no file is read). Memtables
+    /// are not counted: after [`Db::flush`](crate::Db::flush) the figures
+    /// cover every write. Unlike [`Table::estimate`], indexes are counted,
+    /// each apart.
+    pub fn bytes_on_disk(&self) -> Result<TableBytes> {
+        self.tree_bytes_on_disk()
     }
 
     /// How many rows the table holds in `range` (key tuples, as a scan
