@@ -112,7 +112,8 @@ fn terminal_width() -> Option<usize> {
 }
 
 /// Wraps the column and index lists so that the printed table fits
-/// `width`: the other cells keep their width, the index lists take up to a
+/// `width`: the other cells (`numbers`: each number column's header and
+/// cells) keep their width, the index lists take up to a
 /// third of what is left.
 fn fit_lists(
     width: usize,
@@ -120,16 +121,17 @@ fn fit_lists(
     schemas: &mut [Vec<String>],
     keys: &[String],
     indexes: &mut [Vec<String>],
-    rows: &[u64],
-    sizes: &[u64],
+    numbers: &[(&str, &[u64])],
 ) {
     let widest = |header: &str, cells: &mut dyn Iterator<Item = usize>| cells.fold(header.len(), usize::max);
     let fixed = widest("table", &mut names.iter().map(|s| s.chars().count()))
         + widest("primary_key", &mut keys.iter().map(|s| s.chars().count()))
-        + widest("rows_stored", &mut rows.iter().map(|n| n.to_string().len()))
-        + widest("bytes", &mut sizes.iter().map(|n| n.to_string().len()));
-    // "| " before each of the six cells, " " after it, and the last "|".
-    let borders = 6 * 3 + 1;
+        + numbers
+            .iter()
+            .map(|(header, cells)| widest(header, &mut cells.iter().map(|n| n.to_string().len())))
+            .sum::<usize>();
+    // "| " before each cell, " " after it, and the last "|".
+    let borders = (4 + numbers.len()) * 3 + 1;
     let left = width.saturating_sub(fixed + borders);
     let natural = widest("indexes", &mut indexes.iter().map(|l| l.join("; ").chars().count()));
     let index_width = natural.min((left / 3).max("indexes".len()));
@@ -180,11 +182,26 @@ fn wrap_list(items: &[String], separator: char, width: usize) -> String {
     lines.join("\n")
 }
 
+/// An index as `basalt tables` lists it: its name, columns, options and
+/// bytes on disk (`by_email(email) unique include(name): 1.50 MiB`).
+fn describe_index(index: &basalt::IndexInfo, on_disk: &basalt::TableBytes) -> String {
+    let mut s = format!("{}({})", index.name, index.columns.join(", "));
+    if index.unique {
+        s.push_str(" unique");
+    }
+    if !index.include.is_empty() {
+        let _ = write!(s, " include({})", index.include.join(", "));
+    }
+    let size = on_disk.indexes.iter().find(|(name, _)| name == &index.name).map_or(0, |(_, b)| b.total());
+    let _ = write!(s, ": {}", bytes(size));
+    s
+}
+
 pub fn tables(args: &TablesArgs, create: bool) -> CliResult<()> {
     let db = open::open(&args.db, create)?;
     let (mut names, mut schemas, mut keys, mut indexes, mut rows, mut sizes) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let mut histories = Vec::new();
+    let (mut index_sizes, mut histories) = (Vec::new(), Vec::new());
     for name in db.tables() {
         let table = db.table(&name)?;
         let estimate = table.estimate()?;
@@ -192,29 +209,19 @@ pub fn tables(args: &TablesArgs, create: bool) -> CliResult<()> {
         if name == "default" && estimate.rows == 0 {
             continue;
         }
+        // Opening flushed the WALs' writes: the files hold every row.
+        let on_disk = table.bytes_on_disk()?;
         let schema = table.schema();
         let columns: Vec<String> =
             schema.fields().iter().map(|f| format!("{} {}", f.name(), f.data_type())).collect();
-        let index_list: Vec<String> = table
-            .indexes()
-            .iter()
-            .map(|i| {
-                let mut s = format!("{}({})", i.name, i.columns.join(", "));
-                if i.unique {
-                    s.push_str(" unique");
-                }
-                if !i.include.is_empty() {
-                    let _ = write!(s, " include({})", i.include.join(", "));
-                }
-                s
-            })
-            .collect();
+        let index_list: Vec<String> = table.indexes().iter().map(|i| describe_index(i, &on_disk)).collect();
         names.push(name);
         schemas.push(columns);
         keys.push(table.primary_key().join(", "));
         indexes.push(index_list);
         rows.push(estimate.rows);
-        sizes.push(estimate.bytes);
+        sizes.push(on_disk.rows.total());
+        index_sizes.push(on_disk.total() - on_disk.rows.total());
         histories.push(table.history_info().map(|h| describe_history(&h)).unwrap_or_default());
     }
     if !args.wide
@@ -232,8 +239,7 @@ pub fn tables(args: &TablesArgs, create: bool) -> CliResult<()> {
             &mut schemas,
             &keys,
             &mut indexes,
-            &rows,
-            &sizes,
+            &[("rows_stored", &rows), ("bytes", &sizes), ("index_bytes", &index_sizes)],
         );
     }
     let any_history = histories.iter().any(|h| !h.is_empty());
@@ -245,7 +251,10 @@ pub fn tables(args: &TablesArgs, create: bool) -> CliResult<()> {
         // Stored row versions: overwritten and deleted rows count until
         // compaction drops them (and a history window keeps).
         number_column("rows_stored", rows),
+        // Bytes on disk: the rows' SSTs (and blob values), and all the
+        // indexes' together (each index's is in its `indexes` entry).
         number_column("bytes", sizes),
+        number_column("index_bytes", index_sizes),
     ];
     if any_history {
         columns.push(text_column("history", histories));
@@ -436,11 +445,34 @@ pub fn compact(args: &CompactArgs, create: bool) -> CliResult<()> {
     Ok(())
 }
 
+/// `stats`' lines on each table's bytes on disk: its rows' and each
+/// index's (the key-value space's table face only when it holds data).
+fn tables_on_disk(db: &basalt::Db) -> CliResult<()> {
+    let (mut lines, mut total) = (Vec::new(), 0);
+    for name in db.tables() {
+        let on_disk = db.table(&name)?.bytes_on_disk()?;
+        if name == "default" && on_disk.total() == 0 {
+            continue;
+        }
+        total += on_disk.total();
+        lines.push(format!("  {name:<22} {:>12}", bytes(on_disk.total())));
+        if !on_disk.indexes.is_empty() {
+            lines.push(format!("    {:<20} {:>12}", "rows", bytes(on_disk.rows.total())));
+        }
+        for (index, size) in &on_disk.indexes {
+            lines.push(format!("    {:<20} {:>12}", format!("index {index}"), bytes(size.total())));
+        }
+    }
+    out!("tables on disk  {} (rows and indexes)", bytes(total));
+    for line in lines {
+        out!("{line}");
+    }
+    Ok(())
+}
+
 pub fn stats(args: &DbArgs, create: bool) -> CliResult<()> {
     let db = open::open(&args.db, create)?;
     let stats = db.stats();
-    let live: u64 =
-        db.tables().iter().filter_map(|t| db.table(t).ok()?.estimate().ok()).map(|e| e.bytes).sum();
     out!("database        {}", args.db.display());
     out!("last seqno      {}", grouped(stats.last_seqno));
     // Every tree's files (tables, indexes, keyspaces), level by level.
@@ -460,7 +492,7 @@ pub fn stats(args: &DbArgs, create: bool) -> CliResult<()> {
         bytes(stats.memtable_bytes_total as u64),
         stats.immutable_memtables
     );
-    out!("tables' bytes   {} (SSTs and memtables)", bytes(live));
+    tables_on_disk(&db)?;
     if stats.history_trees > 0 {
         let oldest = stats.oldest_commit_time.map_or_else(
             || "none".into(),

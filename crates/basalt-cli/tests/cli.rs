@@ -103,6 +103,93 @@ fn create_from(db: &Path, table: &str, file: &Path) {
         .success();
 }
 
+/// The rows of `tables --format json`, by table name.
+fn tables_json(db: &Path) -> serde_json::Map<String, serde_json::Value> {
+    let out = stdout_of(basalt().arg("tables").arg(db).args(["--format", "json"]));
+    let rows: Vec<serde_json::Map<String, serde_json::Value>> = serde_json::from_str(&out).expect("JSON");
+    rows.into_iter()
+        .map(|r| (r["table"].as_str().expect("a name").to_owned(), serde_json::Value::Object(r)))
+        .collect()
+}
+
+/// A number of a `tables --format json` row.
+fn number(row: &serde_json::Value, column: &str) -> u64 {
+    row[column].as_u64().unwrap_or_else(|| panic!("{column} of {row}"))
+}
+
+/// The bytes of the SSTs in a database's directory.
+fn sst_bytes_in(db: &Path) -> u64 {
+    std::fs::read_dir(db)
+        .expect("the database directory")
+        .map(|e| e.expect("an entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "sst"))
+        .map(|p| std::fs::metadata(&p).expect("metadata").len())
+        .sum()
+}
+
+/// `load`, `tables` and `stats` tell the bytes on disk of each table and of
+/// each index, and their figures agree with each other and with the files.
+#[test]
+fn bytes_on_disk_per_table_and_index_agree() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("db");
+    let csv = dir.path().join("big.csv");
+    let lines = (0..3_000).map(|i| format!("{i},name-{i}-{},city-{}\n", i * 7919 % 1000, i % 40));
+    let text: String = std::iter::once("id,name,city\n".to_owned()).chain(lines).collect();
+    std::fs::write(&csv, &text).expect("csv");
+    let summary = stdout_of(basalt().args(["load", "--create"]).arg(&db).arg("big").arg(&csv).args([
+        "--primary-key",
+        "id",
+        "--index",
+        "by_city=city",
+        "--index",
+        "by_name=name",
+    ]));
+    let tables = tables_json(&db);
+    let big = &tables["big"];
+    let (rows, indexes) = (number(big, "bytes"), number(big, "index_bytes"));
+    assert!(rows > 0 && indexes > 0, "{big}");
+    // The table is every SST of the database: rows and indexes add up.
+    assert_eq!(rows + indexes, sst_bytes_in(&db), "{big}");
+    let shown = |n: u64| indicatif::BinaryBytes(n).to_string();
+    let input = shown(text.len() as u64);
+    let ratio = format!("{:.2}x the {input} input", (rows + indexes) as f64 / text.len() as f64);
+    assert!(
+        summary.contains(&format!(
+            "; the table takes {} ({ratio}): rows {}, index by_city ",
+            shown(rows + indexes),
+            shown(rows)
+        )),
+        "{summary}"
+    );
+    assert!(summary.contains(", index by_name "), "{summary}");
+    let listed = big["indexes"].as_str().expect("indexes");
+    assert!(listed.starts_with("by_city(city): ") && listed.contains("; by_name(name): "), "{listed}");
+    let stats = stdout_of(basalt().arg("stats").arg(&db));
+    assert!(
+        stats.contains(&format!("tables on disk  {} (rows and indexes)", shown(rows + indexes))),
+        "{stats}"
+    );
+    let line = |label: &str| stats.lines().find(|l| l.trim_start().starts_with(label)).map(str::to_owned);
+    assert!(line("big ").is_some_and(|l| l.ends_with(&shown(rows + indexes))), "{stats}");
+    assert!(line("rows ").is_some_and(|l| l.ends_with(&shown(rows))), "{stats}");
+    assert!(line("index by_city").is_some() && line("index by_name").is_some(), "{stats}");
+    // Dropping an index takes its bytes out of the table's, and only its.
+    basalt().arg("drop-index").arg(&db).args(["big", "by_name"]).assert().success();
+    let after = tables_json(&db);
+    let big = &after["big"];
+    assert_eq!(number(big, "bytes"), rows, "{big}");
+    let left = number(big, "index_bytes");
+    assert!(left > 0 && left < indexes, "{big}");
+    assert!(!big["indexes"].as_str().expect("indexes").contains("by_name"), "{big}");
+    // Into an existing table, no ratio: the input is not all it holds.
+    let more = dir.path().join("more.csv");
+    std::fs::write(&more, "id,name,city\n5000,zed,Oslo\n").expect("csv");
+    let summary = stdout_of(&mut load_into(&db, "big", &more));
+    assert!(summary.contains("; the table takes ") && !summary.contains(" input)"), "{summary}");
+    assert!(summary.contains(": rows ") && summary.contains(", index by_city "), "{summary}");
+}
+
 /// `basalt load DB TABLE FILE`, to add options and assertions to.
 fn load_into(db: &Path, table: &str, file: &Path) -> Command {
     let mut cmd = basalt();
@@ -335,9 +422,12 @@ fn sql_statements_and_the_shell() {
 fn manage_tables_and_indexes() {
     let (dir, db) = people();
     let tables = stdout_of(basalt().arg("tables").arg(&db).args(["--format", "csv"]));
-    assert!(tables.starts_with("table,columns,primary_key,indexes,rows_stored,bytes\n"), "{tables}");
     assert!(
-        tables.contains("people,\"id Int64, name Utf8, score Float64, city Utf8\",id,by_city(city),5,"),
+        tables.starts_with("table,columns,primary_key,indexes,rows_stored,bytes,index_bytes\n"),
+        "{tables}"
+    );
+    assert!(
+        tables.contains("people,\"id Int64, name Utf8, score Float64, city Utf8\",id,by_city(city): "),
         "{tables}"
     );
     basalt()
@@ -547,8 +637,9 @@ fn exit_codes_are_as_documented() {
 
 /// `basalt tables` fits the width it is given (COLUMNS, or the terminal's),
 /// wrapping column and index lists between items (a name longer than its
-/// share keeps its line: 80 columns do not hold this table); `--wide` and
-/// the machine formats keep one line per table.
+/// share keeps its line: 80 columns do not hold this table, 112 do — seven
+/// cells, two with a 21-letter name whole); `--wide` and the machine
+/// formats keep one line per table.
 #[test]
 fn tables_fit_the_terminal_unless_wide() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -563,7 +654,7 @@ fn tables_fit_the_terminal_unless_wide() {
         .args(["readings", "by_first_two", "measurement_number_0", "measurement_number_1"])
         .assert()
         .success();
-    for width in [100, 140] {
+    for width in [112, 140] {
         let out = stdout_of(basalt().env("COLUMNS", width.to_string()).arg("tables").arg(&db));
         let longest = out.lines().map(|l| l.chars().count()).max().unwrap_or(0);
         assert!(longest <= width, "wider than {width}:\n{out}");
