@@ -487,6 +487,22 @@ pub fn stats(args: &DbArgs, create: bool) -> CliResult<()> {
         out!("L{level:<6} {count:>6}   {}", bytes(*size));
     }
     out!("total   {:>6}   {}", files.len(), bytes(files.iter().map(|f| f.size).sum()));
+    // The same files by tree (a table, an index, a keyspace), exact bytes.
+    let mut trees: Vec<(&str, usize, u64)> = Vec::new();
+    for f in &files {
+        match trees.iter_mut().find(|t| t.0 == f.tree) {
+            Some(t) => {
+                t.1 += 1;
+                t.2 += f.size;
+            }
+            None => trees.push((&f.tree, 1, f.size)),
+        }
+    }
+    trees.sort_unstable();
+    out!("tree            files   bytes");
+    for (tree, count, size) in &trees {
+        out!("  {tree:<13} {count:>6}   {size}");
+    }
     out!(
         "memtables       {} ({} immutable)",
         bytes(stats.memtable_bytes_total as u64),
