@@ -15,7 +15,7 @@ use tpchgen::generators::OrderGenerator;
 
 use super::answers::{Answer, Cell};
 use super::data::{self, Table};
-use super::{Measured, TpchArgs, fresh, queries, timed};
+use super::{Measured, TpchArgs, du, fresh, queries, timed};
 use crate::engine::Result;
 
 /// Basalt's SST block size for TPC-H's wide rows.
@@ -153,9 +153,48 @@ pub fn basalt(args: &TpchArgs, tables: &[Table], dir: &Path) -> Result<Measured>
     db.flush()?;
     db.wait_for_background_work()?;
     let load_s = started.elapsed().as_secs_f64();
+    // Each tree's SSTs (a table, an index), from the MANIFEST's files.
+    let mut trees: Vec<(String, u64)> = Vec::new();
+    for f in basalt::inspect::files(&db) {
+        match trees.iter_mut().find(|(tree, _)| *tree == f.tree) {
+            Some((_, bytes)) => *bytes += f.size,
+            None => trees.push((f.tree, f.size)),
+        }
+    }
     let rt = runtime()?;
     let ctx = basalt_datafusion::session(db.clone());
-    let queries = datafusion_queries(args, &rt, &ctx);
+    let (queries, lookups) = if args.sizes_only {
+        (Measured::not_run(), Vec::new())
+    } else {
+        (datafusion_queries(args, &rt, &ctx), basalt_lookups(args, tables, &rt, &ctx)?)
+    };
+    drop(ctx);
+    // Bytes on disk once closed: the SSTs by tree, and the rest (WAL,
+    // MANIFEST, options) as `other`.
+    db.close()?;
+    let sst: u64 = trees.iter().map(|(_, b)| b).sum();
+    trees.push(("other".into(), du(dir).saturating_sub(sst)));
+    Ok(Measured {
+        engine: "basalt".into(),
+        load_s,
+        queries,
+        lookups,
+        options: format!(
+            "DataFusion 55.2 over Basalt, {} KiB blocks, block cache {} MiB, 2 partitions",
+            BLOCK_BYTES >> 10,
+            args.cache_mib
+        ),
+        bytes: trees,
+    })
+}
+
+/// Basalt's small queries, three ways each.
+fn basalt_lookups(
+    args: &TpchArgs,
+    tables: &[Table],
+    rt: &tokio::runtime::Runtime,
+    ctx: &SessionContext,
+) -> Result<Vec<(String, f64)>> {
     let mut measured = Vec::new();
     for lookup in lookups(args, tables) {
         let metric = lookup.metric;
@@ -176,11 +215,11 @@ pub fn basalt(args: &TpchArgs, tables: &[Table], dir: &Path) -> Result<Measured>
         let t = Instant::now();
         let mut text_rows = 0;
         for params in &lookup.params {
-            text_rows += rt.block_on(basalt_datafusion::query(&ctx, &lookup.text(params), &[]))?.num_rows();
+            text_rows += rt.block_on(basalt_datafusion::query(ctx, &lookup.text(params), &[]))?.num_rows();
         }
         measured.push((format!("{metric}_text_us"), lookup.per_query(t)));
-        let prepared = rt
-            .block_on(basalt_datafusion::prepare(&ctx, &lookup.sql.replace("?2", "$2").replace('?', "$1")))?;
+        let prepared =
+            rt.block_on(basalt_datafusion::prepare(ctx, &lookup.sql.replace("?2", "$2").replace('?', "$1")))?;
         let t = Instant::now();
         let mut prepared_rows = 0;
         for params in &lookup.params {
@@ -195,19 +234,7 @@ pub fn basalt(args: &TpchArgs, tables: &[Table], dir: &Path) -> Result<Measured>
             .into());
         }
     }
-    let lookups = measured;
-    drop(ctx);
-    Ok(Measured {
-        engine: "basalt".into(),
-        load_s,
-        queries,
-        lookups,
-        options: format!(
-            "DataFusion 55.2 over Basalt, {} KiB blocks, block cache {} MiB, 2 partitions",
-            BLOCK_BYTES >> 10,
-            args.cache_mib
-        ),
-    })
+    Ok(measured)
 }
 
 pub fn parquet(args: &TpchArgs, dir: &Path, load_s: f64) -> Result<Measured> {
@@ -218,13 +245,18 @@ pub fn parquet(args: &TpchArgs, dir: &Path, load_s: f64) -> Result<Measured> {
         let path = path.to_str().ok_or("parquet path is not UTF-8")?.to_string();
         rt.block_on(ctx.register_parquet(name, &path, ParquetReadOptions::default()))?;
     }
-    let queries = datafusion_queries(args, &rt, &ctx);
+    let queries = if args.sizes_only { Measured::not_run() } else { datafusion_queries(args, &rt, &ctx) };
+    let bytes = ["region", "nation", "supplier", "customer", "part", "partsupp", "orders", "lineitem"]
+        .into_iter()
+        .map(|name| (name.to_string(), du(&dir.join(format!("{name}.parquet")))))
+        .collect();
     Ok(Measured {
         engine: "parquet".into(),
         load_s,
         queries,
         lookups: Vec::new(),
         options: "DataFusion 55.2 over Parquet files (uncompressed, page statistics), 2 partitions".into(),
+        bytes,
     })
 }
 
@@ -273,6 +305,17 @@ pub fn sqlite(args: &TpchArgs, tables: &[Table], path: &Path) -> Result<Measured
     // SQLite's query planner advice: statistics for the optimizer.
     conn.execute_batch("ANALYZE")?;
     let load_s = started.elapsed().as_secs_f64();
+    let bytes = vec![("file".to_string(), du(path))];
+    if args.sizes_only {
+        return Ok(Measured {
+            engine: "sqlite".into(),
+            load_s,
+            queries: Measured::not_run(),
+            lookups: Vec::new(),
+            options: "SQLite (bundled), journal off".into(),
+            bytes,
+        });
+    }
     let limit = Duration::from_secs(args.sqlite_limit_s);
     let queries = (1..=22)
         .map(|q| {
@@ -301,6 +344,7 @@ pub fn sqlite(args: &TpchArgs, tables: &[Table], path: &Path) -> Result<Measured
             "SQLite (bundled), cache {} MiB, mmap, ANALYZE, prepared statements for lookups",
             args.cache_mib
         ),
+        bytes,
     })
 }
 

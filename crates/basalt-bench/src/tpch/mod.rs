@@ -17,6 +17,17 @@
 //! `indexed_query_us` (Basalt also `…_text_us` and `…_prepared_us`).
 //! `scale` is the number of `lineitem` rows and `distribution` the scale
 //! factor (`sf0.1`).
+//!
+//! Bytes on disk (issue 61): metric `bytes` per engine — Basalt's
+//! directory after the load, background work and close; DuckDB's database
+//! file after `CHECKPOINT`; SQLite's file after `ANALYZE`; the Parquet
+//! files DataFusion reads (uncompressed) — and `parquet-zstd`, the same
+//! tables written by DuckDB as zstd Parquet. `--sizes-only` loads each
+//! engine and reports its bytes without running the queries:
+//!
+//! ```sh
+//! basalt-bench tpch --sizes-only --engines basalt,parquet,duckdb --python .venv/bin/python
+//! ```
 
 mod answers;
 mod data;
@@ -64,6 +75,10 @@ pub struct TpchArgs {
     /// Point, range and indexed queries timed per engine.
     #[arg(long, default_value_t = 2_000)]
     pub point_queries: usize,
+    /// Load each engine and report its bytes on disk (metric `bytes`)
+    /// without running the queries.
+    #[arg(long)]
+    pub sizes_only: bool,
 }
 
 /// One engine's measurements.
@@ -75,6 +90,20 @@ struct Measured {
     /// (metric, µs per query) for the point, range and indexed queries.
     lookups: Vec<(String, f64)>,
     options: String,
+    /// Bytes on disk, by part (a tree, a file); empty when not measured.
+    bytes: Vec<(String, u64)>,
+}
+
+impl Measured {
+    /// Every part's bytes.
+    fn total_bytes(&self) -> u64 {
+        self.bytes.iter().map(|(_, b)| b).sum()
+    }
+
+    /// The queries, none of them run (`--sizes-only`).
+    fn not_run() -> Vec<std::result::Result<(f64, Answer), String>> {
+        vec![Err("not run (--sizes-only)".to_string()); 22]
+    }
 }
 
 /// Runs the benchmark.
@@ -98,22 +127,33 @@ pub fn run(args: &TpchArgs) -> Result<()> {
     data::write_parquet(&tables, &parquet_dir)?;
     let parquet_s = writing.elapsed().as_secs_f64();
     let mut measured = Vec::new();
+    // Bytes of data no engine queries (zstd Parquet files).
+    let mut sized = Vec::new();
     for engine in &args.engines {
         eprintln!("{engine}: loading");
         let m = match engine.as_str() {
             "basalt" => engines::basalt(args, &tables, &dir.join("data/basalt"))?,
             "parquet" => engines::parquet(args, &parquet_dir, parquet_s)?,
             "sqlite" => engines::sqlite(args, &tables, &dir.join("data/sqlite.db"))?,
-            "duckdb" => duckdb::run(args, &tables, &parquet_dir, &dir.join("data/duckdb"))?,
+            "duckdb" => {
+                let (m, zstd) = duckdb::run(args, &tables, &parquet_dir, &dir.join("data/duckdb"))?;
+                sized.push(zstd);
+                m
+            }
             other => {
                 return Err(format!("unknown tpch engine {other} (basalt, parquet, duckdb, sqlite)").into());
             }
         };
         measured.push(m);
     }
-    let records = records(args, &machine, lineitem_rows, &measured);
+    // The sizes of what ran no queries come after the engines'.
+    let sized_records: Vec<Record> =
+        records(args, &machine, lineitem_rows, &sized).into_iter().filter(|r| r.metric == "bytes").collect();
+    let mut records = records(args, &machine, lineitem_rows, &measured);
+    records.extend(sized_records);
     result::write_jsonl(&dir.join("results.jsonl"), &records)?;
-    let table = summary(&measured);
+    let mut table = if args.sizes_only { String::new() } else { summary(&measured) + "\n" };
+    table.push_str(&sizes(measured.iter().chain(&sized)));
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     std::fs::write(
         dir.join("report.md"),
@@ -169,7 +209,13 @@ fn records(args: &TpchArgs, machine: &Machine, lineitem_rows: u64, measured: &[M
         (0..22).filter(|&q| measured.iter().all(|m| answered(m, reference, q).is_ok())).collect();
     let mut out = Vec::new();
     for m in measured {
+        if !m.bytes.is_empty() {
+            out.push(record(m, "bytes", m.total_bytes() as f64, "bytes", None));
+        }
         out.push(record(m, "load_s", m.load_s, "s", None));
+        if args.sizes_only {
+            continue;
+        }
         for q in 0..22 {
             if let Ok(ms) = answered(m, reference, q) {
                 let mut r = record(m, "query_ms", ms, "ms", Some(format!("q{}", q + 1)));
@@ -250,6 +296,40 @@ fn summary(measured: &[Measured]) -> String {
     }
     out.push('\n');
     out
+}
+
+/// Bytes on disk per engine, Basalt's over each, and each engine's parts.
+fn sizes<'a>(measured: impl Iterator<Item = &'a Measured> + Clone) -> String {
+    use std::fmt::Write;
+    let basalt = measured.clone().find(|m| m.engine == "basalt").map(Measured::total_bytes);
+    let mut out = String::from("| engine | bytes | Basalt ÷ engine | parts |\n| --- | ---: | ---: | --- |\n");
+    for m in measured.filter(|m| !m.bytes.is_empty()) {
+        let total = m.total_bytes();
+        let ratio = basalt.map_or_else(|| "—".to_string(), |b| format!("{:.2}", b as f64 / total as f64));
+        let parts: Vec<String> = m.bytes.iter().map(|(name, b)| format!("{name} {}", mib(*b))).collect();
+        let _ = writeln!(
+            out,
+            "| {} | {total} ({}) | {ratio} | {} |",
+            m.engine,
+            report::human(total as f64, "bytes"),
+            parts.join(", ")
+        );
+    }
+    out
+}
+
+/// `bytes` in MiB, two decimals.
+fn mib(bytes: u64) -> String {
+    format!("{:.2} MiB", bytes as f64 / f64::from(1u32 << 20))
+}
+
+/// Bytes of every file under `path` (a file or a directory).
+fn du(path: &Path) -> u64 {
+    let Ok(meta) = std::fs::metadata(path) else { return 0 };
+    if !meta.is_dir() {
+        return meta.len();
+    }
+    std::fs::read_dir(path).map_or(0, |entries| entries.flatten().map(|e| du(&e.path())).sum())
 }
 
 /// The median of `values` (they are sorted in place).
