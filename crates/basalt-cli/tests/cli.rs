@@ -450,6 +450,10 @@ fn manage_tables_and_indexes() {
     basalt().arg("query").arg(&db).args(["people", "--index", "by_name", "--eq", "eve"]).assert().code(2);
     basalt().arg("stats").arg(&db).assert().success().stdout(predicate::str::contains("space amplification"));
     basalt().arg("compact").arg(&db).assert().success();
+    // Once compacted, each tree's files: the table's and its index's.
+    let stats = stdout_of(basalt().arg("stats").arg(&db));
+    assert!(stats.contains("\ntree            files   bytes\n  by_city "), "{stats}");
+    assert!(stats.contains("\n  people "), "{stats}");
     basalt().arg("compact").arg(&db).arg("people").assert().success();
     // Export, then load the export: the same table.
     for ext in ["parquet", "csv", "arrow", "jsonl"] {
