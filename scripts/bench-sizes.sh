@@ -133,7 +133,8 @@ if not b_trees:
 def tree_of(name):
     return b_trees.get(name, growth[name])
 d = {name: size for name, size, _ in d_steps}
-print(f"| {rows:,} rows | Basalt bytes ({"tree's SSTs" if b_trees else "directory growth"}) | DuckDB bytes (used-block growth) | Basalt ÷ DuckDB |")
+source = "tree's SSTs" if b_trees else "directory growth"
+print(f"| {rows:,} rows | Basalt bytes ({source}) | DuckDB bytes (used-block growth) | Basalt ÷ DuckDB |")
 print("| --- | ---: | ---: | ---: |")
 row = lambda name, b, k: print(f"| {name} | {b:,} ({mib(b)}) | {k:,} ({mib(k)}) | {b / k:.2f} |")
 row("table g", tree_of("g"), d["table"])
