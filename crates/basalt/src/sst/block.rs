@@ -149,8 +149,10 @@ impl Block {
     fn check_columns(&mut self) -> std::result::Result<(), String> {
         let n = self.rows;
         let kv = self.is_key_value();
+        // Keys of one width are written without offsets in every block
+        // (key-value blocks from format 2, table blocks from format 8).
         self.key_width =
-            check_offsets(self.buffer(BUF_KEY_OFFSETS), n, self.buffer(BUF_KEY_DATA).len(), kv, "key")?;
+            check_offsets(self.buffer(BUF_KEY_OFFSETS), n, self.buffer(BUF_KEY_DATA).len(), true, "key")?;
         if kv {
             self.value_width = check_offsets(
                 self.buffer(BUF_VALUE_OFFSETS),

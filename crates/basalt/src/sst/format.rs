@@ -33,10 +33,12 @@ use crate::error::{Error, Result};
 /// entry's leading indexed values) the filter holds besides the whole
 /// keys: an equality or prefix lookup on an index skips a file whose
 /// filter lacks its prefix. Files before it hold none, and are read.
-/// Version 8 may compress a block with zstd (compression type 2) and may
+/// Version 8 may compress a block with zstd (compression type 2), may
 /// store a table block's string and binary columns as dictionaries
-/// (`block/dictionary.rs`); a version 7 reader would take a dictionary
-/// header for offsets, so it refuses the file by its footer instead.
+/// (`block/dictionary.rs`) and writes a table block's keys without
+/// offsets when they all have one width, as key-value blocks do; a
+/// version 7 reader would take a dictionary header for offsets, so it
+/// refuses the file by its footer instead.
 pub const FORMAT_VERSION: u32 = 8;
 
 /// The first version whose properties hold the count of key prefixes in

@@ -234,7 +234,10 @@ impl BlockBuilder {
                         None => owned.extend([validity, offsets, values]),
                     }
                 }
-                let mut buffers: Vec<&[u8]> = vec![&self.key_offsets, &self.key_data, &self.trailers];
+                // Keys of one width (an integer or a fixed-size key) go
+                // without offsets, as in key-value blocks: 4 bytes a row.
+                let key_offsets = fixed_width(&self.key_offsets).map_or(&self.key_offsets[..], |_| &[]);
+                let mut buffers: Vec<&[u8]> = vec![key_offsets, &self.key_data, &self.trailers];
                 buffers.extend(owned.iter().map(Vec::as_slice));
                 encode_buffers(self.rows as u32, &buffers)
             }
