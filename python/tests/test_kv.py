@@ -664,9 +664,11 @@ def test_unknown_open_option_is_typeerror(path: pathlib.Path) -> None:
     with pytest.raises(TypeError):
         basalt.open(path, auto_compaction="yes")
     with pytest.raises(basalt.InvalidArgumentError):
-        basalt.open(path, compression="zstd")
+        basalt.open(path, compression="brotli")
     with pytest.raises(basalt.InvalidArgumentError):
-        basalt.open(path, index_compression="zstd")
+        basalt.open(path, settled_compression="zstd9")
+    with pytest.raises(TypeError):
+        basalt.open(path, string_dictionaries="yes")
     with pytest.raises(TypeError):
         basalt.open(path, index_compression=True)
     assert not path.exists()
@@ -676,7 +678,9 @@ def test_known_open_options_are_accepted(path: pathlib.Path) -> None:
     with basalt.open(
         path,
         compression="lz4",
-        index_compression="lz4",
+        index_compression="zstd",
+        settled_compression="none",
+        string_dictionaries=False,
         block_cache_bytes=1 << 20,
         auto_compaction=False,
         memtable_bytes_max=1 << 20,
