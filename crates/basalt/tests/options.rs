@@ -56,7 +56,9 @@ enum V {
     U32(u32),
     U64(u64),
     Bool(bool),
+    None,
     Lz4,
+    Zstd,
 }
 
 const KIB: usize = 1 << 10;
@@ -87,9 +89,12 @@ fn field_values() -> Vec<(&'static str, Vec<V>)> {
         ("auto_compaction", vec![Bool(false)]),
         ("block_bytes_target", vec![Usize(0), Usize(1), Usize(32), MAX]),
         ("table_block_bytes_target", vec![Usize(0), Usize(1), Usize(32), MAX]),
+        ("settled_block_bytes_target", vec![Usize(0), Usize(1), Usize(32), MAX]),
         ("bloom_bits_per_key", vec![U32(1), U32(100), U32(u32::MAX)]),
-        ("compression", vec![V::Lz4]),
-        ("index_compression", vec![V::Lz4]),
+        ("compression", vec![V::Lz4, V::Zstd]),
+        ("index_compression", vec![V::Lz4, V::Zstd]),
+        ("settled_compression", vec![V::None, V::Lz4]),
+        ("string_dictionaries", vec![Bool(false)]),
         ("block_cache_bytes", vec![Usize(0), Usize(1), MAX]),
         ("row_cache_bytes", vec![Usize(1), Usize(64 * KIB), MAX]),
         ("mmap_reads", vec![Bool(false)]),
@@ -123,9 +128,15 @@ fn set(o: &mut Options, name: &str, v: V) {
         ("auto_compaction", V::Bool(x)) => o.auto_compaction = x,
         ("block_bytes_target", V::Usize(x)) => o.block_bytes_target = x,
         ("table_block_bytes_target", V::Usize(x)) => o.table_block_bytes_target = x,
+        ("settled_block_bytes_target", V::Usize(x)) => o.settled_block_bytes_target = x,
         ("bloom_bits_per_key", V::U32(x)) => o.bloom_bits_per_key = x,
         ("compression", V::Lz4) => o.compression = Compression::Lz4,
+        ("compression", V::Zstd) => o.compression = Compression::Zstd,
         ("index_compression", V::Lz4) => o.index_compression = Compression::Lz4,
+        ("index_compression", V::Zstd) => o.index_compression = Compression::Zstd,
+        ("settled_compression", V::None) => o.settled_compression = Compression::None,
+        ("settled_compression", V::Lz4) => o.settled_compression = Compression::Lz4,
+        ("string_dictionaries", V::Bool(x)) => o.string_dictionaries = x,
         ("block_cache_bytes", V::Usize(x)) => o.block_cache_bytes = x,
         ("row_cache_bytes", V::Usize(x)) => o.row_cache_bytes = x,
         ("mmap_reads", V::Bool(x)) => o.mmap_reads = x,
@@ -178,7 +189,9 @@ impl Case {
                 V::U32(x) => x.to_string(),
                 V::U64(x) => x.to_string(),
                 V::Bool(x) => x.to_string(),
+                V::None => "Compression::None".to_string(),
                 V::Lz4 => "Compression::Lz4".to_string(),
+                V::Zstd => "Compression::Zstd".to_string(),
             };
             let _ = write!(s, " {name}: {v},");
         }

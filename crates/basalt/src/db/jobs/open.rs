@@ -270,6 +270,9 @@ fn validate_options(opts: &Options) -> Result<()> {
     if opts.table_block_bytes_target == 0 {
         return bad("table_block_bytes_target must be positive");
     }
+    if opts.settled_block_bytes_target == 0 {
+        return bad("settled_block_bytes_target must be positive");
+    }
     for (name, limit) in [
         ("key_bytes_max", opts.key_bytes_max),
         ("value_bytes_max", opts.value_bytes_max),

@@ -222,7 +222,8 @@ fn dictionary_columns_in_table_blocks_read_in_place_and_refuse_damage() {
     let cities = ["JFK", "LGA", "EWR"];
     let rows = 200;
     let ids: ArrayRef = Arc::new(Int64Array::from((0..rows as i64).collect::<Vec<_>>()));
-    let city = StringArray::from((0..rows).map(|i| (i % 7 != 0).then_some(cities[i % 3])).collect::<Vec<_>>());
+    let city =
+        StringArray::from((0..rows).map(|i| (i % 7 != 0).then_some(cities[i % 3])).collect::<Vec<_>>());
     let arrays: Vec<ArrayRef> = vec![ids, Arc::new(city.clone())];
     let mut builder = BlockBuilder::for_table(layout.clone(), true, true);
     for i in 0..rows {
@@ -235,13 +236,18 @@ fn dictionary_columns_in_table_blocks_read_in_place_and_refuse_damage() {
     assert!(Dictionary::is_dictionary(block.buffer(at + 1)), "three values take a dictionary");
     assert!(block.buffer(BUF_KEY_OFFSETS).is_empty(), "8-byte keys go without offsets");
     assert_eq!(block.column(&layout, 1).expect("decodes").to_data(), city.to_data());
-    let read = |block: &Block, i: usize| block.table_cell(&layout, 1, i).map(|c| match c {
-        RawCell::Null => None,
-        RawCell::Bytes(b) => Some(b.to_vec()),
-        RawCell::Word(w) => Some(w.to_vec()),
-    });
+    let read = |block: &Block, i: usize| {
+        block.table_cell(&layout, 1, i).map(|c| match c {
+            RawCell::Null => None,
+            RawCell::Bytes(b) => Some(b.to_vec()),
+            RawCell::Word(w) => Some(w.to_vec()),
+        })
+    };
     for i in 0..rows {
-        assert_eq!(read(&block, i).expect("cell"), city.is_valid(i).then(|| cities[i % 3].as_bytes().to_vec()));
+        assert_eq!(
+            read(&block, i).expect("cell"),
+            city.is_valid(i).then(|| cities[i % 3].as_bytes().to_vec())
+        );
     }
     // Two-bit codes; the last byte holds rows 196 (null) to 199: code 3.
     let codes_end = block.buffer_range(at + 2).end;
