@@ -245,8 +245,9 @@ impl DbInner {
         // A file under a range tombstone that hides some of its entries is
         // rewritten, not moved: the move would keep what the tombstone hides
         // (and the tombstone with it).
-        let trivial =
-            task.is_trivial_move() && !task.inputs.iter().any(|f| self.under_tombstone(task.tree, f));
+        let trivial = task.is_trivial_move()
+            && !task.inputs.iter().any(|f| self.under_tombstone(task.tree, f))
+            && !self.settles_flushed_rows(task);
         if trivial {
             for f in &task.inputs {
                 let moved = FileMeta { merged_reads: f.merged_reads.carried(), ..(**f).clone() };
@@ -376,6 +377,22 @@ impl DbInner {
         let def = catalog.tree(tree).filter(|d| matches!(d.kind, crate::catalog::TreeKind::Keyspace))?;
         let (_, f) = self.opts.compaction_filters.iter().find(|(name, _)| *name == def.name)?;
         Some((def.name.clone(), f.clone()))
+    }
+
+    /// Whether `task` would move a table's flushed files (L0's) to where its
+    /// rows settle while settled files are written otherwise (compressed,
+    /// in larger blocks): they are then rewritten, not moved. Rows written
+    /// in key order flush to files that would otherwise move down level
+    /// after level as they were and never settle: the cost is one rewrite
+    /// of each such file. Files of deeper levels were written by a
+    /// compaction or a bulk load and move as they are.
+    fn settles_flushed_rows(&self, task: &CompactionTask) -> bool {
+        let settled_differs = self.opts.settled_compression != self.opts.compression
+            || self.opts.settled_block_bytes_target != self.opts.table_block_bytes_target;
+        task.level == 0
+            && task.bottommost
+            && settled_differs
+            && self.versions.load().version.catalog.table_layout(task.tree).is_some()
     }
 
     /// Whether a range tombstone of `tree` in the current version meets
