@@ -679,7 +679,7 @@ def test_known_open_options_are_accepted(path: pathlib.Path) -> None:
         path,
         compression="lz4",
         index_compression="zstd",
-        settled_compression="none",
+        settled_compression="zstd",
         string_dictionaries=False,
         block_cache_bytes=1 << 20,
         auto_compaction=False,

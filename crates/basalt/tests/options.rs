@@ -56,7 +56,6 @@ enum V {
     U32(u32),
     U64(u64),
     Bool(bool),
-    None,
     Lz4,
     Zstd,
 }
@@ -93,7 +92,7 @@ fn field_values() -> Vec<(&'static str, Vec<V>)> {
         ("bloom_bits_per_key", vec![U32(1), U32(100), U32(u32::MAX)]),
         ("compression", vec![V::Lz4, V::Zstd]),
         ("index_compression", vec![V::Lz4, V::Zstd]),
-        ("settled_compression", vec![V::None, V::Lz4]),
+        ("settled_compression", vec![V::Zstd, V::Lz4]),
         ("string_dictionaries", vec![Bool(false)]),
         ("block_cache_bytes", vec![Usize(0), Usize(1), MAX]),
         ("row_cache_bytes", vec![Usize(1), Usize(64 * KIB), MAX]),
@@ -134,7 +133,7 @@ fn set(o: &mut Options, name: &str, v: V) {
         ("compression", V::Zstd) => o.compression = Compression::Zstd,
         ("index_compression", V::Lz4) => o.index_compression = Compression::Lz4,
         ("index_compression", V::Zstd) => o.index_compression = Compression::Zstd,
-        ("settled_compression", V::None) => o.settled_compression = Compression::None,
+        ("settled_compression", V::Zstd) => o.settled_compression = Compression::Zstd,
         ("settled_compression", V::Lz4) => o.settled_compression = Compression::Lz4,
         ("string_dictionaries", V::Bool(x)) => o.string_dictionaries = x,
         ("block_cache_bytes", V::Usize(x)) => o.block_cache_bytes = x,
@@ -189,7 +188,6 @@ impl Case {
                 V::U32(x) => x.to_string(),
                 V::U64(x) => x.to_string(),
                 V::Bool(x) => x.to_string(),
-                V::None => "Compression::None".to_string(),
                 V::Lz4 => "Compression::Lz4".to_string(),
                 V::Zstd => "Compression::Zstd".to_string(),
             };

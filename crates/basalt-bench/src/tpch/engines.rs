@@ -138,14 +138,17 @@ pub fn basalt(args: &TpchArgs, tables: &[Table], dir: &Path) -> Result<Measured>
     // block per batch and pays a few µs per block, and a 4 KiB block holds
     // 17 lineitem rows (35,498 blocks at sf 0.1: 160 ms to scan one column,
     // 23 ms with 64 KiB blocks; docs/BENCHMARKS-history.md, issue 16).
-    let opts = Options::default().block_cache_bytes(args.cache_mib << 20).block_bytes_target(BLOCK_BYTES);
+    let mut opts = Options::default().block_cache_bytes(args.cache_mib << 20).block_bytes_target(BLOCK_BYTES);
+    if args.settled_zstd {
+        opts = opts.settled_compression(basalt::Compression::Zstd);
+    }
     let db = Arc::new(Db::open(dir, opts)?);
     let started = Instant::now();
     for t in tables {
         let table = db.create_table(t.name, t.schema.clone(), t.key, TableOptions::default())?;
         // Loaded as a user loads a data set (`basalt load` does the same):
         // one bulk load per table, the indexes made after it; the rows
-        // land where they settle, compressed (`settled_compression`).
+        // land where they settle (compressed with `--settled-zstd`).
         table.bulk_load(t.batches.iter().cloned())?;
         for (name, column) in t.indexes {
             table.create_index(name, &[column], IndexOptions::default())?;
@@ -181,9 +184,10 @@ pub fn basalt(args: &TpchArgs, tables: &[Table], dir: &Path) -> Result<Measured>
         queries,
         lookups,
         options: format!(
-            "DataFusion 55.2 over Basalt, {} KiB blocks, block cache {} MiB, 2 partitions",
+            "DataFusion 55.2 over Basalt, {} KiB blocks, block cache {} MiB, 2 partitions{}",
             BLOCK_BYTES >> 10,
-            args.cache_mib
+            args.cache_mib,
+            if args.settled_zstd { ", settled tables zstd" } else { "" }
         ),
         bytes: trees,
     })

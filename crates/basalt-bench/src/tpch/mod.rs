@@ -79,6 +79,10 @@ pub struct TpchArgs {
     /// without running the queries.
     #[arg(long)]
     pub sizes_only: bool,
+    /// Basalt's tables settle zstd-compressed (`Options::settled_compression`,
+    /// off by default).
+    #[arg(long)]
+    pub settled_zstd: bool,
 }
 
 /// One engine's measurements.

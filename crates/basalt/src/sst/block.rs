@@ -514,6 +514,8 @@ impl Block {
                     && !Dictionary::is_dictionary(header)
                 {
                     self.rows * usize::from(header[2])
+                } else if !Dictionary::is_dictionary(header) {
+                    0
                 } else if let Ok(d) = Dictionary::read(header, self.buffer(at + 2), self.rows) {
                     // A damaged count is caught when the column is decoded;
                     // until then it may only overcharge up to the most a
@@ -524,7 +526,10 @@ impl Block {
                     0
                 }
             })
-            .sum()
+            .sum::<usize>()
+            // Keys of one width have no offsets in the block: a key column
+            // read as an array (a raw `Utf8`/`Binary` key) makes them.
+            + if self.key_width.is_some() { 4 * (self.rows + 1) } else { 0 }
     }
 
     /// The stored column at buffer `at` (its validity; offsets and values

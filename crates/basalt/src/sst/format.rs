@@ -84,6 +84,10 @@ pub const COMPRESSION_ZSTD: u8 = 2;
 /// table blocks higher levels cost compaction more than they save
 /// (docs/BENCHMARKS.md, "Bytes on disk").
 pub const ZSTD_LEVEL: i32 = 3;
+/// A zstd block holds at most 128 KiB of content in at least 4 bytes (an
+/// RLE block), so no frame expands more than this; a larger claimed length
+/// is corruption, and checking it bounds the allocation.
+pub const ZSTD_EXPANSION_MAX: usize = 1 << 15;
 /// Compression is kept only when it saves at least `1 / 8` of the block;
 /// smaller savings do not pay for the decompression on every read.
 pub const COMPRESSION_SAVING_DIVISOR: usize = 8;

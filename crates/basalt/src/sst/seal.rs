@@ -9,7 +9,7 @@ use std::cell::RefCell;
 
 use super::format::{
     BLOCK_BYTES_MAX, BLOCK_TRAILER_BYTES, COMPRESSION_LZ4, COMPRESSION_NONE, COMPRESSION_SAVING_DIVISOR,
-    COMPRESSION_ZSTD, LZ4_EXPANSION_MAX, ZSTD_LEVEL, block_crc,
+    COMPRESSION_ZSTD, LZ4_EXPANSION_MAX, ZSTD_EXPANSION_MAX, ZSTD_LEVEL, block_crc,
 };
 use crate::error::{Error, Result};
 use crate::options::Compression;
@@ -73,8 +73,11 @@ fn decompress_zstd(stored: &[u8]) -> std::result::Result<Vec<u8>, String> {
     // The frame states its content size too; the two must agree before
     // anything is allocated, so a damaged length cannot ask for gigabytes
     // the frame does not hold.
+    // A zstd block decompresses to at most 128 KiB and takes at least 4
+    // bytes: no frame expands more than 32,768 times.
+    let most = frame.len().saturating_mul(ZSTD_EXPANSION_MAX);
     match zstd::zstd_safe::get_frame_content_size(frame) {
-        Ok(Some(n)) if n == len as u64 && len <= BLOCK_BYTES_MAX => {}
+        Ok(Some(n)) if n == len as u64 && len <= BLOCK_BYTES_MAX && len <= most => {}
         Ok(Some(n)) => return Err(format!("zstd block claims {len} bytes, its frame {n}")),
         _ => return Err("zstd block has no readable frame header".into()),
     }
@@ -83,7 +86,8 @@ fn decompress_zstd(stored: &[u8]) -> std::result::Result<Vec<u8>, String> {
             *slot = zstd::bulk::Decompressor::new().ok();
         }
         let decompressor = slot.as_mut().ok_or("zstd context could not be made")?;
-        let mut out = Vec::with_capacity(len);
+        let mut out = Vec::new();
+        out.try_reserve_exact(len).map_err(|_| format!("zstd block of {len} bytes cannot be allocated"))?;
         match decompressor.decompress_to_buffer(frame, &mut out) {
             Ok(n) if n == len => Ok(out),
             Ok(n) => Err(format!("zstd block decompressed to {n} bytes, expected {len}")),
@@ -222,6 +226,11 @@ mod tests {
             bad[..4].copy_from_slice(&len.to_le_bytes());
             cases.push(bad);
         }
+        // 20 bytes whose prefix and frame header agree on 2 GiB, then an
+        // empty last block: refused before anything is allocated.
+        cases.push(vec![
+            0xff, 0xff, 0xff, 0x7f, 0x28, 0xb5, 0x2f, 0xfd, 0xe0, 0xff, 0xff, 0xff, 0x7f, 0, 0, 0, 0, 1, 0, 0,
+        ]);
         // A frame header claiming another content size than the frame holds.
         let mut lying = good.clone();
         let last = lying.len() - 1;

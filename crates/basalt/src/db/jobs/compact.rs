@@ -387,11 +387,9 @@ impl DbInner {
     /// of each such file. Files of deeper levels were written by a
     /// compaction or a bulk load and move as they are.
     fn settles_flushed_rows(&self, task: &CompactionTask) -> bool {
-        let settled_differs = self.opts.settled_compression != self.opts.compression
-            || self.opts.settled_block_bytes_target != self.opts.table_block_bytes_target;
         task.level == 0
             && task.bottommost
-            && settled_differs
+            && self.opts.settled_compression != self.opts.compression
             && self.versions.load().version.catalog.table_layout(task.tree).is_some()
     }
 

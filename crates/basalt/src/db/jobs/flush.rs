@@ -240,8 +240,8 @@ impl DbInner {
     /// with: the catalog may have changed since (a drop while a compaction
     /// runs), and rows must be written as they were read. `settles`: the
     /// file goes where the tree's rows settle (a bottommost compaction, a
-    /// bulk load), so a table's blocks take `settled_compression` and
-    /// `settled_block_bytes_target`.
+    /// bulk load), so a table's blocks take `settled_compression` (and,
+    /// compressed, `settled_block_bytes_target`).
     pub(crate) fn start_sst(
         &self,
         tree: TreeId,
@@ -257,8 +257,10 @@ impl DbInner {
         }
         let options = SstWriterOptions {
             block_bytes_target: match (&layout, settles) {
-                (Some(_), true) => self.opts.settled_block_bytes_target,
-                (Some(_), false) => self.opts.table_block_bytes_target,
+                (Some(_), true) if self.opts.settled_compression != crate::options::Compression::None => {
+                    self.opts.settled_block_bytes_target
+                }
+                (Some(_), _) => self.opts.table_block_bytes_target,
                 (None, _) => self.opts.block_bytes_target,
             },
             bloom_bits_per_key: self.opts.bloom_bits_per_key,

@@ -16,7 +16,7 @@
 //! of 8, then the codes.
 //!
 //! ```text
-//! offsets := tag: u8 (2) | bits: u8 (0..=32) | 2 zero bytes | entries: u32 LE (>= 1)
+//! offsets := tag: u8 (2) | bits: u8 (0..=16) | 2 zero bytes | entries: u32 LE (1..=65,536)
 //!          | decoded: u64 LE (bytes of the rows' values, nulls 0)
 //!          | (entries + 1) dictionary offsets: u32 LE, from 0, never falling
 //! values  := dictionary bytes | zero padding to a multiple of 8
@@ -227,7 +227,13 @@ impl<'a> Dictionary<'a> {
             return Err(format!("dictionary column of {capacity} decoded bytes"));
         }
         let mut offsets: Vec<i32> = Vec::with_capacity(rows + 1);
-        let mut values: Vec<u8> = Vec::with_capacity(capacity);
+        // A damaged (or crafted) header may claim up to 2 GiB that a few
+        // hundred bytes of codes really decode to: reserved fallibly, so
+        // that it fails the read instead of aborting the process.
+        let mut values: Vec<u8> = Vec::new();
+        values
+            .try_reserve_exact(capacity)
+            .map_err(|_| format!("dictionary column of {capacity} decoded bytes cannot be allocated"))?;
         offsets.push(0);
         for r in 0..rows {
             if !is_null(r) {
