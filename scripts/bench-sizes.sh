@@ -22,7 +22,8 @@
 #
 #   bash scripts/bench-sizes.sh [ROWS (3000000)]
 #
-# Environment: BASALT (the CLI; default $CARGO_TARGET_DIR or target, then
+# Environment: BASALT_LOAD_FLAGS (extra `basalt load` flags, e.g. --zstd),
+# BASALT (the CLI; default $CARGO_TARGET_DIR or target, then
 # /debug/basalt), PYTHON (with duckdb; default .venv/bin/python),
 # BASALT_SIZES_DIR (work directory; default target/bench-sizes, or under
 # $CARGO_TARGET_DIR). The data file is made once per ROWS and kept; the
@@ -53,7 +54,8 @@ now() { date +%s.%N; }
 db=$work/g-$rows.basalt
 rm -rf "$db"
 t=$(now)
-"$basalt" load --create "$db" g "$parquet" --primary-key id >/dev/null
+# shellcheck disable=SC2086 # BASALT_LOAD_FLAGS is a list of flags, e.g. --zstd
+"$basalt" load --create "$db" g "$parquet" --primary-key id ${BASALT_LOAD_FLAGS:-} >/dev/null
 secs=$(awk "BEGIN{printf \"%.1f\", $(now) - $t}")
 # An open deletes the files no version lists (a compaction's inputs).
 "$basalt" stats "$db" >/dev/null

@@ -1011,3 +1011,30 @@ fn ttl_prints_sets_and_turns_off_a_tables_time_to_live() {
     stdout_of(basalt().arg("ttl").arg(&db).args(["default", "2d", "--keyspace"]));
     assert_eq!(stdout_of(basalt().arg("ttl").arg(&db).args(["default", "--keyspace"])).trim(), "172800s");
 }
+
+/// `basalt load --zstd` stores the loaded rows zstd-compressed: the same
+/// CSV takes fewer bytes and reads back the same.
+#[test]
+fn load_with_zstd_stores_fewer_bytes_and_the_same_rows() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let csv = dir.path().join("t.csv");
+    let lines = (0..5_000).map(|i| format!("{i},carrier-{},{}\n", i % 7, i * 31 % 1000));
+    let text: String = std::iter::once("id,carrier,delay\n".to_owned()).chain(lines).collect();
+    std::fs::write(&csv, &text).expect("csv");
+    let mut sizes = Vec::new();
+    let mut dumps = Vec::new();
+    for zstd in [false, true] {
+        let db = dir.path().join(format!("db-{zstd}"));
+        let mut load = basalt();
+        load.args(["load", "--create"]).arg(&db).arg("t").arg(&csv).args(["--primary-key", "id"]);
+        if zstd {
+            load.arg("--zstd");
+        }
+        load.assert().success();
+        sizes.push(number(&tables_json(&db)["t"], "bytes"));
+        dumps.push(stdout_of(basalt().arg("scan").arg(&db).arg("t").args(["--format", "csv"])));
+    }
+    assert!(sizes[1] < sizes[0], "bytes without and with --zstd: {sizes:?}");
+    assert_eq!(dumps[0], dumps[1]);
+    assert!(dumps[0].lines().count() > 5_000, "{}", &dumps[0][..200.min(dumps[0].len())]);
+}
