@@ -464,6 +464,11 @@ impl Block {
                 return Ok(RawCell::Null);
             }
         }
+        // Through the same check a scan makes: a dictionary header in a
+        // column that cannot hold one fails both alike.
+        if let Some(dictionary) = self.dictionary(column, at)? {
+            return Ok(RawCell::Bytes(dictionary.value(i).map_err(|e| format!("column {c}: {e}"))?));
+        }
         let short = || format!("column {c}: row {i} past its buffers");
         Ok(match column.width {
             Width::Fixed(width) => match self.packed(column, at)? {
@@ -473,11 +478,6 @@ impl Block {
             Width::Bool => {
                 let byte = values.get(i / 8).ok_or_else(short)?;
                 RawCell::Word([(byte >> (i % 8)) & 1, 0, 0, 0, 0, 0, 0, 0])
-            }
-            Width::Var32 if Dictionary::is_dictionary(offsets) => {
-                let dictionary =
-                    Dictionary::read(offsets, values, self.rows).map_err(|e| format!("column {c}: {e}"))?;
-                RawCell::Bytes(dictionary.value(i).map_err(|e| format!("column {c}: {e}"))?)
             }
             Width::Var32 | Width::Var64 => {
                 let wide = if column.width == Width::Var32 { 4 } else { 8 };
@@ -509,19 +509,15 @@ impl Block {
             .step_by(3)
             .map(|at| {
                 let header = self.buffer(at + 1);
-                if header.len() == packed::HEADER_BYTES
-                    && header[0] != 0
-                    && !Dictionary::is_dictionary(header)
-                {
-                    self.rows * usize::from(header[2])
-                } else if !Dictionary::is_dictionary(header) {
-                    0
-                } else if let Ok(d) = Dictionary::read(header, self.buffer(at + 2), self.rows) {
+                if Dictionary::is_dictionary(header) {
                     // A damaged count is caught when the column is decoded;
                     // until then it may only overcharge up to the most a
                     // block's rows can decode to.
-                    let most = d.decoded_bytes().min(i32::MAX as u64) as usize;
-                    4 * (self.rows + 1) + most
+                    Dictionary::read(header, self.buffer(at + 2), self.rows).map_or(0, |d| {
+                        4 * (self.rows + 1) + d.decoded_bytes().min(i32::MAX as u64) as usize
+                    })
+                } else if header.len() == packed::HEADER_BYTES && header[0] != 0 {
+                    self.rows * usize::from(header[2])
                 } else {
                     0
                 }

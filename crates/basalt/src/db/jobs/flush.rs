@@ -252,16 +252,17 @@ impl DbInner {
         let path = self.dir.join(files::sst(number));
         let file = Box::new(WritebackEvery::new(self.fs.create(&path)?, SST_WRITEBACK_BYTES));
         let (mut compression, key_prefixes) = self.index_traits_of(tree);
-        if settles && layout.is_some() {
+        let settled_table = settles && layout.is_some();
+        if settled_table {
             compression = self.opts.settled_compression;
         }
         let options = SstWriterOptions {
-            block_bytes_target: match (&layout, settles) {
-                (Some(_), true) if self.opts.settled_compression != crate::options::Compression::None => {
+            block_bytes_target: match &layout {
+                Some(_) if settled_table && compression != crate::options::Compression::None => {
                     self.opts.settled_block_bytes_target
                 }
-                (Some(_), _) => self.opts.table_block_bytes_target,
-                (None, _) => self.opts.block_bytes_target,
+                Some(_) => self.opts.table_block_bytes_target,
+                None => self.opts.block_bytes_target,
             },
             bloom_bits_per_key: self.opts.bloom_bits_per_key,
             compression,
