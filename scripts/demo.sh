@@ -32,6 +32,20 @@ with zipfile.ZipFile(archive) as z:
 PY
 fi
 
-cargo build --release --locked -p basalt-cli
+# The CLI in the `dev` profile and with the features `cargo test
+# --workspace` (scripts/check.sh) resolves: one set of compiled
+# dependencies serves both commands, so after check.sh this build only links
+# (scripts/feature_drift.py keeps the selection's features the workspace's;
+# basalt-py is in it for its unification list, and `--bin basalt` builds
+# the CLI alone). BASALT_DEMO_PROFILE=release builds the optimized binary
+# instead (docs/build.md: what each takes to build and how fast it runs).
+profile=${BASALT_DEMO_PROFILE:-dev}
+case $profile in
+  dev) out=debug ;;
+  *) out=$profile ;;
+esac
+started=$SECONDS
+cargo build --locked --profile "$profile" -p basalt-cli -p basalt-py --bin basalt
+echo "(the $profile build of the basalt command line took $((SECONDS - started)) s)"
 rm -rf "$work/flights.db"
-target/release/basalt demo --csv "$csv" --dir "$work/flights.db"
+"${CARGO_TARGET_DIR:-target}/$out/basalt" demo --csv "$csv" --dir "$work/flights.db"

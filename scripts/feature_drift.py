@@ -1,8 +1,8 @@
-"""Fails when `maturin build` would compile a dependency again.
+"""Fails when `maturin build` or scripts/demo.sh would compile a dependency again.
 
 `cargo test --workspace` resolves every dependency's features over all
 members and their dev-dependencies; `maturin build` builds basalt-py
-alone. A dependency whose features differ between the two is a second
+alone, and the demo the CLI beside it. A dependency whose features differ between the two is a second
 artifact: a second build of it and of everything above it (DataFusion took
 11 minutes in CI). basalt-py's Cargo.toml lists the features that make the
 two agree; this compares them with `cargo tree` (no build) and names any
@@ -34,18 +34,30 @@ def features(*args):
     return found
 
 
-python = features("-p", "basalt-py", "-e", "normal,build")
+# What each script builds, beside what `cargo test --workspace` builds:
+# maturin builds basalt-py alone; scripts/demo.sh builds the CLI in a
+# selection with basalt-py, whose unification list then covers the CLI too.
+SELECTIONS = {
+    "maturin build (basalt-py alone)": ["-p", "basalt-py"],
+    "scripts/demo.sh (the CLI)": ["-p", "basalt-cli", "-p", "basalt-py"],
+}
+
 workspace = features("--workspace", "-e", "normal,build,dev")
-drift = [
-    f"{name} {version}: workspace builds it with {sorted(workspace[(name, version)])}, "
-    f"maturin alone with {sorted(feats)}"
-    for (name, version), feats in sorted(python.items())
-    if name not in ALLOWED and (name, version) in workspace and not feats <= workspace[(name, version)]
-]
-if drift:
-    print("basalt-py alone resolves these dependencies with other features than the workspace;")
-    print("maturin build would compile them (and all above them) again. Add the features to")
-    print("crates/basalt-py/Cargo.toml's unification list:")
-    print("\n".join("  " + d for d in drift))
-    sys.exit(1)
-print(f"feature drift: none ({len(python)} packages under basalt-py)")
+failed = False
+for build, selection in SELECTIONS.items():
+    alone = features(*selection, "-e", "normal,build")
+    drift = [
+        f"{name} {version}: workspace builds it with {sorted(workspace[(name, version)])}, "
+        f"{build} with {sorted(feats)}"
+        for (name, version), feats in sorted(alone.items())
+        if name not in ALLOWED and (name, version) in workspace and not feats <= workspace[(name, version)]
+    ]
+    if drift:
+        print(f"{build} resolves these dependencies with other features than the workspace;")
+        print("it would compile them (and all above them) again. Add the features to")
+        print("crates/basalt-py/Cargo.toml's unification list:")
+        print("\n".join("  " + d for d in drift))
+        failed = True
+    else:
+        print(f"feature drift: none for {build} ({len(alone)} packages)")
+sys.exit(1 if failed else 0)
