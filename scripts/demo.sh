@@ -32,20 +32,23 @@ with zipfile.ZipFile(archive) as z:
 PY
 fi
 
-# The CLI in the `dev` profile and with the features `cargo test
-# --workspace` (scripts/check.sh) resolves: one set of compiled
-# dependencies serves both commands, so after check.sh this build only links
-# (scripts/feature_drift.py keeps the selection's features the workspace's;
-# basalt-py is in it for its unification list, and `--bin basalt` builds
-# the CLI alone). BASALT_DEMO_PROFILE=release builds the optimized binary
-# instead (docs/build.md: what each takes to build and how fast it runs).
+# The CLI in the `dev` profile with the features `cargo test --workspace`
+# (scripts/check.sh) resolves: after check.sh this is the binary the tests
+# ran, and nothing is compiled. basalt-py is in the selection for its
+# unification list, `basalt/testing` because the crash test turns it on
+# (test hooks, compiled in and never called), and `--bin basalt` builds the
+# CLI alone; scripts/feature_drift.py keeps this selection's features the
+# workspace's. BASALT_DEMO_PROFILE=release (or dist) builds an optimized
+# binary instead: docs/build.md says what each takes to build and to run.
 profile=${BASALT_DEMO_PROFILE:-dev}
-case $profile in
-  dev) out=debug ;;
-  *) out=$profile ;;
-esac
+selection=(-p basalt-cli -p basalt-py --bin basalt)
+out=$profile
+if [ "$profile" = dev ]; then
+  out=debug
+  selection+=(--features basalt/testing)
+fi
 started=$SECONDS
-cargo build --locked --profile "$profile" -p basalt-cli -p basalt-py --bin basalt
+cargo build --locked --profile "$profile" "${selection[@]}"
 echo "(the $profile build of the basalt command line took $((SECONDS - started)) s)"
 rm -rf "$work/flights.db"
 "${CARGO_TARGET_DIR:-target}/$out/basalt" demo --csv "$csv" --dir "$work/flights.db"
