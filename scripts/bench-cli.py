@@ -5,14 +5,14 @@ point queries, each through one `basalt sql` process per run, the builds'
 order rotating every round; prints each build's medians and the ratio to
 the first build.
 
-    basalt-bench tpch --sizes-only --engines parquet --scale 0.1 --out /tmp/tpch
+    basalt-bench tpch --sizes-only --engines parquet --scale 0.1 --keep-data --out /tmp/tpch
     python3 scripts/bench-cli.py --parquet /tmp/tpch/*-tpch/data/parquet \\
         --work /tmp/bench-cli BEFORE/basalt AFTER/basalt --rounds 5
 
 The database is loaded once, with the first build, by `basalt load`
 (every build reads the same files). The queries are the benchmark
 crate's (crates/basalt-bench/src/tpch/queries.rs), read from its source.
-A query's time is what `basalt sql` prints for it (milliseconds); point
+A query's time is what `basalt sql` prints for it on stderr (milliseconds); point
 queries (`SELECT … FROM orders WHERE o_orderkey = K`, random keys, the
 same for every build) are timed as the whole process's wall time divided
 by their number, so process start and the database's open are in it.
@@ -42,6 +42,7 @@ PRIMARY_KEYS = {
 def tpch_queries(scale: float) -> list[str]:
     source = (ROOT / "crates/basalt-bench/src/tpch/queries.rs").read_text()
     body = source[source.index("const QUERIES"):]
+    body = body[:body.index("\n];")]
     texts = re.findall(r'"((?:[^"\\]|\\.)*)"', body)
     if len(texts) != 22:
         sys.exit(f"bench-cli: found {len(texts)} queries in queries.rs, not 22")
@@ -51,12 +52,13 @@ def tpch_queries(scale: float) -> list[str]:
 
 def load(binary: str, parquet: pathlib.Path, db: pathlib.Path) -> None:
     for table, key in PRIMARY_KEYS.items():
-        files = sorted(parquet.glob(f"{table}*.parquet")) or sorted((parquet / table).glob("*.parquet"))
-        if not files:
-            sys.exit(f"bench-cli: no Parquet file for {table} under {parquet}")
-        subprocess.run([binary, "load", "--create", str(db), table, *map(str, files),
-                        "--primary-key", key], check=True, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
+        file = parquet / f"{table}.parquet"
+        if not file.exists():
+            sys.exit(f"bench-cli: no {file}")
+        done = subprocess.run([binary, "load", "--create", str(db), table, str(file),
+                               "--primary-key", key], capture_output=True, text=True)
+        if done.returncode != 0:
+            sys.exit(f"bench-cli: loading {table} failed: {done.stderr}")
 
 
 def run_sql(binary: str, db: pathlib.Path, statements: list[str]) -> tuple[list[float], float]:
@@ -65,7 +67,7 @@ def run_sql(binary: str, db: pathlib.Path, statements: list[str]) -> tuple[list[
     done = subprocess.run([binary, "sql", str(db)], input="\n".join(s + ";" for s in statements),
                           capture_output=True, text=True, check=True)
     wall = time.perf_counter() - started
-    times = [float(t) for t in re.findall(r"rows? in ([0-9.]+) s", done.stdout)]
+    times = [float(t) for t in re.findall(r"rows? in ([0-9.]+) s", done.stderr)]
     if len(times) != len(statements):
         sys.exit(f"bench-cli: {binary} answered {len(times)} of {len(statements)} statements:\n"
                  f"{done.stdout[-2000:]}{done.stderr[-2000:]}")

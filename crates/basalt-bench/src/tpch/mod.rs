@@ -83,6 +83,10 @@ pub struct TpchArgs {
     /// off by default).
     #[arg(long)]
     pub settled_zstd: bool,
+    /// Keep the generated data (`data/parquet/TABLE.parquet` under the
+    /// run's directory) for other tools: scripts/bench-cli.py loads it.
+    #[arg(long)]
+    pub keep_data: bool,
 }
 
 /// One engine's measurements.
@@ -165,7 +169,17 @@ pub fn run(args: &TpchArgs) -> Result<()> {
     )?;
     println!("{table}");
     println!("\nresults: {}/results.jsonl, report: {}/report.md", dir.display(), dir.display());
-    let _ = std::fs::remove_dir_all(dir.join("data"));
+    if args.keep_data {
+        // The engines' databases are large and of no use to anyone else.
+        for entry in std::fs::read_dir(dir.join("data"))? {
+            let path = entry?.path();
+            if path.file_name().is_some_and(|name| name != "parquet") {
+                let _ = std::fs::remove_dir_all(&path);
+            }
+        }
+    } else {
+        let _ = std::fs::remove_dir_all(dir.join("data"));
+    }
     Ok(())
 }
 
