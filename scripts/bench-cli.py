@@ -115,7 +115,10 @@ def main() -> int:
         t0, p0 = statistics.median(tpch[first]), statistics.median(point_us[first])
         print(f"| {binary} | {t:.3f} | {t / t0:.3f} | {p:.0f} | {p / p0:.3f} |")
     print("\nper query, median (ms):")
-    print("| query | " + " | ".join(pathlib.Path(b).parent.name or b for b in args.binaries) + " |")
+    labels = [pathlib.Path(b).name for b in args.binaries]
+    if len(set(labels)) < len(labels):
+        labels = args.binaries
+    print("| query | " + " | ".join(labels) + " |")
     print("| --- |" + " ---: |" * len(args.binaries))
     for q in range(22):
         cells = [statistics.median(r[q] for r in per_query[b]) * 1e3 for b in args.binaries]
