@@ -38,17 +38,21 @@ fi
 # unification list, `basalt/testing` because the crash test turns it on
 # (test hooks, compiled in and never called), and `--bin basalt` builds the
 # CLI alone; scripts/feature_drift.py keeps this selection's features the
-# workspace's. BASALT_DEMO_PROFILE=release (or dist) builds an optimized
-# binary instead: docs/build.md says what each takes to build and to run.
+# workspace's. BASALT_DEMO_PROFILE=release (or dist) builds the optimized
+# CLI alone, as `cargo build --profile dist -p basalt-cli` does:
+# docs/build.md says what each takes to build and to run.
 profile=${BASALT_DEMO_PROFILE:-dev}
-selection=(-p basalt-cli -p basalt-py --bin basalt)
+selection=(-p basalt-cli --bin basalt)
 out=$profile
 if [ "$profile" = dev ]; then
   out=debug
-  selection+=(--features basalt/testing)
+  selection+=(-p basalt-py --features basalt/testing)
 fi
 started=$SECONDS
 cargo build --locked --profile "$profile" "${selection[@]}"
 echo "(the $profile build of the basalt command line took $((SECONDS - started)) s)"
+# Where cargo put it: its target directory, whatever configures it.
+target_dir=$(cargo metadata --format-version 1 --no-deps --locked \
+  | "$venv/bin/python" -c "import json, sys; print(json.load(sys.stdin)['target_directory'])")
 rm -rf "$work/flights.db"
-"${CARGO_TARGET_DIR:-target}/$out/basalt" demo --csv "$csv" --dir "$work/flights.db"
+"$target_dir/$out/basalt" demo --csv "$csv" --dir "$work/flights.db"
