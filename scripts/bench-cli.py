@@ -14,10 +14,10 @@ The database is loaded once, with the first build, by `basalt load`
 different --scale needs a new one). The queries are the benchmark
 crate's (crates/basalt-bench/src/tpch/queries.rs), read from its source.
 A query's time is what `basalt sql` prints for it on stderr (in seconds,
-to the millisecond); point
-queries (`SELECT … FROM orders WHERE o_orderkey = K`, random keys, the
-same for every build) are timed as the whole process's wall time divided
-by their number, so process start and the database's open are in it.
+to the millisecond); point queries (`SELECT … FROM orders WHERE
+o_orderkey = K`, random keys that exist, the same for every build) are
+timed as the whole process's wall time divided by their number, so
+process start and the database's open are in it.
 """
 import argparse
 import pathlib

@@ -2,8 +2,8 @@
 
 `cargo test --workspace` resolves every dependency's features over all
 members and their dev-dependencies; `maturin build` builds basalt-py
-alone, and the demo the CLI beside it. A dependency whose features differ between the two is a second
-artifact: a second build of it and of everything above it (DataFusion took
+alone, and the demo the CLI beside it. A dependency whose features differ
+between such a build and the workspace's is a second artifact: a second build of it and of everything above it (DataFusion took
 11 minutes in CI). basalt-py's Cargo.toml lists the features that make the
 two agree; this compares them with `cargo tree` (no build) and names any
 package that differs. The basalt crate itself is let through: its
