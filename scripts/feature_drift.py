@@ -3,11 +3,13 @@
 `cargo test --workspace` resolves every dependency's features over all
 members and their dev-dependencies; `maturin build` builds basalt-py
 alone, and the demo the CLI beside it. A dependency whose features differ
-between such a build and the workspace's is a second artifact: a second build of it and of everything above it (DataFusion took
-11 minutes in CI). basalt-py's Cargo.toml lists the features that make the
-two agree; this compares them with `cargo tree` (no build) and names any
-package that differs. The basalt crate itself is let through: its
-`testing`/`inspect` features are for tests only, and it rebuilds in seconds.
+between such a build and the workspace's is a second artifact: a second
+build of it and of everything above it (DataFusion took 11 minutes in
+CI). basalt-py's Cargo.toml lists the features that make them agree;
+this compares them with `cargo tree` (no build) and names any package
+that differs. For maturin the basalt crate itself is let through: its
+`testing`/`inspect` features are for tests only, and it rebuilds in
+seconds; for the demo nothing is.
 
 A package built for the target and for the host (proc macros, build
 scripts) appears twice, with each side's features; both must agree.
