@@ -66,10 +66,10 @@ pub use codec::key::{KeyValue, OwnedKeyValue};
 pub use compaction_filter::{CompactionFilter, FilterDecision, FilterEntry};
 pub use db::{
     AsOf, BulkLoad, CHANGE_OP, CHANGE_RANGE_END, CHANGE_RANGE_START, Change, ColumnEstimate, Db, DbIterator,
-    Direction, GetLatency, HISTORY_COMMIT_TIME, HISTORY_DELETED, HISTORY_SEQNO, HistoryInfo, HistoryOptions,
-    IndexInfo, IndexOptions, IndexPredicate, KeyValueRange, KeyVersion, Keyspace, LevelStats, LookupOptions,
-    OwnedKeyValueRange, ReadOptions, Row, RowRef, ScanOptions, ScanPlan, Snapshot, Stats, Table, TableBytes,
-    TableEstimate, TableOptions, TableOverlay, TableScan, Transaction, TreeBytes,
+    Direction, ExternalSst, GetLatency, HISTORY_COMMIT_TIME, HISTORY_DELETED, HISTORY_SEQNO, HistoryInfo,
+    HistoryOptions, IndexInfo, IndexOptions, IndexPredicate, KeyValueRange, KeyVersion, Keyspace, LevelStats,
+    LookupOptions, OwnedKeyValueRange, ReadOptions, Row, RowRef, ScanOptions, ScanPlan, Snapshot, Stats,
+    Table, TableBytes, TableEstimate, TableOptions, TableOverlay, TableScan, Transaction, TreeBytes,
 };
 pub use error::{Error, Result};
 pub use merge::{MergeError, MergeOperator};

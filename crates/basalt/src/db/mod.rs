@@ -23,6 +23,7 @@ pub use index::query::{IndexPredicate, LookupOptions};
 #[cfg(feature = "inspect")]
 pub use index::verify::IndexCheck;
 pub use jobs::ingest::BulkLoad;
+pub use jobs::ingest::files::ExternalSst;
 pub use read::changes::{CHANGE_OP, CHANGE_RANGE_END, CHANGE_RANGE_START, Change};
 pub use read::estimates::{ColumnEstimate, OwnedKeyValueRange, TableEstimate};
 pub use read::history::HistoryInfo;
@@ -306,6 +307,13 @@ impl Db {
     /// (see [`Transaction`] for its isolation and an example).
     pub fn transaction(&self) -> Transaction {
         Transaction::new(self.inner.clone())
+    }
+
+    /// The last sequence number a write of this database was given (0 for
+    /// a new one): files [`Table::write_sst_files`] writes for this
+    /// database's [`Table::ingest_files`] take a seqno above it.
+    pub fn last_seqno(&self) -> u64 {
+        self.inner.writer.last_seqno()
     }
 
     /// Writes the active memtable to an SST and waits until every memtable

@@ -39,7 +39,19 @@ use crate::error::{Error, Result};
 /// offsets when they all have one width, as key-value blocks do; a
 /// version 7 reader would take a dictionary header for offsets, so it
 /// refuses the file by its footer instead.
-pub const FORMAT_VERSION: u32 = 8;
+/// Version 9 records in the properties the table schema version the rows
+/// were written under (0 for a key-value or index tree), and a file
+/// written outside any database (`Table::write_sst_files`) names file 0:
+/// its number is given when it is ingested, and its schema version, which
+/// its MANIFEST entry must repeat, is then read from the file itself.
+pub const FORMAT_VERSION: u32 = 9;
+
+/// The first version whose properties hold the rows' schema version.
+pub const FORMAT_VERSION_SCHEMA: u32 = 9;
+
+/// The file number a file written outside any database records: it is
+/// numbered when ingested, and matches any MANIFEST entry's number.
+pub const EXTERNAL_FILE_NUMBER: u64 = 0;
 
 /// The first version whose properties hold the count of key prefixes in
 /// the filter.

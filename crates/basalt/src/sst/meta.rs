@@ -8,8 +8,8 @@ use bytes::Bytes;
 
 use super::format::{
     BlockHandle, FORMAT_VERSION, FORMAT_VERSION_DISTINCT_KEYS, FORMAT_VERSION_FILE_NUMBER,
-    FORMAT_VERSION_MIN, FORMAT_VERSION_PREFIXES, METAINDEX_ENTRIES_MAX, METAINDEX_ENTRY_BYTES,
-    METAINDEX_HEADER_BYTES, PROPERTIES_FIXED_BYTES,
+    FORMAT_VERSION_MIN, FORMAT_VERSION_PREFIXES, FORMAT_VERSION_SCHEMA, METAINDEX_ENTRIES_MAX,
+    METAINDEX_ENTRY_BYTES, METAINDEX_HEADER_BYTES, PROPERTIES_FIXED_BYTES,
 };
 use crate::codec::internal::{InternalKey, SeqNo, compare, unpack_trailer};
 use crate::codec::varint::Reader;
@@ -83,6 +83,9 @@ pub struct Properties {
     /// the filter holds besides the whole keys; `None` in files before
     /// version 7. `Some(0)`: the filter answers for whole keys only.
     pub prefixes: Option<u64>,
+    /// The table schema version the rows were written under (0 for a
+    /// key-value or index tree); `None` in files before version 9.
+    pub schema_version: Option<u32>,
     /// Data blocks.
     pub data_blocks: u64,
     /// Sum of user key lengths.
@@ -103,7 +106,8 @@ impl Properties {
     /// Encodes the fixed 80-byte part, the file number (u64 LE, from
     /// version 3), the count of distinct user keys (u64 LE, from version
     /// 5), the count of key prefixes in the filter (u64 LE, from version
-    /// 7), then the smallest and largest user keys, each as length u32 LE
+    /// 7), the schema version of the rows (u64 LE, from version 9), then
+    /// the smallest and largest user keys, each as length u32 LE
     /// and bytes.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(
@@ -125,7 +129,8 @@ impl Properties {
             out.extend_from_slice(&v.to_le_bytes());
         }
         debug_assert_eq!(out.len(), PROPERTIES_FIXED_BYTES);
-        for n in [self.file_number, self.distinct_keys, self.prefixes].into_iter().flatten() {
+        let schema_version = self.schema_version.map(u64::from);
+        for n in [self.file_number, self.distinct_keys, self.prefixes, schema_version].into_iter().flatten() {
             out.extend_from_slice(&n.to_le_bytes());
         }
         for key in [&self.smallest.user_key, &self.largest.user_key] {
@@ -159,6 +164,12 @@ impl Properties {
         let distinct_keys =
             if format_version >= FORMAT_VERSION_DISTINCT_KEYS { Some(r.u64_le()?) } else { None };
         let prefixes = if format_version >= FORMAT_VERSION_PREFIXES { Some(r.u64_le()?) } else { None };
+        let schema_version = if format_version >= FORMAT_VERSION_SCHEMA {
+            let v = r.u64_le()?;
+            Some(u32::try_from(v).map_err(|_| r.corrupt(format!("schema version {v} out of range")))?)
+        } else {
+            None
+        };
         let mut key = || -> Result<Bytes> {
             let len = r.u32_le()? as usize;
             Ok(Bytes::copy_from_slice(r.bytes(len)?))
@@ -176,6 +187,7 @@ impl Properties {
             deletions,
             distinct_keys,
             prefixes,
+            schema_version,
             data_blocks,
             raw_key_bytes,
             raw_value_bytes,
@@ -207,6 +219,9 @@ impl Properties {
         }
         if self.prefixes.is_some() != (self.format_version >= FORMAT_VERSION_PREFIXES) {
             return Err("prefix count present in a version without it, or missing");
+        }
+        if self.schema_version.is_some() != (self.format_version >= FORMAT_VERSION_SCHEMA) {
+            return Err("schema version present in a version without it, or missing");
         }
         if self.distinct_keys.is_some_and(|d| d == 0 || d > self.entries) {
             return Err("impossible distinct key count");
@@ -247,6 +262,7 @@ mod tests {
             deletions: 2,
             distinct_keys: Some(6),
             prefixes: Some(4),
+            schema_version: Some(2),
             data_blocks: 3,
             raw_key_bytes: 40,
             raw_value_bytes: 400,
@@ -261,7 +277,7 @@ mod tests {
     fn properties_round_trip() {
         let p = sample();
         let bytes = p.encode();
-        assert_eq!(bytes.len(), PROPERTIES_FIXED_BYTES + 8 + 8 + 8 + 8 + 5 + 4);
+        assert_eq!(bytes.len(), PROPERTIES_FIXED_BYTES + 8 + 8 + 8 + 8 + 8 + 5 + 4);
         assert_eq!(Properties::decode(&bytes, Path::new("p"), 0).expect("decodes"), p);
     }
 

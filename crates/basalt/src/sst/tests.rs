@@ -622,8 +622,7 @@ const V7_FIXTURE_HEX: &str = concat!(
 );
 
 /// Version 8: the same file (a key-value block takes no dictionary; table
-/// blocks may hold dictionary columns, and blocks zstd). A change here is
-/// a format change: bump `FORMAT_VERSION` and keep this file readable.
+/// blocks may hold dictionary columns, and blocks zstd).
 const V8_FIXTURE_HEX: &str = concat!(
     "010000000500000030000000000000003000000001000000380000000800000040000000000000004000000001000000",
     "6b00000000000000010100000000000076000000d22fd6ce010000000700000000000000000000204000000000000000",
@@ -635,6 +634,22 @@ const V8_FIXTURE_HEX: &str = concat!(
     "00006b010000006b00468e686a03000000014800000000000000480000000295000000000000004c00000003e6000000",
     "000000007200000000e4b600695d010000000000002b0000000800000000000000000000000000000041f1d0d9894241",
     "53414c540a",
+);
+
+/// Version 9: the properties record the rows' schema version (0 for a
+/// key-value tree). A change here is a format change: bump
+/// `FORMAT_VERSION` and keep this file readable.
+const V9_FIXTURE_HEX: &str = concat!(
+    "010000000500000030000000000000003000000001000000380000000800000040000000000000004000000001000000",
+    "6b00000000000000010100000000000076000000d22fd6ce010000000700000000000000000000204000000000000000",
+    "000000800000000000000000000000000000000000000000000000002000000020000000000200000000000000000001",
+    "00431fe43201000000050000003000000000000000300000000100000038000000080000004000000000000000400000",
+    "000c0000006b00000000000000010100000000000000000000000000004300000000b4fd28fe09000000030000000100",
+    "000000000000000000000000000001000000000000000100000000000000010000000000000001000000000000000100",
+    "000000000000010100000000000001010000000000000100000000000000010000000000000000000000000000000000",
+    "000000000000010000006b010000006b00fe26cbeb03000000014800000000000000480000000295000000000000004c",
+    "00000003e6000000000000007a000000009a31e17365010000000000002b000000090000000000000000000000000000",
+    "00b2e6e85589424153414c540a",
 );
 
 fn to_hex(bytes: &[u8]) -> String {
@@ -657,7 +672,7 @@ fn fixtures_of_every_version_read_and_this_one_is_stable() -> Result<()> {
     // files must stay byte-identical and readable.
     let no_model = SstWriterOptions { learned_index_epsilon: None, ..options(4096, Compression::None, 10) };
     write_sst(&fs, Path::new("new.sst"), &entries, &no_model)?;
-    assert_eq!(to_hex(&fs.get(Path::new("new.sst"))), V8_FIXTURE_HEX, "the SST format changed");
+    assert_eq!(to_hex(&fs.get(Path::new("new.sst"))), V9_FIXTURE_HEX, "the SST format changed");
     for (name, fixture) in [
         ("v1.sst", V1_FIXTURE_HEX),
         ("v2.sst", V2_FIXTURE_HEX),
@@ -667,6 +682,7 @@ fn fixtures_of_every_version_read_and_this_one_is_stable() -> Result<()> {
         ("v6.sst", V6_FIXTURE_HEX),
         ("v7.sst", V7_FIXTURE_HEX),
         ("v8.sst", V8_FIXTURE_HEX),
+        ("v9.sst", V9_FIXTURE_HEX),
     ] {
         fs.put(Path::new(name), from_hex(fixture));
         check_all(&open(&fs, Path::new(name))?, &entries)?;

@@ -164,6 +164,7 @@ impl SstWriter {
         let empty = InternalKey { user_key: Bytes::new(), trailer: 0 };
         let tree_id = options.tree_id;
         let file_number = options.file_number;
+        let schema_version = options.layout.as_ref().map_or(0, |l| l.version());
         let model = options.learned_index_epsilon.map(super::model::ModelBuilder::new);
         let prefixes = options.key_prefixes.clone().filter(|_| filter.is_some()).map(|layout| PrefixFilter {
             layout,
@@ -194,6 +195,7 @@ impl SstWriter {
                 deletions: 0,
                 distinct_keys: Some(0),
                 prefixes: Some(0),
+                schema_version: Some(schema_version),
                 data_blocks: 0,
                 raw_key_bytes: 0,
                 raw_value_bytes: 0,
@@ -381,9 +383,8 @@ impl SstWriter {
         self.file.append(&footer.encode())?;
         self.file.sync()?;
         let s = self.stats;
-        let schema_version = self.options.layout.as_ref().map_or(0, |l| l.version());
         Ok(SstSummary {
-            schema_version,
+            schema_version: s.schema_version.unwrap_or_default(),
             file_size: self.file.len(),
             entries: s.entries,
             deletions: s.deletions,

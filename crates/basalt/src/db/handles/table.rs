@@ -235,6 +235,69 @@ impl Table {
         self.inner.bulk_load(self.shared.id, &self.layout(), &mut batches)
     }
 
+    /// Writes `batches` as finished SST files of this table into `dir` (any
+    /// directory, created if missing), for [`Table::ingest_files`] here or
+    /// in another database holding this table (a shard of one store, a
+    /// copy): the files are sorted and built exactly as
+    /// [`Table::bulk_load`] builds its files, with every block, filter,
+    /// zone map and model. Nothing in the database changes, so a read-only
+    /// handle writes them too.
+    ///
+    /// The rows get seqno `seqno` (one more for each further sorted run,
+    /// when batches come out of key order beyond the memory budget, as in
+    /// `bulk_load`); the ingest refuses them unless they lie above every
+    /// seqno the ingesting database has used ([`Db::last_seqno`]).
+    /// `cut_at` (key tuples or prefixes, strictly ascending): no file holds
+    /// keys on both sides of a cut point, and each file says which range
+    /// holds it ([`ExternalSst::range`]). Rows are upserts as in
+    /// `bulk_load`: of two rows with one key the later batch's stays. On an
+    /// error the files written so far are deleted.
+    ///
+    /// [`Db::last_seqno`]: crate::Db::last_seqno
+    /// [`ExternalSst::range`]: crate::ExternalSst::range
+    pub fn write_sst_files<E: Into<Error>>(
+        &self,
+        dir: impl AsRef<std::path::Path>,
+        seqno: u64,
+        cut_at: &[Vec<KeyValue<'_>>],
+        batches: impl IntoIterator<Item = std::result::Result<RecordBatch, E>>,
+    ) -> Result<Vec<crate::ExternalSst>> {
+        let cuts = cut_at.iter().map(|t| self.encode_key_values(t, false)).collect::<Result<Vec<_>>>()?;
+        let mut batches = batches.into_iter().map(|b| b.map_err(Into::into));
+        self.inner.write_sst_files((self.shared.id, &self.layout()), dir.as_ref(), seqno, &cuts, &mut batches)
+    }
+
+    /// Installs in one MANIFEST edit the rows in `range` (bounds as
+    /// [`ScanOptions::range`]'s) of SST files [`Table::write_sst_files`]
+    /// made for this table: a file wholly in the range is hard-linked into
+    /// the database (copied where links are impossible; the caller's file
+    /// stays), one that straddles the range's edge is rewritten with only
+    /// its rows in the range, one outside is skipped. Rows replace rows
+    /// with their key, as writes do; where the files overlap, the higher
+    /// seqno wins. Files that overlap none of one another go to the deepest
+    /// level free in their range (the bottom one in a table without rows
+    /// there, so compaction never rewrites them); otherwise they go to L0.
+    ///
+    /// Refused, changing nothing: a file another database's table or
+    /// anything other than `write_sst_files` made, rows of a schema
+    /// version the table never had, two overlapping files of one seqno, a
+    /// table with secondary indexes or a history window (as `bulk_load`),
+    /// and files whose seqnos do not all lie above every seqno this
+    /// database has used (`Error::Conflict`: it was written after they
+    /// were made). A damaged file is `Error::Corruption` naming it. The
+    /// memtables are flushed first, and other writes wait meanwhile.
+    ///
+    /// [`ScanOptions::range`]: crate::ScanOptions::range
+    pub fn ingest_files(
+        &self,
+        paths: &[impl AsRef<std::path::Path>],
+        range: KeyValueRange<'_>,
+    ) -> Result<crate::db::jobs::ingest::BulkLoad> {
+        let range = crate::db::read::scan::encode_range(self, &range)?;
+        let paths: Vec<std::path::PathBuf> = paths.iter().map(|p| p.as_ref().to_path_buf()).collect();
+        self.inner.ingest_files((self.shared.id, &self.layout()), &paths, &range)
+    }
+
     /// Deletes the rows whose keys are in `keys` (the key columns only).
     pub fn delete(&self, keys: &RecordBatch) -> Result<()> {
         let mut wb = WriteBatch::new();

@@ -608,7 +608,7 @@ impl DbInner {
 /// column by column from the input block's arrays; a block of an older
 /// schema version's file is read into this one once (`adapted` holds the
 /// last such block, so its address is not reused meanwhile).
-fn add_table_row(
+pub(crate) fn add_table_row(
     w: &mut SstWriter,
     layout: &crate::row::layout::TableLayout,
     file_version: u32,

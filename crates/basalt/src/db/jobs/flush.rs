@@ -251,12 +251,25 @@ impl DbInner {
         let number = self.versions.new_file_number_held(&self.files);
         let path = self.dir.join(files::sst(number));
         let file = Box::new(WritebackEvery::new(self.fs.create(&path)?, SST_WRITEBACK_BYTES));
+        let options = self.sst_writer_options(tree, layout, settles, number);
+        Ok((tree, number, SstWriter::new(file, path, &options)))
+    }
+
+    /// How an SST of `tree` is written (see [`DbInner::start_sst`]); it
+    /// records `number` as its file number.
+    pub(crate) fn sst_writer_options(
+        &self,
+        tree: TreeId,
+        layout: Option<Arc<TableLayout>>,
+        settles: bool,
+        number: u64,
+    ) -> SstWriterOptions {
         let (mut compression, key_prefixes) = self.index_traits_of(tree);
         let settled_table = settles && layout.is_some();
         if settled_table {
             compression = self.opts.settled_compression;
         }
-        let options = SstWriterOptions {
+        SstWriterOptions {
             block_bytes_target: match &layout {
                 Some(_) if settled_table && compression != crate::options::Compression::None => {
                     self.opts.settled_block_bytes_target
@@ -273,8 +286,7 @@ impl DbInner {
             pack_integers: self.opts.pack_integers,
             string_dictionaries: self.opts.string_dictionaries,
             key_prefixes,
-        };
-        Ok((tree, number, SstWriter::new(file, path, &options)))
+        }
     }
 
     /// How the data blocks of `tree` are compressed, and the layout whose

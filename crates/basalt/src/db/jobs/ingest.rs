@@ -87,12 +87,27 @@ impl Iterator for CaughtSource<'_, '_> {
     }
 }
 
+/// Where a load's files are made.
+#[derive(Clone, Copy)]
+pub(crate) enum FileHome<'a> {
+    /// The database's directory: numbered SSTs the load installs (their
+    /// numbers kept in its [`Pending`]).
+    Db,
+    /// A directory outside any database (`Table::write_sst_files`).
+    External(&'a files::ExternalDir),
+}
+
 /// Where a load's rows go: the SST being written, the files done, the
-/// current run's seqno and the largest key written so far.
+/// current run's seqno and the largest key written so far. With cut
+/// points, no file holds keys on both sides of one: a file ends before
+/// the first key at or above `cuts[limit]`.
 struct RunWriter<'a, 'p> {
     inner: &'a DbInner,
     tree: TreeId,
     layout: &'a Arc<TableLayout>,
+    home: FileHome<'a>,
+    cuts: &'a [Vec<u8>],
+    limit: Option<usize>,
     seqno: u64,
     outputs: Vec<FileMeta>,
     current: Option<(TreeId, u64, SstWriter)>,
@@ -134,19 +149,15 @@ impl RunWriter<'_, '_> {
         let trailer = pack_trailer(self.seqno, Kind::Put);
         let mut last: &[u8] = first;
         for (key, encoder, row) in rows {
-            if self
+            let full = self
                 .current
                 .as_ref()
-                .is_some_and(|(_, _, w)| w.estimated_file_bytes() >= self.inner.opts.sst_bytes())
-            {
+                .is_some_and(|(_, _, w)| w.estimated_file_bytes() >= self.inner.opts.sst_bytes());
+            if full || self.limit.is_some_and(|c| key >= self.cuts[c].as_slice()) {
                 self.finish_file()?;
             }
             if self.current.is_none() {
-                // Bulk-loaded rows go to the deepest level free in their range:
-                // where rows settle.
-                let started = self.inner.start_sst(self.tree, Some(self.layout.clone()), true)?;
-                self.pending.numbers.push(started.1);
-                self.current = Some(started);
+                self.start_file(key)?;
             }
             if let Some((_, _, writer)) = self.current.as_mut() {
                 // Straight from the batch's arrays into the block's
@@ -237,6 +248,9 @@ impl RunWriter<'_, '_> {
             inner: self.inner,
             tree: self.tree,
             layout: self.layout,
+            home: self.home,
+            cuts: self.cuts,
+            limit: None,
             seqno: self.seqno,
             outputs: Vec::new(),
             current: None,
@@ -253,7 +267,7 @@ impl RunWriter<'_, '_> {
         });
         // Every file the upper half started is the load's to delete if it
         // fails, whichever half failed.
-        let RunWriter { outputs, current, last_key, .. } = upper_writer;
+        let RunWriter { outputs, current, last_key, limit, .. } = upper_writer;
         self.pending.numbers.append(&mut upper_pending.numbers);
         lower_written?;
         upper_written?;
@@ -263,12 +277,32 @@ impl RunWriter<'_, '_> {
         self.outputs.extend(outputs);
         self.current = current;
         self.last_key = last_key;
+        self.limit = limit;
+        Ok(())
+    }
+
+    /// Starts a file whose first key is `first`.
+    fn start_file(&mut self, first: &[u8]) -> Result<()> {
+        let started = match self.home {
+            // Bulk-loaded rows go to the deepest level free in their range:
+            // where rows settle.
+            FileHome::Db => {
+                let started = self.inner.start_sst(self.tree, Some(self.layout.clone()), true)?;
+                self.pending.numbers.push(started.1);
+                started
+            }
+            FileHome::External(dir) => dir.start(self.inner, self.tree, self.layout)?,
+        };
+        let next_cut = self.cuts.partition_point(|c| c.as_slice() <= first);
+        self.limit = (next_cut < self.cuts.len()).then_some(next_cut);
+        self.current = Some(started);
         Ok(())
     }
 
     /// Finishes the SST being written, if any.
     fn finish_file(&mut self) -> Result<()> {
         self.outputs.extend(self.current.take().map(finish_sst).transpose()?.map(|(_, f)| f));
+        self.limit = None;
         Ok(())
     }
 }
@@ -387,7 +421,13 @@ impl DbInner {
                 return Err(Error::InvalidArgument("sequence numbers exhausted".into()));
             }
             let mut source = CaughtSource { batches, panic: &mut source_panic };
-            let (outputs, seqno) = self.write_loaded_ssts(tree, layout, &mut source, seqno, &mut pending)?;
+            let (outputs, seqno) = self.write_loaded_ssts(
+                (tree, layout),
+                &mut source,
+                seqno,
+                (FileHome::Db, &[]),
+                &mut pending,
+            )?;
             if outputs.is_empty() {
                 return Ok(BulkLoad::default());
             }
@@ -482,13 +522,15 @@ impl DbInner {
     /// are in memory; their rows are then sorted together and written as
     /// one run, a new one (one seqno higher, so where runs share a key the
     /// later batch's row wins, as in writes) unless it sorts above
-    /// everything written. Returns the files and the last seqno used.
+    /// everything written. With `home` external the files are made there
+    /// instead, each within one of the ranges `cuts` (ascending encoded
+    /// keys) makes. Returns the files and the last seqno used.
     fn write_loaded_ssts(
         &self,
-        tree: TreeId,
-        layout: &Arc<TableLayout>,
+        (tree, layout): (TreeId, &Arc<TableLayout>),
         batches: &mut dyn Iterator<Item = Result<RecordBatch>>,
         first_seqno: u64,
+        (home, cuts): (FileHome<'_>, &[Vec<u8>]),
         pending: &mut Pending<'_>,
     ) -> Result<(Vec<FileMeta>, u64)> {
         let budget = self.opts.memtable_bytes_max;
@@ -496,6 +538,9 @@ impl DbInner {
             inner: self,
             tree,
             layout,
+            home,
+            cuts,
+            limit: None,
             seqno: first_seqno,
             outputs: Vec::new(),
             current: None,
@@ -660,5 +705,6 @@ impl DbInner {
     }
 }
 
+pub(crate) mod files;
 #[cfg(test)]
 mod tests;

@@ -171,8 +171,17 @@ impl SstReaders {
 /// unique id against its MANIFEST record.
 fn check_manifest_entry(reader: &SstReader, tree: TreeId, file: &FileMeta) -> Result<()> {
     let p = reader.properties();
-    let mismatch = if p.file_number.is_some_and(|n| n != file.number) {
+    // A file written outside any database names file 0 and takes the
+    // number its ingest gave it; the other checks hold for it as for any.
+    let external = p.file_number == Some(crate::sst::format::EXTERNAL_FILE_NUMBER);
+    let mismatch = if p.file_number.is_some_and(|n| n != file.number) && !external {
         Some(format!("its properties name file {}", p.file_number.unwrap_or_default()))
+    } else if p.schema_version.is_some_and(|v| v != file.schema_version) {
+        Some(format!(
+            "its rows are of schema version {}, the MANIFEST says {}",
+            p.schema_version.unwrap_or_default(),
+            file.schema_version
+        ))
     } else if reader.file_size() != file.size {
         Some(format!("it has {} bytes, the MANIFEST says {}", reader.file_size(), file.size))
     } else if p.tree_id != tree {
