@@ -98,6 +98,24 @@ pub trait Fs: Send + Sync + std::fmt::Debug {
     fn create_dir_all(&self, path: &Path) -> Result<()>;
     /// Makes the directory's entries (creations, renames, deletions) durable.
     fn sync_dir(&self, path: &Path) -> Result<()>;
+    /// Deletes a directory and everything in it; nothing there is not an
+    /// error. This default deletes the files, directory by directory, and
+    /// leaves the (empty) directories: a file system that can remove
+    /// directories removes them too.
+    fn remove_dir_all(&self, path: &Path) -> Result<()> {
+        if !self.is_dir(path)? {
+            return Ok(());
+        }
+        for name in self.list(path)? {
+            let entry = path.join(name);
+            if self.is_dir(&entry)? {
+                self.remove_dir_all(&entry)?;
+            } else {
+                self.remove(&entry)?;
+            }
+        }
+        Ok(())
+    }
     /// Takes an exclusive lock on `path` (created if missing), or fails with
     /// [`crate::Error::Locked`] naming `dir` when another holder has it.
     fn lock(&self, path: &Path, dir: &Path) -> Result<Box<dyn FileLock>>;

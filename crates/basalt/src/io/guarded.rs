@@ -161,6 +161,11 @@ impl Fs for GuardedFs {
         self.inner.link(from, to)
     }
 
+    fn remove_dir_all(&self, path: &Path) -> Result<()> {
+        self.released.check("remove", path)?;
+        self.inner.remove_dir_all(path)
+    }
+
     fn list(&self, dir: &Path) -> Result<Vec<String>> {
         self.inner.list(dir)
     }

@@ -690,6 +690,16 @@ impl Fs for MemFs {
         mutate(&self.state, OpKind::CreateDir, path, |state| state.create_dir_all(path))
     }
 
+    /// Removes the directory, its files and every directory below it at
+    /// once, durably (as directories are durable once created).
+    fn remove_dir_all(&self, path: &Path) -> Result<()> {
+        let norm = normalize(path);
+        mutate(&self.state, OpKind::Remove, path, |state| {
+            state.dirs.retain(|dir, _| !dir.starts_with(&norm));
+            Ok(())
+        })
+    }
+
     fn sync_dir(&self, path: &Path) -> Result<()> {
         let norm = normalize(path);
         mutate(&self.state, OpKind::SyncDir, path, |state| {

@@ -163,6 +163,13 @@ impl Fs for RealFs {
         std::fs::create_dir_all(path).map_err(|e| Error::io(path, e))
     }
 
+    fn remove_dir_all(&self, path: &Path) -> Result<()> {
+        match std::fs::remove_dir_all(path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io(path, e)),
+            _ => Ok(()),
+        }
+    }
+
     fn sync_dir(&self, path: &Path) -> Result<()> {
         File::open(path).and_then(|d| d.sync_all()).map_err(|e| Error::io(path, e))
     }

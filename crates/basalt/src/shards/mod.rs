@@ -7,6 +7,7 @@
 //! through it.
 
 mod format;
+mod store;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -20,6 +21,7 @@ use crate::io::Fs;
 use crate::row::layout::{key_type_of, key_value_fits};
 
 pub use format::FILE as SHARD_MAP_FILE;
+pub use store::{NewStore, ShardedStore, StoreWrite, split_points_from_sample};
 
 /// One shard: its directory (relative to the store) and the smallest key
 /// tuple it holds (a whole key or a prefix of one); `None` for the first

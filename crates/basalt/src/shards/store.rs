@@ -1,0 +1,374 @@
+//! A sharded store's life cycle, in the engine: create it, begin a write
+//! against the current version of its map, commit the next version with
+//! one atomic replacement of the map (refused when another write
+//! committed since this one began), and collect what no map names any
+//! more (old versions, what crashed writes left).
+//!
+//! The store's directory holds `SHARDS` (the map), `write.lock` (held by
+//! a commit or a collection: an exclusive lock through the engine's
+//! [`Fs`], an `flock` on the real file system), the shard directories, and
+//! `.staging/<tag>/`, one per write under way: its `LOCK` is held by the
+//! writer from [`ShardedStore::begin_write`] to its commit or abort, and
+//! the write's files and new shard directories (`shard-NNNNN.v<version>-
+//! <tag>`) carry its tag, so a collection never takes what a live write is
+//! making. Names are never reused: a crashed write's leftovers are told
+//! apart by their tag, and collected once its lock is gone.
+//!
+//! The work between — writing a version's shards (`Db::checkpoint` of the
+//! current one, `Table::ingest_files` of the written files) — is done by
+//! the caller (Ray tasks, one per shard), with engine calls.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use arrow_schema::Field;
+
+use super::{ShardMap, format};
+use crate::codec::key::{self, OwnedKeyValue};
+use crate::error::{Error, Result};
+use crate::io::FileLock;
+use crate::options::Options;
+use crate::row::layout::key_type_of;
+
+/// The file a commit or collection holds.
+const WRITE_LOCK_FILE: &str = "write.lock";
+/// The directory of the writes under way.
+const STAGING_DIR: &str = ".staging";
+
+/// A sharded store's directory (see the module documentation); its I/O
+/// goes through `options.fs`, and its shards open with `options`.
+#[derive(Debug, Clone)]
+pub struct ShardedStore {
+    dir: PathBuf,
+    options: Options,
+}
+
+/// A write of a sharded store under way, begun against one version of its
+/// map. Holding it keeps a collection off the write's files; dropping it
+/// without [`ShardedStore::commit`] leaves them for the next collection.
+pub struct StoreWrite {
+    base: Option<ShardMap>,
+    seqno: u64,
+    tag: String,
+    staging: PathBuf,
+    _lock: Box<dyn FileLock>,
+}
+
+impl std::fmt::Debug for StoreWrite {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreWrite")
+            .field("base_version", &self.base_version())
+            .field("seqno", &self.seqno)
+            .field("tag", &self.tag)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the first version of a new store's map is made of.
+#[derive(Debug, Clone)]
+pub struct NewStore<'a> {
+    /// The table's name.
+    pub table: &'a str,
+    /// The primary key's columns, in key order.
+    pub key: &'a [Field],
+    /// Key tuples or prefixes, strictly ascending in the engine's order.
+    pub split_points: Vec<Vec<OwnedKeyValue>>,
+}
+
+impl StoreWrite {
+    /// The map the write began against (`None`: the store had none yet).
+    pub fn base(&self) -> Option<&ShardMap> {
+        self.base.as_ref()
+    }
+
+    /// The version of that map (0: none).
+    pub fn base_version(&self) -> u64 {
+        self.base.as_ref().map_or(0, ShardMap::version)
+    }
+
+    /// A seqno above every seqno any shard of the base version has used:
+    /// the write's files (`Table::write_sst_files`) take seqnos from it on
+    /// (0 for a new store: then above a new database's, once its table is
+    /// created).
+    pub fn seqno(&self) -> u64 {
+        self.seqno
+    }
+
+    /// The write's tag: its staging directory's name, and the suffix of
+    /// the directories of the version it makes.
+    pub fn tag(&self) -> &str {
+        &self.tag
+    }
+
+    /// The write's own directory, for the files it writes; removed at its
+    /// commit or abort.
+    pub fn staging_dir(&self) -> &Path {
+        &self.staging
+    }
+
+    /// The map of the version this write makes: the base's table, key and
+    /// split points (for a new store, `new` gives them), at the next
+    /// version, each shard in a directory of its own,
+    /// `shard-NNNNN.v<version>-<tag>`.
+    pub fn next_map(&self, new: Option<NewStore<'_>>) -> Result<ShardMap> {
+        let first = match (&self.base, new) {
+            (Some(base), None) => base.clone(),
+            (None, Some(n)) => ShardMap::new(n.table, n.key, n.split_points)?,
+            (Some(_), Some(_)) => {
+                return Err(Error::InvalidArgument("the store exists: its split points stay".into()));
+            }
+            (None, None) => {
+                return Err(Error::InvalidArgument(
+                    "a new store needs its table, key and split points".into(),
+                ));
+            }
+        };
+        let version = self.base_version() + 1;
+        let paths =
+            (0..first.shards().len()).map(|i| format!("shard-{i:05}.v{version}-{}", self.tag)).collect();
+        first.with_paths(version, paths)
+    }
+}
+
+impl ShardedStore {
+    /// The store in `dir` (nothing is read or written yet).
+    pub fn new(dir: impl AsRef<Path>, options: Options) -> ShardedStore {
+        ShardedStore { dir: dir.as_ref().to_path_buf(), options }
+    }
+
+    /// The store's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Creates the store: a shard per range `split_points` make, each a
+    /// database holding an empty table `table` (every shard's table made
+    /// alike, so files written for one are ingested by any), then the map,
+    /// version 1. Refused when the directory holds a store already.
+    pub fn create(
+        &self,
+        table: &str,
+        schema: &arrow_schema::SchemaRef,
+        primary_key: &[&str],
+        split_points: Vec<Vec<OwnedKeyValue>>,
+    ) -> Result<ShardMap> {
+        let key = primary_key
+            .iter()
+            .map(|c| {
+                schema.field_with_name(c).cloned().map_err(|_| {
+                    Error::InvalidArgument(format!("primary key column {c} is not in the schema"))
+                })
+            })
+            .collect::<Result<Vec<Field>>>()?;
+        let map = ShardMap::new(table, &key, split_points)?;
+        self.options.fs.create_dir_all(&self.dir)?;
+        let _lock = self.write_lock()?;
+        if self.map()?.is_some() {
+            return Err(Error::InvalidArgument(format!(
+                "{} holds a sharded store already",
+                self.dir.display()
+            )));
+        }
+        for s in map.shards() {
+            let db = crate::Db::open(self.dir.join(&s.path), self.options.clone())?;
+            db.create_table(table, schema.clone(), primary_key, crate::TableOptions::default())?;
+            db.close()?;
+        }
+        map.write(self.options.fs.as_ref(), &self.dir)?;
+        Ok(map)
+    }
+
+    /// The current map, or `None` when the directory holds no store yet.
+    pub fn map(&self) -> Result<Option<ShardMap>> {
+        if !self.options.fs.exists(&self.dir.join(format::FILE))? {
+            return Ok(None);
+        }
+        ShardMap::read(self.options.fs.as_ref(), &self.dir).map(Some)
+    }
+
+    /// Begins a write against the current version: takes the write's lock
+    /// and reads, from every shard of the current version (opened
+    /// read-only), the seqnos they have used. A shard open for writing
+    /// elsewhere makes this fail (`Error::Locked`): its seqnos could grow.
+    pub fn begin_write(&self) -> Result<StoreWrite> {
+        let fs = &self.options.fs;
+        let base = self.map()?;
+        let mut seqno = 0;
+        if let Some(map) = &base {
+            for s in map.shards() {
+                let db = crate::Db::open_read_only(self.dir.join(&s.path), self.options.clone())?;
+                seqno = seqno.max(db.last_seqno() + 1);
+                db.close()?;
+            }
+        }
+        let tag = unique_tag();
+        let staging = self.dir.join(STAGING_DIR).join(&tag);
+        fs.create_dir_all(&staging)?;
+        let lock = fs.lock(&staging.join("LOCK"), &staging)?;
+        Ok(StoreWrite { base, seqno, tag, staging, _lock: lock })
+    }
+
+    /// Makes `next` (from [`StoreWrite::next_map`], its shard directories
+    /// written) the store's current version, in one atomic replacement of
+    /// the map, then removes the base version's directories and the
+    /// write's staging directory. Refused, changing nothing, when another
+    /// write committed since `write` began (`Error::Conflict`), or when
+    /// another commit holds the store's lock (`Error::Busy`).
+    pub fn commit(&self, write: StoreWrite, next: &ShardMap) -> Result<()> {
+        {
+            let _lock = self.write_lock()?;
+            let current = self.map()?;
+            let current_version = current.as_ref().map_or(0, ShardMap::version);
+            if current_version != write.base_version() {
+                return Err(Error::Conflict(format!(
+                    "{}: another write committed version {current_version} while this one, begun at version \
+                     {}, ran",
+                    self.dir.display(),
+                    write.base_version()
+                )));
+            }
+            if next.version() != write.base_version() + 1 {
+                return Err(Error::InvalidArgument(format!(
+                    "the next map is version {}, not {}",
+                    next.version(),
+                    write.base_version() + 1
+                )));
+            }
+            for s in next.shards() {
+                if !self.options.fs.is_dir(&self.dir.join(&s.path))? {
+                    return Err(Error::InvalidArgument(format!(
+                        "shard directory {} was not written",
+                        s.path
+                    )));
+                }
+            }
+            next.write(self.options.fs.as_ref(), &self.dir)?;
+        }
+        // Committed: what follows only frees space, and a failure leaves
+        // it for the next collection.
+        let fs = &self.options.fs;
+        if let Some(base) = &write.base {
+            for s in base.shards() {
+                let _ = fs.remove_dir_all(&self.dir.join(&s.path));
+            }
+        }
+        let staging = write.staging.clone();
+        drop(write);
+        let _ = fs.remove_dir_all(&staging);
+        Ok(())
+    }
+
+    /// Ends `write` without a commit: removes its staging directory and
+    /// the directories of `next` (if given) that the current map does not
+    /// name.
+    pub fn abort(&self, write: StoreWrite, next: Option<&ShardMap>) -> Result<()> {
+        let fs = &self.options.fs;
+        let current = self.map()?;
+        let named = |path: &str| current.as_ref().is_some_and(|m| m.shards().iter().any(|s| s.path == path));
+        for s in next.map(ShardMap::shards).unwrap_or_default() {
+            if !named(&s.path) {
+                fs.remove_dir_all(&self.dir.join(&s.path))?;
+            }
+        }
+        let staging = write.staging.clone();
+        drop(write);
+        fs.remove_dir_all(&staging)
+    }
+
+    /// Removes what the current map does not name and no write under way
+    /// is making: shard directories of earlier versions and of writes that
+    /// crashed, and their staging directories. Returns the directories
+    /// removed. Waits for nothing: `Error::Busy` while a commit runs.
+    pub fn collect(&self) -> Result<usize> {
+        let fs = &self.options.fs;
+        let _lock = self.write_lock()?;
+        let current = self.map()?;
+        let staging_root = self.dir.join(STAGING_DIR);
+        // Writes under way hold their staging LOCK; the others crashed.
+        let mut live_tags = Vec::new();
+        let mut removed = 0;
+        if fs.is_dir(&staging_root)? {
+            for tag in fs.list(&staging_root)? {
+                let dir = staging_root.join(&tag);
+                match fs.lock(&dir.join("LOCK"), &dir) {
+                    Ok(lock) => {
+                        drop(lock);
+                        fs.remove_dir_all(&dir)?;
+                        removed += 1;
+                    }
+                    Err(Error::Locked(_)) => live_tags.push(tag),
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        for name in fs.list(&self.dir)? {
+            if !name.starts_with("shard-") || !fs.is_dir(&self.dir.join(&name))? {
+                continue;
+            }
+            let named = current.as_ref().is_some_and(|m| m.shards().iter().any(|s| s.path == name));
+            let in_flight = live_tags.iter().any(|t| name.ends_with(&format!("-{t}")));
+            if !named && !in_flight {
+                fs.remove_dir_all(&self.dir.join(&name))?;
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+
+    fn write_lock(&self) -> Result<Box<dyn FileLock>> {
+        self.options.fs.lock(&self.dir.join(WRITE_LOCK_FILE), &self.dir).map_err(|e| match e {
+            Error::Locked(_) => {
+                Error::Busy(format!("{}: another write is committing a new version", self.dir.display()))
+            }
+            e => e,
+        })
+    }
+}
+
+/// Split points cutting `sample` (keys of the columns `key`, in any order)
+/// into `parts` ranges of about equal counts, in the engine's key order:
+/// the keys at each `i / parts` quantile, each counted once (fewer points
+/// when the sample repeats keys).
+pub fn split_points_from_sample(
+    key: &[Field],
+    sample: &[Vec<OwnedKeyValue>],
+    parts: usize,
+) -> Result<Vec<Vec<OwnedKeyValue>>> {
+    let types = key
+        .iter()
+        .map(|f| {
+            key_type_of(f.data_type()).ok_or_else(|| {
+                Error::InvalidArgument(format!("key column {} cannot key a shard map", f.name()))
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut encoded = sample
+        .iter()
+        .map(|k| {
+            let fits =
+                k.len() == types.len() && k.iter().zip(&types).all(|(v, t)| v.as_value().key_type() == *t);
+            if fits {
+                Ok((key::encode(&k.iter().map(OwnedKeyValue::as_value).collect::<Vec<_>>()), k))
+            } else {
+                Err(Error::InvalidArgument(format!("sampled key {k:?} is not a key of the store's types")))
+            }
+        })
+        .collect::<Result<Vec<_>>>()?;
+    encoded.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let mut points: Vec<(&[u8], Vec<OwnedKeyValue>)> = Vec::new();
+    for i in 1..parts.max(1) {
+        let Some((bytes, k)) = encoded.get(i * encoded.len() / parts) else { continue };
+        if points.last().is_none_or(|(last, _)| *last < bytes.as_slice()) {
+            points.push((bytes, (*k).clone()));
+        }
+    }
+    Ok(points.into_iter().map(|(_, k)| k).collect())
+}
+
+/// A name no other write uses: the process, the time and a counter.
+fn unique_tag() -> String {
+    static WRITES: AtomicU64 = AtomicU64::new(0);
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    format!("{:x}{:x}{}", std::process::id(), nanos as u64, WRITES.fetch_add(1, Ordering::Relaxed))
+}
