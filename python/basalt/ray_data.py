@@ -10,14 +10,19 @@ engine's Arrow batches, with the projection and filter applied by the
 engine's scan.
 
 ``Dataset.write_datasink(BasaltDatasink(path, table, primary_key,
-shards=N))`` writes a dataset: each write task writes its blocks into a
-staging database of its own (the single-writer rule holds: one task, one
-database); once every task succeeded, the driver makes the next version of
-each shard (a checkpoint of the current one: hard links), merges the rows
-of its key range from every staging database into it (one Ray task per
-shard, its only writer), and only then replaces the shard map. A failed
-task, or a failure before the map is replaced, leaves the previous version
-as it was (the staging data and new shard versions are removed).
+shards=N))`` writes a dataset, each row once: every write task sorts its
+rows in the engine's key order and writes them as finished SST files
+(``Table.write_sst_files``, cut at the shards' split points when the store
+exists) at a seqno of its own above every shard's, and returns their
+metadata. Once every task succeeded, the driver makes the next version of
+each shard (a checkpoint of the current one: hard links), one Ray task per
+shard, its only writer, ingests the files of its key range into it
+(``Table.ingest_files``: hard links again, one MANIFEST edit; a file that
+straddles a shard's edge, which happens only when a new store's split
+points are chosen after the files were written, is rewritten with the rows
+of the shard's range), and only then replaces the shard map. A failed task,
+or a failure before the map is replaced, leaves the previous version as it
+was (the written files and new shard versions are removed).
 """
 
 from __future__ import annotations
@@ -25,7 +30,6 @@ from __future__ import annotations
 import math
 import os
 import pathlib
-import shutil
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
@@ -39,15 +43,15 @@ except ImportError as e:  # pragma: no cover - depends on the environment
 from ray.data import Datasink, Datasource
 from ray.data.block import BlockMetadata
 from ray.data.datasource import ReadTask
+from ray.data.expressions import BinaryExpr, ColumnExpr, Expr, LiteralExpr, Operation, UnaryExpr
 
 import basalt
-from basalt import sharded
+from basalt import _basalt, sharded
 
 #: Rows a read task gathers into one block handed to Ray.
 BLOCK_ROWS = 1 << 16
 #: One key in this many written rows is sampled to choose split points.
 SAMPLE_EVERY = 64
-STAGING = ".staging"
 
 
 def _files_bytes(directory: str) -> int:
@@ -72,11 +76,24 @@ def _read_range(
     table: str,
     lower: Any,
     upper: Any,
-    columns: list[str] | None,
+    read: tuple[list[str] | None, list[str] | None],
     where: list[Any] | None,
+    predicate: Any,
     options: dict[str, Any],
 ) -> Callable[[], Iterator[pa.Table]]:
-    def read() -> Iterator[pa.Table]:
+    """A read task's function: the engine's scan of one key range with the
+    columns ``read[0]`` (``None``: all) and the conditions ``where``, then
+    ``predicate`` (a PyArrow expression, exactly Ray's semantics) and the
+    output columns ``read[1]``."""
+    columns, output = read
+
+    def finish(batches: list[pa.RecordBatch], schema: pa.Schema) -> pa.Table:
+        data = pa.Table.from_batches(batches, schema=schema)
+        if predicate is not None:
+            data = data.filter(predicate)
+        return data.select(output) if output is not None else data
+
+    def read_fn() -> Iterator[pa.Table]:
         with basalt.open(path, read_only=True, create=False, **options) as db:
             scan = db.table(table).scan(columns=columns, where=where, **_scan_args(lower, upper))
             batches: list[pa.RecordBatch] = []
@@ -85,16 +102,86 @@ def _read_range(
                 batches.append(batch)
                 rows += batch.num_rows
                 if rows >= BLOCK_ROWS:
-                    yield pa.Table.from_batches(batches, schema=scan.schema)
+                    yield finish(batches, scan.schema)
                     batches, rows = [], 0
             if batches:
-                yield pa.Table.from_batches(batches, schema=scan.schema)
+                yield finish(batches, scan.schema)
 
-    return read
+    return read_fn
+
+
+#: Ray's comparison operations the engine's scan filter takes, by name.
+_ENGINE_OPS = {"eq": "=", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+#: The same comparison with its operands swapped.
+_SWAPPED = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+
+def _conjuncts(expr: Any) -> Iterator[Any]:
+    """The terms of ``expr``'s top-level AND chain."""
+    if isinstance(expr, BinaryExpr) and expr.op == Operation.AND:
+        yield from _conjuncts(expr.left)
+        yield from _conjuncts(expr.right)
+    else:
+        yield expr
+
+
+def _columns_of(expr: Any) -> set[str]:
+    """The columns ``expr`` reads."""
+    if isinstance(expr, ColumnExpr):
+        return {expr.name}
+    found: set[str] = set()
+    for child in ("left", "right", "operand", "expr"):
+        sub = getattr(expr, child, None)
+        if isinstance(sub, Expr):
+            found |= _columns_of(sub)
+    return found
+
+
+def _engine_conditions(expr: Any, schema: pa.Schema) -> list[tuple[Any, ...]]:
+    """The conjuncts of Ray's predicate ``expr`` the engine's scan filter
+    means exactly alike: a comparison of a column with a literal, or a null
+    test, on integer, string, binary, boolean and date columns. Float
+    columns stay with PyArrow, whose comparisons follow IEEE 754 (the
+    engine's, like Arrow's Rust kernels, order NaN and -0.0 by totalOrder).
+    The read applies the whole predicate again with PyArrow, so a term left
+    out only costs the pruning it would have given."""
+    exact = (
+        pa.types.is_integer,
+        pa.types.is_string,
+        pa.types.is_large_string,
+        pa.types.is_binary,
+        pa.types.is_boolean,
+        pa.types.is_date,
+    )
+    out: list[tuple[Any, ...]] = []
+    for term in _conjuncts(expr):
+        if isinstance(term, UnaryExpr) and isinstance(term.operand, ColumnExpr):
+            test = {Operation.IS_NULL: "is null", Operation.IS_NOT_NULL: "is not null"}.get(term.op)
+            if test is not None and term.operand.name in schema.names:
+                out.append((term.operand.name, test))
+            continue
+        if not isinstance(term, BinaryExpr) or term.op.value not in _ENGINE_OPS:
+            continue
+        op = _ENGINE_OPS[term.op.value]
+        if isinstance(term.left, ColumnExpr) and isinstance(term.right, LiteralExpr):
+            column, value = term.left.name, term.right.value
+        elif isinstance(term.right, ColumnExpr) and isinstance(term.left, LiteralExpr):
+            column, value, op = term.right.name, term.left.value, _SWAPPED[op]
+        else:
+            continue
+        if column not in schema.names or value is None or isinstance(value, (float, list, tuple, dict)):
+            continue
+        if any(check(schema.field(column).type) for check in exact):
+            out.append((column, op, value))
+    return out
 
 
 class BasaltDatasource(Datasource):
-    """A sharded Basalt store's table as a Ray Data source."""
+    """A sharded Basalt store's table as a Ray Data source. The version read
+    is pinned when the source is made (``ShardedStore.pin``): every read
+    task reads that version, whatever writes commit meanwhile, until the
+    source is dropped. Ray's projection and predicate pushdown go into the
+    engine's scans."""
 
     def __init__(
         self,
@@ -104,10 +191,12 @@ class BasaltDatasource(Datasource):
         filter: Iterable[Any] | None = None,
         **options: Any,
     ) -> None:
-        # Ray's projection pushdown reads this attribute.
+        # Ray's pushdown rules read these attributes.
         self._projection_map = None
+        self._predicate_expr = None
         self._path = str(path)
-        self._map = sharded.read_map(path)
+        self._pin = _basalt.ShardedStore(path, **options).pin()
+        self._map = sharded.ShardMap.of(self._pin.map)
         if table is not None and table != self._map.table:
             raise basalt.InvalidArgumentError(f"{path} holds table {self._map.table!r}, not {table!r}")
         self._columns = list(columns) if columns else None
@@ -117,28 +206,67 @@ class BasaltDatasource(Datasource):
     def get_name(self) -> str:
         return "Basalt"
 
+    def supports_projection_pushdown(self) -> bool:
+        return True
+
+    def supports_predicate_pushdown(self) -> bool:
+        return True
+
     def estimate_inmemory_data_size(self) -> int | None:
         return sum(_files_bytes(os.path.join(self._path, s.path)) for s in self._map.shards)
+
+    def _output_columns(self, schema: pa.Schema) -> list[str] | None:
+        """The columns the dataset has: the caller's, then Ray's projection."""
+        columns = self._columns
+        projected = self._get_data_columns()
+        if projected is not None:
+            columns = [c for c in (columns or schema.names) if c in projected]
+        return columns
 
     def get_read_tasks(
         self, parallelism: int, per_task_row_limit: int | None = None, data_context: Any = None
     ) -> list[ReadTask]:
         shards = self._map.shards
         per_shard = max(1, math.ceil(max(parallelism, 1) / len(shards)))
+        predicate = self._predicate_expr
         tasks = []
         for shard in shards:
             path = os.path.join(self._path, shard.path)
             with basalt.open(path, read_only=True, create=False, **self._options) as db:
                 t = db.table(self._map.table)
                 points = t.split_points(per_shard) if per_shard > 1 else []
-                schema = t.schema
-            if self._columns is not None:
-                schema = pa.schema([schema.field(c) for c in self._columns])
-            bounds = [shard.lower, *points, shard.upper]
+                full = t.schema
+                bounds = [shard.lower, *points, shard.upper]
+                # Rows per task from metadata (the engine's count reads no
+                # block where files answer it).
+                counts = (
+                    [t.count_rows(**_scan_args(lo, hi)) for lo, hi in zip(bounds, bounds[1:])]
+                    if predicate is None and self._filter is None
+                    else [None] * (len(bounds) - 1)
+                )
+            output = self._output_columns(full)
+            needed = None
+            if output is not None:
+                wanted = set(output) | (_columns_of(predicate) if predicate is not None else set())
+                needed = [c for c in full.names if c in wanted]
+            schema = pa.schema([full.field(c) for c in output]) if output is not None else full
+            where = list(self._filter or []) + (_engine_conditions(predicate, full) if predicate is not None else [])
+            arrow_predicate = predicate.to_pyarrow() if predicate is not None else None
             size = _files_bytes(path) // (len(bounds) - 1)
-            for lower, upper in zip(bounds, bounds[1:]):
-                metadata = BlockMetadata(num_rows=None, size_bytes=size, exec_stats=None, input_files=None)
-                read = _read_range(path, self._map.table, lower, upper, self._columns, self._filter, self._options)
+            if output is not None and len(full.names) > 0:
+                size = size * len(output) // len(full.names)
+            for (lower, upper), rows in zip(zip(bounds, bounds[1:]), counts):
+                metadata = BlockMetadata(num_rows=rows, size_bytes=size, exec_stats=None, input_files=None)
+                read = _read_range(
+                    path,
+                    self._map.table,
+                    lower,
+                    upper,
+                    (needed, output if needed != output else None),
+                    where or None,
+                    arrow_predicate,
+                    self._options,
+                )
                 tasks.append(ReadTask(read, metadata, schema=schema, per_task_row_limit=per_task_row_limit))
         return tasks
 
@@ -165,14 +293,6 @@ def read_basalt(
     return dataset
 
 
-def _map_names(path: pathlib.Path, m: sharded.ShardMap) -> bool:
-    """Whether the store's map on disk is ``m``."""
-    try:
-        return sharded.read_map(path) == m
-    except basalt.Error:
-        return False
-
-
 def _sample_keys(data: pa.Table, primary_key: Sequence[str]) -> list[Any]:
     """One key in ``SAMPLE_EVERY`` rows of ``data``."""
     picked = data.select(list(primary_key)).take(pa.array(range(0, data.num_rows, SAMPLE_EVERY), pa.int64()))
@@ -186,18 +306,19 @@ def _chain_first(first: pa.Table, rest: Iterator[pa.Table]) -> Iterator[pa.Table
             yield t
 
 
-def _quantiles(sample: list[Any], parts: int) -> list[Any]:
-    sample.sort()
-    points: list[Any] = []
-    for i in range(1, parts):
-        point = sample[i * len(sample) // parts]
-        if not points or points[-1] < point:
-            points.append(point)
-    return points
+#: Seqnos each write task may use: its rows get ``base + task index *
+#: SEQNOS_PER_TASK`` and up (one more per further sorted run, when its
+#: input is larger than the engine's memory budget and out of key order).
+SEQNOS_PER_TASK = 1 << 20
+
+
+def _table_schema(schema: pa.Schema, primary_key: Sequence[str]) -> pa.Schema:
+    """``schema`` with the key columns not nullable (the engine requires it)."""
+    return pa.schema([f.with_nullable(False) if f.name in primary_key else f for f in schema])
 
 
 @ray.remote
-def _merge_shard(
+def _ingest_shard(
     new_dir: str,
     base_dir: str | None,
     table: str,
@@ -205,11 +326,12 @@ def _merge_shard(
     primary_key: list[str],
     lower: Any,
     upper: Any,
-    staged: list[str],
+    files: list[str],
     options: dict[str, Any],
 ) -> int:
     """Makes the next version of one shard: its current version (hard
-    links) plus the rows of its key range from every staging database."""
+    links) plus the rows of its key range from the written files (hard
+    links, or a rewrite of a file that straddles the range's edge)."""
     if base_dir is not None:
         # Read-only: readers of the current version are not locked out.
         try:
@@ -222,33 +344,17 @@ def _merge_shard(
                 base.flush()
             with basalt.open(base_dir, read_only=True, create=False, **options) as base:
                 base.checkpoint(new_dir)
-    target = basalt.open(new_dir, **options)
-    try:
+    with basalt.open(new_dir, **options) as target:
         if base_dir is None:
             target.create_table(table, schema, primary_key=primary_key)
-        t = target.table(table)
-        sources = [basalt.open(stage, read_only=True, create=False, **options) for stage in staged]
-        try:
-            # Each staging database's range is in key order; the load
-            # sorts the runs together (a later source wins a repeated key)
-            # and writes SSTs past the WAL, all or nothing.
-            batches = (
-                batch.cast(schema) if batch.schema != schema else batch
-                for src in sources
-                for batch in src.table(table).scan(**_scan_args(lower, upper))
-            )
-            rows: int = t.bulk_load(pa.RecordBatchReader.from_batches(schema, batches))
-        finally:
-            for src in sources:
-                src.close()
+        rows: int = target.table(table).ingest_files(files, **_scan_args(lower, upper))
         return rows
-    finally:
-        target.close()
 
 
 class BasaltDatasink(Datasink[dict[str, Any]]):
     """Writes a dataset into a sharded Basalt store (created with ``shards``
-    shards, split at sampled keys, when ``path`` holds none yet)."""
+    shards, split at sampled keys, when ``path`` holds none yet), each row
+    written once as SST files the shards ingest."""
 
     def __init__(
         self,
@@ -264,125 +370,201 @@ class BasaltDatasink(Datasink[dict[str, Any]]):
         self._primary_key = list(primary_key) if primary_key else None
         self._shards = shards
         self._options = options
-        self._staging = self._path / STAGING / uuid.uuid4().hex
         if shards < 1:
             raise basalt.InvalidArgumentError("shards must be at least 1")
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Write tasks get the sink without the driver's handles (the
+        # write's lock stays in the driver).
+        state = dict(self.__dict__)
+        state.pop("_store", None)
+        state.pop("_write", None)
+        state.pop("_pin", None)
+        return state
+
     def on_write_start(self, schema: pa.Schema | None = None) -> None:
-        self._base_version = 0
-        if (self._path / sharded.SHARD_MAP).exists():
-            existing = sharded.read_map(self._path)
+        del schema
+        self._store = _basalt.ShardedStore(self._path, **self._options)
+        # The base version stays while this write reads it (its shard 0
+        # writes the files, its shards are checkpointed): pinned, and the
+        # write begun against that same version.
+        self._pin: Any = None
+        for _ in range(16):
+            pin = self._store.pin() if self._store.map() is not None else None
+            write = self._store.begin_write()
+            if pin is None or pin.map.version == write.base_version:
+                break
+            self._store.abort(write)
+            pin.release()
+        self._pin = pin
+        self._write: Any = write
+        self._staging = pathlib.Path(self._write.staging_dir)
+        self._seqno: int = self._write.seqno
+        self._template: str | None = None
+        self._cut_at: list[Any] = []
+        base = self._write.base
+        if base is not None:
+            existing = sharded.ShardMap.of(base)
             if existing.table != self._table:
+                self._abort(None)
                 raise basalt.InvalidArgumentError(f"{self._path} holds table {existing.table!r}")
             if self._primary_key and self._primary_key != existing.primary_key:
+                self._abort(None)
                 raise basalt.InvalidArgumentError(
                     f"{self._path} is keyed by {existing.primary_key}, not {self._primary_key}"
                 )
             self._primary_key = existing.primary_key
-            self._base_version = existing.version
+            # The files are written by the store's own table (its schema
+            # version, its tree): shard 0, opened read-only by each task.
+            self._template = str(self._path / existing.shards[0].path)
+            self._cut_at = existing.split_points
         if not self._primary_key:
+            self._abort(None)
             raise basalt.InvalidArgumentError("a new store needs primary_key")
-        self._staging.mkdir(parents=True)
 
     def write(self, blocks: Iterable[Any], ctx: Any) -> dict[str, Any]:
-        """Writes this task's blocks into a staging database of its own."""
+        """Writes this task's blocks as SST files of the store's table."""
         assert self._primary_key is not None
         directory = self._staging / f"task-{uuid.uuid4().hex}"
-        rows = 0
+        task = int(getattr(ctx, "task_idx", 0) or 0)
         sample: list[Any] = []
         schema: pa.Schema | None = None
+        files: list[dict[str, Any]] = []
         tables = (block if isinstance(block, pa.Table) else pa.Table.from_pandas(block) for block in blocks)
         first = next((t for t in tables if t.num_rows > 0), None)
         if first is not None:
-            # Key columns hold no nulls (the engine requires it).
-            schema = pa.schema([f.with_nullable(False) if f.name in self._primary_key else f for f in first.schema])
             key_names = self._primary_key
+            if self._template is not None:
+                template = basalt.open(self._template, read_only=True, create=False, **self._options)
+                schema = template.table(self._table).schema
+                base = self._seqno - 1
+            else:
+                # A new store: a database holding only the table's
+                # definition (no rows), as each new shard will.
+                schema = _table_schema(first.schema, key_names)
+                template = basalt.open(directory / "table", **self._options)
+                template.create_table(self._table, schema, primary_key=key_names)
+                base = template.last_seqno
+            target_schema = schema
+            sampling = self._template is None
 
             def batches() -> Iterator[pa.RecordBatch]:
                 for data in _chain_first(first, tables):
-                    sample.extend(_sample_keys(data, key_names))
-                    yield from data.cast(schema).to_batches()
+                    if sampling:
+                        sample.extend(_sample_keys(data, key_names))
+                    yield from data.cast(target_schema).to_batches()
 
-            with basalt.open(directory, **self._options) as db:
-                table = db.create_table(self._table, schema, primary_key=self._primary_key)
-                # Written straight to SSTs (no WAL), sorted in bounded memory.
-                rows = table.bulk_load(pa.RecordBatchReader.from_batches(schema, batches()))
-        return {"dir": str(directory), "rows": rows, "sample": sample, "schema": schema}
+            try:
+                files = template.table(self._table).write_sst_files(
+                    directory / "files",
+                    pa.RecordBatchReader.from_batches(schema, batches()),
+                    seqno=base + 1 + task * SEQNOS_PER_TASK,
+                    cut_at=self._cut_at,
+                )
+            finally:
+                template.close()
+            limit = base + (task + 1) * SEQNOS_PER_TASK
+            if any(f["seqno"] > limit for f in files):
+                raise basalt.InvalidArgumentError(f"write task {task} used more than {SEQNOS_PER_TASK} seqnos")
+        rows = sum(f["rows"] for f in files)
+        return {"task": task, "files": files, "rows": rows, "sample": sample, "schema": schema}
 
     def on_write_complete(self, write_result: Any) -> None:
-        try:
-            with sharded.write_lock(self._path):
-                self._commit(write_result)
-        finally:
-            shutil.rmtree(self._staging, ignore_errors=True)
-
-    def _commit(self, write_result: Any) -> None:
-        """Under the store's write lock: the next version of every shard,
-        then the map naming it. Until the map is replaced nothing the
-        current map names is touched; after it, nothing this commit made is
-        deleted."""
-        assert self._primary_key is not None
-        returns = [r for r in write_result.write_returns if r and r["rows"] > 0]
-        staged = [r["dir"] for r in returns]
-        existing = sharded.read_map(self._path) if (self._path / sharded.SHARD_MAP).exists() else None
-        if (existing.version if existing else 0) != self._base_version:
-            raise basalt.BusyError(f"{self._path}: another write committed a new version while this one ran")
-        schema = next((r["schema"] for r in returns if r["schema"] is not None), None)
-        if existing is None and schema is None:
-            raise basalt.InvalidArgumentError("nothing written: a new store needs rows")
-        version = existing.version + 1 if existing else 1
-        if existing is not None:
-            base = existing
-            with basalt.open(self._path / existing.shards[0].path, read_only=True, create=False) as db:
-                schema = db.table(existing.table).schema
-        else:
-            # Checked before any work: keys the map cannot hold fail here.
-            assert schema is not None
-            key_schema = pa.schema([schema.field(c) for c in self._primary_key])
-            points = _quantiles([k for r in returns for k in r["sample"]], self._shards)
-            base = sharded.new_map(self._table, key_schema, points)
-        # Names no other write uses, even one that crashed.
-        tag = uuid.uuid4().hex[:8]
-        new_map = base.with_paths(version, [f"shard-{i:05d}.v{version}-{tag}" for i in range(len(base.shards))])
-        new_shards = new_map.shards
-        merges = [
-            _merge_shard.remote(
-                str(self._path / s.path),
-                str(self._path / existing.shards[i].path) if existing else None,
-                self._table,
-                schema,
-                self._primary_key,
-                s.lower,
-                s.upper,
-                staged,
-                self._options,
-            )
-            for i, s in enumerate(new_shards)
-        ]
-        # Every merge ends (or fails) before anything is cleaned up, so no
-        # merge writes into a directory after its removal.
-        failures = []
-        for merge in merges:
-            try:
-                ray.get(merge)
-            except Exception as e:  # noqa: BLE001 - reported after the cleanup
-                failures.append(e)
-        committed = False
-        try:
-            if failures:
-                raise failures[0]
-            sharded.write_map(self._path, new_map)
-            committed = True
-        finally:
-            if not committed and _map_names(self._path, new_map):
-                # The map was replaced before an error (its directory sync).
-                committed = True
-            if not committed:
-                for s in new_shards:
-                    shutil.rmtree(self._path / s.path, ignore_errors=True)
-        if existing is not None:
-            for s in existing.shards:
-                shutil.rmtree(self._path / s.path, ignore_errors=True)
+        self._commit(write_result)
 
     def on_write_failed(self, error: Exception) -> None:
-        shutil.rmtree(self._staging, ignore_errors=True)
+        del error
+        self._abort(None)
+
+    def _abort(self, next_map: Any) -> None:
+        write, self._write = getattr(self, "_write", None), None
+        try:
+            if write is not None:
+                self._store.abort(write, next_map)
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        pin, self._pin = getattr(self, "_pin", None), None
+        if pin is not None:
+            pin.release()
+
+    def _commit(self, write_result: Any) -> None:
+        """The next version of every shard, then the engine's commit: the
+        map replaced if no other write committed since this one began.
+        Until then nothing the current map names is touched; on a failure
+        the write's files and directories are removed."""
+        assert self._primary_key is not None and self._write is not None
+        write = self._write
+        returns = [r for r in write_result.write_returns if r and r["rows"] > 0]
+        tasks = [r["task"] for r in returns]
+        next_map = None
+        try:
+            current = self._store.map()
+            if (current.version if current is not None else 0) != write.base_version:
+                # Refused before any work; the engine's commit checks again.
+                raise basalt.ConflictError(
+                    f"{self._path}: another write committed version {current.version if current else 0} "
+                    f"while this one, begun at version {write.base_version}, ran"
+                )
+            if len(set(tasks)) != len(tasks):
+                raise basalt.InvalidArgumentError("two write tasks reported one task index: their seqnos would collide")
+            schemas = [r["schema"] for r in returns]
+            schema = schemas[0] if schemas else None
+            base = write.base
+            if base is None and schema is None:
+                raise basalt.InvalidArgumentError("nothing written: a new store needs rows")
+            if any(s != schema for s in schemas):
+                # The files of a new store were written by each task's own
+                # definition of the table: they must agree exactly.
+                raise basalt.InvalidArgumentError("write tasks inferred different schemas: cast the dataset first")
+            if base is not None:
+                next_map = write.next_map()
+                assert self._template is not None
+                with basalt.open(self._template, read_only=True, create=False) as db:
+                    schema = db.table(self._table).schema
+            else:
+                assert schema is not None
+                key_schema = pa.schema([schema.field(c) for c in self._primary_key])
+                sample = [k for r in returns for k in r["sample"]]
+                points = _basalt.ShardedStore.split_points(key_schema, sample, self._shards)
+                next_map = write.next_map(self._table, key_schema, points)
+            existing = sharded.ShardMap.of(base) if base is not None else None
+            view = sharded.ShardMap.of(next_map)
+            written = [f for r in returns for f in r["files"]]
+            ingests = [
+                _ingest_shard.remote(
+                    str(self._path / s.path),
+                    str(self._path / existing.shards[i].path) if existing else None,
+                    self._table,
+                    schema,
+                    self._primary_key,
+                    s.lower,
+                    s.upper,
+                    # Files cut at the store's split points go to their
+                    # shard; a new store's straddle them and go to every
+                    # shard, which keeps its part.
+                    [f["path"] for f in written if existing is None or f["range"] == i],
+                    self._options,
+                )
+                for i, s in enumerate(view.shards)
+            ]
+            # Every ingest ends (or fails) before anything is cleaned up, so
+            # no ingest writes into a directory after its removal.
+            failures = []
+            for ingest in ingests:
+                try:
+                    ray.get(ingest)
+                except Exception as e:  # noqa: BLE001 - reported after the cleanup
+                    failures.append(e)
+            if failures:
+                raise failures[0]
+            # The base version was read (every ingest ended): unpinned, so
+            # the commit removes it unless a reader pins it. A refused
+            # commit removes the write's own files and directories.
+            self._release()
+            self._write = None
+            self._store.commit(write, next_map)
+        except BaseException:
+            self._abort(next_map)
+            raise

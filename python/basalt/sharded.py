@@ -10,8 +10,10 @@ and a shard map that names which primary-key range each holds.
       shard-00000/         a Basalt database holding keys in [lower, upper)
       shard-00001/ ...
 
-The map is the engine's (``basalt._basalt.ShardMap``): written and read
-by Rust, replaced atomically (a temporary file, synced, renamed over, the
+The map is the engine's (``basalt._basalt.ShardMap``), and so is the
+store's life cycle (``basalt._basalt.ShardedStore``: create, begin a write,
+commit it against the version it began from, collect leftovers): written
+and read by Rust, replaced atomically (a temporary file, synced, renamed over, the
 directory synced), so a reader sees one version or the next, never a mix.
 Shard ``i`` holds the keys from its lower bound up to the next shard's;
 keys are routed by their encoded bytes, the engine's own key order, for
@@ -20,8 +22,6 @@ every key type.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import os
 import pathlib
 from collections.abc import Iterator, Sequence
@@ -43,6 +43,8 @@ class Shard:
     path: str
     lower: Any
     upper: Any
+    #: The node whose disk holds the shard (a Ray node id), or ``None``.
+    node: str | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -73,7 +75,10 @@ class ShardMap:
         """The view of an engine map."""
         bounds = native.bounds
         uppers = [*bounds[1:], None]
-        shards = [Shard(p, lower, upper) for p, lower, upper in zip(native.paths, bounds, uppers)]
+        shards = [
+            Shard(p, lower, upper, node)
+            for p, lower, upper, node in zip(native.paths, bounds, uppers, native.nodes)
+        ]
         return ShardMap(native.version, native.table, native.primary_key, shards, native)
 
     @property
@@ -90,6 +95,11 @@ class ShardMap:
         """This map at ``version``, each shard in the directory ``paths``
         names (the same table, key and split points)."""
         return ShardMap.of(self._native().with_paths(version, list(paths)))
+
+    def with_nodes(self, nodes: Sequence[str | None]) -> ShardMap:
+        """This map with shard ``i`` placed on node ``nodes[i]`` (``None``:
+        any): its reads and its next versions' ingests run there."""
+        return ShardMap.of(self._native().with_nodes(list(nodes)))
 
     def _native(self) -> Any:
         if self.native is None:
@@ -129,25 +139,6 @@ def write_map(path: str | os.PathLike[str], m: ShardMap) -> None:
     native.write(os.fspath(path))
 
 
-WRITE_LOCK = "write.lock"
-
-
-@contextlib.contextmanager
-def write_lock(path: str | os.PathLike[str]) -> Iterator[None]:
-    """Holds the store's write lock (an exclusive ``flock`` on
-    ``write.lock``): one commit of a new version at a time. Raises
-    ``BusyError`` at once when another holds it."""
-    fd = os.open(pathlib.Path(path) / WRITE_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise basalt.BusyError(f"{path}: another write is committing a new version") from None
-        yield
-    finally:
-        os.close(fd)
-
-
 def create(
     path: str | os.PathLike[str],
     schema: pa.Schema,
@@ -161,20 +152,13 @@ def create(
     must not exist), each a Basalt database holding an empty table
     ``table``; returns it open. ``split_points`` are primary keys in strictly
     ascending order (a scalar per point for a one-column key, a tuple
-    otherwise). ``options`` are ``basalt.open``'s."""
+    otherwise). ``options`` are ``basalt.open``'s. The engine's
+    ``ShardedStore.create`` makes it (every shard's table alike, the map
+    last)."""
     directory = pathlib.Path(path)
     if directory.exists():
         raise basalt.InvalidArgumentError(f"{path} already exists")
-    missing = [c for c in primary_key if c not in schema.names]
-    if missing:
-        raise basalt.InvalidArgumentError(f"primary key columns {missing} are not in the schema")
-    key_schema = pa.schema([schema.field(c) for c in primary_key])
-    m = new_map(table, key_schema, split_points)
-    directory.mkdir(parents=True)
-    for s in m.shards:
-        with basalt.open(directory / s.path, **options) as db:
-            db.create_table(table, schema, primary_key=list(primary_key))
-    write_map(directory, m)
+    _basalt.ShardedStore(directory, **options).create(table, schema, list(primary_key), list(split_points))
     return ShardedDatabase(directory, **options)
 
 

@@ -12,6 +12,12 @@ alternating, and prints the medians:
 - ``read``: ``read_basalt`` against ``ray.data.read_parquet`` of what was
   written, every row materialized (``Dataset.materialize()``), rows/s.
 
+Each write also reports its write amplification: the bytes every process
+of the run (the driver and Ray's workers) passed to ``write`` calls
+(``wchar`` in ``/proc/<pid>/io``) during the write, over the dataset's
+Arrow bytes. Hard links write nothing; a row written into a staging file
+and again into a shard counts twice.
+
 Run it once per worker count to see the scaling::
 
     python bench/ray_bench.py --rows 10000000 --workers 1
@@ -55,6 +61,34 @@ def du_bytes(path: Path) -> int:
     return int(out.split()[0])
 
 
+def _session_pids() -> list[int]:
+    """This process and every process of the local Ray cluster."""
+    pids = [os.getpid()]
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"ray" in cmdline and os.stat(f"/proc/{entry}").st_uid == os.getuid():
+            pids.append(int(entry))
+    return pids
+
+
+def written_bytes() -> int:
+    """Bytes the run's processes have passed to write calls so far."""
+    total = 0
+    for pid in _session_pids():
+        try:
+            for line in Path(f"/proc/{pid}/io").read_text().splitlines():
+                if line.startswith("wchar:"):
+                    total += int(line.split()[1])
+        except OSError:
+            continue
+    return total
+
+
 def bench_ray(args: argparse.Namespace) -> None:
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     import ray
@@ -67,18 +101,21 @@ def bench_ray(args: argparse.Namespace) -> None:
     data = table(args.rows)
     ds = ray.data.from_arrow(data).repartition(args.blocks).materialize()
     times: dict[str, list[float]] = {}
+    amplification: dict[str, list[float]] = {}
     work = Path(tempfile.mkdtemp(dir=args.dir))
     try:
         for run in range(args.runs):
             order = ["basalt", "parquet"] if run % 2 == 0 else ["parquet", "basalt"]
             for fmt in order:
                 target = work / f"{fmt}-{run}"
+                written = written_bytes()
                 start = time.perf_counter()
                 if fmt == "basalt":
                     ds.write_datasink(BasaltDatasink(target, "data", ["id"], shards=args.shards))
                 else:
                     ds.write_parquet(str(target))
                 times.setdefault(f"write {fmt}", []).append(time.perf_counter() - start)
+                amplification.setdefault(fmt, []).append((written_bytes() - written) / data.nbytes)
             for fmt in order:
                 target = work / f"{fmt}-{run}"
                 start = time.perf_counter()
@@ -102,6 +139,11 @@ def bench_ray(args: argparse.Namespace) -> None:
             f"{phase:5}: basalt {args.rows / b / 1e6:6.2f}M rows/s ({b:.2f} s), "
             f"parquet {args.rows / p / 1e6:6.2f}M rows/s ({p:.2f} s): basalt/parquet {p / b:.2f}x"
         )
+    print(
+        "bytes written per Arrow byte during a write: "
+        f"basalt {statistics.median(amplification['basalt']):.2f}, "
+        f"parquet {statistics.median(amplification['parquet']):.2f}"
+    )
 
 
 def bench_checkpoint(args: argparse.Namespace) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import pathlib
+from types import SimpleNamespace
 from collections.abc import Iterator
 from typing import Any
 
@@ -131,7 +132,20 @@ def test_a_failed_write_leaves_the_previous_version_readable(tmp_path: pathlib.P
     assert shard_dirs(store) == sorted(s.path for s in m.shards)
 
 
+def left_by(store: pathlib.Path, tag: str) -> list[str]:
+    """What a write with ``tag`` left in the store: its staging directory
+    and its shard directories."""
+    return [p.name for p in [*store.iterdir(), *(store / ".staging").iterdir()] if tag in p.name]
+
+
 def shard_dirs(store: pathlib.Path) -> list[str]:
+    """The store's shard directories once no read pins an older version
+    (reads pin the version they read for as long as their source lives)
+    and a collection ran; check what a failed write left before this."""
+    import gc
+
+    gc.collect()
+    basalt.ShardedStore(store).collect()
     return sorted(p.name for p in store.iterdir() if p.name.startswith("shard-"))
 
 
@@ -140,28 +154,36 @@ def test_a_failed_merge_or_a_commit_after_another_write_leaves_the_current_versi
 
     store = tmp_path / "store"
     ray.data.from_arrow(rows(3_000)).write_datasink(BasaltDatasink(store, "data", ["id"], shards=2))
-    # A merge fails (a staging database that is not one): every merge ends,
-    # then the new directories go; the map and the old ones stay.
+    # An ingest fails (a written "file" that is not an SST): every ingest
+    # ends, then the new directories go; the map and the old ones stay.
     m = sharded.read_map(store)
     before = collect(read_basalt(store))
     sink = BasaltDatasink(store, "data")
     sink.on_write_start()
+    tag = sink._write.tag
     good = sink.write([rows(10, offset=50_000)], None)
-    bogus = {"dir": str(tmp_path / "not-a-database"), "rows": 1, "sample": [], "schema": None}
+    assert good["files"] and good["rows"] == 10
+    not_an_sst = tmp_path / "not-an-sst.sst"
+    not_an_sst.write_bytes(b"\0" * 100)
+    bogus_file = {"path": str(not_an_sst), "rows": 1, "bytes": 100, "range": 0, "seqno": 1 << 40}
+    bogus = {"task": 1, "files": [bogus_file], "rows": 1, "sample": [], "schema": good["schema"]}
     with pytest.raises(basalt.Error):
         sink.on_write_complete(SimpleNamespace(write_returns=[good, bogus]))
+    assert left_by(store, tag) == [], "the failed write removed its own files"
     assert sharded.read_map(store) == m and shard_dirs(store) == sorted(s.path for s in m.shards)
     assert collect(read_basalt(store)).equals(before)
     assert not list((store / ".staging").iterdir())
     # A write that started before another one committed is refused at its
-    # commit, and the other write's version stays whole.
+    # commit (ConflictError), and the other write's version stays whole.
     late = BasaltDatasink(store, "data")
     late.on_write_start()
+    late_tag = late._write.tag
     staged = late.write([rows(10, offset=70_000)], None)
     ray.data.from_arrow(rows(100, offset=90_000)).write_datasink(BasaltDatasink(store, "data"))
     winner = sharded.read_map(store)
-    with pytest.raises(basalt.BusyError):
+    with pytest.raises(basalt.ConflictError):
         late.on_write_complete(SimpleNamespace(write_returns=[staged]))
+    assert left_by(store, late_tag) == []
     assert sharded.read_map(store) == winner and shard_dirs(store) == sorted(s.path for s in winner.shards)
     assert collect(read_basalt(store)).num_rows == 3_100
 
@@ -229,3 +251,126 @@ def test_a_read_while_another_process_writes_the_checkpoint_source(tmp_path: pat
         stop.set()
         writer.join(60)
     assert writer.exitcode == 0
+
+
+def test_a_write_is_written_once_into_files_the_shards_link(tmp_path: pathlib.Path) -> None:
+    """Into an existing store, each task's files are cut at the split points
+    and linked into their shard: the shards' SSTs hold the rows once, and
+    no staging database is made."""
+    store = tmp_path / "store"
+    ray.data.from_arrow(rows(20_000)).write_datasink(BasaltDatasink(store, "data", ["id"], shards=3))
+    sink = BasaltDatasink(store, "data")
+    sink.on_write_start()
+    result = sink.write([rows(6_000, seed=3, offset=100_000)], SimpleNamespace(task_idx=0))
+    files = result["files"]
+    assert sum(f["rows"] for f in files) == 6_000 and {f["range"] for f in files} <= {0, 1, 2}
+    staged = {os.stat(f["path"]).st_ino for f in files}
+    assert not any(p.name == "CURRENT" for p in pathlib.Path(sink._write.staging_dir).rglob("*")), "no database staged"
+    sink.on_write_complete(SimpleNamespace(write_returns=[result]))
+    m = sharded.read_map(store)
+    linked = {p.stat().st_ino for s in m.shards for p in (store / s.path).glob("*.sst")}
+    assert staged <= linked, "every written file is a shard's SST (hard-linked, not rewritten)"
+    assert collect(read_basalt(store)).num_rows == 26_000
+
+
+def test_two_concurrent_writers_one_commits_the_other_conflicts(tmp_path: pathlib.Path) -> None:
+    store = tmp_path / "store"
+    ray.data.from_arrow(rows(1_000)).write_datasink(BasaltDatasink(store, "data", ["id"], shards=2))
+    a, b = BasaltDatasink(store, "data"), BasaltDatasink(store, "data")
+    a.on_write_start()
+    b.on_write_start()
+    loser = b._write.tag
+    ra = a.write([rows(10, offset=5_000)], SimpleNamespace(task_idx=0))
+    rb = b.write([rows(10, offset=6_000)], SimpleNamespace(task_idx=0))
+    a.on_write_complete(SimpleNamespace(write_returns=[ra]))
+    committed = sharded.read_map(store)
+    with pytest.raises(basalt.ConflictError):
+        b.on_write_complete(SimpleNamespace(write_returns=[rb]))
+    assert sharded.read_map(store) == committed
+    assert left_by(store, loser) == [], "the loser left nothing"
+    assert shard_dirs(store) == sorted(s.path for s in committed.shards)
+    ids = collect(read_basalt(store)).column("id").to_pylist()
+    assert 5_000 in ids and 6_000 not in ids and len(ids) == 1_010
+
+
+def test_a_read_running_across_a_commit_sees_one_version(tmp_path: pathlib.Path) -> None:
+    import gc
+
+    store = tmp_path / "store"
+    ray.data.from_arrow(rows(4_000)).write_datasink(BasaltDatasink(store, "data", ["id"], shards=2))
+    before = collect(read_basalt(store))
+    reading = read_basalt(store, parallelism=4)  # pins version 1
+    update = pa.table({"id": pa.array(list(range(0, 4_000, 2)), pa.int64()), "v": [9.0] * 2_000, "s": ["new"] * 2_000})
+    ray.data.from_arrow(update).write_datasink(BasaltDatasink(store, "data"))
+    assert sharded.read_map(store).version == 2
+    assert collect(reading).equals(before), "the read saw version 1 only"
+    after = collect(read_basalt(store))
+    assert after.column("s").to_pylist().count("new") == 2_000
+    # Once the read is gone, a collection takes version 1's directories.
+    del reading
+    gc.collect()
+    basalt.ShardedStore(store).collect()
+    assert shard_dirs(store) == sorted(s.path for s in sharded.read_map(store).shards)
+
+
+def test_rays_filter_and_projection_go_into_the_engines_scan(tmp_path: pathlib.Path) -> None:
+    from ray.data.expressions import col
+
+    store = tmp_path / "store"
+    data = rows(50_000)
+    ray.data.from_arrow(data).write_datasink(BasaltDatasink(store, "data", ["id"], shards=2))
+    ds = read_basalt(store).filter(expr=(col("id") >= 49_000) & (col("v") > 10.0)).select_columns(["id", "s"])
+    got = collect(ds)
+    want = data.filter((pa.compute.field("id") >= 49_000) & (pa.compute.field("v") > 10.0)).sort_by("id")
+    assert got.column_names == ["id", "s"]
+    assert got.column("id").to_pylist() == want.column("id").to_pylist()
+    # The source took both: its read tasks return only those rows and columns.
+    source = BasaltDatasource(store)
+    pushed = source.apply_predicate((col("id") >= 49_000) & (col("v") > 10.0)).apply_projection({"id": "id"})
+    blocks = [b for task in pushed.get_read_tasks(2) for b in task()]
+    assert sum(b.num_rows for b in blocks) == want.num_rows
+    assert all(b.column_names == ["id"] for b in blocks)
+    # Float comparisons stay with PyArrow (IEEE 754); the integer one goes
+    # to the engine, whose zone maps skip the blocks below 49,000.
+    from basalt.ray_data import _engine_conditions
+
+    schema = pa.schema([("id", pa.int64()), ("v", pa.float64())])
+    assert _engine_conditions((col("id") >= 49_000) & (col("v") > 10.0), schema) == [("id", ">=", 49_000)]
+    assert _engine_conditions(col("id").is_null() & (5 < col("id")), schema) == [("id", "is null"), ("id", ">", 5)]
+
+
+def test_read_tasks_report_row_counts_from_metadata(tmp_path: pathlib.Path) -> None:
+    store = tmp_path / "store"
+    ray.data.from_arrow(rows(30_000)).write_datasink(BasaltDatasink(store, "data", ["id"], shards=3))
+    tasks = BasaltDatasource(store).get_read_tasks(3)
+    counts = [t.metadata.num_rows for t in tasks]
+    assert sum(counts) == 30_000 and all(c > 0 for c in counts), counts
+
+
+def write_files_then_die(store: str) -> None:
+    """A driver killed between its tasks' file writes and its commit."""
+    sink = BasaltDatasink(store, "data")
+    sink.on_write_start()
+    sink.write([rows(500, offset=70_000)], SimpleNamespace(task_idx=0))
+    os._exit(0)
+
+
+def test_a_driver_killed_before_its_commit_leaves_the_previous_version(tmp_path: pathlib.Path) -> None:
+    store = tmp_path / "store"
+    ray.data.from_arrow(rows(2_000)).write_datasink(BasaltDatasink(store, "data", ["id"], shards=2))
+    m = sharded.read_map(store)
+    before = collect(read_basalt(store))
+    ctx = multiprocessing.get_context("spawn")
+    driver = ctx.Process(target=write_files_then_die, args=(str(store),))
+    driver.start()
+    driver.join(120)
+    assert driver.exitcode == 0
+    assert any((store / ".staging").iterdir()), "the dead write left its files"
+    assert sharded.read_map(store) == m
+    assert collect(read_basalt(store)).equals(before)
+    assert basalt.ShardedStore(store).collect() >= 1
+    assert not any((store / ".staging").iterdir()), "collected"
+    assert shard_dirs(store) == sorted(s.path for s in m.shards)
+    # And the store takes the next write.
+    ray.data.from_arrow(rows(10, offset=90_000)).write_datasink(BasaltDatasink(store, "data"))
+    assert collect(read_basalt(store)).num_rows == 2_010

@@ -26,7 +26,7 @@ pub struct Database {
 }
 
 /// `Options` from keyword arguments named as the Rust fields.
-fn options(py: Python<'_>, create: bool, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Options> {
+pub(crate) fn options(py: Python<'_>, create: bool, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Options> {
     let mut o = Options::default().create_if_missing(create);
     let Some(kwargs) = kwargs else { return Ok(o) };
     for (name, value) in kwargs.iter() {
@@ -281,6 +281,14 @@ impl Database {
     /// straight on the engine (`Statement.path`).
     fn prepare(&self, py: Python<'_>, query: &str) -> PyResult<crate::sql::Statement> {
         crate::sql::Statement::prepare(py, self.state.clone(), query)
+    }
+
+    /// The last sequence number a write was given (0 for a new database):
+    /// files `Table.write_sst_files` writes for this database's
+    /// `Table.ingest_files` take a seqno above it.
+    #[getter]
+    fn last_seqno(&self, py: Python<'_>) -> PyResult<u64> {
+        Ok(self.state.db(py)?.last_seqno())
     }
 
     /// Writes every memtable to SSTs and waits for it.

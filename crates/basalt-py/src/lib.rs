@@ -39,6 +39,9 @@ fn _basalt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<scan::Scan>()?;
     m.add_class::<sql::Statement>()?;
     m.add_class::<shards::ShardMap>()?;
+    m.add_class::<shards::ShardedStore>()?;
+    m.add_class::<shards::StoreWrite>()?;
+    m.add_class::<shards::StorePin>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

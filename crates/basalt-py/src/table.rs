@@ -5,6 +5,7 @@
 //! values in `rows.rs`.
 
 use std::ops::Bound as Edge;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use arrow_array::{RecordBatch, UInt32Array};
@@ -381,6 +382,108 @@ impl Table {
             Ok(table.bulk_load_from(batches)?.rows)
         });
         result.py_err(py)
+    }
+
+    /// How many rows the table holds from `start` (included) to `end`
+    /// (excluded; keys or key prefixes), exactly: from the files'
+    /// properties where no other source holds their keys, without reading
+    /// a block (`Table::count_rows`).
+    #[pyo3(signature = (*, start=None, end=None))]
+    fn count_rows(
+        &self,
+        py: Python<'_>,
+        start: Option<&Bound<'_, PyAny>>,
+        end: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<u64> {
+        self.state.db(py)?;
+        let (lower, upper) = self.range(py, start, end)?;
+        let table = &self.table;
+        py.detach(|| table.count_rows(&(borrow_edge(&lower), borrow_edge(&upper)), None)).py_err(py)
+    }
+
+    /// Writes `data` (as `bulk_load` takes it) as finished SST files of
+    /// this table into `directory`, for `ingest_files` here or in another
+    /// database holding this table (a shard of one store): sorted and
+    /// built as `bulk_load` builds its files. Nothing in the database
+    /// changes; a read-only handle writes them too. The rows get seqno
+    /// `seqno` (one more per further sorted run); an ingest refuses them
+    /// unless `seqno` lies above the ingesting database's `last_seqno`.
+    /// `cut_at` (keys or key prefixes, ascending): no file holds keys on
+    /// both sides of one. Returns one dict per file: `path`, `rows`,
+    /// `bytes`, `range` (which range the cut points make holds it) and
+    /// `seqno`. On an error the files written so far are deleted.
+    #[pyo3(signature = (directory, data, *, seqno, cut_at=None))]
+    #[expect(clippy::needless_pass_by_value, reason = "pyo3 extracts Python arguments as owned values")]
+    fn write_sst_files<'py>(
+        &self,
+        py: Python<'py>,
+        directory: PathBuf,
+        data: &Bound<'py, PyAny>,
+        seqno: u64,
+        cut_at: Option<Vec<Bound<'py, PyAny>>>,
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        self.state.db(py)?;
+        let fields = self.key_fields();
+        let cuts = cut_at
+            .unwrap_or_default()
+            .iter()
+            .map(|c| convert::key_values(py, c, &fields, true))
+            .collect::<PyResult<Vec<Vec<OwnedKeyValue>>>>()?;
+        let reader = Self::reader(py, data)?;
+        let schema = self.table.schema();
+        let table = &self.table;
+        let files = py
+            .detach(|| {
+                let cuts: Vec<Vec<KeyValue<'_>>> =
+                    cuts.iter().map(|c| c.iter().map(OwnedKeyValue::as_value).collect()).collect();
+                let batches = reader.map(|batch| {
+                    let batch = batch.map_err(|e| basalt::Error::SchemaMismatch(e.to_string()))?;
+                    conform(&batch, &schema).map_err(basalt::Error::SchemaMismatch)
+                });
+                table.write_sst_files(&directory, seqno, &cuts, batches)
+            })
+            .py_err(py)?;
+        files
+            .into_iter()
+            .map(|f| {
+                let d = PyDict::new(py);
+                d.set_item("path", f.path.to_string_lossy().into_owned())?;
+                d.set_item("rows", f.rows)?;
+                d.set_item("bytes", f.bytes)?;
+                d.set_item("range", f.range)?;
+                d.set_item("seqno", f.seqno)?;
+                Ok(d)
+            })
+            .collect()
+    }
+
+    /// Installs, in one step, the rows from `start` (included) to `end`
+    /// (excluded; keys or key prefixes, `None` for no bound) of SST files
+    /// `write_sst_files` made for this table: a file wholly in the range is
+    /// hard-linked in (the caller's file stays), one straddling its edge is
+    /// rewritten with its rows in the range, one outside is skipped. Rows
+    /// are upserts; where files overlap, the higher seqno wins. Refused,
+    /// changing nothing: files of another table, two overlapping files of
+    /// one seqno, a table with indexes, and files whose seqno is not above
+    /// this database's `last_seqno` (`ConflictError`). Returns the rows
+    /// installed.
+    #[pyo3(signature = (paths, *, start=None, end=None))]
+    #[expect(clippy::needless_pass_by_value, reason = "pyo3 extracts Python arguments as owned values")]
+    fn ingest_files(
+        &self,
+        py: Python<'_>,
+        paths: Vec<PathBuf>,
+        start: Option<&Bound<'_, PyAny>>,
+        end: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<u64> {
+        self.state.db_for_write(py, "ingest_files")?;
+        let (lower, upper) = self.range(py, start, end)?;
+        let table = &self.table;
+        py.detach(|| {
+            let range = (borrow_edge(&lower), borrow_edge(&upper));
+            Ok(table.ingest_files(&paths, range)?.rows)
+        })
+        .py_err(py)
     }
 
     /// Deletes the rows whose keys are `keys` (an iterable of keys — a

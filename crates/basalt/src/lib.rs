@@ -79,6 +79,6 @@ pub use row::evolve::ColumnChange;
 pub use row::filter::{CmpOp, Filter, Predicate};
 pub use row::layout::COLUMNS_MAX as TABLE_COLUMNS_MAX;
 pub use shards::{
-    NewStore, SHARD_MAP_FILE, Shard, ShardMap, ShardedStore, StoreWrite, split_points_from_sample,
+    NewStore, SHARD_MAP_FILE, Shard, ShardMap, ShardedStore, StorePin, StoreWrite, split_points_from_sample,
 };
 pub use wal::batch::WriteBatch;

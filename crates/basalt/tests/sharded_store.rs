@@ -154,10 +154,16 @@ fn committed_writes_read_as_an_oracle_and_refused_ones_change_nothing() {
                 let err = store.commit(write, &next).expect_err("base moved");
                 assert!(matches!(err, Error::Conflict(_)), "round {round}: {err}");
                 assert_eq!(store.map().expect("map"), before, "a refused commit changed the map");
-                assert_eq!(shard_dirs(&fs), dirs, "a refused commit removed directories");
-                // The loser's directories go at the next collection.
-                store.collect().expect("collect");
-                assert_eq!(shard_dirs(&fs).len(), before.as_ref().map_or(0, |m| m.shards().len()));
+                // The loser's own directories went with it; the current
+                // version's stayed.
+                let loser: Vec<&String> = next.shards().iter().map(|s| &s.path).collect();
+                let kept: Vec<String> = dirs.into_iter().filter(|d| !loser.contains(&d)).collect();
+                assert_eq!(
+                    shard_dirs(&fs),
+                    kept,
+                    "a refused commit removed the current version's directories"
+                );
+                assert_eq!(store.collect().expect("collect"), 0, "nothing left to collect");
             } else {
                 store.commit(write, &next).expect("commit");
                 for b in &batches {
@@ -237,4 +243,40 @@ fn split_points_from_a_sample_follow_the_engines_order() {
     assert_eq!(map.shards().len(), 4);
     let wrong = vec![vec![basalt::OwnedKeyValue::I64(1)]];
     assert!(split_points_from_sample(&key, &wrong, 2).is_err(), "a key of another type");
+}
+
+#[test]
+fn a_pinned_version_outlives_commits_until_its_read_ends() {
+    let fs = MemFs::new();
+    let mut rng = common::rng(5);
+    let spec = TableSpec::random(&mut rng, Shape { columns: (1, 3), key_only: false });
+    let keys = spec.key_names();
+    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+    let store = ShardedStore::new(STORE, options(&fs));
+    store.create("t", &spec.schema, &keys, Vec::new()).expect("create");
+    let first = store.begin_write().expect("begin");
+    let v2 = make_version(&fs, &first, &random_batches(&spec, &mut rng));
+    store.commit(first, &v2).expect("commit");
+    let pin = store.pin().expect("pin");
+    assert_eq!(pin.map(), &v2);
+    let pinned_rows = store_rows(&fs, pin.map());
+    // Two commits while the read runs: version 2's directories stay.
+    for _ in 0..2 {
+        let write = store.begin_write().expect("begin");
+        let next = make_version(&fs, &write, &random_batches(&spec, &mut rng));
+        store.commit(write, &next).expect("commit");
+        store.collect().expect("collect");
+        assert_eq!(store_rows(&fs, pin.map()), pinned_rows, "the pinned version changed under its read");
+    }
+    let v4 = store.map().expect("map").expect("store");
+    assert_eq!(v4.version(), 4);
+    let dirs = shard_dirs(&fs);
+    assert!(pin.map().shards().iter().all(|s| dirs.contains(&s.path)), "{dirs:?}");
+    // Version 3 was pinned by nobody: gone at its replacement.
+    assert_eq!(dirs.len(), pin.map().shards().len() + v4.shards().len(), "{dirs:?}");
+    drop(pin);
+    store.collect().expect("collect");
+    let mut named: Vec<String> = v4.shards().iter().map(|s| s.path.clone()).collect();
+    named.sort();
+    assert_eq!(shard_dirs(&fs), named, "the read ended: its version is collected");
 }

@@ -6,6 +6,7 @@
 //! body := varint map version | bytes table
 //!         | bytes key schema (the key columns as an Arrow IPC schema stream)
 //!         | varint shards, each: bytes directory, varint parts, bytes lower bound
+//!                              [format 2: bytes node (empty: none)]
 //! ```
 //!
 //! `bytes` is a varint length and the bytes. A shard's lower bound is a
@@ -28,8 +29,13 @@ pub const FILE: &str = "SHARDS";
 /// The first eight bytes of the file.
 pub const MAGIC: &[u8; 8] = b"BSHARDS\n";
 
-/// The layout this code writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The layout this code writes. Format 2 names a node per shard (where a
+/// scheduler runs the shard's tasks); format 1 files, which name none, are
+/// read as they were.
+pub const FORMAT_VERSION: u32 = 2;
+
+/// The oldest layout this code reads.
+const FORMAT_VERSION_MIN: u32 = 1;
 
 /// Magic, format and body length.
 const HEADER_BYTES: usize = 16;
@@ -53,6 +59,7 @@ pub(super) fn encode(map: &ShardMap) -> Result<Vec<u8>> {
         put_u64(&mut body, lower.len() as u64);
         let values: Vec<_> = lower.iter().map(crate::codec::key::OwnedKeyValue::as_value).collect();
         put_bytes(&mut body, &key::encode(&values));
+        put_bytes(&mut body, shard.node.as_deref().unwrap_or_default().as_bytes());
     }
     let mut out = Vec::with_capacity(HEADER_BYTES + body.len() + 4);
     out.extend_from_slice(MAGIC);
@@ -71,7 +78,7 @@ pub(super) fn decode(data: &[u8], file: &Path) -> Result<ShardMap> {
         return Err(Error::corruption(file, 0, "not a shard map (bad magic)"));
     }
     let format = r.u32_le()?;
-    if format != FORMAT_VERSION {
+    if !(FORMAT_VERSION_MIN..=FORMAT_VERSION).contains(&format) {
         return Err(Error::corruption(file, 8, format!("unknown shard map format {format}")));
     }
     let len = r.u32_le()? as usize;
@@ -116,7 +123,8 @@ pub(super) fn decode(data: &[u8], file: &Path) -> Result<ShardMap> {
             })?;
             Some(values)
         };
-        shards.push(Shard { path, lower });
+        let node = if format >= 2 { Some(text(&mut r)?).filter(|n| !n.is_empty()) } else { None };
+        shards.push(Shard { path, lower, node });
     }
     if !r.is_empty() {
         return Err(r.corrupt("trailing bytes after the shards"));

@@ -21,7 +21,7 @@ use crate::io::Fs;
 use crate::row::layout::{key_type_of, key_value_fits};
 
 pub use format::FILE as SHARD_MAP_FILE;
-pub use store::{NewStore, ShardedStore, StoreWrite, split_points_from_sample};
+pub use store::{NewStore, ShardedStore, StorePin, StoreWrite, split_points_from_sample};
 
 /// One shard: its directory (relative to the store) and the smallest key
 /// tuple it holds (a whole key or a prefix of one); `None` for the first
@@ -33,6 +33,9 @@ pub struct Shard {
     pub path: String,
     /// The smallest key tuple the shard holds; `None` for the first.
     pub lower: Option<Vec<OwnedKeyValue>>,
+    /// The node (a scheduler's id, such as Ray's node id) whose disk holds
+    /// the shard and where its reads and writes run; `None`: anywhere.
+    pub node: Option<String>,
 }
 
 /// The map of a sharded store (see the module documentation).
@@ -60,7 +63,7 @@ impl PartialEq for ShardMap {
                 .shards
                 .iter()
                 .zip(&other.shards)
-                .all(|(a, b)| a.path == b.path && bound_bytes(a) == bound_bytes(b))
+                .all(|(a, b)| a.path == b.path && a.node == b.node && bound_bytes(a) == bound_bytes(b))
     }
 }
 
@@ -97,8 +100,10 @@ impl ShardMap {
             }
         }
         let bounds = std::iter::once(None).chain(split_points.into_iter().map(Some));
-        let shards =
-            bounds.enumerate().map(|(i, lower)| Shard { path: format!("shard-{i:05}"), lower }).collect();
+        let shards = bounds
+            .enumerate()
+            .map(|(i, lower)| Shard { path: format!("shard-{i:05}"), lower, node: None })
+            .collect();
         let map = ShardMap {
             version: 1,
             table: table.to_string(),
@@ -121,11 +126,27 @@ impl ShardMap {
                 self.shards.len()
             )));
         }
-        let shards =
-            self.shards.iter().zip(paths).map(|(s, path)| Shard { path, lower: s.lower.clone() }).collect();
+        let shards = self.shards.iter().zip(paths).map(|(s, path)| Shard { path, ..s.clone() }).collect();
         let map = ShardMap { version, shards, ..self.clone() };
         map.check().map_err(|what| Error::InvalidArgument(format!("shard map: {what}")))?;
         Ok(map)
+    }
+
+    /// This map with shard `i` placed on node `nodes[i]` (`None`: on any
+    /// node); the same version, table, key, bounds and directories.
+    pub fn with_nodes(&self, nodes: Vec<Option<String>>) -> Result<ShardMap> {
+        if nodes.len() != self.shards.len() {
+            return Err(Error::InvalidArgument(format!(
+                "{} nodes for {} shards",
+                nodes.len(),
+                self.shards.len()
+            )));
+        }
+        if nodes.iter().flatten().any(|n| n.is_empty() || n.len() > 4096) {
+            return Err(Error::InvalidArgument("a node name is empty or over 4096 bytes".into()));
+        }
+        let shards = self.shards.iter().zip(nodes).map(|(s, node)| Shard { node, ..s.clone() }).collect();
+        Ok(ShardMap { shards, ..self.clone() })
     }
 
     /// The map's version: 1 when made, one more at each replacement.

@@ -12,7 +12,9 @@
 //! the write's files and new shard directories (`shard-NNNNN.v<version>-
 //! <tag>`) carry its tag, so a collection never takes what a live write is
 //! making. Names are never reused: a crashed write's leftovers are told
-//! apart by their tag, and collected once its lock is gone.
+//! apart by their tag, and collected once its lock is gone. A read pins
+//! the version it reads (`.pins/v<version>-<tag>`, locked while the read
+//! runs): that version's directories outlive commits until the read ends.
 //!
 //! The work between — writing a version's shards (`Db::checkpoint` of the
 //! current one, `Table::ingest_files` of the written files) — is done by
@@ -34,6 +36,9 @@ use crate::row::layout::key_type_of;
 const WRITE_LOCK_FILE: &str = "write.lock";
 /// The directory of the writes under way.
 const STAGING_DIR: &str = ".staging";
+/// The directory of the reads under way: one locked file per read, named
+/// `v<version>-<tag>`.
+const PINS_DIR: &str = ".pins";
 
 /// A sharded store's directory (see the module documentation); its I/O
 /// goes through `options.fs`, and its shards open with `options`.
@@ -61,6 +66,29 @@ impl std::fmt::Debug for StoreWrite {
             .field("seqno", &self.seqno)
             .field("tag", &self.tag)
             .finish_non_exhaustive()
+    }
+}
+
+/// A read of one version of a store: while it is held, neither a commit
+/// nor a collection removes that version's shard directories, so a reader
+/// that opens its shards one after another sees that version throughout,
+/// whatever commits meanwhile. Dropping it releases the version (its
+/// directories go at the next collection once no map names them).
+pub struct StorePin {
+    map: ShardMap,
+    _lock: Box<dyn FileLock>,
+}
+
+impl std::fmt::Debug for StorePin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StorePin").field("version", &self.map.version()).finish_non_exhaustive()
+    }
+}
+
+impl StorePin {
+    /// The map of the pinned version.
+    pub fn map(&self) -> &ShardMap {
+        &self.map
     }
 }
 
@@ -210,52 +238,66 @@ impl ShardedStore {
 
     /// Makes `next` (from [`StoreWrite::next_map`], its shard directories
     /// written) the store's current version, in one atomic replacement of
-    /// the map, then removes the base version's directories and the
-    /// write's staging directory. Refused, changing nothing, when another
+    /// the map, then removes the base version's directories (unless a read
+    /// pins them) and the write's staging directory. Refused when another
     /// write committed since `write` began (`Error::Conflict`), or when
-    /// another commit holds the store's lock (`Error::Busy`).
+    /// another commit holds the store's lock (`Error::Busy`): the current
+    /// version is untouched, and the write's own files and directories are
+    /// removed (it cannot commit later either).
     pub fn commit(&self, write: StoreWrite, next: &ShardMap) -> Result<()> {
-        {
-            let _lock = self.write_lock()?;
-            let current = self.map()?;
-            let current_version = current.as_ref().map_or(0, ShardMap::version);
-            if current_version != write.base_version() {
-                return Err(Error::Conflict(format!(
-                    "{}: another write committed version {current_version} while this one, begun at version \
-                     {}, ran",
-                    self.dir.display(),
-                    write.base_version()
-                )));
-            }
-            if next.version() != write.base_version() + 1 {
-                return Err(Error::InvalidArgument(format!(
-                    "the next map is version {}, not {}",
-                    next.version(),
-                    write.base_version() + 1
-                )));
-            }
-            for s in next.shards() {
-                if !self.options.fs.is_dir(&self.dir.join(&s.path))? {
-                    return Err(Error::InvalidArgument(format!(
-                        "shard directory {} was not written",
-                        s.path
-                    )));
-                }
-            }
-            next.write(self.options.fs.as_ref(), &self.dir)?;
+        if let Err(e) = self.replace_map(&write, next) {
+            // Refused (or failed before the map was replaced): the write
+            // cannot be committed later either, so its files and
+            // directories go now. A map replaced before an error (its
+            // directory sync) names them: the abort then keeps them.
+            let _ = self.abort(write, Some(next));
+            return Err(e);
         }
         // Committed: what follows only frees space, and a failure leaves
         // it for the next collection.
         let fs = &self.options.fs;
         if let Some(base) = &write.base {
-            for s in base.shards() {
-                let _ = fs.remove_dir_all(&self.dir.join(&s.path));
+            // A read that pinned the base version keeps its directories
+            // until a collection after it ends.
+            if self.pinned_versions().is_ok_and(|p| !p.contains(&base.version())) {
+                for s in base.shards() {
+                    let _ = fs.remove_dir_all(&self.dir.join(&s.path));
+                }
             }
         }
         let staging = write.staging.clone();
         drop(write);
         let _ = fs.remove_dir_all(&staging);
         Ok(())
+    }
+
+    /// The commit's checks and the map's replacement, under the store's
+    /// write lock.
+    fn replace_map(&self, write: &StoreWrite, next: &ShardMap) -> Result<()> {
+        let _lock = self.write_lock()?;
+        let current = self.map()?;
+        let current_version = current.as_ref().map_or(0, ShardMap::version);
+        if current_version != write.base_version() {
+            return Err(Error::Conflict(format!(
+                "{}: another write committed version {current_version} while this one, begun at version {}, \
+                 ran",
+                self.dir.display(),
+                write.base_version()
+            )));
+        }
+        if next.version() != write.base_version() + 1 {
+            return Err(Error::InvalidArgument(format!(
+                "the next map is version {}, not {}",
+                next.version(),
+                write.base_version() + 1
+            )));
+        }
+        for s in next.shards() {
+            if !self.options.fs.is_dir(&self.dir.join(&s.path))? {
+                return Err(Error::InvalidArgument(format!("shard directory {} was not written", s.path)));
+            }
+        }
+        next.write(self.options.fs.as_ref(), &self.dir)
     }
 
     /// Ends `write` without a commit: removes its staging directory and
@@ -301,18 +343,69 @@ impl ShardedStore {
                 }
             }
         }
+        let pinned = self.pinned_versions()?;
         for name in fs.list(&self.dir)? {
             if !name.starts_with("shard-") || !fs.is_dir(&self.dir.join(&name))? {
                 continue;
             }
             let named = current.as_ref().is_some_and(|m| m.shards().iter().any(|s| s.path == name));
             let in_flight = live_tags.iter().any(|t| name.ends_with(&format!("-{t}")));
-            if !named && !in_flight {
+            if !named && !in_flight && !pinned.contains(&version_of_dir(&name)) {
                 fs.remove_dir_all(&self.dir.join(&name))?;
                 removed += 1;
             }
         }
         Ok(removed)
+    }
+
+    /// Pins the current version for a read (see [`StorePin`]).
+    pub fn pin(&self) -> Result<StorePin> {
+        let fs = &self.options.fs;
+        let pins = self.dir.join(PINS_DIR);
+        fs.create_dir_all(&pins)?;
+        // A commit replaces the map, then looks for pins of the version it
+        // replaced: a pin made before the map's replacement is seen there;
+        // one made after finds the map changed, and pins the new version.
+        for _ in 0..64 {
+            let Some(map) = self.map()? else {
+                return Err(Error::InvalidArgument(format!("{} holds no sharded store", self.dir.display())));
+            };
+            let path = pins.join(format!("v{}-{}", map.version(), unique_tag()));
+            let lock = fs.lock(&path, &self.dir)?;
+            if self.map()?.is_some_and(|now| now.version() == map.version()) {
+                return Ok(StorePin { map, _lock: lock });
+            }
+            drop(lock);
+            let _ = fs.remove(&path);
+        }
+        Err(Error::Busy(format!("{}: the map kept changing while a read pinned it", self.dir.display())))
+    }
+
+    /// The versions a live read pins; stale pins (their reader gone) are
+    /// removed on the way.
+    fn pinned_versions(&self) -> Result<Vec<u64>> {
+        let fs = &self.options.fs;
+        let pins = self.dir.join(PINS_DIR);
+        let mut versions = Vec::new();
+        if !fs.is_dir(&pins)? {
+            return Ok(versions);
+        }
+        for name in fs.list(&pins)? {
+            let path = pins.join(&name);
+            match fs.lock(&path, &self.dir) {
+                Ok(lock) => {
+                    drop(lock);
+                    let _ = fs.remove(&path);
+                }
+                Err(Error::Locked(_)) => {
+                    let version =
+                        name.strip_prefix('v').and_then(|v| v.split('-').next()?.parse::<u64>().ok());
+                    versions.extend(version);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(versions)
     }
 
     fn write_lock(&self) -> Result<Box<dyn FileLock>> {
@@ -365,7 +458,13 @@ pub fn split_points_from_sample(
     Ok(points.into_iter().map(|(_, k)| k).collect())
 }
 
-/// A name no other write uses: the process, the time and a counter.
+/// The map version a shard directory was made for: `shard-NNNNN.v<version>-
+/// <tag>` by a write, `shard-NNNNN` by the store's creation (version 1).
+fn version_of_dir(name: &str) -> u64 {
+    name.split_once(".v").and_then(|(_, rest)| rest.split('-').next()?.parse().ok()).unwrap_or(1)
+}
+
+/// A name no other read or write uses: the process, the time and a counter.
 fn unique_tag() -> String {
     static WRITES: AtomicU64 = AtomicU64::new(0);
     let nanos =

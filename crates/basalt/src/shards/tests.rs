@@ -137,3 +137,49 @@ fn damaged_maps_are_corruption() -> Result<()> {
     }
     Ok(())
 }
+
+#[test]
+fn nodes_round_trip_and_format_1_files_read_without_them() -> Result<()> {
+    let fs = MemFs::new();
+    fs.create_dir_all(Path::new("/s"))?;
+    let map = composite().with_nodes(vec![
+        Some("node-a".into()),
+        None,
+        Some("node-b".into()),
+        Some("node-a".into()),
+    ])?;
+    map.write(&fs, Path::new("/s"))?;
+    let read = ShardMap::read(&fs, Path::new("/s"))?;
+    assert_eq!(read, map);
+    assert_eq!(read.shards()[2].node.as_deref(), Some("node-b"));
+    assert_ne!(read, composite(), "nodes take part in equality");
+    // The next version keeps the placement.
+    let next = read.with_paths(2, (0..4).map(|i| format!("shard-{i:05}.v2")).collect())?;
+    assert_eq!(next.shards()[0].node.as_deref(), Some("node-a"));
+    assert!(composite().with_nodes(vec![None]).is_err(), "a node per shard");
+    assert!(composite().with_nodes(vec![Some(String::new()), None, None, None]).is_err(), "empty name");
+    // A format 1 file (no node field): the same map, placed nowhere.
+    let map1 = composite();
+    let mut body = Vec::new();
+    crate::codec::varint::put_u64(&mut body, map1.version());
+    crate::codec::varint::put_bytes(&mut body, map1.table().as_bytes());
+    crate::codec::varint::put_bytes(&mut body, &crate::row::schema_to_ipc(map1.key_schema())?);
+    crate::codec::varint::put_u64(&mut body, map1.shards().len() as u64);
+    for shard in map1.shards() {
+        crate::codec::varint::put_bytes(&mut body, shard.path.as_bytes());
+        let lower = shard.lower.as_deref().unwrap_or_default();
+        crate::codec::varint::put_u64(&mut body, lower.len() as u64);
+        let values: Vec<_> = lower.iter().map(OwnedKeyValue::as_value).collect();
+        crate::codec::varint::put_bytes(&mut body, &crate::codec::key::encode(&values));
+    }
+    let mut old = b"BSHARDS\n".to_vec();
+    old.extend_from_slice(&1u32.to_le_bytes());
+    old.extend_from_slice(&(body.len() as u32).to_le_bytes());
+    old.extend_from_slice(&body);
+    old.extend_from_slice(&crate::log::format::mask_crc(crc32c::crc32c(&body)).to_le_bytes());
+    fs.write_file_synced(Path::new("/s/SHARDS"), &old)?;
+    let read1 = ShardMap::read(&fs, Path::new("/s"))?;
+    assert_eq!(read1, map1);
+    assert!(read1.shards().iter().all(|s| s.node.is_none()));
+    Ok(())
+}
