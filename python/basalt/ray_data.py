@@ -176,6 +176,56 @@ def _engine_conditions(expr: Any, schema: pa.Schema) -> list[tuple[Any, ...]]:
     return out
 
 
+def _placed(task: Any, node: str | None) -> Any:
+    """``task`` scheduled on ``node`` (a Ray node id) when the shard map
+    places its shard there: hard affinity, as the shard's files are on that
+    node's disk."""
+    if node is None:
+        return task
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    return task.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node, soft=False))
+
+
+@ray.remote
+def _read_placed(
+    path: str, table: str, lower: Any, upper: Any, columns: list[str] | None, where: list[Any] | None, options: dict[str, Any]
+) -> pa.Table:
+    """One key range of a placed shard, read on its node; the schema's
+    metadata names the node that read it."""
+    parts = list(_read_range(path, table, lower, upper, (columns, None), where, None, options)())
+    with basalt.open(path, read_only=True, create=False, **options) as db:
+        schema = db.table(table).schema
+    if columns is not None:
+        schema = pa.schema([schema.field(c) for c in columns])
+    data = pa.concat_tables(parts) if parts else schema.empty_table()
+    node = ray.get_runtime_context().get_node_id()
+    return data.replace_schema_metadata({b"basalt.node": node.encode()})
+
+
+def placed_read_refs(
+    path: str | os.PathLike[str],
+    columns: Sequence[str] | None = None,
+    filter: Iterable[Any] | None = None,
+    **options: Any,
+) -> tuple[Any, list[Any]]:
+    """Reads a store whose map places its shards on nodes: one Ray task per
+    shard, on the shard's node, each returning its rows as one Arrow table.
+    Returns the pin of the version read (hold it until the tables are
+    used) and the tables' object refs, in key order."""
+    pin = _basalt.ShardedStore(path, **options).pin()
+    m = sharded.ShardMap.of(pin.map)
+    cols = list(columns) if columns else None
+    where = list(filter) if filter is not None else None
+    refs = [
+        _placed(_read_placed, s.node).remote(
+            os.path.join(os.fspath(path), s.path), m.table, s.lower, s.upper, cols, where, options
+        )
+        for s in m.shards
+    ]
+    return pin, refs
+
+
 class BasaltDatasource(Datasource):
     """A sharded Basalt store's table as a Ray Data source. The version read
     is pinned when the source is made (``ShardedStore.pin``): every read
@@ -281,9 +331,23 @@ def read_basalt(
     **options: Any,
 ) -> ray.data.Dataset:
     """The table of the sharded store at ``path`` as a ``ray.data.Dataset``,
-    in key order (with Ray's ``preserve_order``). ``columns`` and
+    in key order (with Ray's ``preserve_order``). A store whose map places
+    its shards on nodes (``ShardedStore.place``) is read by one task per
+    shard on its node, at once (the dataset holds the rows read). ``columns`` and
     ``filter`` (``Table.scan``'s ``where=``: ``[(column, op, value), …]``)
     are applied by the engine; ``options`` are ``basalt.open``'s."""
+    if any(s.node is not None for s in sharded.read_map(path).shards):
+        # Ray Data schedules a source's read tasks as one operator, not
+        # each on a node: a placed store is read by tasks of its own, each
+        # on its shard's node, and the dataset made from their tables.
+        if table is not None and table != sharded.read_map(path).table:
+            raise basalt.InvalidArgumentError(f"{path} holds table {sharded.read_map(path).table!r}, not {table!r}")
+        pin, refs = placed_read_refs(path, columns, filter, **options)
+        # Every read ended (its version pinned meanwhile); nothing fetched here.
+        ray.wait(refs, num_returns=len(refs), fetch_local=False)
+        pin.release()
+        placed: ray.data.Dataset = ray.data.from_arrow_refs(refs)
+        return placed
     source = BasaltDatasource(path, table, columns, filter, **options)
     dataset: ray.data.Dataset = (
         ray.data.read_datasource(source, override_num_blocks=parallelism)
@@ -328,10 +392,11 @@ def _ingest_shard(
     upper: Any,
     files: list[str],
     options: dict[str, Any],
-) -> int:
+) -> tuple[int, str]:
     """Makes the next version of one shard: its current version (hard
     links) plus the rows of its key range from the written files (hard
-    links, or a rewrite of a file that straddles the range's edge)."""
+    links, or a rewrite of a file that straddles the range's edge).
+    Returns the rows ingested and the node it ran on."""
     if base_dir is not None:
         # Read-only: readers of the current version are not locked out.
         try:
@@ -348,7 +413,8 @@ def _ingest_shard(
         if base_dir is None:
             target.create_table(table, schema, primary_key=primary_key)
         rows: int = target.table(table).ingest_files(files, **_scan_args(lower, upper))
-        return rows
+    node: str = ray.get_runtime_context().get_node_id()
+    return rows, node
 
 
 class BasaltDatasink(Datasink[dict[str, Any]]):
@@ -370,6 +436,8 @@ class BasaltDatasink(Datasink[dict[str, Any]]):
         self._primary_key = list(primary_key) if primary_key else None
         self._shards = shards
         self._options = options
+        #: The node each shard's ingest ran on, after a commit (in shard order).
+        self.ingest_nodes: list[str | None] = []
         if shards < 1:
             raise basalt.InvalidArgumentError("shards must be at least 1")
 
@@ -533,7 +601,7 @@ class BasaltDatasink(Datasink[dict[str, Any]]):
             view = sharded.ShardMap.of(next_map)
             written = [f for r in returns for f in r["files"]]
             ingests = [
-                _ingest_shard.remote(
+                _placed(_ingest_shard, s.node).remote(
                     str(self._path / s.path),
                     str(self._path / existing.shards[i].path) if existing else None,
                     self._table,
@@ -552,11 +620,13 @@ class BasaltDatasink(Datasink[dict[str, Any]]):
             # Every ingest ends (or fails) before anything is cleaned up, so
             # no ingest writes into a directory after its removal.
             failures = []
+            self.ingest_nodes = []
             for ingest in ingests:
                 try:
-                    ray.get(ingest)
+                    self.ingest_nodes.append(ray.get(ingest)[1])
                 except Exception as e:  # noqa: BLE001 - reported after the cleanup
                     failures.append(e)
+                    self.ingest_nodes.append(None)
             if failures:
                 raise failures[0]
             # The base version was read (every ingest ended): unpinned, so

@@ -260,6 +260,12 @@ impl StorePin {
 
 #[pymethods]
 impl ShardedStore {
+    /// Places shard `i` on node `nodes[i]` (a Ray node id; `None`: any):
+    /// the map replaced atomically at the same version.
+    fn place(&self, py: Python<'_>, nodes: Vec<Option<String>>) -> PyResult<ShardMap> {
+        Ok(ShardMap { map: py.detach(|| self.store.place(nodes)).py_err(py)? })
+    }
+
     /// Pins the current version for a read.
     fn pin(&self, py: Python<'_>) -> PyResult<StorePin> {
         let pin = py.detach(|| self.store.pin()).py_err(py)?;

@@ -280,3 +280,25 @@ fn a_pinned_version_outlives_commits_until_its_read_ends() {
     named.sort();
     assert_eq!(shard_dirs(&fs), named, "the read ended: its version is collected");
 }
+
+#[test]
+fn placement_names_a_node_per_shard_and_survives_writes() {
+    let fs = MemFs::new();
+    let mut rng = common::rng(9);
+    let spec = TableSpec::random(&mut rng, Shape { columns: (1, 3), key_only: false });
+    let keys = spec.key_names();
+    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+    let store = ShardedStore::new(STORE, options(&fs));
+    let point: Vec<basalt::OwnedKeyValue> =
+        spec.random_key(&mut rng).iter().map(|c| c.key_value().to_owned_value()).collect();
+    store.create("t", &spec.schema, &keys, vec![point]).expect("create");
+    let placed = store.place(vec![Some("node-a".into()), Some("node-b".into())]).expect("place");
+    assert_eq!(placed.version(), 1);
+    assert!(store.place(vec![None]).is_err(), "a node per shard");
+    let write = store.begin_write().expect("begin");
+    let next = make_version(&fs, &write, &random_batches(&spec, &mut rng));
+    store.commit(write, &next).expect("commit");
+    let map = store.map().expect("map").expect("store");
+    let nodes: Vec<Option<&str>> = map.shards().iter().map(|s| s.node.as_deref()).collect();
+    assert_eq!(nodes, vec![Some("node-a"), Some("node-b")], "the next version keeps the placement");
+}

@@ -358,6 +358,21 @@ impl ShardedStore {
         Ok(removed)
     }
 
+    /// Places shard `i` of the current version on node `nodes[i]` (`None`:
+    /// any), where its reads and its next versions' ingests run: the map
+    /// is replaced atomically, at the same version (its directories and
+    /// rows are unchanged; on one machine, or a shared disk, nothing
+    /// moves). Returns the new map.
+    pub fn place(&self, nodes: Vec<Option<String>>) -> Result<ShardMap> {
+        let _lock = self.write_lock()?;
+        let Some(map) = self.map()? else {
+            return Err(Error::InvalidArgument(format!("{} holds no sharded store", self.dir.display())));
+        };
+        let placed = map.with_nodes(nodes)?;
+        placed.write(self.options.fs.as_ref(), &self.dir)?;
+        Ok(placed)
+    }
+
     /// Pins the current version for a read (see [`StorePin`]).
     pub fn pin(&self) -> Result<StorePin> {
         let fs = &self.options.fs;
