@@ -374,3 +374,35 @@ def test_a_driver_killed_before_its_commit_leaves_the_previous_version(tmp_path:
     # And the store takes the next write.
     ray.data.from_arrow(rows(10, offset=90_000)).write_datasink(BasaltDatasink(store, "data"))
     assert collect(read_basalt(store)).num_rows == 2_010
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_writes_equal_a_single_database_oracle(tmp_path: pathlib.Path, seed: int) -> None:
+    """Random writes (new store, then upserts into it; keys unique within a
+    write, overlapping across writes; nulls; several tasks) read back as a
+    single database that took the same rows."""
+    rng = np.random.default_rng(seed)
+    store = tmp_path / "store"
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.float64()), pa.field("s", pa.utf8())])
+    with basalt.open(tmp_path / "oracle") as oracle:
+        t = oracle.create_table("data", schema, primary_key=["id"])
+        for write in range(int(rng.integers(1, 4))):
+            n = int(rng.integers(1, 3_000))
+            ids = rng.choice(np.arange(-5_000, 5_000), size=n, replace=False)
+            v = rng.normal(size=n)
+            data = pa.table(
+                {
+                    "id": pa.array(ids, pa.int64()),
+                    "v": pa.array([None if x < -1.5 else float(x) for x in v], pa.float64()),
+                    "s": pa.array([None if i % 9 == 0 else f"w{write}-{i}" for i in ids.tolist()], pa.utf8()),
+                },
+                schema=schema,
+            )
+            blocks = int(rng.integers(1, 5))
+            sink = BasaltDatasink(store, "data", ["id"], shards=int(rng.integers(1, 5)))
+            ray.data.from_arrow(data).repartition(blocks).write_datasink(sink)
+            t.write(data)
+            got = collect(read_basalt(store))
+            want = t.scan().read_all()
+            assert got.num_rows == want.num_rows, (seed, write)
+            assert got.equals(want.cast(got.schema)), f"seed {seed}, write {write}"
