@@ -34,6 +34,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 try:
@@ -137,22 +138,39 @@ def _columns_of(expr: Any) -> set[str]:
     return found
 
 
+def _exact_literal(value: Any, field: pa.Field) -> bool:
+    """Whether the engine's scan filter takes ``value`` for ``field`` as
+    PyArrow compares them: Python's own ints for integer columns (within
+    the column's range), ``str`` for strings, ``bytes`` for binary,
+    ``bool`` for booleans and ``datetime.date`` (not a ``datetime``) for
+    dates. Anything else stays with PyArrow alone."""
+    import datetime
+
+    t = field.type
+    if pa.types.is_integer(t):
+        if type(value) is not int:
+            return False
+        info = np.iinfo(t.to_pandas_dtype())
+        return int(info.min) <= value <= int(info.max)
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return type(value) is str
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return type(value) is bytes
+    if pa.types.is_boolean(t):
+        return type(value) is bool
+    if pa.types.is_date32(t):
+        return type(value) is datetime.date
+    return False
+
+
 def _engine_conditions(expr: Any, schema: pa.Schema) -> list[tuple[Any, ...]]:
     """The conjuncts of Ray's predicate ``expr`` the engine's scan filter
-    means exactly alike: a comparison of a column with a literal, or a null
-    test, on integer, string, binary, boolean and date columns. Float
-    columns stay with PyArrow, whose comparisons follow IEEE 754 (the
-    engine's, like Arrow's Rust kernels, order NaN and -0.0 by totalOrder).
-    The read applies the whole predicate again with PyArrow, so a term left
-    out only costs the pruning it would have given."""
-    exact = (
-        pa.types.is_integer,
-        pa.types.is_string,
-        pa.types.is_large_string,
-        pa.types.is_binary,
-        pa.types.is_boolean,
-        pa.types.is_date,
-    )
+    means exactly alike: a comparison of a column with a literal of the
+    column's own kind (``_exact_literal``), or a null test. Float columns
+    stay with PyArrow, whose comparisons follow IEEE 754 (the engine's,
+    like Arrow's Rust kernels, order NaN and -0.0 by totalOrder). The read
+    applies the whole predicate again with PyArrow, so a term left out only
+    costs the pruning it would have given."""
     out: list[tuple[Any, ...]] = []
     for term in _conjuncts(expr):
         if isinstance(term, UnaryExpr) and isinstance(term.operand, ColumnExpr):
@@ -169,9 +187,7 @@ def _engine_conditions(expr: Any, schema: pa.Schema) -> list[tuple[Any, ...]]:
             column, value, op = term.right.name, term.left.value, _SWAPPED[op]
         else:
             continue
-        if column not in schema.names or value is None or isinstance(value, (float, list, tuple, dict)):
-            continue
-        if any(check(schema.field(column).type) for check in exact):
+        if column in schema.names and _exact_literal(value, schema.field(column)):
             out.append((column, op, value))
     return out
 
@@ -464,6 +480,8 @@ class BasaltDatasink(Datasink[dict[str, Any]]):
                 break
             self._store.abort(write)
             pin.release()
+        else:
+            raise basalt.BusyError(f"{self._path}: other writes kept committing while this one began")
         self._pin = pin
         self._write: Any = write
         self._staging = pathlib.Path(self._write.staging_dir)
@@ -538,7 +556,15 @@ class BasaltDatasink(Datasink[dict[str, Any]]):
         return {"task": task, "files": files, "rows": rows, "sample": sample, "schema": schema}
 
     def on_write_complete(self, write_result: Any) -> None:
+        if getattr(self, "_write", None) is None:
+            # Ray calls no on_write_start for an input of no blocks.
+            if self._store_exists():
+                return
+            raise basalt.InvalidArgumentError("nothing written: a new store needs rows")
         self._commit(write_result)
+
+    def _store_exists(self) -> bool:
+        return (self._path / sharded.SHARD_MAP).exists()
 
     def on_write_failed(self, error: Exception) -> None:
         del error

@@ -199,9 +199,24 @@ class ShardedDatabase:
     def _db(self, i: int) -> basalt.Database:
         db = self._open.get(i)
         if db is None:
+            # A write that committed a new version since this handle read
+            # the map made this shard an old version's (its directory may
+            # be gone): its reads would be stale and its writes lost. (A
+            # write that commits later finds the shard open or written, and
+            # is refused instead.) Checked before the open and after it.
+            self._check_current()
             db = basalt.open(self.shard_path(i), read_only=self.read_only, create=False, **self._options)
+            try:
+                self._check_current()
+            except basalt.ConflictError:
+                db.close()
+                raise
             self._open[i] = db
         return db
+
+    def _check_current(self) -> None:
+        if read_map(self.path).version != self.map.version:
+            raise basalt.ConflictError(f"{self.path}: a write committed a new version of the store; open it again")
 
     def table(self, i: int) -> basalt.Table:
         """The table of shard ``i``."""
@@ -224,6 +239,14 @@ class ShardedDatabase:
             self.table(shard).write(rows.take(pa.array(indices, type=pa.int64())))
         written: int = rows.num_rows
         return written
+
+    def sql(self, query: str) -> pa.Table:
+        """Runs ``query`` (SQL) over the store's table, read only, at the
+        version current now (``ShardedStore.sql``: a DataFusion table over
+        the shards, one partition each, shards a key filter cannot meet
+        left out)."""
+        result: pa.Table = _basalt.ShardedStore(self.path, **self._options).sql(query)
+        return result
 
     def scan(self, columns: Sequence[str] | None = None, where: Any = None) -> pa.RecordBatchReader:
         """Every row (or ``columns`` of it, passing ``where``), in key order,

@@ -337,6 +337,35 @@ def test_rays_filter_and_projection_go_into_the_engines_scan(tmp_path: pathlib.P
     schema = pa.schema([("id", pa.int64()), ("v", pa.float64())])
     assert _engine_conditions((col("id") >= 49_000) & (col("v") > 10.0), schema) == [("id", ">=", 49_000)]
     assert _engine_conditions(col("id").is_null() & (5 < col("id")), schema) == [("id", "is null"), ("id", ">", 5)]
+    # Only literals of the column's own kind go to the engine (which would
+    # refuse the others, where PyArrow casts them).
+    import datetime
+    from decimal import Decimal
+
+    from ray.data.expressions import lit
+
+    kinds = pa.schema(
+        [("u", pa.uint8()), ("i", pa.int8()), ("d", pa.date32()), ("bin", pa.binary()), ("s", pa.utf8()), ("b", pa.bool_()), ("k", pa.int64())]
+    )
+    for left_out in [
+        col("u") > -1,
+        col("i") < 300,
+        col("d") < lit(datetime.datetime(2020, 1, 1, 12)),
+        col("bin") == "a",
+        col("s") == b"a",
+        col("k") == lit(Decimal(2)),
+        col("b") == lit(np.bool_(True)),
+        col("k") == lit(np.int64(3)),
+        col("k") == True,  # noqa: E712 - a bool is not an int here
+    ]:
+        assert _engine_conditions(left_out, kinds) == [], left_out
+    taken = (col("u") > 3) & (col("s") == "x") & (col("d") >= lit(datetime.date(2020, 1, 1))) & (col("b") == False)  # noqa: E712
+    assert _engine_conditions(taken, kinds) == [
+        ("u", ">", 3),
+        ("s", "=", "x"),
+        ("d", ">=", datetime.date(2020, 1, 1)),
+        ("b", "=", False),
+    ]
 
 
 def test_read_tasks_report_row_counts_from_metadata(tmp_path: pathlib.Path) -> None:
@@ -406,3 +435,34 @@ def test_random_writes_equal_a_single_database_oracle(tmp_path: pathlib.Path, se
             want = t.scan().read_all()
             assert got.num_rows == want.num_rows, (seed, write)
             assert got.equals(want.cast(got.schema)), f"seed {seed}, write {write}"
+
+
+def test_sql_over_a_store_ray_wrote(tmp_path: pathlib.Path) -> None:
+    store = tmp_path / "store"
+    data = rows(20_000)
+    ray.data.from_arrow(data).write_datasink(BasaltDatasink(store, "data", ["id"], shards=3))
+    got = basalt.ShardedStore(store).sql("SELECT count(*) AS n, min(id) AS lo, max(id) AS hi, count(v) AS vs FROM data")
+    assert got.to_pylist() == [{"n": 20_000, "lo": 0, "hi": 19_999, "vs": 18_000}]
+    with sharded.ShardedDatabase(store, read_only=True) as s:
+        few = s.sql("SELECT id, s FROM data WHERE id BETWEEN 10 AND 12 ORDER BY id")
+    assert few.to_pylist() == [{"id": 10, "s": "s10"}, {"id": 11, "s": "s11"}, {"id": 12, "s": "s12"}]
+
+
+def test_a_sharded_database_opened_before_a_write_commits_is_refused_not_stale(tmp_path: pathlib.Path) -> None:
+    store = tmp_path / "store"
+    ray.data.from_arrow(rows(1_000)).write_datasink(BasaltDatasink(store, "data", ["id"], shards=2))
+    with sharded.ShardedDatabase(store) as s:
+        ray.data.from_arrow(rows(10, offset=5_000)).write_datasink(BasaltDatasink(store, "data"))
+        # Its map is version 1; the store is at version 2: a put there would
+        # be lost, a get stale.
+        with pytest.raises(basalt.ConflictError):
+            s.put({"id": [7], "v": [1.0], "s": ["x"]})
+    # A write while a shard is open for writing is refused (its begin, or
+    # its commit), and the put stays.
+    with sharded.ShardedDatabase(store) as s:
+        s.put({"id": [7], "v": [1.0], "s": ["x"]})
+        with pytest.raises(basalt.Error):
+            ray.data.from_arrow(rows(10, offset=6_000)).write_datasink(BasaltDatasink(store, "data"))
+    with sharded.ShardedDatabase(store, read_only=True) as s:
+        assert s.get(7) == {"id": 7, "v": 1.0, "s": "x"}, "the put survived"
+    assert collect(read_basalt(store)).num_rows == 1_010

@@ -2,7 +2,8 @@
 //! statement from the command line, or an interactive shell (line
 //! editing and history from rustyline) in the manner of `sqlite3`:
 //! statements end with `;`, dot-commands (`.tables`, `.schema`, `.mode`,
-//! `.timer`, `.quit`) do the rest.
+//! `.timer`, `.quit`) do the rest. Given a sharded store's directory (one
+//! Ray wrote), one statement runs over its table, read only.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -56,6 +57,9 @@ async fn run_one(ctx: &SessionContext, text: &str, output: &OutputArgs) -> CliRe
 }
 
 pub fn run(args: &SqlArgs, create: bool) -> CliResult<()> {
+    if args.db.join(basalt::SHARD_MAP_FILE).exists() {
+        return run_sharded(args);
+    }
     let db = Arc::new(open::open(&args.db, create)?);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let ctx = basalt_datafusion::session(Arc::clone(&db));
@@ -79,6 +83,25 @@ pub fn run(args: &SqlArgs, create: bool) -> CliResult<()> {
         db.close()?;
     }
     result
+}
+
+/// One statement over a sharded store (a directory with a shard map):
+/// its table, read only, at the version current now.
+fn run_sharded(args: &SqlArgs) -> CliResult<()> {
+    let Some(query) = &args.query else {
+        return Err(CliError::usage(format!(
+            "{} is a sharded store: give the statement to run (the shell opens databases)",
+            args.db.display()
+        )));
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let ctx = basalt_datafusion::sharded_session(&args.db, &basalt::Options::default())?;
+    let started = Instant::now();
+    runtime.block_on(run_one(&ctx, query, &args.output))?;
+    if args.timer {
+        eprintln!("time: {:.3} s", started.elapsed().as_secs_f64());
+    }
+    Ok(())
 }
 
 const HELP: &str = "\

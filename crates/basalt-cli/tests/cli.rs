@@ -1038,3 +1038,36 @@ fn load_with_zstd_stores_fewer_bytes_and_the_same_rows() {
     assert_eq!(dumps[0], dumps[1]);
     assert!(dumps[0].lines().count() > 5_000, "{}", &dumps[0][..200.min(dumps[0].len())]);
 }
+
+/// `basalt sql` over a sharded store's directory: one statement over its
+/// table, read only; the shell is refused with a usage error.
+#[test]
+fn sql_runs_over_a_sharded_store() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store_dir = dir.path().join("store");
+    let store = basalt::ShardedStore::new(&store_dir, basalt::Options::default());
+    let map = store
+        .create("t", &batch().schema(), &["id"], vec![vec![basalt::OwnedKeyValue::I64(3)]])
+        .expect("create");
+    for (i, s) in map.shards().iter().enumerate() {
+        let db = basalt::Db::open(store_dir.join(&s.path), basalt::Options::default()).expect("shard");
+        let rows = batch();
+        let ids = rows.column(0).as_any().downcast_ref::<Int64Array>().expect("ids");
+        let mine: Vec<u32> = (0..rows.num_rows())
+            .filter(|&r| map.shard_of(&[basalt::KeyValue::I64(ids.value(r))]).expect("route") == i)
+            .map(|r| r as u32)
+            .collect();
+        let part = arrow_select::take::take_record_batch(&rows, &arrow_array::UInt32Array::from(mine))
+            .expect("take");
+        db.table("t").expect("t").write(&part).expect("write");
+        db.flush().expect("flush");
+        db.close().expect("close");
+    }
+    let out = stdout_of(basalt().args(["sql"]).arg(&store_dir).args([
+        "SELECT count(*) AS n, min(id), max(id) FROM t",
+        "--format",
+        "csv",
+    ]));
+    assert!(out.contains("5,1,5"), "{out}");
+    basalt().args(["sql"]).arg(&store_dir).assert().failure().code(2);
+}

@@ -266,6 +266,20 @@ impl ShardedStore {
         Ok(ShardMap { map: py.detach(|| self.store.place(nodes)).py_err(py)? })
     }
 
+    /// Runs `query` (SQL) over the store's table, read only, at the
+    /// version current now: one partition per shard, the shards a key
+    /// filter cannot meet left out. Returns a `pyarrow.Table`.
+    fn sql<'py>(&self, py: Python<'py>, query: &str) -> PyResult<Bound<'py, PyAny>> {
+        let ctx = py
+            .detach(|| basalt_datafusion::sharded_session(self.store.dir(), self.store.options()))
+            .py_err(py)?;
+        let rt = crate::state::runtime(py)?;
+        let output = py
+            .detach(|| rt.block_on(basalt_datafusion::query(&ctx, query, &[])))
+            .map_err(|e| crate::errors::invalid(py, format!("SQL: {e}")))?;
+        pyo3_arrow::PyTable::try_new(output.batches, output.schema)?.into_pyarrow(py)
+    }
+
     /// Pins the current version for a read.
     fn pin(&self, py: Python<'_>) -> PyResult<StorePin> {
         let pin = py.detach(|| self.store.pin()).py_err(py)?;

@@ -154,6 +154,23 @@ impl TableLayout {
         self.version
     }
 
+    /// A hash of everything that decides how a row of this layout is
+    /// stored: the schema (names, types, nullability) as an Arrow IPC
+    /// schema, the primary key's columns and each column's id. An SST
+    /// written outside the database records it (format 9), so an ingest
+    /// refuses rows of another table whose numbers happen to agree.
+    pub fn fingerprint(&self) -> u64 {
+        let mut bytes = super::schema_to_ipc(self.schema()).unwrap_or_default();
+        for &k in self.primary_key() {
+            bytes.extend_from_slice(&(k as u32).to_le_bytes());
+        }
+        bytes.push(0xff);
+        for id in &self.column_ids {
+            bytes.extend_from_slice(&id.to_le_bytes());
+        }
+        xxhash_rust::xxh3::xxh3_64(&bytes)
+    }
+
     /// Each column's stable id.
     pub fn column_ids(&self) -> &[u32] {
         &self.column_ids

@@ -53,6 +53,10 @@ pub struct ShardedStore {
 /// without [`ShardedStore::commit`] leaves them for the next collection.
 pub struct StoreWrite {
     base: Option<ShardMap>,
+    /// Each base shard's last seqno when the write began: a shard written
+    /// since (a `ShardedDatabase` put) makes the commit a conflict, as the
+    /// next version, made from a checkpoint, would lose that write.
+    shard_seqnos: Vec<u64>,
     seqno: u64,
     tag: String,
     staging: PathBuf,
@@ -76,7 +80,17 @@ impl std::fmt::Debug for StoreWrite {
 /// directories go at the next collection once no map names them).
 pub struct StorePin {
     map: ShardMap,
+    path: PathBuf,
+    fs: std::sync::Arc<dyn crate::io::Fs>,
     _lock: Box<dyn FileLock>,
+}
+
+impl Drop for StorePin {
+    /// The reader removes its own pin (while still holding its lock), so
+    /// no other process ever removes a pin that might be live.
+    fn drop(&mut self) {
+        let _ = self.fs.remove(&self.path);
+    }
 }
 
 impl std::fmt::Debug for StorePin {
@@ -169,6 +183,11 @@ impl ShardedStore {
         &self.dir
     }
 
+    /// The options its shards open with.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
     /// Creates the store: a shard per range `split_points` make, each a
     /// database holding an empty table `table` (every shard's table made
     /// alike, so files written for one are ingested by any), then the map,
@@ -221,29 +240,45 @@ impl ShardedStore {
     pub fn begin_write(&self) -> Result<StoreWrite> {
         let fs = &self.options.fs;
         let base = self.map()?;
-        let mut seqno = 0;
-        if let Some(map) = &base {
-            for s in map.shards() {
-                let db = crate::Db::open_read_only(self.dir.join(&s.path), self.options.clone())?;
-                seqno = seqno.max(db.last_seqno() + 1);
-                db.close()?;
+        let shard_seqnos = match &base {
+            Some(map) => {
+                map.shards().iter().map(|s| self.shard_seqno(&s.path)).collect::<Result<Vec<_>>>()?
             }
-        }
+            None => Vec::new(),
+        };
+        let seqno = shard_seqnos.iter().map(|s| s + 1).max().unwrap_or(0);
         let tag = unique_tag();
         let staging = self.dir.join(STAGING_DIR).join(&tag);
-        fs.create_dir_all(&staging)?;
-        let lock = fs.lock(&staging.join("LOCK"), &staging)?;
-        Ok(StoreWrite { base, seqno, tag, staging, _lock: lock })
+        // Made and locked under the store's lock: a collection, which
+        // removes staging directories whose lock is free, never sees this
+        // one between its creation and its lock.
+        fs.create_dir_all(&self.dir)?;
+        let lock = {
+            let _store = self.write_lock()?;
+            fs.create_dir_all(&staging)?;
+            fs.lock(&staging.join("LOCK"), &staging)?
+        };
+        Ok(StoreWrite { base, shard_seqnos, seqno, tag, staging, _lock: lock })
+    }
+
+    /// The last seqno shard directory `path` has used.
+    fn shard_seqno(&self, path: &str) -> Result<u64> {
+        let db = crate::Db::open_read_only(self.dir.join(path), self.options.clone())?;
+        let seqno = db.last_seqno();
+        db.close()?;
+        Ok(seqno)
     }
 
     /// Makes `next` (from [`StoreWrite::next_map`], its shard directories
     /// written) the store's current version, in one atomic replacement of
     /// the map, then removes the base version's directories (unless a read
     /// pins them) and the write's staging directory. Refused when another
-    /// write committed since `write` began (`Error::Conflict`), or when
-    /// another commit holds the store's lock (`Error::Busy`): the current
-    /// version is untouched, and the write's own files and directories are
-    /// removed (it cannot commit later either).
+    /// write committed since `write` began, the shards were placed
+    /// elsewhere, or a base shard was written (or is open for writing)
+    /// meanwhile (`Error::Conflict`); `Error::Busy` when the store's lock
+    /// stays held for a minute: the current version is untouched, and the
+    /// write's own files and directories are removed (it cannot commit
+    /// later either).
     pub fn commit(&self, write: StoreWrite, next: &ShardMap) -> Result<()> {
         if let Err(e) = self.replace_map(&write, next) {
             // Refused (or failed before the map was replaced): the write
@@ -259,7 +294,7 @@ impl ShardedStore {
         if let Some(base) = &write.base {
             // A read that pinned the base version keeps its directories
             // until a collection after it ends.
-            if self.pinned_versions().is_ok_and(|p| !p.contains(&base.version())) {
+            if self.pinned_versions(false).is_ok_and(|p| !p.contains(&base.version())) {
                 for s in base.shards() {
                     let _ = fs.remove_dir_all(&self.dir.join(&s.path));
                 }
@@ -274,6 +309,12 @@ impl ShardedStore {
     /// The commit's checks and the map's replacement, under the store's
     /// write lock.
     fn replace_map(&self, write: &StoreWrite, next: &ShardMap) -> Result<()> {
+        let suffix = format!("-{}", write.tag);
+        if next.shards().iter().any(|s| !s.path.ends_with(&suffix)) {
+            return Err(Error::InvalidArgument(
+                "the next map is not this write's (StoreWrite::next_map)".into(),
+            ));
+        }
         let _lock = self.write_lock()?;
         let current = self.map()?;
         let current_version = current.as_ref().map_or(0, ShardMap::version);
@@ -285,6 +326,29 @@ impl ShardedStore {
                 write.base_version()
             )));
         }
+        if current != write.base {
+            return Err(Error::Conflict(format!(
+                "{}: the shards were placed on other nodes while this write ran",
+                self.dir.display()
+            )));
+        }
+        for (s, &began) in current.iter().flat_map(ShardMap::shards).zip(&write.shard_seqnos) {
+            let now = self.shard_seqno(&s.path).map_err(|e| match e {
+                Error::Locked(_) => Error::Conflict(format!(
+                    "{}: shard {} is open for writing: its writes would be lost",
+                    self.dir.display(),
+                    s.path
+                )),
+                e => e,
+            })?;
+            if now != began {
+                return Err(Error::Conflict(format!(
+                    "{}: shard {} was written while this write ran (its seqno moved from {began} to {now})",
+                    self.dir.display(),
+                    s.path
+                )));
+            }
+        }
         if next.version() != write.base_version() + 1 {
             return Err(Error::InvalidArgument(format!(
                 "the next map is version {}, not {}",
@@ -293,8 +357,8 @@ impl ShardedStore {
             )));
         }
         for s in next.shards() {
-            if !self.options.fs.is_dir(&self.dir.join(&s.path))? {
-                return Err(Error::InvalidArgument(format!("shard directory {} was not written", s.path)));
+            if !self.options.fs.exists(&self.dir.join(&s.path).join(crate::files::CURRENT))? {
+                return Err(Error::InvalidArgument(format!("shard directory {} holds no database", s.path)));
             }
         }
         next.write(self.options.fs.as_ref(), &self.dir)
@@ -343,7 +407,7 @@ impl ShardedStore {
                 }
             }
         }
-        let pinned = self.pinned_versions()?;
+        let pinned = self.pinned_versions(true)?;
         for name in fs.list(&self.dir)? {
             if !name.starts_with("shard-") || !fs.is_dir(&self.dir.join(&name))? {
                 continue;
@@ -378,27 +442,21 @@ impl ShardedStore {
         let fs = &self.options.fs;
         let pins = self.dir.join(PINS_DIR);
         fs.create_dir_all(&pins)?;
-        // A commit replaces the map, then looks for pins of the version it
-        // replaced: a pin made before the map's replacement is seen there;
-        // one made after finds the map changed, and pins the new version.
-        for _ in 0..64 {
-            let Some(map) = self.map()? else {
-                return Err(Error::InvalidArgument(format!("{} holds no sharded store", self.dir.display())));
-            };
-            let path = pins.join(format!("v{}-{}", map.version(), unique_tag()));
-            let lock = fs.lock(&path, &self.dir)?;
-            if self.map()?.is_some_and(|now| now.version() == map.version()) {
-                return Ok(StorePin { map, _lock: lock });
-            }
-            drop(lock);
-            let _ = fs.remove(&path);
-        }
-        Err(Error::Busy(format!("{}: the map kept changing while a read pinned it", self.dir.display())))
+        // Under the store's lock: no commit replaces the map meanwhile, and
+        // no collection tests this pin between its creation and its lock.
+        let _store = self.write_lock()?;
+        let Some(map) = self.map()? else {
+            return Err(Error::InvalidArgument(format!("{} holds no sharded store", self.dir.display())));
+        };
+        let path = pins.join(format!("v{}-{}", map.version(), unique_tag()));
+        let lock = fs.lock(&path, &self.dir)?;
+        Ok(StorePin { map, path, fs: fs.clone(), _lock: lock })
     }
 
-    /// The versions a live read pins; stale pins (their reader gone) are
-    /// removed on the way.
-    fn pinned_versions(&self) -> Result<Vec<u64>> {
+    /// The versions a live read pins; with `remove_stale` (only under the
+    /// store's lock, where no pin is being made), the pins of reads that
+    /// ended without removing theirs (a crash) are removed.
+    fn pinned_versions(&self, remove_stale: bool) -> Result<Vec<u64>> {
         let fs = &self.options.fs;
         let pins = self.dir.join(PINS_DIR);
         let mut versions = Vec::new();
@@ -410,7 +468,9 @@ impl ShardedStore {
             match fs.lock(&path, &self.dir) {
                 Ok(lock) => {
                     drop(lock);
-                    let _ = fs.remove(&path);
+                    if remove_stale {
+                        let _ = fs.remove(&path);
+                    }
                 }
                 Err(Error::Locked(_)) => {
                     let version =
@@ -423,13 +483,26 @@ impl ShardedStore {
         Ok(versions)
     }
 
+    /// The store's lock, waited for: its holders (a commit's checks and
+    /// map replacement, a collection, a placement, a pin's creation) hold
+    /// it briefly. `Error::Busy` after a minute.
     fn write_lock(&self) -> Result<Box<dyn FileLock>> {
-        self.options.fs.lock(&self.dir.join(WRITE_LOCK_FILE), &self.dir).map_err(|e| match e {
-            Error::Locked(_) => {
-                Error::Busy(format!("{}: another write is committing a new version", self.dir.display()))
+        let path = self.dir.join(WRITE_LOCK_FILE);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            match self.options.fs.lock(&path, &self.dir) {
+                Err(Error::Locked(_)) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                Err(Error::Locked(_)) => {
+                    return Err(Error::Busy(format!(
+                        "{}: the store's lock was held for a minute (a commit or a collection)",
+                        self.dir.display()
+                    )));
+                }
+                other => return other,
             }
-            e => e,
-        })
+        }
     }
 }
 

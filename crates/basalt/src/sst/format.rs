@@ -40,10 +40,11 @@ use crate::error::{Error, Result};
 /// version 7 reader would take a dictionary header for offsets, so it
 /// refuses the file by its footer instead.
 /// Version 9 records in the properties the table schema version the rows
-/// were written under (0 for a key-value or index tree), and a file
-/// written outside any database (`Table::write_sst_files`) names file 0:
-/// its number is given when it is ingested, and its schema version, which
-/// its MANIFEST entry must repeat, is then read from the file itself.
+/// were written under and the fingerprint of that layout (0 and 0 for a
+/// key-value or index tree), and a file written outside any database
+/// (`Table::write_sst_files`) names file 0: its number is given when it is
+/// ingested, its schema version, which its MANIFEST entry must repeat, is
+/// read from the file itself, and its fingerprint must be the table's.
 pub const FORMAT_VERSION: u32 = 9;
 
 /// The first version whose properties hold the rows' schema version.

@@ -86,6 +86,10 @@ pub struct Properties {
     /// The table schema version the rows were written under (0 for a
     /// key-value or index tree); `None` in files before version 9.
     pub schema_version: Option<u32>,
+    /// The fingerprint of the rows' table layout
+    /// (`TableLayout::fingerprint`; 0 for a key-value or index tree);
+    /// `None` in files before version 9.
+    pub layout_fingerprint: Option<u64>,
     /// Data blocks.
     pub data_blocks: u64,
     /// Sum of user key lengths.
@@ -106,7 +110,8 @@ impl Properties {
     /// Encodes the fixed 80-byte part, the file number (u64 LE, from
     /// version 3), the count of distinct user keys (u64 LE, from version
     /// 5), the count of key prefixes in the filter (u64 LE, from version
-    /// 7), the schema version of the rows (u64 LE, from version 9), then
+    /// 7), the schema version of the rows and their layout's fingerprint
+    /// (u64 LE each, from version 9), then
     /// the smallest and largest user keys, each as length u32 LE
     /// and bytes.
     pub fn encode(&self) -> Vec<u8> {
@@ -130,7 +135,9 @@ impl Properties {
         }
         debug_assert_eq!(out.len(), PROPERTIES_FIXED_BYTES);
         let schema_version = self.schema_version.map(u64::from);
-        for n in [self.file_number, self.distinct_keys, self.prefixes, schema_version].into_iter().flatten() {
+        let fields =
+            [self.file_number, self.distinct_keys, self.prefixes, schema_version, self.layout_fingerprint];
+        for n in fields.into_iter().flatten() {
             out.extend_from_slice(&n.to_le_bytes());
         }
         for key in [&self.smallest.user_key, &self.largest.user_key] {
@@ -164,11 +171,13 @@ impl Properties {
         let distinct_keys =
             if format_version >= FORMAT_VERSION_DISTINCT_KEYS { Some(r.u64_le()?) } else { None };
         let prefixes = if format_version >= FORMAT_VERSION_PREFIXES { Some(r.u64_le()?) } else { None };
-        let schema_version = if format_version >= FORMAT_VERSION_SCHEMA {
+        let (schema_version, layout_fingerprint) = if format_version >= FORMAT_VERSION_SCHEMA {
             let v = r.u64_le()?;
-            Some(u32::try_from(v).map_err(|_| r.corrupt(format!("schema version {v} out of range")))?)
+            let version =
+                u32::try_from(v).map_err(|_| r.corrupt(format!("schema version {v} out of range")))?;
+            (Some(version), Some(r.u64_le()?))
         } else {
-            None
+            (None, None)
         };
         let mut key = || -> Result<Bytes> {
             let len = r.u32_le()? as usize;
@@ -188,6 +197,7 @@ impl Properties {
             distinct_keys,
             prefixes,
             schema_version,
+            layout_fingerprint,
             data_blocks,
             raw_key_bytes,
             raw_value_bytes,
@@ -220,7 +230,9 @@ impl Properties {
         if self.prefixes.is_some() != (self.format_version >= FORMAT_VERSION_PREFIXES) {
             return Err("prefix count present in a version without it, or missing");
         }
-        if self.schema_version.is_some() != (self.format_version >= FORMAT_VERSION_SCHEMA) {
+        if self.schema_version.is_some() != (self.format_version >= FORMAT_VERSION_SCHEMA)
+            || self.layout_fingerprint.is_some() != self.schema_version.is_some()
+        {
             return Err("schema version present in a version without it, or missing");
         }
         if self.distinct_keys.is_some_and(|d| d == 0 || d > self.entries) {
@@ -263,6 +275,7 @@ mod tests {
             distinct_keys: Some(6),
             prefixes: Some(4),
             schema_version: Some(2),
+            layout_fingerprint: Some(0x1234_5678_9abc_def0),
             data_blocks: 3,
             raw_key_bytes: 40,
             raw_value_bytes: 400,
@@ -277,7 +290,7 @@ mod tests {
     fn properties_round_trip() {
         let p = sample();
         let bytes = p.encode();
-        assert_eq!(bytes.len(), PROPERTIES_FIXED_BYTES + 8 + 8 + 8 + 8 + 8 + 5 + 4);
+        assert_eq!(bytes.len(), PROPERTIES_FIXED_BYTES + 8 + 8 + 8 + 8 + 8 + 8 + 5 + 4);
         assert_eq!(Properties::decode(&bytes, Path::new("p"), 0).expect("decodes"), p);
     }
 

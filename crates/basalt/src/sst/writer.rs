@@ -165,6 +165,7 @@ impl SstWriter {
         let tree_id = options.tree_id;
         let file_number = options.file_number;
         let schema_version = options.layout.as_ref().map_or(0, |l| l.version());
+        let layout_fingerprint = options.layout.as_ref().map_or(0, |l| l.fingerprint());
         let model = options.learned_index_epsilon.map(super::model::ModelBuilder::new);
         let prefixes = options.key_prefixes.clone().filter(|_| filter.is_some()).map(|layout| PrefixFilter {
             layout,
@@ -196,6 +197,7 @@ impl SstWriter {
                 distinct_keys: Some(0),
                 prefixes: Some(0),
                 schema_version: Some(schema_version),
+                layout_fingerprint: Some(layout_fingerprint),
                 data_blocks: 0,
                 raw_key_bytes: 0,
                 raw_value_bytes: 0,

@@ -414,7 +414,7 @@ impl DbInner {
             // close, an index created, or the table dropped while this
             // load waited for the write path.
             self.check_writable()?;
-            self.check_loadable(tree, layout)?;
+            self.check_loadable(tree, layout, "bulk_load")?;
             self.flush_everything()?;
             let seqno = self.writer.last_seqno() + 1;
             if seqno > SEQNO_MAX {
@@ -467,37 +467,34 @@ impl DbInner {
     /// miss the loaded rows. A table whose columns changed since the
     /// caller took `layout` is refused too: its rows would be written
     /// under the previous schema version.
-    fn check_loadable(&self, tree: TreeId, layout: &TableLayout) -> Result<()> {
+    fn check_loadable(&self, tree: TreeId, layout: &TableLayout, what: &str) -> Result<()> {
         let catalog = self.versions.load().version.catalog.clone();
         match catalog.tree(tree).map(|t| (&t.kind, t.name.as_str())) {
             Some((TreeKind::Table(_), name)) => {
                 if catalog.table_layout(tree).is_some_and(|now| now.version() != layout.version()) {
                     return Err(Error::Conflict(format!(
-                        "the columns of table {name} changed while the bulk load waited for the write path; load again"
+                        "the columns of table {name} changed while the {what} waited for the write path; load again"
                     )));
                 }
             }
             Some(_) => {
-                return Err(Error::InvalidArgument(
-                    "bulk_load takes a table's rows; a keyspace's table face is written with Table::write or Db::write"
-                        .into(),
-                ));
+                return Err(Error::InvalidArgument(format!(
+                    "{what} takes a table's rows; a keyspace's table face is written with Table::write or Db::write"
+                )));
             }
-            None => return Err(Error::InvalidArgument("bulk_load into a table that was dropped".into())),
+            None => return Err(Error::InvalidArgument(format!("{what} into a table that was dropped"))),
         }
         if catalog.indexes_of(tree).next().is_some() {
-            return Err(Error::InvalidArgument(
-                "bulk_load into a table with secondary indexes: load the rows first, then create the indexes"
-                    .into(),
-            ));
+            return Err(Error::InvalidArgument(format!(
+                "{what} into a table with secondary indexes: load the rows first, then create the indexes"
+            )));
         }
         if catalog.tree(tree).is_some_and(|t| t.history.is_some()) {
             // Loaded rows bypass the WAL: the change feed would never see
             // them, and their versions share one seqno per run.
-            return Err(Error::InvalidArgument(
-                "bulk_load into a table keeping history: load the rows first, then set the history window"
-                    .into(),
-            ));
+            return Err(Error::InvalidArgument(format!(
+                "{what} into a table keeping history: load the rows first, then set the history window"
+            )));
         }
         Ok(())
     }

@@ -22,8 +22,12 @@
 //! database was written after the files were made, and its newer rows
 //! would shadow theirs). Where files overlap, the higher seqno wins a
 //! repeated key, as a later write would; two overlapping files of one
-//! seqno are refused, as nothing would say which wins.
+//! seqno are refused, as nothing would say which wins. Overlapping files
+//! land in L0 as runs, which the ingest then compacts over their span (as
+//! `bulk_load` does): files of several writers over one key range are
+//! written twice, files that do not overlap once.
 
+use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -190,7 +194,7 @@ impl DbInner {
     ) -> Result<BulkLoad> {
         self.check_writable()?;
         // Checked before any file is made, and again under the writer right.
-        self.check_loadable(tree, layout)?;
+        self.check_loadable(tree, layout, "ingest_files")?;
         let candidates = self.open_candidates(tree, paths)?;
         check_seqnos_disjoint(&candidates)?;
         // Outside the writer right: its drop may run a collection, which
@@ -223,13 +227,25 @@ impl DbInner {
         seqnos.sort_unstable();
         seqnos.dedup();
         let newest = seqnos.last().copied().unwrap_or_default();
+        let span = (
+            outputs
+                .iter()
+                .map(|f| f.smallest.user_key.to_vec())
+                .min()
+                .map_or(Bound::Unbounded, Bound::Included),
+            outputs
+                .iter()
+                .map(|f| f.largest.user_key.to_vec())
+                .max()
+                .map_or(Bound::Unbounded, Bound::Included),
+        );
         let oldest = outputs.iter().map(|f| f.min_seqno).min().unwrap_or_default();
         // Files that do not overlap make one sorted run whatever their
         // seqnos: it goes to the deepest level free in its range.
         let runs = if files_disjoint { 1 } else { seqnos.len() as u64 };
         self.with_exclusive_writer(|| {
             self.check_writable()?;
-            self.check_loadable(tree, layout)?;
+            self.check_loadable(tree, layout, "ingest_files")?;
             // As a bulk load does: recovery takes the raised last seqno as
             // the end of what was flushed.
             self.flush_everything()?;
@@ -243,6 +259,16 @@ impl DbInner {
             // See `bulk_load` for this exception to the lock order.
             let _no_compaction = self.jobs.compaction_slot();
             self.install_pending(tree, outputs, runs, Some(newest), &mut pending)
+        })
+        .and_then(|load| {
+            if load.runs > 1 {
+                // Several overlapping runs went to L0 (files of several
+                // writers over one key range): every point read would probe
+                // them all and writers would stall on the L0 count. Merged
+                // down now over their span, as `bulk_load` does.
+                self.compact_range(tree, &span)?;
+            }
+            Ok(load)
         })
     }
 
@@ -284,6 +310,22 @@ impl DbInner {
                 if !catalog.knows_version(tree, schema_version) {
                     return bad(format!(
                         "its rows are of schema version {schema_version}, which table {name} never had"
+                    ));
+                }
+                // The numbers above are each database's own: the layout's
+                // fingerprint tells a file of another table (another
+                // database's, or one altered differently) from this one's.
+                let expected = catalog.table_layout(tree).and_then(|current| {
+                    if current.version() == schema_version {
+                        Some(current.fingerprint())
+                    } else {
+                        current.older_version(schema_version).ok().flatten().map(|o| o.layout.fingerprint())
+                    }
+                });
+                if expected.is_none() || p.layout_fingerprint != expected {
+                    return bad(format!(
+                        "its rows were written for a table whose columns differ from table {name}'s (at schema \
+                         version {schema_version}): another database's table, or one altered differently"
                     ));
                 }
                 Ok(Candidate { path: path.clone(), reader, schema_version })
