@@ -44,11 +44,12 @@ import pyarrow as pa
 import basalt
 
 
-def table(rows: int, seed: int = 7) -> pa.Table:
+def table(rows: int, seed: int = 7, sorted_ids: bool = False) -> pa.Table:
     rng = np.random.default_rng(seed)
+    ids = np.arange(rows) if sorted_ids else rng.permutation(rows)
     return pa.table(
         {
-            "id": pa.array(rng.permutation(rows), pa.int64()),
+            "id": pa.array(ids, pa.int64()),
             "a": pa.array(rng.random(rows)),
             "b": pa.array(rng.random(rows)),
             "c": pa.array(rng.integers(0, 1 << 40, rows), pa.int64()),
@@ -98,7 +99,7 @@ def bench_ray(args: argparse.Namespace) -> None:
     ray.init(num_cpus=args.workers, include_dashboard=False, log_to_driver=False, configure_logging=False)
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = False
-    data = table(args.rows)
+    data = table(args.rows, sorted_ids=args.sorted)
     ds = ray.data.from_arrow(data).repartition(args.blocks).materialize()
     times: dict[str, list[float]] = {}
     amplification: dict[str, list[float]] = {}
@@ -131,7 +132,8 @@ def bench_ray(args: argparse.Namespace) -> None:
     finally:
         shutil.rmtree(work, ignore_errors=True)
         ray.shutdown()
-    print(f"{args.rows} rows, {args.workers} worker(s), {args.shards} shards, {args.runs} runs (medians)")
+    order = "in key order" if args.sorted else "shuffled"
+    print(f"{args.rows} rows ({order}), {args.workers} worker(s), {args.shards} shards, {args.runs} runs (medians)")
     for phase in ["write", "read"]:
         b = statistics.median(times[f"{phase} basalt"])
         p = statistics.median(times[f"{phase} parquet"])
@@ -188,6 +190,11 @@ def main() -> None:
     p.add_argument("--blocks", type=int, default=16)
     p.add_argument("--read-tasks", type=int, default=8)
     p.add_argument("--runs", type=int, default=3)
+    p.add_argument(
+        "--sorted",
+        action="store_true",
+        help="ids in key order (each write task's rows a key range of their own) instead of shuffled",
+    )
     p.add_argument("--dir", default=None, help="where data is written (default: the temp directory)")
     p.add_argument("--checkpoint-gib", type=float, default=0.0)
     args = p.parse_args()
