@@ -33,7 +33,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use arrow_array::RecordBatch;
-use parking_lot::Mutex;
 
 use super::{BulkLoad, FileHome, Pending};
 use crate::codec::internal::SEQNO_MAX;
@@ -76,8 +75,9 @@ pub(crate) struct ExternalDir {
     /// The files' names start with it: unique to this call, so calls that
     /// share a directory never write one file.
     stem: String,
+    /// The next file's number: files `1..next` were started (their names
+    /// follow from their numbers, so no list of them is kept).
     next: AtomicU64,
-    created: Mutex<Vec<PathBuf>>,
     kept: bool,
 }
 
@@ -89,14 +89,7 @@ impl ExternalDir {
             .map_or(0, |d| d.as_nanos() as u64);
         let stem =
             format!("{seqno}-{}-{nanos:x}-{}", std::process::id(), CALLS.fetch_add(1, Ordering::Relaxed));
-        ExternalDir {
-            fs,
-            dir: dir.to_path_buf(),
-            stem,
-            next: AtomicU64::new(1),
-            created: Mutex::new(Vec::new()),
-            kept: false,
-        }
+        ExternalDir { fs, dir: dir.to_path_buf(), stem, next: AtomicU64::new(1), kept: false }
     }
 
     fn path(&self, n: u64) -> PathBuf {
@@ -110,11 +103,10 @@ impl ExternalDir {
         tree: TreeId,
         layout: &Arc<TableLayout>,
     ) -> Result<(TreeId, u64, SstWriter)> {
+        // Numbered before it exists: a create that fails half way leaves
+        // nothing behind either.
         let n = self.next.fetch_add(1, Ordering::Relaxed);
         let path = self.path(n);
-        // Listed before it exists: a create that fails half way leaves
-        // nothing behind either.
-        self.created.lock().push(path.clone());
         let file = inner.fs.create(&path)?;
         let options = inner.sst_writer_options(tree, Some(layout.clone()), true, EXTERNAL_FILE_NUMBER);
         Ok((tree, n, SstWriter::new(file, path, &options)))
@@ -124,9 +116,9 @@ impl ExternalDir {
 impl Drop for ExternalDir {
     fn drop(&mut self) {
         if !self.kept {
-            for path in self.created.get_mut().drain(..) {
+            for n in 1..*self.next.get_mut() {
                 // Best effort: a file left behind is the caller's to delete.
-                let _ = self.fs.remove(&path);
+                let _ = self.fs.remove(&self.path(n));
             }
         }
     }
