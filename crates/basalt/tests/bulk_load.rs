@@ -22,6 +22,7 @@ use std::path::Path;
 use arrow_array::RecordBatch;
 use basalt::testing::MemFs;
 use basalt::{Db, Error, IndexOptions, ScanOptions, Snapshot, Table, TableOptions};
+use common::scan_rows;
 use common::schema_gen::{Cell, Shape, TableSpec, batch_of, rows_of};
 use common::table_oracle::OracleKey;
 use rand::Rng;
@@ -29,15 +30,6 @@ use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 
 const DIR: &str = "/db";
-
-fn scan_rows(table: &Table, snapshot: Option<&Snapshot>) -> Vec<Vec<Cell>> {
-    let opts = ScanOptions::default().snapshot(snapshot);
-    let mut rows = Vec::new();
-    for batch in table.scan(opts).expect("scan opens") {
-        rows.extend(rows_of(&batch.expect("scan batch")));
-    }
-    rows
-}
 
 /// Random rows of `spec`, their keys distinct from one another except for
 /// the duplicates asked for.

@@ -23,21 +23,13 @@ use std::path::{Path, PathBuf};
 
 use arrow_array::RecordBatch;
 use basalt::testing::MemFs;
-use basalt::{Db, Error, ExternalSst, IndexOptions, KeyValue, ScanOptions, Snapshot, Table, TableOptions};
+use basalt::{Db, Error, ExternalSst, IndexOptions, KeyValue, Table, TableOptions};
+use common::scan_rows;
 use common::schema_gen::{Cell, Shape, TableSpec, batch_of, rows_of};
 use common::table_oracle::OracleKey;
 use rand::Rng;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
-
-fn scan_rows(table: &Table, snapshot: Option<&Snapshot>) -> Vec<Vec<Cell>> {
-    let opts = ScanOptions::default().snapshot(snapshot);
-    let mut rows = Vec::new();
-    for batch in table.scan(opts).expect("scan opens") {
-        rows.extend(rows_of(&batch.expect("scan batch")));
-    }
-    rows
-}
 
 fn sst_files(fs: &MemFs, dir: &str) -> Vec<String> {
     let mut names: Vec<String> = fs

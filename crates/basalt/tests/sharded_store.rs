@@ -18,10 +18,9 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 use basalt::testing::MemFs;
 use basalt::{
-    Db, Error, KeyValue, Options, ScanOptions, ShardMap, ShardedStore, StoreWrite, Table, TableOptions,
-    split_points_from_sample,
+    Db, Error, KeyValue, Options, ShardMap, ShardedStore, StoreWrite, TableOptions, split_points_from_sample,
 };
-use common::schema_gen::{Cell, Shape, TableSpec, batch_of, rows_of};
+use common::schema_gen::{Cell, Shape, TableSpec, batch_of};
 use common::table_oracle::OracleKey;
 use rand::Rng;
 use rand::rngs::StdRng;
@@ -32,20 +31,12 @@ fn options(fs: &MemFs) -> Options {
     Options::default().fs(Arc::new(fs.clone())).auto_compaction(false)
 }
 
-fn scan_rows(table: &Table) -> Vec<Vec<Cell>> {
-    let mut rows = Vec::new();
-    for batch in table.scan(ScanOptions::default()).expect("scan opens") {
-        rows.extend(rows_of(&batch.expect("scan batch")));
-    }
-    rows
-}
-
 /// Every row of the store, shard after shard.
 fn store_rows(fs: &MemFs, map: &ShardMap) -> Vec<Vec<Cell>> {
     let mut rows = Vec::new();
     for s in map.shards() {
         let db = Db::open_read_only(Path::new(STORE).join(&s.path), options(fs)).expect("open shard");
-        rows.extend(scan_rows(&db.table(map.table()).expect("table")));
+        rows.extend(common::scan_rows(&db.table(map.table()).expect("table"), None));
         db.close().expect("close");
     }
     rows
@@ -171,7 +162,7 @@ fn committed_writes_read_as_an_oracle_and_refused_ones_change_nothing() {
                 }
             }
             let map = store.map().expect("map").expect("a store");
-            let mut expected = scan_rows(&oracle);
+            let mut expected = common::scan_rows(&oracle, None);
             expected.sort_by_key(|r| OracleKey(spec.key_of(r)));
             let got = store_rows(&fs, &map);
             assert!(got == expected, "round {round}: the store differs from the oracle");

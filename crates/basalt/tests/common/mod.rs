@@ -142,3 +142,13 @@ pub fn collect(it: DbIterator) -> Vec<(Vec<u8>, Vec<u8>)> {
 pub fn contents(db: &Db) -> Model {
     collect(db.iter_all()).into_iter().collect()
 }
+
+/// Every row of `table` (as `snapshot` sees it, or now), in key order.
+pub fn scan_rows(table: &basalt::Table, snapshot: Option<&basalt::Snapshot>) -> Vec<Vec<schema_gen::Cell>> {
+    let opts = basalt::ScanOptions::default().snapshot(snapshot);
+    let mut rows = Vec::new();
+    for batch in table.scan(opts).expect("scan opens") {
+        rows.extend(schema_gen::rows_of(&batch.expect("scan batch")));
+    }
+    rows
+}
