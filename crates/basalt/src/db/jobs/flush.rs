@@ -45,7 +45,9 @@ fn flush_loop(inner: &DbInner) {
     // once none waits.
     let mut unchecked = Vec::new();
     loop {
-        if !inner.jobs.wait_for_work(None, || !inner.versions.load().imms.is_empty()) {
+        // Looks again now and then (see `compact::IDLE_RECHECK`).
+        let recheck = Some(super::compact::IDLE_RECHECK);
+        if !inner.jobs.wait_for_work(recheck, || !inner.versions.load().imms.is_empty()) {
             return;
         }
         let _flushing = inner.jobs.flush_slot();
