@@ -276,7 +276,10 @@ impl Table {
     /// with their key, as writes do; where the files overlap, the higher
     /// seqno wins. Files that overlap none of one another go to the deepest
     /// level free in their range (the bottom one in a table without rows
-    /// there, so compaction never rewrites them); otherwise they go to L0.
+    /// there, so compaction never rewrites them); otherwise they go to L0,
+    /// and are compacted there and then if L0 holds
+    /// [`Options::l0_compaction_trigger`] files or more (fewer stay, as
+    /// background compaction leaves them).
     ///
     /// Refused, changing nothing: a file another database's table or
     /// anything other than `write_sst_files` made, rows of a schema
@@ -288,6 +291,7 @@ impl Table {
     /// memtables are flushed first, and other writes wait meanwhile.
     ///
     /// [`ScanOptions::range`]: crate::ScanOptions::range
+    /// [`Options::l0_compaction_trigger`]: crate::Options::l0_compaction_trigger
     pub fn ingest_files(
         &self,
         paths: &[impl AsRef<std::path::Path>],

@@ -23,9 +23,10 @@
 //! would shadow theirs). Where files overlap, the higher seqno wins a
 //! repeated key, as a later write would; two overlapping files of one
 //! seqno are refused, as nothing would say which wins. Overlapping files
-//! land in L0 as runs, which the ingest then compacts over their span (as
-//! `bulk_load` does): files of several writers over one key range are
-//! written twice, files that do not overlap once.
+//! land in L0 as runs; when L0 then holds `l0_compaction_trigger` files or
+//! more, the ingest compacts them over their span (as `bulk_load` does), so
+//! files of many writers over one key range are written twice, files that
+//! do not overlap (or a few runs that stay in L0) once.
 
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
@@ -253,15 +254,25 @@ impl DbInner {
             self.install_pending(tree, outputs, runs, Some(newest), &mut pending)
         })
         .and_then(|load| {
-            if load.runs > 1 {
-                // Several overlapping runs went to L0 (files of several
-                // writers over one key range): every point read would probe
-                // them all and writers would stall on the L0 count. Merged
-                // down now over their span, as `bulk_load` does.
+            // Runs that overlap one another or what L0 holds went to L0
+            // (files of several writers over one key range). A few stay
+            // there, as background compaction leaves them below its trigger:
+            // a read merges them, and nothing is written twice. At the
+            // trigger they are merged down now over
+            // their span, as `bulk_load` does: the database may be closed
+            // before background compaction runs (a Ray ingest task), and
+            // every point read would probe them all and writers would stall
+            // on the L0 count.
+            if self.l0_files(tree) >= self.opts.l0_compaction_trigger.max(1) {
                 self.compact_range(tree, &span)?;
             }
             Ok(load)
         })
+    }
+
+    /// How many files table `tree` holds in L0.
+    fn l0_files(&self, tree: TreeId) -> usize {
+        self.versions.load().version.tree(tree).map_or(0, |t| t.levels[0].len())
     }
 
     /// Opens each file and checks that it is one `write_sst_files` made for
