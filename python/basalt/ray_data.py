@@ -9,20 +9,25 @@ opens its shard read-only (any number of processes may) and streams the
 engine's Arrow batches, with the projection and filter applied by the
 engine's scan.
 
-``Dataset.write_datasink(BasaltDatasink(path, table, primary_key,
-shards=N))`` writes a dataset, each row once: every write task sorts its
-rows in the engine's key order and writes them as finished SST files
-(``Table.write_sst_files``, cut at the shards' split points when the store
-exists) at a seqno of its own above every shard's, and returns their
-metadata. Once every task succeeded, the driver makes the next version of
-each shard (a checkpoint of the current one: hard links), one Ray task per
-shard, its only writer, ingests the files of its key range into it
+``write_basalt(dataset, path, table, primary_key, shards=N)`` (or
+``Dataset.write_datasink(BasaltDatasink(...))``) writes a dataset, each row
+once: every write task sorts its rows in the engine's key order and writes
+them as finished SST files (``Table.write_sst_files``) cut at the shards'
+split points, at a seqno of its own above every shard's, and returns their
+metadata. A new store's split points come from a sample of the dataset
+that ``write_basalt`` takes first (one extra read of the input, nothing
+written; ``split_points=`` skips it); a sink given none chooses them from
+the rows it wrote, and then its files straddle the shards' edges. Once
+every task succeeded, the driver makes the next version of each shard (a
+checkpoint of the current one: hard links), one Ray task per shard, its
+only writer, ingests the files of its key range into it
 (``Table.ingest_files``: hard links again, one MANIFEST edit; a file that
-straddles a shard's edge, which happens only when a new store's split
-points are chosen after the files were written, is rewritten with the rows
-of the shard's range), and only then replaces the shard map. A failed task,
-or a failure before the map is replaced, leaves the previous version as it
-was (the written files and new shard versions are removed).
+straddles a shard's edge is rewritten with the rows of the shard's range;
+overlapping files of several tasks stay in L0 below the engine's
+compaction trigger and are merged at it), and only then replaces the shard
+map. A failed task, or a failure before the map is replaced, leaves the
+previous version as it was (the written files and new shard versions are
+removed).
 """
 
 from __future__ import annotations
@@ -99,13 +104,16 @@ def _read_range(
             scan = db.table(table).scan(columns=columns, where=where, **_scan_args(lower, upper))
             batches: list[pa.RecordBatch] = []
             rows = 0
+            blocks = 0
             for batch in scan:
                 batches.append(batch)
                 rows += batch.num_rows
                 if rows >= BLOCK_ROWS:
                     yield finish(batches, scan.schema)
-                    batches, rows = [], 0
-            if batches:
+                    batches, rows, blocks = [], 0, blocks + 1
+            if batches or blocks == 0:
+                # A range with no rows still gives a block of the scan's
+                # columns: Ray would make it a block with none.
                 yield finish(batches, scan.schema)
 
     return read_fn
@@ -444,12 +452,22 @@ class BasaltDatasink(Datasink[dict[str, Any]]):
         table: str = "data",
         primary_key: Sequence[str] | None = None,
         *,
-        shards: int = 4,
+        shards: int | None = None,
+        split_points: Sequence[Any] | None = None,
         **options: Any,
     ) -> None:
         self._path = pathlib.Path(path)
         self._table = table
         self._primary_key = list(primary_key) if primary_key else None
+        #: A new store's split points, when known before the write (each
+        #: task's files are then cut at them); a store that exists keeps its own.
+        self._split_points = list(split_points) if split_points is not None else None
+        if shards is None:
+            shards = len(self._split_points) + 1 if self._split_points is not None else 4
+        elif self._split_points is not None and shards != len(self._split_points) + 1:
+            raise basalt.InvalidArgumentError(
+                f"{len(self._split_points)} split points make {len(self._split_points) + 1} shards, not {shards}"
+            )
         self._shards = shards
         self._options = options
         #: The node each shard's ingest ran on, after a commit (in shard order).
@@ -504,6 +522,8 @@ class BasaltDatasink(Datasink[dict[str, Any]]):
             # version, its tree): shard 0, opened read-only by each task.
             self._template = str(self._path / existing.shards[0].path)
             self._cut_at = existing.split_points
+        elif self._split_points is not None:
+            self._cut_at = self._split_points
         if not self._primary_key:
             self._abort(None)
             raise basalt.InvalidArgumentError("a new store needs primary_key")
@@ -532,7 +552,7 @@ class BasaltDatasink(Datasink[dict[str, Any]]):
                 template.create_table(self._table, schema, primary_key=key_names)
                 base = template.last_seqno
             target_schema = schema
-            sampling = self._template is None
+            sampling = self._template is None and self._split_points is None
 
             def batches() -> Iterator[pa.RecordBatch]:
                 for data in _chain_first(first, tables):
@@ -620,9 +640,16 @@ class BasaltDatasink(Datasink[dict[str, Any]]):
             else:
                 assert schema is not None
                 key_schema = pa.schema([schema.field(c) for c in self._primary_key])
-                sample = [k for r in returns for k in r["sample"]]
-                points = _basalt.ShardedStore.split_points(key_schema, sample, self._shards)
+                points = self._split_points
+                if points is None:
+                    sample = [k for r in returns for k in r["sample"]]
+                    points = _basalt.ShardedStore.split_points(key_schema, sample, self._shards)
                 next_map = write.next_map(self._table, key_schema, points)
+            # Files cut at the split points (the store's, or a new store's
+            # given before the write) name their shard; files of a new store
+            # whose points were chosen afterwards straddle them and go to
+            # every shard, which keeps its part.
+            routed = base is not None or self._split_points is not None
             existing = sharded.ShardMap.of(base) if base is not None else None
             view = sharded.ShardMap.of(next_map)
             written = [f for r in returns for f in r["files"]]
@@ -635,10 +662,7 @@ class BasaltDatasink(Datasink[dict[str, Any]]):
                     self._primary_key,
                     s.lower,
                     s.upper,
-                    # Files cut at the store's split points go to their
-                    # shard; a new store's straddle them and go to every
-                    # shard, which keeps its part.
-                    [f["path"] for f in written if existing is None or f["range"] == i],
+                    [f["path"] for f in written if not routed or f["range"] == i],
                     self._options,
                 )
                 for i, s in enumerate(view.shards)
@@ -664,3 +688,52 @@ class BasaltDatasink(Datasink[dict[str, Any]]):
         except BaseException:
             self._abort(next_map)
             raise
+
+
+def _key_sample(batch: pa.Table, columns: list[str]) -> pa.Table:
+    """One row in ``SAMPLE_EVERY`` of ``batch``'s key columns."""
+    return batch.select(columns).take(pa.array(range(0, batch.num_rows, SAMPLE_EVERY), pa.int64()))
+
+
+def sample_split_points(dataset: Any, primary_key: Sequence[str], shards: int) -> list[Any]:
+    """Split points cutting ``dataset``'s keys into ``shards`` ranges of
+    about equal row counts, in the engine's key order, from one key in
+    ``SAMPLE_EVERY`` rows (a pass over the dataset that writes nothing;
+    fewer points when keys repeat; none for an empty dataset)."""
+    columns = list(primary_key)
+    sample = dataset.map_batches(
+        _key_sample, batch_format="pyarrow", batch_size=None, fn_kwargs={"columns": columns}, zero_copy_batch=True
+    )
+    parts = [t for t in ray.get(sample.to_arrow_refs()) if t.num_rows > 0]
+    if not parts:
+        return []
+    keys = pa.concat_tables(parts, promote_options="none")
+    key_schema = _table_schema(keys.schema, columns)
+    points: list[Any] = _basalt.ShardedStore.split_points(key_schema, sharded.row_keys(keys, columns), shards)
+    return points
+
+
+def write_basalt(
+    dataset: Any,
+    path: str | os.PathLike[str],
+    table: str = "data",
+    primary_key: Sequence[str] | None = None,
+    *,
+    shards: int | None = None,
+    split_points: Sequence[Any] | None = None,
+    **options: Any,
+) -> BasaltDatasink:
+    """Writes ``dataset`` into the sharded store at ``path`` (``BasaltDatasink``),
+    each row once, and returns the sink. A new store gets ``shards`` shards
+    split at ``split_points``, or, without them, at points sampled from
+    ``dataset`` first (``sample_split_points``: one more read of the input),
+    so that every task's files are cut at the shards' edges and each shard
+    ingests them as they are (fewer shards when the sample repeats keys);
+    a store that exists keeps its split points."""
+    if split_points is None and primary_key and not (pathlib.Path(path) / sharded.SHARD_MAP).exists():
+        sampled = sample_split_points(dataset, primary_key, shards or 4)
+        if sampled:
+            split_points, shards = sampled, None
+    sink = BasaltDatasink(path, table, primary_key, shards=shards, split_points=split_points, **options)
+    dataset.write_datasink(sink)
+    return sink

@@ -19,7 +19,7 @@ import basalt
 from basalt import sharded
 
 ray = pytest.importorskip("ray")
-from basalt.ray_data import BasaltDatasink, BasaltDatasource, read_basalt  # noqa: E402
+from basalt.ray_data import BasaltDatasink, BasaltDatasource, read_basalt, write_basalt  # noqa: E402
 
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
@@ -273,6 +273,54 @@ def test_a_write_is_written_once_into_files_the_shards_link(tmp_path: pathlib.Pa
     assert collect(read_basalt(store)).num_rows == 26_000
 
 
+def test_a_new_stores_files_cut_at_split_points_given_first_are_linked_not_rewritten(tmp_path: pathlib.Path) -> None:
+    """With split points known before the write (given, or sampled by
+    ``write_basalt``), a new store's files are cut at them and each is
+    linked into its shard as it is."""
+    store = tmp_path / "store"
+    sink = BasaltDatasink(store, "data", ["id"], split_points=[5_000, 12_000])
+    sink.on_write_start()
+    results = [sink.write([rows(10_000, seed=task, offset=task * 3_000)], SimpleNamespace(task_idx=task)) for task in range(2)]
+    files = [f for r in results for f in r["files"]]
+    assert {f["range"] for f in files} == {0, 1, 2}
+    staged = {os.stat(f["path"]).st_ino for f in files}
+    sink.on_write_complete(SimpleNamespace(write_returns=results))
+    m = sharded.read_map(store)
+    assert m.split_points == [5_000, 12_000]
+    linked = {p.stat().st_ino for s in m.shards for p in (store / s.path).glob("*.sst")}
+    assert staged <= linked, "every written file is a shard's SST (hard-linked, not rewritten)"
+    got = collect(read_basalt(store))
+    assert got.column("id").to_pylist() == list(range(13_000))
+    # Task 1's rows win the keys both wrote (its seqnos are higher).
+    second = rows(10_000, seed=1, offset=3_000).sort_by("id")
+    assert got.slice(3_000).equals(second.cast(got.schema))
+
+
+def test_write_basalt_samples_split_points_before_it_writes(tmp_path: pathlib.Path) -> None:
+    store = tmp_path / "store"
+    data = rows(400_000, seed=5)
+    write_basalt(ray.data.from_arrow(data).repartition(6), store, "data", ["id"], shards=4)
+    m = sharded.read_map(store)
+    assert len(m.shards) == 4
+    with sharded.ShardedDatabase(store, read_only=True) as s:
+        sizes = [s.table(i).count_rows() for i in range(4)]
+    assert sum(sizes) == 400_000 and min(sizes) > 85_000, sizes
+    assert collect(read_basalt(store)).equals(data.sort_by("id").cast(collect(read_basalt(store)).schema))
+    # A second write into the store keeps its points (nothing sampled).
+    write_basalt(ray.data.from_arrow(rows(1_000, seed=6, offset=400_000)), store, "data", ["id"], shards=2)
+    assert sharded.read_map(store).split_points == m.split_points
+
+
+def test_split_points_that_are_wrong_are_refused_and_leave_nothing(tmp_path: pathlib.Path) -> None:
+    store = tmp_path / "store"
+    with pytest.raises(basalt.InvalidArgumentError, match="2 split points make 3 shards, not 4"):
+        BasaltDatasink(store, "data", ["id"], shards=4, split_points=[1, 2])
+    with pytest.raises(Exception, match="cut points must ascend strictly"):
+        write_basalt(ray.data.from_arrow(rows(1_000)), store, "data", ["id"], split_points=[500, 100])
+    assert not (store / sharded.SHARD_MAP).exists(), "no store was made"
+    assert shard_dirs(store) == [] and not any((store / ".staging").iterdir()), "nothing left"
+
+
 def test_two_concurrent_writers_one_commits_the_other_conflicts(tmp_path: pathlib.Path) -> None:
     store = tmp_path / "store"
     ray.data.from_arrow(rows(1_000)).write_datasink(BasaltDatasink(store, "data", ["id"], shards=2))
@@ -428,8 +476,12 @@ def test_random_writes_equal_a_single_database_oracle(tmp_path: pathlib.Path, se
                 schema=schema,
             )
             blocks = int(rng.integers(1, 5))
-            sink = BasaltDatasink(store, "data", ["id"], shards=int(rng.integers(1, 5)))
-            ray.data.from_arrow(data).repartition(blocks).write_datasink(sink)
+            dataset = ray.data.from_arrow(data).repartition(blocks)
+            if rng.random() < 0.5:
+                # Split points sampled before the write: files cut at them.
+                write_basalt(dataset, store, "data", ["id"], shards=int(rng.integers(1, 5)))
+            else:
+                dataset.write_datasink(BasaltDatasink(store, "data", ["id"], shards=int(rng.integers(1, 5))))
             t.write(data)
             got = collect(read_basalt(store))
             want = t.scan().read_all()
