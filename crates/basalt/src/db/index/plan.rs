@@ -2,10 +2,12 @@
 //! the leading columns of a ready index (equalities on its first columns,
 //! or a range on its first column) can be answered by fetching the rows
 //! the index names instead of reading the whole key range. The choice is
-//! made by reading: the candidate index's entries are read up to a cap (a
-//! fraction of the table's rows, below which fetching by key beats
-//! reading every row); an index whose matches fit under the cap is used,
-//! with the keys already in hand. The filter is applied to the fetched
+//! made by counting: the candidate index's entries are counted up to a cap
+//! (a fraction of the table's rows, below which fetching by key beats
+//! reading every row) as a count reads them — whole files from their
+//! properties, stretches of a block by a binary search, no key decoded —
+//! and stops past the cap; only an index whose matches fit under it is
+//! read for its keys. The filter is applied to the fetched
 //! rows all the same, so the answer is the scan's whatever the index
 //! covers (a float index treats `-0.0` as `0.0`: its candidates are a
 //! superset).
@@ -82,9 +84,15 @@ impl Table {
             let mut scratch = Vec::new();
             let Some(predicate) = index_predicate(&def.layout, filter, &mut scratch) else { continue };
             let range = predicate_range(def, &predicate)?;
-            let mut entries = RangeReader::open(self.inner(), sv, seqno, index, range, Direction::Forward)?;
             let limit = best.as_ref().map_or(cap, |b| b.keys.len() as u64);
-            let mut keys = Vec::new();
+            // Counted first, as a count is (whole files from their
+            // properties, runs of a block by a binary search, no key
+            // decoded): where the scan wins, nothing more is read.
+            let mut counting =
+                RangeReader::open(self.inner(), sv, seqno, index, range.clone(), Direction::Forward)?;
+            let Some(count) = counting.count_up_to(limit)? else { continue };
+            let mut entries = RangeReader::open(self.inner(), sv, seqno, index, range, Direction::Forward)?;
+            let mut keys = Vec::with_capacity(usize::try_from(count).unwrap_or(0));
             let mut too_many = false;
             while let Some((key, _)) = entries.next_entry()? {
                 if keys.len() as u64 >= limit {

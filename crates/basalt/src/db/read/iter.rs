@@ -236,26 +236,36 @@ impl RangeReader {
     /// other source has, every row a put visible at the read's seqno, the
     /// stretch is counted by a binary search, not entry by entry.
     pub(crate) fn count_rest(&mut self) -> Result<u64> {
+        Ok(self.count_up_to(u64::MAX)?.unwrap_or(u64::MAX))
+    }
+
+    /// As [`RangeReader::count_rest`], but stops as soon as the count
+    /// passes `limit` (`None`): an index plan asks whether an index's
+    /// matches fit under its cap without reading past it.
+    pub(crate) fn count_up_to(&mut self, limit: u64) -> Result<Option<u64>> {
         if let Some(i) = self.unstepped.take() {
             self.cursor.skip_in_block(i, 1)?;
         }
         let mut n = 0u64;
         loop {
-            let Some(next) = self.cursor.next_source() else { return Ok(n) };
+            if n > limit {
+                return Ok(None);
+            }
+            let Some(next) = self.cursor.next_source() else { return Ok(Some(n)) };
             if let Some(keys) = self.whole_file_ahead(next) {
                 self.cursor.skip_file(next)?;
-                n += keys;
+                n = n.saturating_add(keys);
                 continue;
             }
             self.run = self.run_ahead(next)?;
             if self.run.1 > 0 {
                 let (i, len) = std::mem::take(&mut self.run);
                 self.cursor.skip_in_block(i, len)?;
-                n += len as u64;
+                n = n.saturating_add(len as u64);
                 continue;
             }
             match self.step_one(next, false)? {
-                Step::End => return Ok(n),
+                Step::End => return Ok(Some(n)),
                 Step::Entry(..) => n += 1,
                 Step::Nothing => {}
             }
