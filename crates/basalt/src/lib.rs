@@ -73,7 +73,7 @@ pub use db::{
 };
 pub use error::{Error, Result};
 pub use merge::{MergeError, MergeOperator};
-pub use options::{Compression, Options, WriteOptions};
+pub use options::{Compression, Options, WriteOptions, default_block_cache_bytes};
 pub use row::cell::Cell;
 pub use row::evolve::ColumnChange;
 pub use row::filter::{CmpOp, Filter, Predicate};

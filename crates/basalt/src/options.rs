@@ -235,8 +235,11 @@ pub struct Options {
     /// the plain bytes. Point reads find one value in place; scans decode
     /// a dictionary column into a plain Arrow array once per cached block.
     pub string_dictionaries: bool,
-    /// Byte budget of the shared block cache. 64 MiB by default; benchmarks
-    /// set it to match their peers.
+    /// Byte budget of the shared block cache. By default a sixteenth of
+    /// the machine's memory, at least 64 MiB and at most 2 GiB
+    /// ([`default_block_cache_bytes`]; `docs/analytics.md` says why);
+    /// benchmarks set it to match their peers. The cache fills as blocks
+    /// are read: a budget no read needs costs nothing.
     pub block_cache_bytes: usize,
     /// Byte budget of the row cache, which keeps the newest version of a
     /// key per SST for repeated point lookups of hot keys; 0 (the default)
@@ -308,7 +311,7 @@ impl Default for Options {
             settled_compression: Compression::None,
             pack_integers: true,
             string_dictionaries: true,
-            block_cache_bytes: 64 << 20,
+            block_cache_bytes: default_block_cache_bytes(),
             row_cache_bytes: 0,
             mmap_reads: true,
             max_open_files: 0,
@@ -363,4 +366,25 @@ pub struct WriteOptions {
     /// of the machine may lose the last writes (never a hole).
     pub sync: bool,
 }
+}
+
+/// The block cache's default budget: a sixteenth of the machine's memory
+/// (`MemTotal` in `/proc/meminfo`), at least 64 MiB and at most 2 GiB; 64
+/// MiB where the memory is unknown. An embedded engine shares its process
+/// and machine with the application, so it takes a modest share where an
+/// analytical engine that owns the machine takes most of it (DuckDB: 80 %);
+/// enough that the working set of a table of a few million rows stays
+/// cached (issue 65: the 64 MiB default held less than a 148 MiB table,
+/// and every repeated scan read it all again).
+pub fn default_block_cache_bytes() -> usize {
+    static BYTES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *BYTES.get_or_init(|| {
+        let total = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
+            let line = m.lines().find(|l| l.starts_with("MemTotal:"))?;
+            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kib.saturating_mul(1024))
+        });
+        let bytes = total.map_or(64 << 20, |t| (t / 16).clamp(64 << 20, 2 << 30));
+        usize::try_from(bytes).unwrap_or(64 << 20)
+    })
 }

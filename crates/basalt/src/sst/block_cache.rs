@@ -25,6 +25,10 @@ const EXPECTED_BLOCK_BYTES: u64 = 16 << 10;
 /// counts and pointer, and the cache's own slot (an estimate).
 const ENTRY_OVERHEAD_BYTES: usize = 64;
 
+/// The share of the budget a scan's blocks may fill (see
+/// [`BlockCache::get_or_load_without_eviction`]).
+const SCAN_FILL_SHARE: f64 = 0.9;
+
 #[derive(Debug, Clone, Copy)]
 struct BlockWeighter;
 
@@ -85,6 +89,30 @@ impl BlockCache {
             load().map(Arc::new)
         })?;
         self.counts.record(!loaded);
+        Ok(block)
+    }
+
+    /// The cached block for `key`, or the one `load` returns, which is
+    /// cached only if the cache holds less than [`SCAN_FILL_SHARE`] of its
+    /// budget: a scan's blocks fill free room and never evict. (Concurrent
+    /// misses on one key may each load it: scans rarely share blocks.)
+    pub fn get_or_load_without_eviction(
+        &self,
+        key: BlockKey,
+        load: impl FnOnce() -> Result<Block>,
+    ) -> Result<Arc<Block>> {
+        if let Some(block) = self.cache.get(&key) {
+            self.counts.record(true);
+            return Ok(block);
+        }
+        let block = Arc::new(load()?);
+        self.counts.record(false);
+        let weight = BlockWeighter.weight(&key, &block);
+        // Below the budget by a margin: the cache is split into shards of
+        // equal budgets, and a full shard would evict.
+        if (self.cache.weight() + weight) as f64 <= self.capacity_bytes as f64 * SCAN_FILL_SHARE {
+            self.cache.insert(key, block.clone());
+        }
         Ok(block)
     }
 
@@ -189,6 +217,39 @@ mod tests {
         cache.evict_file(0);
         cache.evict_file(1);
         assert_eq!(cache.len(), 0);
+    }
+
+    /// Issue 65: a scan's blocks fill an empty cache but never push out
+    /// what it holds, however many it reads; its hits still count.
+    #[test]
+    fn scanned_blocks_fill_free_room_and_never_evict() {
+        let cache = BlockCache::new(256 << 10);
+        for i in 0..200u64 {
+            cache.get_or_load_without_eviction((1, i * 4096), || Ok(block(4000))).expect("loads");
+        }
+        let filled = cache.len();
+        assert!(filled > 20 && cache.usage_bytes() <= cache.capacity_bytes(), "{cache:?}");
+        // The first blocks stayed: a second pass finds them.
+        let before = cache.hits();
+        for i in 0..10u64 {
+            cache.get_or_load_without_eviction((1, i * 4096), || Ok(block(4000))).expect("loads");
+        }
+        assert_eq!(cache.hits() - before, 10);
+        // Blocks point reads cached stay through any scan.
+        let cache = BlockCache::new(256 << 10);
+        for i in 0..30u64 {
+            cache.get_or_load((2, i * 4096), || Ok(block(4000))).expect("loads");
+        }
+        assert_eq!(cache.len(), 30);
+        for i in 0..500u64 {
+            cache.get_or_load_without_eviction((3, i * 4096), || Ok(block(4000))).expect("loads");
+        }
+        for i in 0..30u64 {
+            assert!(
+                cache.get((2, i * 4096)).is_some(),
+                "block {i} of the point reads was evicted: {cache:?}"
+            );
+        }
     }
 
     #[test]

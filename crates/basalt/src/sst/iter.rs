@@ -39,6 +39,13 @@ pub enum Blocks {
     /// [`SstReader::mapped_rows`]), else the block cache: for key-value
     /// reads.
     InPlace,
+    /// As `Cached`, but a block not in the cache enters it only while the
+    /// cache has room: for a table scan, which reads each block once and
+    /// would otherwise push out every block point reads use (and, on a
+    /// table larger than the cache, every block it read before it came
+    /// back to it). RocksDB's `fill_cache = false`, except that an empty
+    /// cache still fills.
+    Scanned,
 }
 
 /// A block as the cursor holds it.
@@ -127,6 +134,7 @@ impl SstIter {
                 Some(rows) => Held::Mapped(rows),
                 None => Held::Cached(self.reader.read_block(b)?),
             },
+            None if self.blocks == Blocks::Scanned => Held::Cached(self.reader.read_block_scanned(b)?),
             None => Held::Cached(self.reader.read_block(b)?),
         })
     }
@@ -313,7 +321,7 @@ impl SstIter {
     }
 
     /// The current block as the block cache holds it, and the row index in
-    /// it: always there for a valid cursor of [`Blocks::Cached`] or reading
+    /// it: always there for a valid cursor of [`Blocks::Cached`], [`Blocks::Scanned`] or reading
     /// ahead; `None` when invalid or on a block read in place.
     pub fn current(&self) -> Option<(&Arc<Block>, usize)> {
         match &self.block {

@@ -625,13 +625,26 @@ impl SstReader {
     /// decompressed. A bad block is `Error::Corruption` at its offset.
     pub fn read_block(&self, index: usize) -> Result<Arc<Block>> {
         let handle = self.handle(index)?;
-        self.cache.get_or_load((self.file_number, handle.offset), || {
-            if let Some(file) = &self.mapped {
-                return self.decode_in_map(file, handle);
-            }
-            let stored = self.file.read_at(handle.offset, handle.size_with_trailer())?;
-            Block::decode(unseal(stored, &self.path, handle.offset)?, self.path.clone(), handle.offset)
-        })
+        self.cache.get_or_load((self.file_number, handle.offset), || self.load_block(handle))
+    }
+
+    /// Data block `index` for a table scan: from the cache, else read and
+    /// cached only while the cache has room (see [`Blocks::Scanned`]).
+    ///
+    /// [`Blocks::Scanned`]: crate::sst::Blocks::Scanned
+    pub fn read_block_scanned(&self, index: usize) -> Result<Arc<Block>> {
+        let handle = self.handle(index)?;
+        self.cache.get_or_load_without_eviction((self.file_number, handle.offset), || self.load_block(handle))
+    }
+
+    /// Data block at `handle`, decoded where it lies in the file's map or
+    /// read, checked and decompressed.
+    fn load_block(&self, handle: BlockHandle) -> Result<Block> {
+        if let Some(file) = &self.mapped {
+            return self.decode_in_map(file, handle);
+        }
+        let stored = self.file.read_at(handle.offset, handle.size_with_trailer())?;
+        Block::decode(unseal(stored, &self.path, handle.offset)?, self.path.clone(), handle.offset)
     }
 
     /// Data block `index` for a pass over the file in order (compaction):

@@ -326,7 +326,7 @@ fn open_cursor(table: &Table, sv: &SuperVersion, range: &KeyRange) -> Result<Tre
         .tree(tree)
         .ok_or_else(|| Error::InvalidArgument(format!("table {} was dropped", table.name())))?;
     let mut cursor =
-        TreeCursor::open(&table.inner().sst_readers, sv, tree, files, (range, true), Blocks::Cached, None)?;
+        TreeCursor::open(&table.inner().sst_readers, sv, tree, files, (range, true), Blocks::Scanned, None)?;
     if cursor.asks_compaction() {
         table.inner().wake_compaction();
     }
@@ -528,8 +528,8 @@ impl TableScan {
                         .map(|_| Found::Block(block.clone(), i))
                         .map_err(|e| block.corruption(e)),
                 },
-                // A table scan's cursors read through the cache
-                // (`Blocks::Cached`): every valid one is on a cached block.
+                // A table scan's cursors read blocks whole
+                // (`Blocks::Scanned`): every valid one is on a held block.
                 None => Err(Error::internal("a scan's source lost its block")),
             },
             (None, None) => Ok(Found::Bytes(Bytes::new())),
