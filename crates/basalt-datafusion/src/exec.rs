@@ -9,21 +9,23 @@ use std::fmt;
 use std::ops::Bound;
 use std::sync::Arc;
 
-use arrow_array::{RecordBatch, RecordBatchOptions};
-use arrow_schema::SchemaRef;
+use arrow_array::{RecordBatch, RecordBatchOptions, UInt32Array};
+use arrow_schema::{DataType, SchemaRef, SortOptions};
 use basalt::{Filter, OwnedKeyValueRange, ScanOptions, ScanPlan, Snapshot, Table, TableEstimate, TableScan};
-use datafusion::arrow::compute::BatchCoalescer;
+use datafusion::arrow::compute::{BatchCoalescer, concat_batches, take_record_batch};
 use datafusion::common::stats::ColumnStatistics;
 use datafusion::common::stats::Precision;
 use datafusion::common::{Result, Statistics};
 use datafusion::execution::TaskContext;
-use datafusion::physical_expr::EquivalenceProperties;
+use datafusion::physical_expr::expressions::Column;
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalSortExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
 use datafusion::physical_plan::statistics::StatisticsArgs;
 use datafusion::physical_plan::stream::RecordBatchReceiverStreamBuilder;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties, SendableRecordBatchStream,
+    SortOrderPushdownResult,
 };
 use parking_lot::Mutex;
 
@@ -68,7 +70,7 @@ macro_rules! leaf_plan {
 pub(crate) use leaf_plan;
 
 /// What every partition of a scan reads.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct ScanSpec {
     pub table: Table,
     pub snapshot: Arc<Snapshot>,
@@ -103,9 +105,17 @@ pub(crate) struct BasaltScanExec {
     opened: Vec<Mutex<Option<TableScan>>>,
     /// The access path of the first partition's scan.
     plan: ScanPlan,
+    /// Each partition's rows in descending key order (the partitions in
+    /// reverse order too): `ORDER BY key DESC` pushed into the scan.
+    reverse: bool,
     properties: Arc<PlanProperties>,
     metrics: ExecutionPlanMetricsSet,
 }
+
+/// Rows a reversed scan reads in its first chunk at most (its limit if
+/// smaller), doubling per chunk up to [`REVERSE_CHUNK_MAX`].
+const REVERSE_CHUNK_MIN: usize = 1024;
+const REVERSE_CHUNK_MAX: usize = 64 << 10;
 
 impl fmt::Debug for BasaltScanExec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -127,7 +137,7 @@ impl BasaltScanExec {
             .and_then(|s| s.lock().as_ref().map(|s| s.plan().clone()))
             .unwrap_or(ScanPlan::KeyRange);
         let properties = PlanProperties::new(
-            EquivalenceProperties::new(spec.schema.clone()),
+            EquivalenceProperties::new_with_orderings(spec.schema.clone(), key_order(&spec)),
             Partitioning::UnknownPartitioning(parts.len().max(1)),
             EmissionType::Incremental,
             Boundedness::Bounded,
@@ -137,10 +147,102 @@ impl BasaltScanExec {
             parts,
             opened,
             plan,
+            reverse: false,
             properties: Arc::new(properties),
             metrics: ExecutionPlanMetricsSet::new(),
         })
     }
+
+    /// This scan reading each partition from the end of its key range
+    /// (`spec`'s limit, if any, per partition). Its engine scans are opened
+    /// as it runs: chunk by chunk, from the end.
+    fn reversed(&self, spec: Arc<ScanSpec>) -> BasaltScanExec {
+        let mut parts = self.parts.clone();
+        if !self.reverse {
+            parts.reverse();
+        }
+        let descending = key_order(&spec)
+            .into_iter()
+            .map(|order| {
+                order
+                    .into_iter()
+                    .map(|e| {
+                        PhysicalSortExpr::new(e.expr, SortOptions { descending: true, nulls_first: true })
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect::<Vec<_>>();
+        let properties = PlanProperties::new(
+            EquivalenceProperties::new_with_orderings(spec.schema.clone(), descending),
+            Partitioning::UnknownPartitioning(parts.len().max(1)),
+            EmissionType::Incremental,
+            Boundedness::Bounded,
+        );
+        BasaltScanExec {
+            opened: parts.iter().map(|_| Mutex::new(None)).collect(),
+            spec,
+            parts,
+            plan: self.plan.clone(),
+            reverse: true,
+            properties: Arc::new(properties),
+            metrics: ExecutionPlanMetricsSet::new(),
+        }
+    }
+
+    /// Whether `order` asks for this scan's key order reversed: descending
+    /// on the leading key columns it returns (key columns hold no nulls,
+    /// so where nulls go does not matter).
+    fn asks_reverse_key_order(&self, order: &[PhysicalSortExpr]) -> bool {
+        let Some(keys) = key_order(&self.spec).into_iter().next() else { return false };
+        !order.is_empty()
+            && order.len() <= keys.len()
+            && order.iter().zip(&keys).all(|(o, k)| {
+                let same = match (o.expr.downcast_ref::<Column>(), k.expr.downcast_ref::<Column>()) {
+                    (Some(a), Some(b)) => a == b,
+                    _ => false,
+                };
+                same && o.options.descending
+            })
+    }
+}
+
+/// The order each partition's rows come in, as DataFusion states it: the
+/// primary key's leading columns the scan returns, ascending (every access
+/// path yields rows in key order: a key range, an index plan's sorted
+/// keys, a transaction's own writes merged in). Declared only for key
+/// types whose engine order is Arrow's (`ORDER BY` then needs no sort,
+/// and a `LIMIT` reads from the front); floats are left out (the engine
+/// orders `-0.0` before `0.0` by their bits, which Arrow's sort may not).
+fn key_order(spec: &ScanSpec) -> Vec<Vec<PhysicalSortExpr>> {
+    let mut order = Vec::new();
+    for name in spec.table.primary_key() {
+        let Ok(i) = spec.schema.index_of(&name) else { break };
+        if !orders_as_arrow(spec.schema.field(i).data_type()) {
+            break;
+        }
+        let ascending = SortOptions { descending: false, nulls_first: false };
+        order.push(PhysicalSortExpr::new(Arc::new(Column::new(&name, i)), ascending));
+    }
+    if order.is_empty() { Vec::new() } else { vec![order] }
+}
+
+/// Whether the engine's key encoding orders values of `t` as Arrow's sort
+/// does.
+fn orders_as_arrow(t: &DataType) -> bool {
+    t.is_integer()
+        || matches!(
+            t,
+            DataType::Boolean
+                | DataType::Date32
+                | DataType::Date64
+                | DataType::Timestamp(..)
+                | DataType::Time32(_)
+                | DataType::Time64(_)
+                | DataType::Utf8
+                | DataType::LargeUtf8
+                | DataType::Binary
+                | DataType::LargeBinary
+        )
 }
 
 impl ScanSpec {
@@ -188,6 +290,9 @@ impl DisplayAs for BasaltScanExec {
                     describe_range(&spec.range)
                 )?;
                 write!(f, ", partitions={}", self.parts.len())?;
+                if self.reverse {
+                    write!(f, ", order=key descending")?;
+                }
                 if let Some(filter) = &spec.filter {
                     let ps: Vec<String> = filter.predicates.iter().map(describe_predicate).collect();
                     write!(f, ", filter=[{}]", ps.join(" AND "))?;
@@ -220,6 +325,42 @@ impl ExecutionPlan for BasaltScanExec {
 
     fn metrics(&self) -> Option<MetricsSet> {
         Some(self.metrics.clone_inner())
+    }
+
+    /// `ORDER BY` the key columns descending: the scan read backwards
+    /// (exact: no sort is needed), unless it reads a transaction's own
+    /// writes, which a backward read does not merge in.
+    fn try_pushdown_sort(
+        &self,
+        order: &[PhysicalSortExpr],
+    ) -> Result<SortOrderPushdownResult<Arc<dyn ExecutionPlan>>> {
+        if self.reverse
+            || self.spec.overlay.is_some()
+            || self.spec.counts_only()
+            || !self.asks_reverse_key_order(order)
+        {
+            return Ok(SortOrderPushdownResult::Unsupported);
+        }
+        Ok(SortOrderPushdownResult::Exact { inner: Arc::new(self.reversed(self.spec.clone())) })
+    }
+
+    /// A reversed scan takes the limit (each partition reads only that many
+    /// rows from its end); a forward one reads from the front and is cut by
+    /// the operators above.
+    fn with_fetch(&self, limit: Option<usize>) -> Option<Arc<dyn ExecutionPlan>> {
+        if !self.reverse {
+            return None;
+        }
+        let mut spec = (*self.spec).clone();
+        spec.limit = match (spec.limit, limit) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        Some(Arc::new(self.reversed(Arc::new(spec))))
+    }
+
+    fn fetch(&self) -> Option<usize> {
+        if self.reverse { self.spec.limit } else { None }
     }
 
     /// Rows and bytes from the table's estimate (SST metadata and
@@ -297,6 +438,11 @@ impl ExecutionPlan for BasaltScanExec {
             });
             return Ok(builder.build());
         }
+        if self.reverse {
+            let (part, output_rows) = (part.clone(), output_rows.clone());
+            builder.spawn_blocking(move || read_backwards(&spec, part, batch_rows, &tx, &output_rows));
+            return Ok(builder.build());
+        }
         let scan = match self.opened[partition].lock().take() {
             Some(scan) => scan,
             None => open(&self.spec, part)?,
@@ -352,6 +498,54 @@ impl ExecutionPlan for BasaltScanExec {
         });
         Ok(builder.build())
     }
+}
+
+/// Sends the rows of key range `part` in descending key order (at most the
+/// scan's limit): chunks read from the end, each located by
+/// [`Table::nth_last_key`], read forward by the engine's scan (filter,
+/// projection and snapshot as every partition's) and reversed.
+fn read_backwards(
+    spec: &ScanSpec,
+    part: OwnedKeyValueRange,
+    batch_rows: usize,
+    tx: &tokio::sync::mpsc::Sender<Result<RecordBatch>>,
+    output_rows: &datafusion::physical_plan::metrics::Count,
+) -> Result<()> {
+    let mut left = spec.limit.unwrap_or(usize::MAX);
+    let (lower, mut upper) = part;
+    let mut chunk = left.clamp(1, REVERSE_CHUNK_MIN);
+    while left > 0 && !tx.is_closed() {
+        let owned = (lower.clone(), upper.clone());
+        let from =
+            spec.table.nth_last_key(&borrowed(&owned), chunk as u64, Some(&spec.snapshot)).map_err(to_df)?;
+        let start = from.clone().map_or_else(|| lower.clone(), Bound::Included);
+        let mut batches = Vec::new();
+        for batch in open(spec, &(start, upper.clone()))? {
+            let batch = batch.map_err(to_df)?;
+            check_columns(&spec.schema, &batch, spec.table.name())?;
+            batches.push(batch);
+        }
+        let rows = concat_batches(&spec.schema, &batches)?;
+        let n = rows.num_rows();
+        let backwards = UInt32Array::from_iter_values((0..n as u32).rev().take(left));
+        let rows = take_record_batch(&rows, &backwards)?;
+        left -= rows.num_rows();
+        let mut at = 0;
+        while at < rows.num_rows() {
+            let piece = rows.slice(at, batch_rows.min(rows.num_rows() - at));
+            at += piece.num_rows();
+            output_rows.add(piece.num_rows());
+            if tx.blocking_send(Ok(piece)).is_err() {
+                return Ok(());
+            }
+        }
+        match from {
+            Some(key) => upper = Bound::Excluded(key),
+            None => break,
+        }
+        chunk = (chunk * 2).min(REVERSE_CHUNK_MAX);
+    }
+    Ok(())
 }
 
 /// A batch of no columns and `rows` rows.

@@ -619,6 +619,22 @@ impl Table {
         self.count_rows_at(range, snapshot)
     }
 
+    /// The primary key of the `n`-th row counting back from the end of
+    /// `range` (1: the last row), as of `snapshot` (`None`: now); `None`
+    /// when the range holds fewer than `n` rows. Reads the range's last `n`
+    /// rows backwards (their keys only are decoded): with it, a reader
+    /// reads a range's rows from the end in chunks, each a forward
+    /// [`Table::scan`] from the key found to where the last chunk began,
+    /// as `ORDER BY key DESC LIMIT k` does over SQL.
+    pub fn nth_last_key(
+        &self,
+        range: &KeyValueRange<'_>,
+        n: u64,
+        snapshot: Option<&Snapshot>,
+    ) -> Result<Option<Vec<OwnedKeyValue>>> {
+        self.nth_last_key_at(range, n, snapshot)
+    }
+
     /// What the SSTs' zone maps record of each column, in schema order:
     /// bounds and null counts for a query planner, read from metadata (each
     /// file's zones are folded once per open reader). Every column is

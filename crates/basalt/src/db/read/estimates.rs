@@ -139,7 +139,33 @@ impl Table {
         cuts.into_iter().map(|(k, number)| self.decode_user_key(k, number)).collect()
     }
 
-    /// The key values of the smallest key of SST `number` of this table.
+    /// [`Table::nth_last_key`]'s work: the range read backwards, `n` rows.
+    pub(crate) fn nth_last_key_at(
+        &self,
+        range: &KeyValueRange<'_>,
+        n: u64,
+        snapshot: Option<&Snapshot>,
+    ) -> Result<Option<Vec<OwnedKeyValue>>> {
+        self.inner().check_open()?;
+        let range = encode_range(self, range)?;
+        if n == 0 || empty_range(&range) {
+            return Ok(None);
+        }
+        let (seqno, sv) = self.inner().read_view(self.inner().snapshot_seqno(snapshot, self.tree())?);
+        if sv.version.tree(self.tree()).is_none() {
+            return Err(Error::InvalidArgument(format!("table {} was dropped", self.name())));
+        }
+        let mut rows = RangeReader::open(self.inner(), &sv, seqno, self.tree(), range, Direction::Reverse)?;
+        let mut last = None;
+        for _ in 0..n {
+            let Some((key, _)) = rows.next_entry()? else { return Ok(None) };
+            last = Some(key);
+        }
+        last.map(|key| self.decode_user_key(&key, 0)).transpose()
+    }
+
+    /// The key values of the smallest key of SST `number` of this table
+    /// (a key read from the table's rows: 0).
     fn decode_user_key(&self, user_key: &[u8], number: u64) -> Result<Vec<OwnedKeyValue>> {
         let layout = self.layout();
         let corrupt = || {
