@@ -136,7 +136,7 @@ def main() -> None:
     for name, sql, everyday in QUERIES:
         if args.only and args.only not in name:
             continue
-        engines = {"basalt": lambda: db.sql(sql), "duckdb": lambda: duck.execute(sql).arrow()}
+        engines = {"basalt": lambda: db.sql(sql), "duckdb": lambda: duck.execute(sql).to_arrow_table()}
         answers = {e: run() for e, run in engines.items()}  # warm-up
         times: dict[str, list[float]] = {e: [] for e in engines}
         for i in range(args.runs):

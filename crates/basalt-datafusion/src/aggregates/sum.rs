@@ -212,8 +212,53 @@ struct SingleSum {
     count: u64,
 }
 
+/// The exact sum of `values`, in 128 bits: each value split into its high
+/// 32 bits (summed as `i64`) and its low 32 bits (summed as `u64`), so
+/// that the loops are plain 64-bit additions the compiler vectorizes (a
+/// 128-bit addition per value took 45 % of `SELECT sum(a), sum(b)` over a
+/// 3M-row table). Neither half overflows before 2^31 values.
+fn exact_sum<T: Copy>(values: &[T], split: impl Fn(T) -> (i64, u64) + Copy) -> i128 {
+    let mut total = 0i128;
+    for chunk in values.chunks(1 << 31) {
+        let (mut high, mut low) = (0i64, 0u64);
+        for &v in chunk {
+            let (h, l) = split(v);
+            high += h;
+            low += l;
+        }
+        total = total.saturating_add((i128::from(high) << 32) + i128::from(low));
+    }
+    total
+}
+
+impl SingleSum {
+    /// Adds a batch of `Int64` or `UInt64` input without nulls; false for
+    /// any other (nulls, a partial sum's `DECIMAL` state), which takes the
+    /// general path.
+    fn add_plain(&mut self, array: &ArrayRef) -> bool {
+        if array.null_count() > 0 {
+            return false;
+        }
+        let sum = match array.data_type() {
+            DataType::Int64 => {
+                exact_sum(array.as_primitive::<Int64Type>().values(), |v| (v >> 32, u64::from(v as u32)))
+            }
+            DataType::UInt64 => exact_sum(array.as_primitive::<UInt64Type>().values(), |v| {
+                ((v >> 32) as i64, u64::from(v as u32))
+            }),
+            _ => return false,
+        };
+        self.sum = self.sum.saturating_add(sum);
+        self.count += array.len() as u64;
+        true
+    }
+}
+
 impl Accumulator for SingleSum {
     fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
+        if self.add_plain(&values[0]) {
+            return Ok(());
+        }
         each_value(&values[0], None, |_, v| {
             self.sum = self.sum.saturating_add(v);
             self.count += 1;
@@ -378,6 +423,44 @@ impl GroupsAccumulator for SumGroups {
 
 #[cfg(test)]
 mod tests {
+
+    /// The split sums equal a 128-bit sum value by value, at every edge.
+    #[test]
+    fn split_sums_are_exact() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let edges = [
+            i64::MIN,
+            i64::MIN + 1,
+            -1,
+            0,
+            1,
+            i64::MAX - 1,
+            i64::MAX,
+            1 << 32,
+            -(1 << 32),
+            i64::from(u32::MAX),
+        ];
+        for len in [0, 1, 7, 1000, 10_000] {
+            let signed: Vec<i64> =
+                (0..len)
+                    .map(|i| {
+                        if i % 3 == 0 { edges[(next() % edges.len() as u64) as usize] } else { next() as i64 }
+                    })
+                    .collect();
+            let want: i128 = signed.iter().map(|&v| i128::from(v)).sum();
+            assert_eq!(exact_sum(&signed, |v| (v >> 32, u64::from(v as u32))), want, "{len} i64s");
+            let unsigned: Vec<u64> = signed.iter().map(|&v| v as u64).chain([u64::MAX, 0]).collect();
+            let want: i128 = unsigned.iter().map(|&v| i128::from(v)).sum();
+            assert_eq!(exact_sum(&unsigned, |v| ((v >> 32) as i64, u64::from(v as u32))), want, "{len} u64s");
+        }
+    }
+
     use super::*;
 
     fn int64(values: &[Option<i64>]) -> ArrayRef {
