@@ -518,6 +518,11 @@ class BasaltDatasink(Datasink[dict[str, Any]]):
                     f"{self._path} is keyed by {existing.primary_key}, not {self._primary_key}"
                 )
             self._primary_key = existing.primary_key
+            if self._split_points is not None and self._split_points != existing.split_points:
+                self._abort(None)
+                raise basalt.InvalidArgumentError(
+                    f"{self._path} is split at {existing.split_points}, not at the split points given"
+                )
             # The files are written by the store's own table (its schema
             # version, its tree): shard 0, opened read-only by each task.
             self._template = str(self._path / existing.shards[0].path)
@@ -707,7 +712,7 @@ def sample_split_points(dataset: Any, primary_key: Sequence[str], shards: int) -
     parts = [t for t in ray.get(sample.to_arrow_refs()) if t.num_rows > 0]
     if not parts:
         return []
-    keys = pa.concat_tables(parts, promote_options="none")
+    keys = pa.concat_tables(parts, promote_options="permissive")
     key_schema = _table_schema(keys.schema, columns)
     points: list[Any] = _basalt.ShardedStore.split_points(key_schema, sharded.row_keys(keys, columns), shards)
     return points
@@ -729,7 +734,8 @@ def write_basalt(
     ``dataset`` first (``sample_split_points``: one more read of the input),
     so that every task's files are cut at the shards' edges and each shard
     ingests them as they are (fewer shards when the sample repeats keys);
-    a store that exists keeps its split points."""
+    a store that exists keeps its split points (``split_points`` given for
+    it must be them)."""
     if split_points is None and primary_key and not (pathlib.Path(path) / sharded.SHARD_MAP).exists():
         sampled = sample_split_points(dataset, primary_key, shards or 4)
         if sampled:

@@ -319,6 +319,11 @@ def test_split_points_that_are_wrong_are_refused_and_leave_nothing(tmp_path: pat
         write_basalt(ray.data.from_arrow(rows(1_000)), store, "data", ["id"], split_points=[500, 100])
     assert not (store / sharded.SHARD_MAP).exists(), "no store was made"
     assert shard_dirs(store) == [] and not any((store / ".staging").iterdir()), "nothing left"
+    # A store that exists keeps its points: others are refused.
+    write_basalt(ray.data.from_arrow(rows(1_000)), store, "data", ["id"], split_points=[500])
+    with pytest.raises(Exception, match="not at the split points given"):
+        write_basalt(ray.data.from_arrow(rows(10, offset=5_000)), store, "data", ["id"], split_points=[700])
+    assert sharded.read_map(store).version == 1 and collect(read_basalt(store)).num_rows == 1_000
 
 
 def test_two_concurrent_writers_one_commits_the_other_conflicts(tmp_path: pathlib.Path) -> None:

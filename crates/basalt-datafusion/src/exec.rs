@@ -12,7 +12,7 @@ use std::sync::Arc;
 use arrow_array::{RecordBatch, RecordBatchOptions, UInt32Array};
 use arrow_schema::{DataType, SchemaRef, SortOptions};
 use basalt::{Filter, OwnedKeyValueRange, ScanOptions, ScanPlan, Snapshot, Table, TableEstimate, TableScan};
-use datafusion::arrow::compute::{BatchCoalescer, concat_batches, take_record_batch};
+use datafusion::arrow::compute::{BatchCoalescer, take_record_batch};
 use datafusion::common::stats::ColumnStatistics;
 use datafusion::common::stats::Precision;
 use datafusion::common::{Result, Statistics};
@@ -113,9 +113,11 @@ pub(crate) struct BasaltScanExec {
 }
 
 /// Rows a reversed scan reads in its first chunk at most (its limit if
-/// smaller), doubling per chunk up to [`REVERSE_CHUNK_MAX`].
+/// smaller), doubling per chunk up to [`REVERSE_CHUNK_MAX`] rows and about
+/// [`REVERSE_CHUNK_BYTES`] (by the rows read so far).
 const REVERSE_CHUNK_MIN: usize = 1024;
 const REVERSE_CHUNK_MAX: usize = 64 << 10;
+const REVERSE_CHUNK_BYTES: usize = 32 << 20;
 
 impl fmt::Debug for BasaltScanExec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -236,8 +238,6 @@ fn orders_as_arrow(t: &DataType) -> bool {
                 | DataType::Date32
                 | DataType::Date64
                 | DataType::Timestamp(..)
-                | DataType::Time32(_)
-                | DataType::Time64(_)
                 | DataType::Utf8
                 | DataType::LargeUtf8
                 | DataType::Binary
@@ -328,14 +328,19 @@ impl ExecutionPlan for BasaltScanExec {
     }
 
     /// `ORDER BY` the key columns descending: the scan read backwards
-    /// (exact: no sort is needed), unless it reads a transaction's own
-    /// writes, which a backward read does not merge in.
+    /// (exact: no sort is needed). Not when it reads a transaction's own
+    /// writes, which a backward read does not merge in, nor with a filter:
+    /// finding each chunk walks the range's keys backwards whatever the
+    /// filter keeps (a general merge, several times a forward scan's cost
+    /// per row), so a filter that keeps few rows would walk most of the
+    /// table, where a forward scan under DataFusion's top-k reads it once.
     fn try_pushdown_sort(
         &self,
         order: &[PhysicalSortExpr],
     ) -> Result<SortOrderPushdownResult<Arc<dyn ExecutionPlan>>> {
         if self.reverse
             || self.spec.overlay.is_some()
+            || self.spec.filter.is_some()
             || self.spec.counts_only()
             || !self.asks_reverse_key_order(order)
         {
@@ -390,7 +395,9 @@ impl ExecutionPlan for BasaltScanExec {
             let columns = spec.columns.len() as f64 / spec.table.schema().fields().len().max(1) as f64;
             let whole = spec.filter.is_none()
                 && matches!(spec.range, (Bound::Unbounded, Bound::Unbounded))
-                && (args.partition().is_none() || self.parts.len() <= 1);
+                && (args.partition().is_none() || self.parts.len() <= 1)
+                // A reversed scan's limit holds per partition.
+                && (!self.reverse || self.parts.len() <= 1);
             stats.num_rows = match estimate.exact_rows.filter(|_| whole) {
                 Some(exact) => Precision::Exact((exact as usize).min(spec.limit.unwrap_or(usize::MAX))),
                 None => Precision::Inexact(rows),
@@ -525,25 +532,34 @@ fn read_backwards(
             check_columns(&spec.schema, &batch, spec.table.name())?;
             batches.push(batch);
         }
-        let rows = concat_batches(&spec.schema, &batches)?;
-        let n = rows.num_rows();
-        let backwards = UInt32Array::from_iter_values((0..n as u32).rev().take(left));
-        let rows = take_record_batch(&rows, &backwards)?;
-        left -= rows.num_rows();
-        let mut at = 0;
-        while at < rows.num_rows() {
-            let piece = rows.slice(at, batch_rows.min(rows.num_rows() - at));
-            at += piece.num_rows();
-            output_rows.add(piece.num_rows());
-            if tx.blocking_send(Ok(piece)).is_err() {
-                return Ok(());
+        // Each batch reversed on its own, the batches sent last first (no
+        // concatenation: a chunk's strings may pass 2 GiB together).
+        let (rows, bytes) = batches
+            .iter()
+            .fold((0usize, 0usize), |(r, b), x| (r + x.num_rows(), b + x.get_array_memory_size()));
+        for batch in batches.iter().rev() {
+            if left == 0 {
+                break;
+            }
+            let backwards = UInt32Array::from_iter_values((0..batch.num_rows() as u32).rev().take(left));
+            let batch = take_record_batch(batch, &backwards)?;
+            left -= batch.num_rows();
+            let mut at = 0;
+            while at < batch.num_rows() {
+                let piece = batch.slice(at, batch_rows.min(batch.num_rows() - at));
+                at += piece.num_rows();
+                output_rows.add(piece.num_rows());
+                if tx.blocking_send(Ok(piece)).is_err() {
+                    return Ok(());
+                }
             }
         }
+        let row_bytes = bytes.checked_div(rows).unwrap_or(1).max(1);
         match from {
             Some(key) => upper = Bound::Excluded(key),
             None => break,
         }
-        chunk = (chunk * 2).min(REVERSE_CHUNK_MAX);
+        chunk = (chunk * 2).min(REVERSE_CHUNK_MAX).min((REVERSE_CHUNK_BYTES / row_bytes).max(1));
     }
     Ok(())
 }

@@ -36,6 +36,13 @@ impl ShardedTable {
         let dir = dir.as_ref();
         let pin = ShardedStore::new(dir, options.clone()).pin()?;
         let map = pin.map().clone();
+        // Each database has its own block cache: shards left at the default
+        // budget share it out, so a query over many shards holds what one
+        // database would (a scan fills its cache up to the budget).
+        let mut options = options.clone();
+        if options.block_cache_bytes == basalt::default_block_cache_bytes() {
+            options.block_cache_bytes /= map.shards().len().max(1);
+        }
         let shards = map
             .shards()
             .iter()

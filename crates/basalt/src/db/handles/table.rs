@@ -622,7 +622,7 @@ impl Table {
     /// The primary key of the `n`-th row counting back from the end of
     /// `range` (1: the last row), as of `snapshot` (`None`: now); `None`
     /// when the range holds fewer than `n` rows. Reads the range's last `n`
-    /// rows backwards (their keys only are decoded): with it, a reader
+    /// rows backwards (only the found key is decoded): with it, a reader
     /// reads a range's rows from the end in chunks, each a forward
     /// [`Table::scan`] from the key found to where the last chunk began,
     /// as `ORDER BY key DESC LIMIT k` does over SQL.

@@ -599,8 +599,14 @@ impl TableScan {
             None => batch,
             Some(f) => {
                 let mask: BooleanArray = f.evaluate(&batch)?;
-                arrow_select::filter::filter_record_batch(&batch, &mask)
-                    .map_err(|e| Error::InvalidArgument(format!("filter: {e}")))?
+                // Every row or none kept (a block inside or outside a range
+                // on a column that follows the key): no copy.
+                match mask.true_count() {
+                    n if n == batch.num_rows() => batch,
+                    0 => batch.slice(0, 0),
+                    _ => arrow_select::filter::filter_record_batch(&batch, &mask)
+                        .map_err(|e| Error::InvalidArgument(format!("filter: {e}")))?,
+                }
             }
         };
         let batch = match &self.output_in_work {
