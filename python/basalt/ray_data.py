@@ -23,8 +23,8 @@ checkpoint of the current one: hard links), one Ray task per shard, its
 only writer, ingests the files of its key range into it
 (``Table.ingest_files``: hard links again, one MANIFEST edit; a file that
 straddles a shard's edge is rewritten with the rows of the shard's range;
-overlapping files of several tasks stay in L0 below the engine's
-compaction trigger and are merged at it), and only then replaces the shard
+overlapping files of several tasks are merged, so that scans read one
+run), and only then replaces the shard
 map. A failed task, or a failure before the map is replaced, leaves the
 previous version as it was (the written files and new shard versions are
 removed).

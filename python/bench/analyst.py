@@ -131,7 +131,12 @@ def main() -> None:
     duck.register("source", data)
     duck.execute("CREATE TABLE flights AS SELECT * FROM source")
     duck.unregister("source")
-    print(f"{args.rows} rows; {args.runs} runs per engine, alternating; seconds (best / median)")
+    table_mib = sum(f.stat().st_size for f in (work / "db").glob("*.sst")) / (1 << 20)
+    cache = f"{args.cache_mib} MiB" if args.cache_mib else "the default"
+    print(
+        f"{args.rows} rows ({table_mib:.0f} MiB of SSTs with the indexes); block cache {cache}; "
+        f"{args.runs} runs per engine, alternating; milliseconds (best / median)"
+    )
     ratios = []
     for name, sql, everyday in QUERIES:
         if args.only and args.only not in name:

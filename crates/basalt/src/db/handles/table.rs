@@ -277,9 +277,9 @@ impl Table {
     /// seqno wins. Files that overlap none of one another go to the deepest
     /// level free in their range (the bottom one in a table without rows
     /// there, so compaction never rewrites them); otherwise they go to L0,
-    /// and are compacted there and then if L0 holds
-    /// [`Options::l0_compaction_trigger`] files or more (fewer stay, as
-    /// background compaction leaves them).
+    /// and are compacted there and then when they overlap one another or L0
+    /// holds [`Options::l0_compaction_trigger`] files (a scan merging
+    /// overlapping runs reads row by row).
     ///
     /// Refused, changing nothing: a file another database's table or
     /// anything other than `write_sst_files` made, rows of a schema
