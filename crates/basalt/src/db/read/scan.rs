@@ -8,7 +8,7 @@
 use std::ops::Bound;
 use std::sync::Arc;
 
-use arrow_array::{BooleanArray, RecordBatch, RecordBatchOptions};
+use arrow_array::{RecordBatch, RecordBatchOptions};
 use arrow_schema::SchemaRef;
 use bytes::Bytes;
 
@@ -595,23 +595,25 @@ impl TableScan {
     /// (split to the batch size).
     fn emit(&mut self, batch: RecordBatch) -> Result<()> {
         self.table.inner().counters.record_table_rows(batch.num_rows() as u64);
-        let batch = match &self.filter {
-            None => batch,
-            Some(f) => {
-                let mask: BooleanArray = f.evaluate(&batch)?;
-                // Every row or none kept (a block inside or outside a range
-                // on a column that follows the key): no copy.
-                match mask.true_count() {
-                    n if n == batch.num_rows() => batch,
-                    0 => batch.slice(0, 0),
-                    _ => arrow_select::filter::filter_record_batch(&batch, &mask)
-                        .map_err(|e| Error::InvalidArgument(format!("filter: {e}")))?,
-                }
-            }
-        };
+        // The mask is computed on every column the scan needs; only the
+        // columns the caller asked for are then copied through it (a
+        // filter's own columns are not: `count(b) … WHERE a BETWEEN …`
+        // copied `a` for nothing).
+        let mask = self.filter.as_ref().map(|f| f.evaluate(&batch)).transpose()?;
         let batch = match &self.output_in_work {
             None => batch,
             Some(p) => batch.project(p).map_err(|e| Error::InvalidArgument(format!("projection: {e}")))?,
+        };
+        let batch = match mask {
+            None => batch,
+            // Every row or none kept (a block inside or outside a range on
+            // a column that follows the key): no copy.
+            Some(mask) => match mask.true_count() {
+                n if n == batch.num_rows() => batch,
+                0 => batch.slice(0, 0),
+                _ => arrow_select::filter::filter_record_batch(&batch, &mask)
+                    .map_err(|e| Error::InvalidArgument(format!("filter: {e}")))?,
+            },
         };
         let mut at = 0;
         while at < batch.num_rows() {
