@@ -736,10 +736,24 @@ def write_basalt(
     ingests them as they are (fewer shards when the sample repeats keys);
     a store that exists keeps its split points (``split_points`` given for
     it must be them)."""
-    if split_points is None and primary_key and not (pathlib.Path(path) / sharded.SHARD_MAP).exists():
-        sampled = sample_split_points(dataset, primary_key, shards or 4)
-        if sampled:
-            split_points, shards = sampled, None
+    # Checked before any pass over the data: the sink's own checks.
     sink = BasaltDatasink(path, table, primary_key, shards=shards, split_points=split_points, **options)
+    new_store = not (pathlib.Path(path) / sharded.SHARD_MAP).exists()
+    schema = dataset.schema() if new_store and primary_key else None
+    if schema is not None:
+        assert primary_key is not None
+        names = schema.names
+        missing = [c for c in primary_key if c not in names]
+        if missing:
+            raise basalt.InvalidArgumentError(f"primary key columns {missing} are not in the dataset ({names})")
+        base = getattr(schema, "base_schema", None)
+        if split_points is not None and isinstance(base, pa.Schema):
+            # Their types and order, as the store's map will check them.
+            key_schema = pa.schema([pa.field(c, base.field(c).type, nullable=False) for c in primary_key])
+            sharded.new_map(table, key_schema, split_points)
+    if split_points is None and primary_key and new_store:
+        sampled = sample_split_points(dataset, primary_key, sink._shards)
+        if sampled:
+            sink = BasaltDatasink(path, table, primary_key, split_points=sampled, **options)
     dataset.write_datasink(sink)
     return sink

@@ -124,14 +124,15 @@ def bench_ray(args: argparse.Namespace) -> None:
                     ds.write_parquet(str(target))
                 times.setdefault(f"write {fmt}", []).append(time.perf_counter() - start)
                 amplification.setdefault(fmt, []).append((written_bytes() - written) / data.nbytes)
+            def source(fmt: str, target: Path) -> "ray.data.Dataset":
+                if fmt == "basalt":
+                    return read_basalt(target, parallelism=args.read_tasks)
+                return ray.data.read_parquet(str(target), override_num_blocks=args.read_tasks)
+
             for fmt in order:
                 target = work / f"{fmt}-{run}"
                 start = time.perf_counter()
-                if fmt == "basalt":
-                    read = read_basalt(target, parallelism=args.read_tasks)
-                else:
-                    read = ray.data.read_parquet(str(target), override_num_blocks=args.read_tasks)
-                n = read.materialize().count()
+                n = source(fmt, target).materialize().count()
                 times.setdefault(f"read {fmt}", []).append(time.perf_counter() - start)
                 assert n == args.rows, (fmt, n)
             # A tenth of the keys and two of the four columns, through Ray's
@@ -140,11 +141,7 @@ def bench_ray(args: argparse.Namespace) -> None:
             for fmt in order:
                 target = work / f"{fmt}-{run}"
                 start = time.perf_counter()
-                if fmt == "basalt":
-                    read = read_basalt(target, parallelism=args.read_tasks)
-                else:
-                    read = ray.data.read_parquet(str(target), override_num_blocks=args.read_tasks)
-                n = read.filter(expr=wanted).select_columns(["id", "a"]).materialize().count()
+                n = source(fmt, target).filter(expr=wanted).select_columns(["id", "a"]).materialize().count()
                 times.setdefault(f"filtered {fmt}", []).append(time.perf_counter() - start)
                 assert n == args.rows // 10, (fmt, n)
             for fmt in order:

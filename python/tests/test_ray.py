@@ -315,8 +315,19 @@ def test_split_points_that_are_wrong_are_refused_and_leave_nothing(tmp_path: pat
     store = tmp_path / "store"
     with pytest.raises(basalt.InvalidArgumentError, match="2 split points make 3 shards, not 4"):
         BasaltDatasink(store, "data", ["id"], shards=4, split_points=[1, 2])
+    data = ray.data.from_arrow(rows(1_000))
+    # Refused in the driver, before any pass over the data.
+    with pytest.raises(basalt.InvalidArgumentError, match="shards must be at least 1"):
+        write_basalt(data, store, "data", ["id"], shards=0)
+    with pytest.raises(basalt.InvalidArgumentError, match=r"primary key columns \['nope'\] are not in the dataset"):
+        write_basalt(data, store, "data", ["nope"])
+    with pytest.raises((TypeError, basalt.InvalidArgumentError), match="ascend|order"):
+        write_basalt(data, store, "data", ["id"], split_points=[500, 100])
+    with pytest.raises(TypeError):
+        write_basalt(data, store, "data", ["id"], split_points=["x"])
+    # The sink alone refuses them in its tasks.
     with pytest.raises(Exception, match="cut points must ascend strictly"):
-        write_basalt(ray.data.from_arrow(rows(1_000)), store, "data", ["id"], split_points=[500, 100])
+        data.write_datasink(BasaltDatasink(store, "data", ["id"], split_points=[500, 100]))
     assert not (store / sharded.SHARD_MAP).exists(), "no store was made"
     assert shard_dirs(store) == [] and not any((store / ".staging").iterdir()), "nothing left"
     # A store that exists keeps its points: others are refused.

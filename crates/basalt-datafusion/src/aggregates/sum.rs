@@ -231,6 +231,16 @@ fn exact_sum<T: Copy>(values: &[T], split: impl Fn(T) -> (i64, u64) + Copy) -> i
     total
 }
 
+/// An `i64` as its high 32 bits (signed) and its low 32 bits.
+fn split_i64(v: i64) -> (i64, u64) {
+    (v >> 32, u64::from(v as u32))
+}
+
+/// A `u64` as its high 32 bits and its low 32 bits.
+fn split_u64(v: u64) -> (i64, u64) {
+    ((v >> 32) as i64, u64::from(v as u32))
+}
+
 impl SingleSum {
     /// Adds a batch of `Int64` or `UInt64` input without nulls; false for
     /// any other (nulls, a partial sum's `DECIMAL` state), which takes the
@@ -240,12 +250,8 @@ impl SingleSum {
             return false;
         }
         let sum = match array.data_type() {
-            DataType::Int64 => {
-                exact_sum(array.as_primitive::<Int64Type>().values(), |v| (v >> 32, u64::from(v as u32)))
-            }
-            DataType::UInt64 => exact_sum(array.as_primitive::<UInt64Type>().values(), |v| {
-                ((v >> 32) as i64, u64::from(v as u32))
-            }),
+            DataType::Int64 => exact_sum(array.as_primitive::<Int64Type>().values(), split_i64),
+            DataType::UInt64 => exact_sum(array.as_primitive::<UInt64Type>().values(), split_u64),
             _ => return false,
         };
         self.sum = self.sum.saturating_add(sum);
@@ -427,13 +433,8 @@ mod tests {
     /// The split sums equal a 128-bit sum value by value, at every edge.
     #[test]
     fn split_sums_are_exact() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(65);
         let edges = [
             i64::MIN,
             i64::MIN + 1,
@@ -447,17 +448,14 @@ mod tests {
             i64::from(u32::MAX),
         ];
         for len in [0, 1, 7, 1000, 10_000] {
-            let signed: Vec<i64> =
-                (0..len)
-                    .map(|i| {
-                        if i % 3 == 0 { edges[(next() % edges.len() as u64) as usize] } else { next() as i64 }
-                    })
-                    .collect();
+            let signed: Vec<i64> = (0..len)
+                .map(|i| if i % 3 == 0 { edges[rng.random_range(0..edges.len())] } else { rng.random() })
+                .collect();
             let want: i128 = signed.iter().map(|&v| i128::from(v)).sum();
-            assert_eq!(exact_sum(&signed, |v| (v >> 32, u64::from(v as u32))), want, "{len} i64s");
+            assert_eq!(exact_sum(&signed, split_i64), want, "{len} i64s");
             let unsigned: Vec<u64> = signed.iter().map(|&v| v as u64).chain([u64::MAX, 0]).collect();
             let want: i128 = unsigned.iter().map(|&v| i128::from(v)).sum();
-            assert_eq!(exact_sum(&unsigned, |v| ((v >> 32) as i64, u64::from(v as u32))), want, "{len} u64s");
+            assert_eq!(exact_sum(&unsigned, split_u64), want, "{len} u64s");
         }
     }
 

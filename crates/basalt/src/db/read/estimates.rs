@@ -136,7 +136,7 @@ impl Table {
             }
             filled += size;
         }
-        cuts.into_iter().map(|(k, number)| self.decode_user_key(k, number)).collect()
+        cuts.into_iter().map(|(k, number)| self.decode_user_key(k, Some(number))).collect()
     }
 
     /// [`Table::nth_last_key`]'s work: the range read backwards, `n` rows.
@@ -161,16 +161,18 @@ impl Table {
             let Some((key, _)) = rows.next_entry()? else { return Ok(None) };
             last = Some(key);
         }
-        last.map(|key| self.decode_user_key(&key, 0)).transpose()
+        last.map(|key| self.decode_user_key(&key, None)).transpose()
     }
 
-    /// The key values of the smallest key of SST `number` of this table
-    /// (a key read from the table's rows: 0).
-    fn decode_user_key(&self, user_key: &[u8], number: u64) -> Result<Vec<OwnedKeyValue>> {
+    /// The key values of `user_key`, the smallest key of SST `number` of
+    /// this table (`None`: a key read from its rows, in no one file).
+    fn decode_user_key(&self, user_key: &[u8], number: Option<u64>) -> Result<Vec<OwnedKeyValue>> {
         let layout = self.layout();
         let corrupt = || {
-            let what = format!("smallest key {user_key:?} is not a key of table {}", self.name());
-            Error::corruption(self.inner().dir.join(files::sst(number)), 0, what)
+            let what = format!("key {user_key:?} is not a key of table {}", self.name());
+            let file =
+                number.map_or_else(|| self.inner().dir.clone(), |n| self.inner().dir.join(files::sst(n)));
+            Error::corruption(file, 0, what)
         };
         let types = layout
             .primary_key()
@@ -369,8 +371,8 @@ impl Table {
             let estimate = &mut out[index];
             estimate.null_count = Some(0);
             if let Some((lo, lo_file, hi, hi_file)) = keys {
-                estimate.min = self.decode_user_key(lo, lo_file)?.into_iter().next();
-                estimate.max = self.decode_user_key(hi, hi_file)?.into_iter().next();
+                estimate.min = self.decode_user_key(lo, Some(lo_file))?.into_iter().next();
+                estimate.max = self.decode_user_key(hi, Some(hi_file))?.into_iter().next();
             }
         }
         Ok(out)
