@@ -41,6 +41,7 @@ step resilientdb --scale 1000000
 step transactions --scale 100000
 # DuckDB runs from Python: the venv scripts/check.sh makes has it.
 step tpch --scale 0.1 --python "$python"
+step analyst --rows 3000000 --python "$python"
 
 python3 scripts/bench_page.py "$out" --write docs/BENCHMARKS.md
 echo "== docs/BENCHMARKS.md rewritten from $out"

@@ -79,6 +79,11 @@ enum Cmd {
     /// Parquet, DuckDB and SQLite (`--scale` is the scale factor); then
     /// SQL point, range and indexed queries against SQLite's.
     Tpch(crate::tpch::TpchArgs),
+    /// Issue 65: an analyst's queries (filtered counts, sums, GROUP BY, a
+    /// date range, top-k, key order with LIMIT) on a generated 3M-row
+    /// flights log: DataFusion over Basalt, over Parquet, and DuckDB,
+    /// the engines' order rotated on every run.
+    Analyst(crate::analyst::AnalystArgs),
     /// Issue 60: a sustained overload. Random 512-byte writes into a key
     /// space of `--scale` keys (4M by default) for `--seconds`, faster
     /// than compaction sustains, with the engine's defaults and with a
@@ -190,6 +195,7 @@ fn run(cli: Cli) -> Result<()> {
     let (name, common, jobs) = match cli.cmd {
         Cmd::Child { job } => return child(&job),
         Cmd::Tpch(args) => return crate::tpch::run(&args),
+        Cmd::Analyst(args) => return crate::analyst::run(&args),
         Cmd::Omendb(c) => {
             let jobs = plan_omendb(&c, &c.scale_or(&[1_000_000]), None)?;
             ("omendb", c, jobs)

@@ -2,6 +2,7 @@
 //! winning. Every engine gets the same data, the same durability, the same
 //! cache memory and release builds; see docs/BENCHMARKS-history.md for the method.
 
+pub mod analyst;
 pub mod cli;
 pub mod datagen;
 pub mod engine;

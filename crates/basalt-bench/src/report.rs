@@ -368,6 +368,17 @@ fn draw_bars(path: &Path, workload: &str, metric: &str, rs: &[&Record]) -> Resul
     Ok(())
 }
 
+/// Writes a run's results and its Markdown report (`title`, the command
+/// that ran, `table`) into `dir`, and prints the table and where both went.
+pub fn write_run(dir: &Path, records: &[Record], title: &str, table: &str) -> Result<()> {
+    crate::result::write_jsonl(&dir.join("results.jsonl"), records)?;
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    std::fs::write(dir.join("report.md"), format!("# {title}\n\nCommand: `{command}`\n\n{table}"))?;
+    println!("{table}");
+    println!("\nresults: {}/results.jsonl, report: {}/report.md", dir.display(), dir.display());
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

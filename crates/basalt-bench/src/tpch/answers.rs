@@ -23,6 +23,19 @@ pub enum Cell {
     Text(String),
 }
 
+impl Cell {
+    /// A value of an answer a child process printed as JSON.
+    pub fn of_json(v: &serde_json::Value) -> Cell {
+        match v {
+            serde_json::Value::Null => Cell::Null,
+            serde_json::Value::Number(n) => n.as_f64().map_or(Cell::Null, Cell::Num),
+            serde_json::Value::String(s) => Cell::Text(s.clone()),
+            serde_json::Value::Bool(b) => Cell::Text(b.to_string()),
+            other => Cell::Text(other.to_string()),
+        }
+    }
+}
+
 /// The rows of an answer.
 #[derive(Debug, Clone, Default)]
 pub struct Answer {

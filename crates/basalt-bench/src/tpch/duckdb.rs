@@ -144,7 +144,9 @@ pub fn run(
                 .as_array()
                 .map(|rows| {
                     rows.iter()
-                        .map(|r| r.as_array().map(|r| r.iter().map(cell).collect()).unwrap_or_default())
+                        .map(|r| {
+                            r.as_array().map(|r| r.iter().map(Cell::of_json).collect()).unwrap_or_default()
+                        })
                         .collect()
                 })
                 .unwrap_or_default();
@@ -190,14 +192,4 @@ fn parts(v: &serde_json::Value) -> Vec<(String, u64)> {
     v.as_array()
         .map(|all| all.iter().filter_map(|p| Some((p[0].as_str()?.to_string(), p[1].as_u64()?))).collect())
         .unwrap_or_default()
-}
-
-fn cell(v: &serde_json::Value) -> Cell {
-    match v {
-        serde_json::Value::Null => Cell::Null,
-        serde_json::Value::Number(n) => n.as_f64().map_or(Cell::Null, Cell::Num),
-        serde_json::Value::String(s) => Cell::Text(s.clone()),
-        serde_json::Value::Bool(b) => Cell::Text(b.to_string()),
-        other => Cell::Text(other.to_string()),
-    }
 }

@@ -29,8 +29,8 @@
 //! basalt-bench tpch --sizes-only --engines basalt,parquet,duckdb --python .venv/bin/python
 //! ```
 
-mod answers;
-mod data;
+pub(crate) mod answers;
+pub(crate) mod data;
 mod duckdb;
 mod engines;
 pub mod queries;
@@ -43,7 +43,7 @@ use clap::Args;
 use crate::engine::Result;
 use crate::measure::Machine;
 use crate::report;
-use crate::result::{self, Env, Record};
+use crate::result::{Env, Record};
 use answers::Answer;
 
 /// `basalt-bench tpch`'s options.
@@ -159,16 +159,9 @@ pub fn run(args: &TpchArgs) -> Result<()> {
         records(args, &machine, lineitem_rows, &sized).into_iter().filter(|r| r.metric == "bytes").collect();
     let mut records = records(args, &machine, lineitem_rows, &measured);
     records.extend(sized_records);
-    result::write_jsonl(&dir.join("results.jsonl"), &records)?;
     let mut table = if args.sizes_only { String::new() } else { summary(&measured) + "\n" };
     table.push_str(&sizes(measured.iter().chain(&sized)));
-    let command = std::env::args().collect::<Vec<_>>().join(" ");
-    std::fs::write(
-        dir.join("report.md"),
-        format!("# TPC-H sf {}\n\nCommand: `{command}`\n\n{table}", args.scale),
-    )?;
-    println!("{table}");
-    println!("\nresults: {}/results.jsonl, report: {}/report.md", dir.display(), dir.display());
+    report::write_run(&dir, &records, &format!("TPC-H sf {}", args.scale), &table)?;
     if args.keep_data {
         // The engines' databases are large and of no use to anyone else.
         for entry in std::fs::read_dir(dir.join("data"))? {
@@ -351,7 +344,7 @@ fn du(path: &Path) -> u64 {
 }
 
 /// The median of `values` (they are sorted in place).
-fn median(values: &mut [f64]) -> f64 {
+pub(crate) fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
     values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
 }
