@@ -80,6 +80,9 @@ pub struct AnalystArgs {
     /// Basalt's block cache, MiB (0: its default for the machine).
     #[arg(long, default_value_t = 0)]
     pub cache_mib: usize,
+    /// Basalt's `table_block_bytes_target`, KiB (0: its default).
+    #[arg(long, default_value_t = 0)]
+    pub table_block_kib: usize,
     /// Threads of every engine.
     #[arg(long, default_value_t = 2)]
     pub threads: usize,
@@ -233,7 +236,11 @@ fn load(
             if args.cache_mib > 0 {
                 opts = opts.block_cache_bytes(args.cache_mib << 20);
             }
+            if args.table_block_kib > 0 {
+                opts.table_block_bytes_target = args.table_block_kib << 10;
+            }
             let cache = opts.block_cache_bytes;
+            let table_block = opts.table_block_bytes_target;
             let db = Arc::new(Db::open(&path, opts)?);
             let t = Instant::now();
             let flights =
@@ -250,8 +257,9 @@ fn load(
             let config = datafusion::prelude::SessionConfig::new().with_target_partitions(args.threads);
             let ctx = basalt_datafusion::session_with_config(db.clone(), config);
             let options = format!(
-                "DataFusion 55.2 over Basalt, default options (block cache {} MiB), {}",
+                "DataFusion 55.2 over Basalt, block cache {} MiB, table blocks {} KiB, {}",
                 cache >> 20,
+                table_block >> 10,
                 if args.without_indexes { "no indexes" } else { "four indexes" }
             );
             (Engine::DataFusion { rt: runtime()?, ctx, db: Some(db) }, options, load_s)
