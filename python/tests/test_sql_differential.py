@@ -693,7 +693,8 @@ def test_analyst_reads_over_many_blocks_match_duckdb(tmp_path: Any, round_: int)
     rows_wanted = rng.randint(1500, 5000)
     top = rows_wanted * 3
     # Small blocks and memtables: many blocks and files from few rows.
-    db = basalt.open(tmp_path / "db", block_bytes_target=1024, memtable_bytes_max=256 << 10)
+    db = basalt.open(tmp_path / "db", block_bytes_target=1024, table_block_bytes_target=1024,
+                     memtable_bytes_max=256 << 10)
     duck = duckdb.connect()
     model: dict[int, dict[str, Any]] = {}
     snapshot = None
@@ -745,7 +746,8 @@ def test_analyst_reads_over_many_blocks_match_duckdb(tmp_path: Any, round_: int)
         # and a snapshot holding what they replace.
         snapshot = db.snapshot()
         at_snapshot = dict(model)
-        write_rows(rng.sample(sorted(model), k=len(model) // 10) + [top + i for i in range(rng.randint(0, 20))])
+        overwritten = rng.sample(sorted(model), k=len(model) // 10)
+        write_rows(overwritten + [top + i for i in range(rng.randint(0, 20))])
         doomed = rng.sample(sorted(model), k=min(len(model), rng.randint(0, 40)))
         if doomed:
             db.table("t").delete([(k,) for k in doomed])
@@ -759,9 +761,16 @@ def test_analyst_reads_over_many_blocks_match_duckdb(tmp_path: Any, round_: int)
         checked += check("overwrites, deletes and a range delete unflushed, a snapshot open")
         db.flush()
         checked += check("flushed, a snapshot open")
-        for k in rng.sample(range(top + 20), k=50):
+        # Through the snapshot, the rows as they were: those changed since
+        # (overwritten, deleted, range-deleted, new) and some others.
+        changed = set(overwritten) | set(doomed) | set(range(lo, hi)) | set(range(top, top + 20))
+        for k in sorted(changed)[:300] + rng.sample(range(top), k=50):
             old = db.table("t").get((k,), snapshot=snapshot)
-            assert (old is None) == (k not in at_snapshot), f"seed {seed}: key {k} through the snapshot: {old}"
+            want = at_snapshot.get(k)
+            assert (old is None) == (want is None), f"seed {seed}: key {k} through the snapshot: {old}, wanted {want}"
+            if old is not None and want is not None:
+                assert comparable(arrow_of([old], columns)) == comparable(arrow_of([want], columns)), (
+                    f"seed {seed}: key {k} through the snapshot: {old}, wanted {want}")
         snapshot.close()
         snapshot = None
         db.table("t").compact()

@@ -180,17 +180,43 @@ where
     T: arrow_array::ArrowPrimitiveType,
     T::Native: Ord,
 {
+    use arrow_array::ArrowNativeTypeOp;
     use arrow_array::cast::AsArray;
     use arrow_buffer::BooleanBuffer;
     let values = col.as_primitive::<T>().values();
     let lo = lower.literal.as_primitive::<T>().value(0);
     let hi = upper.literal.as_primitive::<T>().value(0);
-    // One closure per pair of bound kinds: no branch inside the loop.
-    let bits = match (lower.op == CmpOp::Gt, upper.op == CmpOp::Lt) {
-        (false, false) => BooleanBuffer::collect_bool(values.len(), |i| values[i] >= lo && values[i] <= hi),
-        (true, false) => BooleanBuffer::collect_bool(values.len(), |i| values[i] > lo && values[i] <= hi),
-        (false, true) => BooleanBuffer::collect_bool(values.len(), |i| values[i] >= lo && values[i] < hi),
-        (true, true) => BooleanBuffer::collect_bool(values.len(), |i| values[i] > lo && values[i] < hi),
+    // Strict bounds as inclusive ones (nothing passes `> MAX` or `< MIN`),
+    // then 64 values to a word with no branch: the compiler vectorizes
+    // this (a closure per bit through `collect_bool` was 4 ns a value).
+    let lo = match lower.op {
+        CmpOp::Gt => lo.add_checked(T::Native::ONE).ok(),
+        _ => Some(lo),
+    };
+    let hi = match upper.op {
+        CmpOp::Lt => hi.sub_checked(T::Native::ONE).ok(),
+        _ => Some(hi),
+    };
+    let bits = match (lo, hi) {
+        (Some(lo), Some(hi)) => {
+            let word_of = |chunk: &[T::Native]| {
+                chunk
+                    .iter()
+                    .enumerate()
+                    .fold(0u64, |word, (j, &v)| word | ((u64::from(v >= lo) & u64::from(v <= hi)) << j))
+            };
+            let chunks = values.chunks_exact(64);
+            let rest = chunks.remainder();
+            let mut words = Vec::with_capacity(values.len().div_ceil(64));
+            // Whole words through an array of 64: a length the compiler
+            // knows, so the loop is unrolled and vectorized.
+            words.extend(chunks.map(|chunk| <&[T::Native; 64]>::try_from(chunk).map_or(0, |c| word_of(c))));
+            if !rest.is_empty() {
+                words.push(word_of(rest));
+            }
+            BooleanBuffer::new(arrow_buffer::Buffer::from_vec(words), 0, values.len())
+        }
+        _ => BooleanBuffer::new_unset(values.len()),
     };
     // A null satisfies no comparison.
     let bits = match col.nulls() {
@@ -292,7 +318,7 @@ mod tests {
             }
         };
         for round in 0..300 {
-            let n = rng.random_range(0..300);
+            let n: usize = rng.random_range(0..300);
             let xs: Int64Array =
                 (0..n).map(|_| if rng.random_bool(0.1) { None } else { Some(value(&mut rng)) }).collect();
             let ts: TimestampMicrosecondArray =
@@ -313,18 +339,22 @@ mod tests {
                 };
                 predicates.push(Predicate::new(column, op, literal));
             }
-            let fused = Filter::all(predicates.clone()).evaluate(&batch).expect("fused");
-            let mut expected = vec![true; batch.num_rows()];
-            for p in &predicates {
-                let col = batch.column_by_name(&p.column).expect("column");
-                let m = predicate_mask(col, p).expect("kernel");
-                for (e, v) in expected.iter_mut().zip(m.values().iter()) {
-                    *e &= v;
+            // The batch, and a slice of it (arrays at an offset).
+            let sliced = batch.slice(usize::from(n > 0), n.saturating_sub(2));
+            for batch in [&batch, &sliced] {
+                let fused = Filter::all(predicates.clone()).evaluate(batch).expect("fused");
+                let mut expected = vec![true; batch.num_rows()];
+                for p in &predicates {
+                    let col = batch.column_by_name(&p.column).expect("column");
+                    let m = predicate_mask(col, p).expect("kernel");
+                    for (e, v) in expected.iter_mut().zip(m.values().iter()) {
+                        *e &= v;
+                    }
                 }
+                let got: Vec<bool> = fused.values().iter().collect();
+                assert_eq!(got, expected, "seed {seed}, round {round}: {predicates:?}");
+                assert_eq!(fused.null_count(), 0);
             }
-            let got: Vec<bool> = fused.values().iter().collect();
-            assert_eq!(got, expected, "seed {seed}, round {round}: {predicates:?}");
-            assert_eq!(fused.null_count(), 0);
         }
     }
 }
