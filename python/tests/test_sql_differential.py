@@ -694,6 +694,7 @@ def test_analyst_reads_over_many_blocks_match_duckdb(tmp_path: Any, round_: int)
     top = rows_wanted * 3
     # Small blocks and memtables: many blocks and files from few rows.
     db = basalt.open(tmp_path / "db", block_bytes_target=1024, table_block_bytes_target=1024,
+                     settled_block_bytes_target=1024,
                      memtable_bytes_max=256 << 10)
     duck = duckdb.connect()
     model: dict[int, dict[str, Any]] = {}

@@ -15,6 +15,7 @@ pub fn for_cycle(seed: u64, cycle: u64) -> Options {
         .immutable_memtables_max(rng.random_range(1..4))
         .block_bytes_target(rng.random_range(256..8 << 10))
         .table_block_bytes_target(rng.random_range(256..64 << 10))
+        .settled_block_bytes_target(rng.random_range(256..512 << 10))
         .bloom_bits_per_key([0, 4, 10][rng.random_range(0..3)])
         .compression(if rng.random_bool(0.5) { Compression::Lz4 } else { Compression::None })
         .block_cache_bytes(rng.random_range(0..4 << 20))

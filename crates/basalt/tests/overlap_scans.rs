@@ -36,6 +36,7 @@ fn open() -> (Db, Table, MemFs) {
     let opts = Options::default()
         .fs(Arc::new(fs.clone()))
         .table_block_bytes_target(1 << 10)
+        .settled_block_bytes_target(1 << 10)
         .sst_bytes_target(16 << 10)
         .memtable_bytes_max(256 << 10)
         .auto_compaction(false);

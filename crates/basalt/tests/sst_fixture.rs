@@ -35,6 +35,7 @@ fn options() -> Options {
     Options::default()
         .auto_compaction(false)
         .table_block_bytes_target(8 << 10)
+        .settled_block_bytes_target(8 << 10)
         .block_bytes_target(1 << 10)
         .compression(Compression::None)
         .settled_compression(Compression::None)

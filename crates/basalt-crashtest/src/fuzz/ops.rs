@@ -132,6 +132,7 @@ fn options_from(byte: u8, fs: &MemFs) -> Options {
         .memtable_bytes_max(if byte & 0x80 != 0 { 4 << 10 } else { 512 })
         .block_bytes_target(64 << (2 * ((byte >> 5) & 3)))
         .table_block_bytes_target(64 << (2 * ((byte >> 5) & 3)))
+        .settled_block_bytes_target(64 << (2 * ((byte >> 5) & 3)))
         .auto_compaction(auto)
         .l0_compaction_trigger(2)
         // No write delays: they would sleep.

@@ -56,6 +56,7 @@ pub fn small_options(fs: &MemFs, rng: &mut StdRng) -> Options {
         .immutable_memtables_max(rng.random_range(1..4))
         .block_bytes_target(rng.random_range(32..2_048))
         .table_block_bytes_target(rng.random_range(32..4_096))
+        .settled_block_bytes_target(rng.random_range(32..8_192))
         .bloom_bits_per_key([0, 4, 10][rng.random_range(0..3)])
         .compression(if rng.random_bool(0.5) { Compression::Lz4 } else { Compression::None })
         .index_compression(if rng.random_bool(0.5) { Compression::Lz4 } else { Compression::None })

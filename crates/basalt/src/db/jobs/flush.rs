@@ -242,8 +242,8 @@ impl DbInner {
     /// with: the catalog may have changed since (a drop while a compaction
     /// runs), and rows must be written as they were read. `settles`: the
     /// file goes where the tree's rows settle (a bottommost compaction, a
-    /// bulk load), so a table's blocks take `settled_compression` (and,
-    /// compressed, `settled_block_bytes_target`).
+    /// bulk load), so a table's blocks take `settled_compression` and
+    /// `settled_block_bytes_target`.
     pub(crate) fn start_sst(
         &self,
         tree: TreeId,
@@ -273,9 +273,7 @@ impl DbInner {
         }
         SstWriterOptions {
             block_bytes_target: match &layout {
-                Some(_) if settled_table && compression != crate::options::Compression::None => {
-                    self.opts.settled_block_bytes_target
-                }
+                Some(_) if settled_table => self.opts.settled_block_bytes_target,
                 Some(_) => self.opts.table_block_bytes_target,
                 None => self.opts.block_bytes_target,
             },
