@@ -16,6 +16,8 @@ everyday queries (issue 65's goal: ≤ 1.5, none over 3)::
 
     python python/bench/analyst.py --rows 3000000 --runs 7
 
+``basalt-bench analyst`` runs the same queries in Rust beside DataFusion over
+Parquet (the page's figures); this script measures them through Python.
 Measure with a release wheel (``bash scripts/build-wheel.sh``): the test
 environment's wheel is built in the dev profile.
 """

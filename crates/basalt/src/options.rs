@@ -173,7 +173,7 @@ pub struct Options {
     /// DataFusion's operators pay per batch; issue 65's analyst queries
     /// took 1.73x DuckDB's time (geometric mean of six) with 512 KiB
     /// blocks of ~6,600 rows and 2.73x with 64 KiB blocks of 828
-    /// (`basalt-bench analyst --table-block-kib`, docs/analytics.md). Point
+    /// (`basalt-bench analyst --settled-block-kib`, docs/analytics.md). Point
     /// reads of cached blocks are unchanged (a binary search of a few more
     /// rows); one that misses the cache reads the larger block (`get` on a
     /// 1M-row table twice its 64 MiB cache: a tenth to a seventh slower,

@@ -83,9 +83,10 @@ pub struct AnalystArgs {
     /// Basalt's block cache, MiB (0: its default for the machine).
     #[arg(long, default_value_t = 0)]
     pub cache_mib: usize,
-    /// Basalt's `table_block_bytes_target`, KiB (0: its default).
+    /// Basalt's `settled_block_bytes_target`, KiB (0: its default): the
+    /// blocks of the bulk-loaded table.
     #[arg(long, default_value_t = 0)]
-    pub table_block_kib: usize,
+    pub settled_block_kib: usize,
     /// Threads of every engine.
     #[arg(long, default_value_t = 2)]
     pub threads: usize,
@@ -243,11 +244,11 @@ fn load(
             if args.cache_mib > 0 {
                 opts = opts.block_cache_bytes(args.cache_mib << 20);
             }
-            if args.table_block_kib > 0 {
-                opts.table_block_bytes_target = args.table_block_kib << 10;
+            if args.settled_block_kib > 0 {
+                opts.settled_block_bytes_target = args.settled_block_kib << 10;
             }
             let cache = opts.block_cache_bytes;
-            let table_block = opts.table_block_bytes_target;
+            let settled_block = opts.settled_block_bytes_target;
             let db = Arc::new(Db::open(&path, opts)?);
             let t = Instant::now();
             let flights =
@@ -264,9 +265,9 @@ fn load(
             let config = datafusion::prelude::SessionConfig::new().with_target_partitions(args.threads);
             let ctx = basalt_datafusion::session_with_config(db.clone(), config);
             let options = format!(
-                "DataFusion 55.2 over Basalt, block cache {} MiB, table blocks {} KiB, {}",
+                "DataFusion 55.2 over Basalt, block cache {} MiB, settled blocks {} KiB, {}",
                 cache >> 20,
-                table_block >> 10,
+                settled_block >> 10,
                 if args.without_indexes { "no indexes" } else { "four indexes" }
             );
             (Engine::DataFusion { rt: runtime()?, ctx, db: Some(db) }, options, load_s)
