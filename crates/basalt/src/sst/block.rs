@@ -66,6 +66,15 @@ fn u64_at(buf: &[u8], at: usize) -> u64 {
 /// could not be).
 type LazyColumn = OnceLock<std::result::Result<ArrayRef, String>>;
 
+/// What [`Block::decode_with`] checks.
+#[derive(Debug, Clone, Copy)]
+enum Checks {
+    /// The directory, and every row's offsets and kind.
+    Full,
+    /// The directory only: the same bytes passed `Full` before.
+    DirectoryOnly,
+}
+
 /// A decoded, checked block. Immutable and shared through the block cache.
 #[derive(Debug, Clone)]
 pub struct Block {
@@ -108,8 +117,10 @@ impl Block {
     /// Checks and wraps block contents (already unsealed) that came from the
     /// block at `offset` of `file`; any problem is corruption at that offset.
     pub fn decode(data: impl Into<Bytes>, file: impl Into<Arc<Path>>, offset: u64) -> Result<Block> {
-        let data = data.into();
-        let file = file.into();
+        Block::decode_with(data.into(), file.into(), offset, Checks::Full)
+    }
+
+    fn decode_with(data: Bytes, file: Arc<Path>, offset: u64, checks: Checks) -> Result<Block> {
         let corrupt = |what: String| Error::corruption(&*file, offset, format!("block: {what}"));
         let (rows, buffers) = read_directory(&data).map_err(corrupt)?;
         let head = std::array::from_fn(|i| buffers.get(i).map_or((0, 0), |r| (r.start, r.end)));
@@ -130,7 +141,10 @@ impl Block {
             file: file.clone(),
             file_offset: offset,
         };
-        block.check_columns().map_err(corrupt)?;
+        match checks {
+            Checks::Full => block.check_columns().map_err(corrupt)?,
+            Checks::DirectoryOnly => block.column_widths().map_err(corrupt)?,
+        }
         Ok(block)
     }
 
@@ -144,6 +158,37 @@ impl Block {
     /// checks, but the block's memory charge leaves out the bytes.
     pub fn decode_mapped(data: Bytes, file: impl Into<Arc<Path>>, offset: u64) -> Result<Block> {
         Ok(Block { data_is_mapped: true, ..Block::decode(data, file, offset)? })
+    }
+
+    /// [`Block::decode_mapped`] of a block whose every row this process
+    /// has already checked ([`Block::decode`] of the same bytes succeeded):
+    /// only the directory is read again, bounds-checked, not the rows'
+    /// offsets and kinds. For the block cache's misses on blocks it held
+    /// before: their cost no longer grows with the block's rows.
+    pub fn decode_mapped_checked_before(
+        data: Bytes,
+        file: impl Into<Arc<Path>>,
+        offset: u64,
+    ) -> Result<Block> {
+        let block = Block::decode_with(data, file.into(), offset, Checks::DirectoryOnly)?;
+        Ok(Block { data_is_mapped: true, ..block })
+    }
+
+    /// The key and value widths of a block checked before: what
+    /// [`Block::check_columns`] works out, without its passes over the rows.
+    fn column_widths(&mut self) -> std::result::Result<(), String> {
+        let n = self.rows;
+        self.key_width =
+            column_width(self.buffer(BUF_KEY_OFFSETS).len(), n, self.buffer(BUF_KEY_DATA).len(), "key")?;
+        if self.is_key_value() {
+            self.value_width = column_width(
+                self.buffer(BUF_VALUE_OFFSETS).len(),
+                n,
+                self.buffer(BUF_VALUE_DATA).len(),
+                "value",
+            )?;
+        }
+        Ok(())
     }
 
     fn check_columns(&mut self) -> std::result::Result<(), String> {

@@ -314,7 +314,7 @@ impl SstIter {
     /// otherwise or when invalid.
     pub fn plain_rows(&self) -> Option<u64> {
         match &self.block {
-            Some((_, Held::Cached(block))) => block.plain_rows(),
+            Some((b, Held::Cached(block))) => self.reader.plain_rows_cached(*b, block),
             Some((b, Held::Mapped(rows))) => self.reader.plain_rows_in_place(*b, &rows.rows()),
             None => None,
         }

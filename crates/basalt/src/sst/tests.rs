@@ -410,6 +410,49 @@ fn mapped_lookups_read_plain_blocks_in_place() -> Result<()> {
     Ok(())
 }
 
+/// A mapped file's blocks that the cache cannot keep are decoded on every
+/// read; after the first, from their directory alone: what they hold is
+/// the same each time, with keys and values of one width or of many.
+#[test]
+fn blocks_the_cache_dropped_read_the_same_when_decoded_again() -> Result<()> {
+    let mut rng = StdRng::seed_from_u64(seed(0x5eed_0c4e));
+    let fixed = normalize(
+        (0..400u32).map(|i| (i.to_be_bytes().to_vec(), pack_trailer(1, Kind::Put), vec![7; 24])).collect(),
+    );
+    for (name, entries) in [("fixed", fixed), ("varied", random_entries(&mut rng, 400, 40))] {
+        for compression in [Compression::None, Compression::Lz4] {
+            let path = PathBuf::from(format!("{name}-{compression:?}.sst"));
+            let fs = TestFs::default();
+            write_sst(&fs, &path, &entries, &options(512, compression, 10))?;
+            // A cache too small for any block: every read decodes.
+            let cache = Arc::new(BlockCache::new(1));
+            let reader = SstReader::open(&fs, &path, 42, Arc::clone(&cache), true)?;
+            let blocks = reader.block_count();
+            for pass in 0..3 {
+                assert_eq!(
+                    collect_forward(&reader, Blocks::Cached)?,
+                    entries,
+                    "{name} {compression:?} pass {pass}"
+                );
+                assert_eq!(
+                    collect_forward(&reader, Blocks::Scanned)?,
+                    entries,
+                    "{name} {compression:?} pass {pass}"
+                );
+                for b in 0..blocks {
+                    let block = reader.read_block(b)?;
+                    assert!(block.len() > 0);
+                }
+            }
+            assert_eq!(cache.len(), 0, "nothing fits the cache");
+            let checked = if compression == Compression::None { blocks } else { 0 };
+            assert_eq!(reader.blocks_checked_in_full(), checked, "{name} {compression:?}");
+            check_gets(&reader, &entries, &[0, 1, 300, SEQNO_MAX])?;
+        }
+    }
+    Ok(())
+}
+
 #[test]
 fn real_files_round_trip() -> Result<()> {
     let dir = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;

@@ -368,6 +368,7 @@ impl TableScan {
         let Some(cursor) = self.cursor.sources()[i].sst() else { return Ok(0) };
         let Some((block, start)) = cursor.current() else { return Ok(0) };
         let block = block.clone();
+        let newest = cursor.plain_rows();
         let n = block.len();
         // Rows of this block before the next other source's key and the
         // scan's upper bound. Keys ascend within a block, so when the last
@@ -376,7 +377,7 @@ impl TableScan {
         let below = |k: &[u8]| next_other.is_none_or(|o| k < o) && !self.past_upper(k);
         let limit = if below(block.key(n - 1)) { n } else { block.first_failing(start..n - 1, below) };
         // Every row is a put of its own key, none newer than the read.
-        let plain = block.plain_rows().is_some_and(|newest| newest <= self.seqno);
+        let plain = newest.is_some_and(|newest| newest <= self.seqno);
         let mut end = if plain {
             limit
         } else {
