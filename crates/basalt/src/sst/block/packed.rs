@@ -201,16 +201,17 @@ impl Packed {
         let fast = if bits <= 57 && packed.len() >= 8 { ((packed.len() - 8) * 8 + 7) / bits + 1 } else { 0 };
         let fast = fast.min(rows);
         let native = &native;
-        let mut out: Vec<T> = (0..fast)
-            .map(move |r| {
-                let at = r * bits;
-                let distance = match packed.get(at / 8..).and_then(<[u8]>::first_chunk::<8>) {
-                    Some(word) => (u64::from_le_bytes(*word) >> (at % 8)) & mask,
-                    None => get_bits(packed, at, bits),
-                };
-                native(reference.wrapping_add(distance) ^ flip)
-            })
-            .collect();
+        // Room for every row up front: a `collect` of the fast rows sized
+        // the vector to them, and the rest moved it (5 % of such a scan).
+        let mut out = Vec::with_capacity(rows);
+        out.extend((0..fast).map(move |r| {
+            let at = r * bits;
+            let distance = match packed.get(at / 8..).and_then(<[u8]>::first_chunk::<8>) {
+                Some(word) => (u64::from_le_bytes(*word) >> (at % 8)) & mask,
+                None => get_bits(packed, at, bits),
+            };
+            native(reference.wrapping_add(distance) ^ flip)
+        }));
         out.extend(
             (fast..rows)
                 .map(move |r| native(reference.wrapping_add(get_bits(packed, r * bits, bits)) ^ flip)),
