@@ -175,9 +175,12 @@ pub struct Options {
     /// blocks of ~6,600 rows and 2.73x with 64 KiB blocks of 828
     /// (`basalt-bench analyst --settled-block-kib`, docs/analytics.md). Point
     /// reads of cached blocks are unchanged (a binary search of a few more
-    /// rows); one that misses the cache reads the larger block (`get` on a
-    /// 1M-row table twice its 64 MiB cache: a tenth to a seventh slower,
-    /// docs/BENCHMARKS.md): set 64 KiB where point reads miss. zstd and
+    /// rows); one that misses the cache decodes the larger block's
+    /// directory (its checksum only on the process's first read). `get`
+    /// on a 1M-row table twice its 64 MiB cache measured alike with both
+    /// sizes over six runs each, within this machine's noise
+    /// (docs/BENCHMARKS.md, issue 65); set 64 KiB where point reads of
+    /// compressed blocks miss (each miss decompresses the block). zstd and
     /// the blocks' dictionaries also find more repetition in larger
     /// blocks (docs/bytes-on-disk.md).
     pub settled_block_bytes_target: usize,

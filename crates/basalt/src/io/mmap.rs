@@ -8,7 +8,9 @@
 //! unlinking, which leaves a mapping intact. Writing to or truncating a
 //! database's files from outside while it is open is outside the contract,
 //! as it is for LMDB and for LevelDB and `RocksDB` with mmap reads; the
-//! engine's checksums catch such bytes where they read them.
+//! engine's checksums catch such bytes on a process's first read of each
+//! block, not afterwards (the block cache does the same for what it holds;
+//! docs/architecture.md, "in-place reads").
 #![expect(unsafe_code, reason = "memory maps; the invariant is in the module doc")]
 
 use std::fs::File;

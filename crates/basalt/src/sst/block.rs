@@ -121,8 +121,8 @@ impl Block {
     }
 
     fn decode_with(data: Bytes, file: Arc<Path>, offset: u64, checks: Checks) -> Result<Block> {
-        let corrupt = |what: String| Error::corruption(&*file, offset, format!("block: {what}"));
-        let (rows, buffers) = read_directory(&data).map_err(corrupt)?;
+        let corrupt = |file: &Path, what: String| Error::corruption(file, offset, format!("block: {what}"));
+        let (rows, buffers) = read_directory(&data).map_err(|what| corrupt(&file, what))?;
         let head = std::array::from_fn(|i| buffers.get(i).map_or((0, 0), |r| (r.start, r.end)));
         let buffer_count = buffers.len();
         let more_buffers = buffers.get(DATA_BLOCK_BUFFERS..).map(<[_]>::to_vec).unwrap_or_default();
@@ -138,13 +138,14 @@ impl Block {
             arrays: OnceLock::new(),
             plain_rows: OnceLock::new(),
             data_is_mapped: false,
-            file: file.clone(),
+            file,
             file_offset: offset,
         };
-        match checks {
-            Checks::Full => block.check_columns().map_err(corrupt)?,
-            Checks::DirectoryOnly => block.column_widths().map_err(corrupt)?,
-        }
+        let checked = match checks {
+            Checks::Full => block.check_columns(),
+            Checks::DirectoryOnly => block.column_widths(),
+        };
+        checked.map_err(|what| corrupt(&block.file, what))?;
         Ok(block)
     }
 
@@ -165,7 +166,7 @@ impl Block {
     /// only the directory is read again, bounds-checked, not the rows'
     /// offsets and kinds. For the block cache's misses on blocks it held
     /// before: their cost no longer grows with the block's rows.
-    pub fn decode_mapped_checked_before(
+    pub(super) fn decode_mapped_checked_before(
         data: Bytes,
         file: impl Into<Arc<Path>>,
         offset: u64,
@@ -175,9 +176,15 @@ impl Block {
     }
 
     /// The key and value widths of a block checked before: what
-    /// [`Block::check_columns`] works out, without its passes over the rows.
+    /// [`Block::check_columns`] works out, without its passes over the rows
+    /// (the trailer column's length is checked again: it costs nothing,
+    /// and an accessor then never reads past it, whatever the bytes).
     fn column_widths(&mut self) -> std::result::Result<(), String> {
         let n = self.rows;
+        let trailers = self.buffer(BUF_TRAILERS).len();
+        if trailers != 8 * n {
+            return Err(format!("trailer column of {trailers} bytes for {n} rows"));
+        }
         self.key_width =
             column_width(self.buffer(BUF_KEY_OFFSETS).len(), n, self.buffer(BUF_KEY_DATA).len(), "key")?;
         if self.is_key_value() {

@@ -47,11 +47,13 @@ pub struct SstReader {
     /// With a map: what a lookup knows of each data block (see
     /// [`InPlace`]), learned the first time it reads the block.
     blocks: BlockStates,
-    /// With a map: whether each data block read in place holds plain rows
+    /// With a map: whether each data block holds plain rows
     /// ([`Rows::plain`]): 0 not worked out yet, 1 not plain, `n + 2` plain
-    /// with newest seqno `n`. A cached block keeps this itself; a block
-    /// read in place is entered afresh by every cursor, and working it out
-    /// each time cost 3.4% of a scan of 512-byte values.
+    /// with newest seqno `n` (at most 2^56 - 1). Kept per block of the
+    /// file, for blocks read in place and through the cache alike: a block
+    /// read in place is entered afresh by every cursor (working it out
+    /// each time cost 3.4% of a scan of 512-byte values), and a block the
+    /// cache dropped is decoded afresh.
     plain: Box<[AtomicU64]>,
     /// With a map: whether each uncompressed data block has been checked
     /// in full (checksum, directory, every row's offsets and kind) by a
@@ -518,6 +520,13 @@ impl SstReader {
             + self.model.as_ref().map_or(0, Model::bytes)
             + zones
             + (self.blocks.0.len() + self.plain.len()) * std::mem::size_of::<AtomicU64>()
+            + self.checked.len() * std::mem::size_of::<AtomicBool>()
+    }
+
+    /// Where data block `index` starts in the file.
+    #[cfg(test)]
+    pub fn block_offset(&self, index: usize) -> Result<u64> {
+        Ok(self.handle(index)?.offset)
     }
 
     /// Uncompressed data blocks of a mapped file that a read through the
