@@ -265,8 +265,8 @@ impl SstReader {
             Some(h) => Some(BloomFilter::decode(&read(h)?, path, h.offset)?),
             None => None,
         };
-        let blocks = BlockStates::new(if mapped.is_some() { index.len() } else { 0 });
         let mapped_blocks = if mapped.is_some() { index.len() } else { 0 };
+        let blocks = BlockStates::new(mapped_blocks);
         let plain = (0..mapped_blocks).map(|_| AtomicU64::new(0)).collect();
         let checked = (0..mapped_blocks).map(|_| AtomicBool::new(false)).collect();
         Ok(Arc::new(SstReader {
